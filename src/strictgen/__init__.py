@@ -1,0 +1,28 @@
+"""strictgen: language-model output guaranteed to match a format.
+
+Formats compile to byte-level automata; at each decoding step a matcher says which tokens of the
+real vocabulary keep the output valid. See DESIGN.md for the layers and the public contract.
+"""
+
+from strictgen.compile.compiled import CompiledGrammar
+from strictgen.compile.compiler import GrammarCompiler
+from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
+from strictgen.runtime.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from strictgen.runtime.matcher import GrammarMatcher
+from strictgen.tokenizer.info import TokenizerInfo
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledGrammar",
+    "GrammarCompiler",
+    "GrammarMatcher",
+    "GrammarSyntaxError",
+    "GrammarTooLargeError",
+    "RegexError",
+    "SchemaError",
+    "StrictgenError",
+    "TokenizerInfo",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+]

@@ -1,0 +1,413 @@
+"""Grammar IR → one byte-level DFA per called rule, with call edges where the grammar recurses.
+
+Rules that are not part of a reference cycle are inlined where they are used, so a grammar without
+recursion becomes a single DFA. Rules on a cycle stay rules: their DFAs have *call edges*
+(callee, return state) that the pushdown machine (`machine.py`) follows with a stack. Each DFA is
+trimmed so that every state can still reach an accepting state: that is what makes "the mask is
+never a dead end" hold by construction. Left recursion is refused here with a clear error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, StrictgenError
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Expr, Grammar, Literal, Repeat, RuleRef, Seq
+
+from .utf8 import utf8_sequences
+
+MAX_NFA_STATES = 400_000
+MAX_DFA_STATES = 200_000
+
+
+class LeftRecursionError(GrammarSyntaxError):
+    """The grammar calls a rule from itself before consuming any byte."""
+
+
+@dataclass
+class RuleDFA:
+    """A deterministic automaton over bytes plus call edges. State 0 is the start."""
+
+    name: str
+    accepting: list[bool]
+    byte_groups: list[list[tuple[int, tuple[int, ...]]]]  # state → [(target, bytes going there)]
+    calls: list[list[tuple[int, int]]]  # state → [(callee rule index, return state)]
+
+    @property
+    def num_states(self) -> int:
+        return len(self.accepting)
+
+
+@dataclass
+class CompiledAutomaton:
+    """The DFAs of the root and of every recursive rule; rule 0 is the root."""
+
+    rules: list[RuleDFA]
+
+
+# ---- NFA construction -----------------------------------------------------------------------
+
+
+class _NFA:
+    """Thompson-style NFA: byte-range edges, call edges and epsilon edges."""
+
+    def __init__(self) -> None:
+        self.byte_edges: list[list[tuple[int, int, int]]] = []  # (lo, hi, target)
+        self.call_edges: list[list[tuple[int, int]]] = []  # (callee, target)
+        self.eps: list[list[int]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
+        self.byte_edges.append([])
+        self.call_edges.append([])
+        self.eps.append([])
+        return len(self.eps) - 1
+
+
+class _Builder:
+    def __init__(self, grammar: Grammar, called: dict[str, int]):
+        self.grammar = grammar
+        self.called = called  # rule name → index, for rules kept as calls
+        self.nfa = _NFA()
+        self._charset_cache: dict[tuple, list] = {}
+
+    def build(self, expr: Expr, start: int, end: int, inlining: tuple[str, ...] = ()) -> None:
+        """Add edges so that paths start → end spell exactly the strings of `expr`."""
+        nfa = self.nfa
+        if isinstance(expr, Literal):
+            cur = start
+            for i, b in enumerate(expr.data):
+                nxt = end if i == len(expr.data) - 1 else nfa.new()
+                nfa.byte_edges[cur].append((b, b, nxt))
+                cur = nxt
+            if not expr.data:
+                nfa.eps[start].append(end)
+        elif isinstance(expr, ByteSet):
+            for lo, hi in expr.ranges:
+                nfa.byte_edges[start].append((lo, hi, end))
+        elif isinstance(expr, CharSet):
+            self._build_charset(expr, start, end)
+        elif isinstance(expr, Seq):
+            if not expr.items:
+                nfa.eps[start].append(end)
+            cur = start
+            for i, item in enumerate(expr.items):
+                nxt = end if i == len(expr.items) - 1 else nfa.new()
+                self.build(item, cur, nxt, inlining)
+                cur = nxt
+        elif isinstance(expr, Alt):
+            for item in expr.items:
+                s = nfa.new()
+                nfa.eps[start].append(s)
+                self.build(item, s, end, inlining)
+        elif isinstance(expr, Repeat):
+            self._build_repeat(expr, start, end, inlining)
+        elif isinstance(expr, RuleRef):
+            if expr.name not in self.grammar.rules:
+                raise StrictgenError(f"undefined rule {expr.name!r}")
+            if expr.name in self.called:
+                nfa.call_edges[start].append((self.called[expr.name], end))
+            else:
+                if expr.name in inlining:  # cannot happen for non-recursive rules
+                    raise StrictgenError(f"rule {expr.name!r} is recursive but was not marked as such")
+                self.build(self.grammar.rules[expr.name], start, end, inlining + (expr.name,))
+        else:
+            raise TypeError(f"not a grammar expression: {expr!r}")
+
+    def _build_repeat(self, expr: Repeat, start: int, end: int, inlining: tuple[str, ...]) -> None:
+        nfa = self.nfa
+        cur = start
+        for _ in range(expr.min):
+            nxt = nfa.new()
+            self.build(expr.item, cur, nxt, inlining)
+            cur = nxt
+        if expr.max is None:
+            loop_in, loop_out = nfa.new(), nfa.new()
+            nfa.eps[cur].append(loop_in)
+            self.build(expr.item, loop_in, loop_out, inlining)
+            nfa.eps[loop_out].append(loop_in)
+            nfa.eps[loop_out].append(end)
+            nfa.eps[cur].append(end)
+        else:
+            for _ in range(expr.max - expr.min):
+                nxt = nfa.new()
+                nfa.eps[cur].append(end)
+                self.build(expr.item, cur, nxt, inlining)
+                cur = nxt
+            nfa.eps[cur].append(end)
+
+    def _build_charset(self, expr: CharSet, start: int, end: int) -> None:
+        """UTF-8 sequences for the ranges, sharing states by common leading byte ranges."""
+        seqs = self._charset_cache.get(expr.ranges)
+        if seqs is None:
+            seqs = [s for lo, hi in expr.ranges for s in utf8_sequences(lo, hi)]
+            self._charset_cache[expr.ranges] = seqs
+        nfa = self.nfa
+        # a small trie over byte-range prefixes keeps the NFA compact for big classes
+        trie: dict[tuple, int] = {}
+        for seq in seqs:
+            cur = start
+            for i, (lo, hi) in enumerate(seq):
+                if i == len(seq) - 1:
+                    nfa.byte_edges[cur].append((lo, hi, end))
+                else:
+                    key = seq[: i + 1]
+                    nxt = trie.get(key)
+                    if nxt is None:
+                        nxt = trie[key] = nfa.new()
+                        nfa.byte_edges[cur].append((lo, hi, nxt))
+                    cur = nxt
+
+
+# ---- recursion analysis -----------------------------------------------------------------------
+
+
+def _references(expr: Expr, out: set[str]) -> set[str]:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, RuleRef):
+            out.add(e.name)
+        elif isinstance(e, (Seq, Alt)):
+            stack.extend(e.items)
+        elif isinstance(e, Repeat):
+            stack.append(e.item)
+    return out
+
+
+def recursive_rules(grammar: Grammar) -> set[str]:
+    """Names of the rules that lie on a reference cycle (Tarjan's SCC, iterative)."""
+    graph = {name: _references(expr, set()) for name, expr in grammar.rules.items()}
+    for name, refs in graph.items():
+        for ref in refs:
+            if ref not in graph:
+                raise StrictgenError(f"rule {name!r} refers to undefined rule {ref!r}")
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result: set[str] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            child = next(it, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == node:
+                        break
+                if len(component) > 1 or node in graph[node]:
+                    result.update(component)
+    return result
+
+
+# ---- determinisation ----------------------------------------------------------------------------
+
+
+def _determinize(nfa: _NFA, start: int, final: int, name: str) -> RuleDFA:
+    closure_cache: dict[int, frozenset[int]] = {}
+
+    def closure1(s: int) -> frozenset[int]:
+        got = closure_cache.get(s)
+        if got is None:
+            seen = {s}
+            work = [s]
+            while work:
+                for t in nfa.eps[work.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        work.append(t)
+            got = closure_cache[s] = frozenset(seen)
+        return got
+
+    def closure(states) -> frozenset[int]:
+        out: set[int] = set()
+        for s in states:
+            out |= closure1(s)
+        return frozenset(out)
+
+    ids: dict[frozenset[int], int] = {}
+    subsets: list[frozenset[int]] = []
+
+    def intern(subset: frozenset[int]) -> int:
+        got = ids.get(subset)
+        if got is None:
+            if len(subsets) >= MAX_DFA_STATES:
+                raise GrammarTooLargeError(f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
+            got = ids[subset] = len(subsets)
+            subsets.append(subset)
+        return got
+
+    intern(closure1(start))
+    accepting: list[bool] = []
+    byte_groups: list[list[tuple[int, tuple[int, ...]]]] = []
+    calls: list[list[tuple[int, int]]] = []
+    i = 0
+    while i < len(subsets):
+        subset = subsets[i]
+        i += 1
+        accepting.append(final in subset)
+        edges = [e for s in subset for e in nfa.byte_edges[s]]
+        groups: dict[int, list[int]] = {}
+        if edges:
+            points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
+            for a, b in zip(points, points[1:]):  # elementary byte intervals [a, b)
+                targets = frozenset(t for lo, hi, t in edges if lo <= a and b - 1 <= hi)
+                if targets:
+                    groups.setdefault(intern(closure(targets)), []).extend(range(a, b))
+        byte_groups.append([(t, tuple(bs)) for t, bs in groups.items()])
+        call_targets: dict[int, set[int]] = {}
+        for s in subset:
+            for callee, t in nfa.call_edges[s]:
+                call_targets.setdefault(callee, set()).add(t)
+        calls.append([(callee, intern(closure(ts))) for callee, ts in sorted(call_targets.items())])
+    return RuleDFA(name, accepting, byte_groups, calls)
+
+
+# ---- trimming and checks --------------------------------------------------------------------------
+
+
+def _productive_rules(rules: list[RuleDFA]) -> set[int]:
+    """Rules that derive at least one finite string (fixed point)."""
+    productive: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r, dfa in enumerate(rules):
+            if r not in productive and _can_finish(dfa, productive)[0]:
+                productive.add(r)
+                changed = True
+    return productive
+
+
+def _can_finish(dfa: RuleDFA, productive: set[int]) -> list[bool]:
+    """For each state: can it reach acceptance through bytes and calls to productive rules?"""
+    preds: list[list[int]] = [[] for _ in range(dfa.num_states)]
+    for s in range(dfa.num_states):
+        for t, _ in dfa.byte_groups[s]:
+            preds[t].append(s)
+        for callee, t in dfa.calls[s]:
+            if callee in productive:
+                preds[t].append(s)
+    ok = list(dfa.accepting)
+    work = [s for s, a in enumerate(ok) if a]
+    while work:
+        for p in preds[work.pop()]:
+            if not ok[p]:
+                ok[p] = True
+                work.append(p)
+    return ok
+
+
+def _trim(dfa: RuleDFA, productive: set[int]) -> RuleDFA:
+    """Drop states that cannot finish and renumber; start stays 0."""
+    ok = _can_finish(dfa, productive)
+    reach = [False] * dfa.num_states
+    reach[0] = True
+    order = [0]
+    for s in order:
+        nexts = [t for t, _ in dfa.byte_groups[s]] + [t for c, t in dfa.calls[s] if c in productive]
+        for t in nexts:
+            if ok[t] and not reach[t]:
+                reach[t] = True
+                order.append(t)
+    new_id = {s: i for i, s in enumerate(order)}
+    return RuleDFA(
+        dfa.name,
+        [dfa.accepting[s] for s in order],
+        [[(new_id[t], bs) for t, bs in dfa.byte_groups[s] if t in new_id] for s in order],
+        [[(c, new_id[t]) for c, t in dfa.calls[s] if c in productive and t in new_id] for s in order],
+    )
+
+
+def _check_left_recursion(rules: list[RuleDFA]) -> None:
+    """Refuse grammars where a rule can call itself before consuming a byte (the stack would grow forever)."""
+    nullable: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r, dfa in enumerate(rules):
+            if r in nullable:
+                continue
+            seen, work = {0}, [0]
+            while work:
+                s = work.pop()
+                if dfa.accepting[s]:
+                    nullable.add(r)
+                    changed = True
+                    break
+                for callee, t in dfa.calls[s]:
+                    if callee in nullable and t not in seen:
+                        seen.add(t)
+                        work.append(t)
+    left_calls: list[set[int]] = []
+    for dfa in rules:
+        calls: set[int] = set()
+        seen, work = {0}, [0]
+        while work:
+            s = work.pop()
+            for callee, t in dfa.calls[s]:
+                calls.add(callee)
+                if callee in nullable and t not in seen:
+                    seen.add(t)
+                    work.append(t)
+        left_calls.append(calls)
+    for r in range(len(rules)):  # a cycle in the left-call graph through r?
+        seen, work = set(), list(left_calls[r])
+        while work:
+            c = work.pop()
+            if c == r:
+                raise LeftRecursionError(
+                    f"rule {rules[r].name!r} is left-recursive (it can call itself before consuming input); "
+                    "rewrite it with repetition, e.g. `expr ::= term (\"+\" term)*`"
+                )
+            if c not in seen:
+                seen.add(c)
+                work.extend(left_calls[c])
+
+
+def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
+    """Build trimmed DFAs for the root and the recursive rules of `grammar`."""
+    if grammar.root not in grammar.rules:
+        raise StrictgenError(f"the grammar has no root rule {grammar.root!r}")
+    recursive = recursive_rules(grammar)
+    names = [grammar.root] + sorted(n for n in recursive if n != grammar.root)
+    called = {n: i for i, n in enumerate(names) if n in recursive}
+    raw: list[RuleDFA] = []
+    for name in names:
+        builder = _Builder(grammar, called)
+        start, final = builder.nfa.new(), builder.nfa.new()
+        builder.build(grammar.rules[name], start, final, (name,))
+        raw.append(_determinize(builder.nfa, start, final, name))
+    productive = _productive_rules(raw)
+    if 0 not in productive:
+        raise StrictgenError("the grammar accepts no string at all")
+    rules = [_trim(dfa, productive) if i in productive else RuleDFA(dfa.name, [False], [[]], [[]]) for i, dfa in enumerate(raw)]
+    _check_left_recursion(rules)
+    return CompiledAutomaton(rules)

@@ -1,0 +1,97 @@
+"""Token masks per machine state: which vocabulary tokens keep the output valid.
+
+A mask is computed by walking the vocabulary trie together with the machine, one trie depth at a
+time in numpy (never a Python loop over the vocabulary), then cached per machine state: states
+are shared by every matcher of the grammar, so each distinct state pays for its sweep once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from strictgen.tokenizer.trie import VocabTrie
+
+from .machine import DEAD, PushdownMachine
+
+
+def words_for(vocab_size: int) -> int:
+    """int32 words in one bitmask row."""
+    return (vocab_size + 31) // 32
+
+
+def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
+    """A bool vector (length ≥ vocab_size) as an int32 bitmask row: bit i of word i//32 is token i."""
+    padded = np.zeros(words_for(vocab_size) * 32, dtype=bool)
+    padded[:vocab_size] = allowed[:vocab_size]
+    return np.packbits(padded, bitorder="little").view("<i4").astype(np.int32, copy=False)
+
+
+class TokenMasker:
+    """Caches the allowed-token bitmask of each machine state for one vocabulary."""
+
+    def __init__(self, machine: PushdownMachine, trie: VocabTrie, vocab_size: int, eos_token_ids, max_cached: int = 4096):
+        self.machine = machine
+        self.trie = trie
+        self.vocab_size = vocab_size
+        self.eos = np.asarray(sorted(eos_token_ids), dtype=np.int64)
+        self.max_cached = max_cached
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.eos_only = self._with_eos(np.zeros(vocab_size, dtype=bool))
+
+    def _with_eos(self, allowed: np.ndarray) -> np.ndarray:
+        allowed[self.eos] = True
+        return pack_bits(allowed, self.vocab_size)
+
+    def mask(self, state: int) -> np.ndarray:
+        """The packed mask of `state` (read-only; shared)."""
+        with self._lock:
+            got = self._cache.get(state)
+            if got is not None:
+                self._cache.move_to_end(state)
+                return got
+        got = self._compute(state)
+        got.setflags(write=False)
+        with self._lock:
+            self._cache[state] = got
+            if len(self._cache) > self.max_cached:
+                self._cache.popitem(last=False)
+        return got
+
+    def live_nodes(self, state: int) -> np.ndarray:
+        """Bool over trie nodes (plus one never-live slot): is the node's prefix still valid from `state`?"""
+        trie, machine = self.trie, self.machine
+        live = np.zeros(trie.num_nodes + 1, dtype=bool)
+        if trie.depth == 0:
+            return live
+        nodes = np.arange(len(trie.bytes[0]))
+        states = machine.step_many(np.full(len(nodes), state, dtype=np.int64), trie.bytes[0])
+        for d in range(trie.depth):
+            keep = states != DEAD
+            nodes, states = nodes[keep], states[keep]
+            if not len(nodes):
+                break
+            live[trie.offsets[d] + nodes] = True
+            if d + 1 == trie.depth:
+                break
+            starts, ends = trie.child_start[d][nodes], trie.child_end[d][nodes]
+            counts = ends - starts
+            total = int(counts.sum())
+            if not total:
+                break
+            # positions of all children of the live nodes, in one vector
+            first = np.cumsum(counts) - counts
+            nodes = np.repeat(starts - first, counts) + np.arange(total)
+            states = machine.step_many(np.repeat(states, counts), trie.bytes[d + 1][nodes])
+        return live
+
+    def _compute(self, state: int) -> np.ndarray:
+        if state == DEAD:
+            return pack_bits(np.zeros(self.vocab_size, dtype=bool), self.vocab_size)
+        allowed = self.live_nodes(state)[self.trie.token_node]
+        if self.machine.accepting[state]:
+            return self._with_eos(allowed)
+        return pack_bits(allowed, self.vocab_size)

@@ -1,0 +1,40 @@
+"""Errors users see. Every error is a ValueError so callers can catch bad input uniformly."""
+
+from __future__ import annotations
+
+
+class StrictgenError(ValueError):
+    """Base of every error strictgen raises for bad input."""
+
+
+class GrammarSyntaxError(StrictgenError):
+    """A grammar text (GBNF) is malformed or uses an unsupported feature; carries line and column (1-based)."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0):
+        self.line = line
+        self.column = column
+        where = f" (line {line}, column {column})" if line else ""
+        super().__init__(f"{message}{where}")
+
+
+class RegexError(StrictgenError):
+    """A regular expression is malformed or uses an unsupported feature; carries the 0-based position."""
+
+    def __init__(self, message: str, pattern: str = "", position: int = 0):
+        self.pattern = pattern
+        self.position = position
+        super().__init__(f"{message} at position {position} in regex {pattern!r}")
+
+
+class SchemaError(StrictgenError):
+    """A JSON Schema is invalid or uses a keyword the compiler cannot enforce; names the keyword and JSON pointer."""
+
+    def __init__(self, message: str, keyword: str = "", pointer: str = ""):
+        self.keyword = keyword
+        self.pointer = pointer
+        where = f" (keyword {keyword!r} at {pointer or '#'})" if keyword else ""
+        super().__init__(f"{message}{where}")
+
+
+class GrammarTooLargeError(StrictgenError):
+    """Compiling would exceed a size or time limit; raised instead of hanging or exhausting memory."""

@@ -1,0 +1,187 @@
+"""Grammar IR: rules over bytes and Unicode code points.
+
+Every front end (GBNF, regex, choice, JSON, JSON Schema) produces a `Grammar`; `strictgen.compile`
+turns it into byte-level automata. Expressions are immutable and hashable so front ends can share
+and deduplicate sub-expressions. `CharSet` holds code point ranges: the compiler expands them to
+UTF-8 byte sequences, so the automaton always runs on bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_CODEPOINT = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+
+
+class Expr:
+    """Base of grammar expressions."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Literal(Expr):
+    """An exact byte string (the empty string matches the empty input)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ByteSet(Expr):
+    """One byte from sorted, disjoint, inclusive ranges within 0..255."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CharSet(Expr):
+    """One Unicode scalar value (UTF-8 encoded) from sorted, disjoint, inclusive code point ranges.
+
+    Surrogates (U+D800..U+DFFF) are never matched: they have no UTF-8 encoding.
+    """
+
+    ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Expr):
+    """Concatenation; Seq(()) matches the empty string."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt(Expr):
+    """Alternation; Alt(()) matches nothing."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat(Expr):
+    """`item` repeated between `min` and `max` times (max None = unbounded)."""
+
+    item: Expr
+    min: int = 0
+    max: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRef(Expr):
+    """A reference to a named rule of the grammar (may be recursive)."""
+
+    name: str
+
+
+EMPTY = Seq(())
+NOTHING = Alt(())
+
+
+@dataclass
+class Grammar:
+    """Named rules plus the root rule's name."""
+
+    rules: dict[str, Expr] = field(default_factory=dict)
+    root: str = "root"
+
+
+# ---- small constructors that keep expressions flat -------------------------------------------
+
+
+def lit(text: str | bytes) -> Literal:
+    return Literal(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+
+
+def seq(*items: Expr) -> Expr:
+    flat: list[Expr] = []
+    for item in items:
+        if isinstance(item, Seq):
+            flat.extend(item.items)
+        elif isinstance(item, Alt) and not item.items:
+            return NOTHING
+        elif not (isinstance(item, Literal) and not item.data):
+            flat.append(item)
+    merged: list[Expr] = []
+    for item in flat:  # join adjacent literals
+        if merged and isinstance(item, Literal) and isinstance(merged[-1], Literal):
+            merged[-1] = Literal(merged[-1].data + item.data)
+        else:
+            merged.append(item)
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def alt(*items: Expr) -> Expr:
+    flat: list[Expr] = []
+    for item in items:
+        for sub in item.items if isinstance(item, Alt) else (item,):
+            if sub not in flat:
+                flat.append(sub)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def repeat(item: Expr, lo: int = 0, hi: int | None = None) -> Expr:
+    if hi is not None and hi < lo:
+        return NOTHING
+    if hi == 0:
+        return EMPTY
+    if lo == 1 and hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Expr) -> Expr:
+    return repeat(item, 0, 1)
+
+
+def normalize_ranges(ranges, limit: int = MAX_CODEPOINT) -> tuple[tuple[int, int], ...]:
+    """Sort and merge inclusive ranges, clipping to 0..limit."""
+    out: list[list[int]] = []
+    for lo, hi in sorted((max(0, a), min(limit, b)) for a, b in ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def negate_ranges(ranges, limit: int = MAX_CODEPOINT) -> tuple[tuple[int, int], ...]:
+    """The complement of `ranges` within 0..limit."""
+    out = []
+    nxt = 0
+    for lo, hi in normalize_ranges(ranges, limit):
+        if lo > nxt:
+            out.append((nxt, lo - 1))
+        nxt = hi + 1
+    if nxt <= limit:
+        out.append((nxt, limit))
+    return tuple(out)
+
+
+def without_surrogates(ranges) -> tuple[tuple[int, int], ...]:
+    """Normalized ranges minus U+D800..U+DFFF, which have no UTF-8 encoding."""
+    lo_s, hi_s = SURROGATES
+    out: list[tuple[int, int]] = []
+    for lo, hi in normalize_ranges(ranges):
+        if lo < lo_s:
+            out.append((lo, min(hi, lo_s - 1)))
+        if hi > hi_s:
+            out.append((max(lo, hi_s + 1), hi))
+    return tuple(out)
+
+
+def charset(ranges) -> Expr:
+    """A CharSet (surrogates removed), or a ByteSet when every code point is ASCII (one byte each)."""
+    norm = without_surrogates(ranges)
+    if not norm:
+        return NOTHING
+    if norm[-1][1] < 0x80:
+        return ByteSet(norm)
+    return CharSet(norm)
+
+
+def chars(text: str) -> Expr:
+    """One character out of `text`."""
+    return charset((ord(c), ord(c)) for c in text)

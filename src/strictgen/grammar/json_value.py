@@ -1,0 +1,100 @@
+"""Any JSON value (RFC 8259) as grammar IR, with a bounded whitespace policy.
+
+Whitespace is where a model can run away (an endless run of newlines is valid JSON), so it is
+bounded: by default what `json.dumps` writes with default separators, compact separators or
+`indent=N` is accepted, i.e. at most one newline followed by up to `max_indent` spaces or tabs
+between tokens. "compact" allows no whitespace at all. The JSON Schema front end reuses the
+pieces here (`JsonStyle`, `json_string`, `json_number`, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import (
+    MAX_CODEPOINT,
+    EMPTY,
+    Expr,
+    Grammar,
+    RuleRef,
+    alt,
+    charset,
+    chars,
+    lit,
+    opt,
+    repeat,
+    seq,
+)
+
+HEX = chars("0123456789abcdefABCDEF")
+DIGIT = charset([(ord("0"), ord("9"))])
+NONZERO = charset([(ord("1"), ord("9"))])
+
+# one JSON string character: anything but '"', '\' and control characters, or an escape
+STRING_CHAR = alt(
+    charset([(0x20, 0x21), (0x23, 0x5B), (0x5D, MAX_CODEPOINT)]),
+    seq(lit("\\"), alt(chars('"\\/bfnrt'), seq(lit("u"), repeat(HEX, 4, 4)))),
+)
+
+
+@dataclass(frozen=True)
+class JsonStyle:
+    """Whitespace allowed between JSON tokens."""
+
+    whitespace: str = "flexible"  # "flexible" (bounded) or "compact" (none)
+    max_indent: int = 20
+
+    def __post_init__(self):
+        if self.whitespace not in ("flexible", "compact"):
+            raise ValueError(f"whitespace must be 'flexible' or 'compact', not {self.whitespace!r}")
+        if not 0 <= self.max_indent <= 1000:
+            raise ValueError("max_indent must be between 0 and 1000")
+
+    def ws(self) -> Expr:
+        if self.whitespace == "compact":
+            return EMPTY
+        return seq(opt(alt(lit("\n"), lit("\r\n"))), repeat(chars(" \t"), 0, self.max_indent))
+
+    def separator(self, symbol: str) -> Expr:
+        """A ',' or ':' with the whitespace allowed around it."""
+        ws = self.ws()
+        return seq(ws, lit(symbol), ws)
+
+
+def json_string(body: Expr | None = None) -> Expr:
+    """A quoted JSON string whose unescaped-or-escaped characters follow `body` (default: any)."""
+    return seq(lit('"'), body if body is not None else repeat(STRING_CHAR), lit('"'))
+
+
+def json_integer() -> Expr:
+    return seq(opt(lit("-")), alt(lit("0"), seq(NONZERO, repeat(DIGIT))))
+
+
+def json_number() -> Expr:
+    fraction = seq(lit("."), repeat(DIGIT, 1))
+    exponent = seq(chars("eE"), opt(chars("+-")), repeat(DIGIT, 1))
+    return seq(json_integer(), opt(fraction), opt(exponent))
+
+
+def json_container(open_: str, item: Expr, close: str, style: JsonStyle) -> Expr:
+    """`open item (sep item)* close` with the style's whitespace, possibly empty."""
+    ws = style.ws()
+    items = seq(item, repeat(seq(style.separator(","), item)))
+    return seq(lit(open_), ws, opt(seq(items, ws)), lit(close))
+
+
+def json_value_grammar(style: JsonStyle | None = None) -> Grammar:
+    """Any JSON value, without whitespace around it."""
+    style = style or JsonStyle()
+    value = RuleRef("value")
+    member = seq(json_string(), style.separator(":"), value)
+    body = alt(
+        json_container("{", member, "}", style),
+        json_container("[", value, "]", style),
+        json_string(),
+        json_number(),
+        lit("true"),
+        lit("false"),
+        lit("null"),
+    )
+    return Grammar({"root": value, "value": body}, "root")

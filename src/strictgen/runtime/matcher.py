@@ -1,0 +1,120 @@
+"""GrammarMatcher: one generation's position in a compiled grammar.
+
+The state is a single integer of the grammar's shared machine, so a matcher is tiny: history for
+rollback is a list of integers, and two matchers never share anything mutable of their own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from strictgen.compile.compiled import CompiledGrammar
+from strictgen.compile.machine import DEAD
+from strictgen.errors import StrictgenError
+
+
+def _complete_utf8_prefix(data: bytes) -> str:
+    """The longest prefix of `data` that is whole UTF-8 text ("" if it starts mid-character)."""
+    for cut in range(len(data), max(-1, len(data) - 4), -1):
+        try:
+            return data[:cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return ""
+
+
+class GrammarMatcher:
+    def __init__(self, compiled: CompiledGrammar):
+        self.compiled = compiled
+        self._machine = compiled.machine
+        self._masker = compiled.masker
+        info = compiled.tokenizer_info
+        self._token_bytes = info.all_token_bytes
+        self._is_special = info.is_special
+        self._eos = frozenset(info.eos_token_ids)
+        self._vocab_size = info.vocab_size
+        self.reset()
+
+    # ---- state ----
+
+    def reset(self) -> None:
+        self._history: list[int] = [self._machine.start]
+        self._terminated = False
+
+    @property
+    def state(self) -> int:
+        """The machine state (an integer shared by every matcher of the grammar)."""
+        return self._history[-1]
+
+    def is_terminated(self) -> bool:
+        """True once an EOS token was accepted where the grammar can end."""
+        return self._terminated
+
+    def can_end(self) -> bool:
+        """True where the grammar can end here (EOS would be accepted)."""
+        return not self._terminated and self._machine.accepting[self.state]
+
+    # ---- advancing ----
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token; False (and state unchanged) if the token is not allowed now."""
+        if self._terminated or not 0 <= token_id < self._vocab_size:
+            return False
+        if token_id in self._eos:
+            if not self._machine.accepting[self.state]:
+                return False
+            self._history.append(self.state)
+            self._terminated = True
+            return True
+        if self._is_special[token_id]:
+            return False
+        return self._advance(self._token_bytes[token_id])
+
+    def accept_string(self, text: str | bytes) -> bool:
+        """Advance by a whole string (one rollback step); False (and unchanged) if it is not allowed."""
+        if self._terminated:
+            return False
+        return self._advance(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+
+    def _advance(self, data: bytes) -> bool:
+        nxt = self._machine.step_bytes(self.state, data)
+        if nxt == DEAD:
+            return False
+        self._history.append(nxt)
+        return True
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last `num_tokens` accepted tokens (or strings)."""
+        if num_tokens < 0 or num_tokens >= len(self._history):
+            raise StrictgenError(f"cannot roll back {num_tokens} tokens: only {len(self._history) - 1} were accepted")
+        if num_tokens:
+            del self._history[-num_tokens:]
+            self._terminated = False
+
+    # ---- masks ----
+
+    def next_token_mask(self) -> np.ndarray:
+        """The packed int32 mask row for the next token (shared and read-only)."""
+        return self._masker.eos_only if self._terminated else self._masker.mask(self.state)
+
+    def fill_next_token_bitmask(self, bitmask, index: int = 0) -> bool:
+        """Write the next-token mask into row `index` of `bitmask` (numpy or CPU torch int32).
+
+        Returns True when some token is disallowed (the mask needs applying)."""
+        row = self.next_token_mask()
+        target = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
+        if target.ndim == 1:
+            target[: len(row)] = row
+        else:
+            target[index, : len(row)] = row
+        return bool((row != -1).any())
+
+    def find_jump_forward_string(self) -> str:
+        """The longest text the grammar forces next ("" if none); the matcher does not advance."""
+        if self._terminated:
+            return ""
+        return _complete_utf8_prefix(self._machine.forced_bytes(self.state))
+
+    def find_jump_forward_bytes(self) -> bytes:
+        """Like find_jump_forward_string, as raw bytes (may end inside a UTF-8 character)."""
+        return b"" if self._terminated else self._machine.forced_bytes(self.state)

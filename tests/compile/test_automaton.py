@@ -1,0 +1,87 @@
+"""IR → DFAs: inlining, recursion, trimming, and the errors compile time must give."""
+
+import pytest
+
+from strictgen.compile.automaton import LeftRecursionError, compile_automaton, recursive_rules
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.errors import GrammarSyntaxError, StrictgenError
+from strictgen.grammar.ir import NOTHING, Grammar, RuleRef, alt, chars, lit, opt, repeat, seq
+
+
+def accepts(grammar: Grammar, data: bytes) -> bool:
+    machine = PushdownMachine(compile_automaton(grammar))
+    state = machine.step_bytes(machine.start, data)
+    return state != DEAD and machine.accepting[state]
+
+
+def test_non_recursive_rules_are_inlined_into_one_dfa():
+    g = Grammar({"root": seq(RuleRef("a"), RuleRef("a")), "a": alt(lit("x"), lit("yz"))})
+    automaton = compile_automaton(g)
+    assert len(automaton.rules) == 1
+    assert all(not calls for calls in automaton.rules[0].calls)
+    assert accepts(g, b"xyz") and accepts(g, b"yzyz") and not accepts(g, b"xy")
+
+
+def test_recursive_rules_keep_call_edges():
+    g = Grammar({"root": RuleRef("p"), "p": alt(lit(""), seq(lit("("), RuleRef("p"), lit(")"), RuleRef("p")))})
+    assert recursive_rules(g) == {"p"}
+    assert accepts(g, b"(()())()") and accepts(g, b"") and not accepts(g, b"(()")
+    deep = b"(" * 200 + b")" * 200
+    assert accepts(g, deep) and not accepts(g, deep + b")")
+
+
+def test_mutual_recursion():
+    g = Grammar({"root": RuleRef("a"), "a": alt(lit("x"), seq(lit("["), RuleRef("b"), lit("]"))), "b": seq(RuleRef("a"), repeat(seq(lit(","), RuleRef("a"))))})
+    assert recursive_rules(g) == {"a", "b"}
+    assert accepts(g, b"[x,[x,x],[[x]]]") and not accepts(g, b"[x,]")
+
+
+def test_right_recursion_stays_flat():
+    g = Grammar({"root": RuleRef("list"), "list": alt(lit("."), seq(lit("a"), RuleRef("list")))})
+    machine = PushdownMachine(compile_automaton(g))
+    state = machine.step_bytes(machine.start, b"a" * 500)
+    assert state != DEAD
+    # tail calls: the stack does not grow with the input, so the machine stays small
+    assert machine.num_states < 10
+    assert machine.accepting[machine.step_bytes(state, b".")]
+
+
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {"root": RuleRef("e"), "e": alt(seq(RuleRef("e"), lit("+"), lit("1")), lit("1"))},
+        {"root": RuleRef("a"), "a": seq(opt(lit("x")), RuleRef("b")), "b": alt(seq(RuleRef("a"), lit("y")), lit("z"))},
+        {"root": RuleRef("a"), "a": alt(seq(RuleRef("n"), RuleRef("a"), lit("q")), lit("z")), "n": opt(lit("x"))},
+    ],
+)
+def test_left_recursion_is_refused(rules):
+    with pytest.raises(LeftRecursionError, match="left-recursive"):
+        compile_automaton(Grammar(rules))
+    assert issubclass(LeftRecursionError, GrammarSyntaxError)
+
+
+def test_empty_language_and_missing_rules_are_errors():
+    with pytest.raises(StrictgenError, match="accepts no string"):
+        compile_automaton(Grammar({"root": NOTHING}))
+    with pytest.raises(StrictgenError, match="accepts no string"):
+        compile_automaton(Grammar({"root": RuleRef("a"), "a": seq(lit("x"), RuleRef("a"))}))
+    with pytest.raises(StrictgenError, match="undefined rule"):
+        compile_automaton(Grammar({"root": RuleRef("nope")}))
+    with pytest.raises(StrictgenError, match="no root rule"):
+        compile_automaton(Grammar({"start": lit("x")}))
+
+
+def test_non_productive_alternatives_are_trimmed():
+    # `a` can never finish, so after "x" only "y" may follow: no dead end is reachable
+    g = Grammar({"root": alt(seq(lit("x"), RuleRef("a")), lit("xy")), "a": seq(lit("z"), RuleRef("a"))})
+    machine = PushdownMachine(compile_automaton(g))
+    state = machine.step_bytes(machine.start, b"x")
+    assert machine.step(state, ord("z")) == DEAD
+    assert machine.accepting[machine.step(state, ord("y"))]
+
+
+def test_bounded_repeats_and_charsets():
+    g = Grammar({"root": seq(repeat(chars("你好"), 2, 3), lit("!"))})
+    assert accepts(g, "你好!".encode()) and accepts(g, "好好你!".encode())
+    assert not accepts(g, "你!".encode()) and not accepts(g, "你好你好!".encode())
+    assert not accepts(g, "你".encode()[:2] + b"!")

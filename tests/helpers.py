@@ -1,0 +1,82 @@
+"""Helpers shared by tests: masks as id sets, token splits of a document, canonical encodings."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+import strictgen as sg
+
+
+def allowed_ids(matcher: sg.GrammarMatcher) -> np.ndarray:
+    """Sorted ids of the tokens the matcher's mask allows."""
+    vocab_size = matcher.compiled.tokenizer_info.vocab_size
+    mask = sg.allocate_token_bitmask(1, vocab_size)
+    matcher.fill_next_token_bitmask(mask)
+    return np.flatnonzero(np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:vocab_size])
+
+
+def random_split(tok: sg.TokenizerInfo, data: bytes, rnd: random.Random) -> list[int] | None:
+    """A random segmentation of `data` into vocabulary tokens (not the tokenizer's own choice);
+    None where the vocabulary cannot spell it (SmolLM2 lacks a few single-byte tokens, e.g. 0xF1)."""
+    trie = tok.trie
+    ids: list[int] = []
+    pos = 0
+    by_node = _tokens_by_node(tok)
+    while pos < len(data):
+        candidates: list[int] = []
+        node = None
+        for depth in range(min(len(data) - pos, trie.depth)):
+            byte = data[pos + depth]
+            if depth == 0:
+                hits = np.flatnonzero(trie.bytes[0] == byte)
+            else:
+                lo, hi = trie.child_start[depth - 1][node], trie.child_end[depth - 1][node]
+                hits = lo + np.flatnonzero(trie.bytes[depth][lo:hi] == byte)
+            if not len(hits):
+                break
+            node = int(hits[0])
+            candidates.extend((tid, depth + 1) for tid in by_node.get(int(trie.offsets[depth]) + node, ()))
+        if not candidates:
+            return None
+        tid, length = rnd.choice(candidates)
+        ids.append(tid)
+        pos += length
+    return ids
+
+
+_BY_NODE: dict[int, dict[int, list[int]]] = {}
+
+
+def _tokens_by_node(tok: sg.TokenizerInfo) -> dict[int, list[int]]:
+    got = _BY_NODE.get(id(tok))
+    if got is None:
+        got = {}
+        for tid, node in enumerate(tok.trie.token_node.tolist()):
+            if node < tok.trie.num_nodes:
+                got.setdefault(node, []).append(tid)
+        _BY_NODE[id(tok)] = got
+    return got
+
+
+def canonical_ids(name: str, text: str) -> list[int] | None:
+    """The tokenizer's own encoding of `text` (None where the vocabulary ships no encoder)."""
+    from strictgen.tokenizer.info import load_qwen_encoding
+
+    if name == "qwen":
+        return load_qwen_encoding().encode(text, disallowed_special=())
+    if name == "deepseek":
+        return _deepseek().encode(text, add_special_tokens=False).ids
+    return None
+
+
+_DEEPSEEK = []
+
+
+def _deepseek():
+    if not _DEEPSEEK:
+        from strictgen.tokenizer.info import load_deepseek_tokenizer
+
+        _DEEPSEEK.append(load_deepseek_tokenizer())
+    return _DEEPSEEK[0]
