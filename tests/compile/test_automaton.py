@@ -85,3 +85,44 @@ def test_bounded_repeats_and_charsets():
     assert accepts(g, "你好!".encode()) and accepts(g, "好好你!".encode())
     assert not accepts(g, "你!".encode()) and not accepts(g, "你好你好!".encode())
     assert not accepts(g, "你".encode()[:2] + b"!")
+
+
+def test_intersection_and_difference_are_exact():
+    from strictgen.grammar.ir import difference, intersect
+    from strictgen.grammar.regex import parse_regex, parse_regex_search
+
+    import re
+
+    both = intersect(repeat(chars("abc"), 2, 4), parse_regex_search("ab"), parse_regex(".*c"))
+    minus = difference(repeat(chars("abc"), 0, 3), alt(lit("ab"), lit("")))
+    g_both, g_minus = Grammar({"root": both}), Grammar({"root": minus})
+    import itertools
+
+    for n in range(6):
+        for t in itertools.product("abc", repeat=n):
+            s = "".join(t)
+            assert accepts(g_both, s.encode()) == (2 <= n <= 4 and "ab" in s and s.endswith("c")), s
+            assert accepts(g_minus, s.encode()) == (n <= 3 and s not in ("ab", "")), s
+    # inside a sequence and with a shared operand used twice
+    key = difference(repeat(chars("xy"), 1, 3), lit("xy"))
+    g = Grammar({"root": seq(key, lit("="), key)})
+    assert accepts(g, b"x=yy") and not accepts(g, b"xy=x") and not accepts(g, b"x=xy")
+    assert re.fullmatch  # keep the import used
+
+
+def test_intersection_refuses_recursive_operands():
+    from strictgen.grammar.ir import intersect
+
+    g = Grammar({"root": intersect(RuleRef("p"), repeat(chars("()"))), "p": alt(lit(""), seq(lit("("), RuleRef("p"), lit(")")))})
+    with pytest.raises(StrictgenError, match="regular"):
+        compile_automaton(g)
+
+
+def test_shared_subexpressions_build_once():
+    # a chain where each step is used twice: as a tree it has 2**40 paths, as a DAG 40 nodes
+    tail = lit("!")
+    for i in range(40):
+        tail = alt(seq(lit("a"), tail), seq(lit("b"), tail))
+    automaton = compile_automaton(Grammar({"root": tail}))
+    assert automaton.rules[0].num_states < 200
+    assert accepts(Grammar({"root": tail}), b"ab" * 20 + b"!")

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, StrictgenError
-from strictgen.grammar.ir import Alt, ByteSet, CharSet, Expr, Grammar, Literal, Repeat, RuleRef, Seq
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Grammar, Intersect, Literal, Repeat, RuleRef, Seq
 
 from .utf8 import utf8_sequences
 
@@ -65,15 +67,53 @@ class _NFA:
         return len(self.eps) - 1
 
 
+def _shared_nodes(grammar: Grammar) -> set[int]:
+    """ids of composite expressions used in more than one place (the IR may be a DAG)."""
+    parents: dict[int, int] = {}
+    work: list[Expr] = list(grammar.rules.values())
+    while work:
+        e = work.pop()
+        if isinstance(e, (Seq, Alt, Intersect)):
+            children = e.items
+        elif isinstance(e, Repeat):
+            children = (e.item,)
+        elif isinstance(e, Difference):
+            children = (e.base, e.minus)
+        else:
+            continue
+        for child in children:
+            seen = parents.get(id(child), 0)
+            parents[id(child)] = seen + 1
+            if not seen:
+                work.append(child)
+    return {k for k, n in parents.items() if n > 1}
+
+
 class _Builder:
-    def __init__(self, grammar: Grammar, called: dict[str, int]):
+    def __init__(self, grammar: Grammar, called: dict[str, int], shared: set[int] | None = None):
         self.grammar = grammar
         self.called = called  # rule name → index, for rules kept as calls
         self.nfa = _NFA()
         self._charset_cache: dict[tuple, list] = {}
+        self._shared = shared if shared is not None else _shared_nodes(grammar)
+        # a shared sub-expression built towards the same end state is built once: its fragment's
+        # private entry state is reused, which keeps DAG-shaped IR (e.g. from JSON Schema) linear
+        self._fragments: dict[tuple[int, int], int] = {}
 
     def build(self, expr: Expr, start: int, end: int, inlining: tuple[str, ...] = ()) -> None:
         """Add edges so that paths start → end spell exactly the strings of `expr`."""
+        nfa = self.nfa
+        if id(expr) in self._shared:
+            key = (id(expr), end)
+            entry = self._fragments.get(key)
+            if entry is None:
+                entry = self._fragments[key] = nfa.new()
+                self._build(expr, entry, end, inlining)
+            nfa.eps[start].append(entry)
+            return
+        self._build(expr, start, end, inlining)
+
+    def _build(self, expr: Expr, start: int, end: int, inlining: tuple[str, ...]) -> None:
         nfa = self.nfa
         if isinstance(expr, Literal):
             cur = start
@@ -103,6 +143,8 @@ class _Builder:
                 self.build(item, s, end, inlining)
         elif isinstance(expr, Repeat):
             self._build_repeat(expr, start, end, inlining)
+        elif isinstance(expr, (Intersect, Difference)):
+            self._embed(_regular_dfa(self.grammar, expr), start, end)
         elif isinstance(expr, RuleRef):
             if expr.name not in self.grammar.rules:
                 raise StrictgenError(f"undefined rule {expr.name!r}")
@@ -114,6 +156,21 @@ class _Builder:
                 self.build(self.grammar.rules[expr.name], start, end, inlining + (expr.name,))
         else:
             raise TypeError(f"not a grammar expression: {expr!r}")
+
+    def _embed(self, table: "_Dense", start: int, end: int) -> None:
+        """Copy a dense DFA into the NFA between start and end."""
+        nfa = self.nfa
+        states = [nfa.new() for _ in range(len(table.accepting))]
+        nfa.eps[start].append(states[0])
+        for s, row in enumerate(table.rows):
+            if table.accepting[s]:
+                nfa.eps[states[s]].append(end)
+            lo = 0
+            for b in range(1, 257):  # runs of equal targets become byte ranges
+                if b == 256 or row[b] != row[lo]:
+                    if row[lo] >= 0:
+                        nfa.byte_edges[states[s]].append((lo, b - 1, states[row[lo]]))
+                    lo = b
 
     def _build_repeat(self, expr: Repeat, start: int, end: int, inlining: tuple[str, ...]) -> None:
         nfa = self.nfa
@@ -160,19 +217,104 @@ class _Builder:
                     cur = nxt
 
 
+# ---- regular operations: intersection and difference by product construction -----------------
+
+
+@dataclass
+class _Dense:
+    """A DFA as a dense table: rows[s][b] = next state or -1; state 0 is the start."""
+
+    rows: list[list[int]]
+    accepting: list[bool]
+
+
+def _dense(dfa: RuleDFA) -> _Dense:
+    rows = []
+    for groups in dfa.byte_groups:
+        row = [-1] * 256
+        for target, byte_values in groups:
+            for b in byte_values:
+                row[b] = target
+        rows.append(row)
+    return _Dense(rows, list(dfa.accepting))
+
+
+def _regular_dfa(grammar: Grammar, expr: Expr) -> _Dense:
+    """A DFA for a regular expression of the IR, Intersect and Difference included."""
+    if isinstance(expr, Intersect):
+        parts = [_regular_dfa(grammar, item) for item in expr.items]
+        out = parts[0]
+        for part in parts[1:]:
+            out = _product(out, part, lambda a, b: a and b)
+        return out
+    if isinstance(expr, Difference):
+        return _product(_regular_dfa(grammar, expr.base), _regular_dfa(grammar, expr.minus), lambda a, b: a and not b)
+    builder = _Builder(grammar, {})
+    start, final = builder.nfa.new(), builder.nfa.new()
+    try:
+        builder.build(expr, start, final, ())
+    except StrictgenError as exc:
+        if "recursive" in str(exc):
+            raise StrictgenError("an intersection or difference may only combine regular languages, not recursive rules") from exc
+        raise
+    return _dense(_determinize(builder.nfa, start, final, "regular"))
+
+
+def _product(a: _Dense, b: _Dense, accept) -> _Dense:
+    """Pair construction; a missing transition of `b` means b's dead state (needed for difference)."""
+    ta = np.asarray(a.rows, dtype=np.int64)
+    tb = np.vstack([np.asarray(b.rows, dtype=np.int64), np.full((1, 256), -1, dtype=np.int64)])
+    dead_b = len(b.rows)  # b's explicit dead state, so that `a and not b` keeps running
+    tb[tb < 0] = dead_b
+    width = dead_b + 1
+    ids = {0: 0}  # pair code a * width + b → product state
+    pairs = [(0, 0)]
+    rows: list[list[int]] = []
+    accepting: list[bool] = []
+    i = 0
+    while i < len(pairs):
+        sa, sb = pairs[i]
+        i += 1
+        accepting.append(accept(a.accepting[sa], sb != dead_b and b.accepting[sb]))
+        na, nb = ta[sa], tb[sb]
+        codes = np.where(na >= 0, na * width + nb, -1)
+        row = [-1] * 256
+        for code in np.unique(codes).tolist():
+            if code < 0:
+                continue
+            got = ids.get(code)
+            if got is None:
+                if len(pairs) >= MAX_DFA_STATES:
+                    raise GrammarTooLargeError(f"grammar too large: an intersection has more than {MAX_DFA_STATES} states")
+                got = ids[code] = len(pairs)
+                pairs.append(divmod(code, width))
+            for bv in np.flatnonzero(codes == code).tolist():
+                row[bv] = got
+        rows.append(row)
+    return _Dense(rows, accepting)
+
+
 # ---- recursion analysis -----------------------------------------------------------------------
 
 
 def _references(expr: Expr, out: set[str]) -> set[str]:
     stack = [expr]
+    seen: set[int] = set()
     while stack:
         e = stack.pop()
+        if id(e) in seen:  # the IR may be a DAG: visit each node once
+            continue
+        seen.add(id(e))
         if isinstance(e, RuleRef):
             out.add(e.name)
         elif isinstance(e, (Seq, Alt)):
             stack.extend(e.items)
         elif isinstance(e, Repeat):
             stack.append(e.item)
+        elif isinstance(e, Intersect):
+            stack.extend(e.items)
+        elif isinstance(e, Difference):
+            stack.extend((e.base, e.minus))
     return out
 
 
@@ -399,9 +541,10 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     recursive = recursive_rules(grammar)
     names = [grammar.root] + sorted(n for n in recursive if n != grammar.root)
     called = {n: i for i, n in enumerate(names) if n in recursive}
+    shared = _shared_nodes(grammar)
     raw: list[RuleDFA] = []
     for name in names:
-        builder = _Builder(grammar, called)
+        builder = _Builder(grammar, called, shared)
         start, final = builder.nfa.new(), builder.nfa.new()
         builder.build(grammar.rules[name], start, final, (name,))
         raw.append(_determinize(builder.nfa, start, final, name))

@@ -74,6 +74,21 @@ class RuleRef(Expr):
     name: str
 
 
+@dataclass(frozen=True, slots=True)
+class Intersect(Expr):
+    """Strings matched by every item. Items must be regular: no references to recursive rules."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Difference(Expr):
+    """Strings matched by `base` and not by `minus`. Both must be regular."""
+
+    base: Expr
+    minus: Expr
+
+
 EMPTY = Seq(())
 NOTHING = Alt(())
 
@@ -128,6 +143,27 @@ def repeat(item: Expr, lo: int = 0, hi: int | None = None) -> Expr:
     if lo == 1 and hi == 1:
         return item
     return Repeat(item, lo, hi)
+
+
+def intersect(*items: Expr) -> Expr:
+    """Strings matched by every item (a single item is returned as is)."""
+    flat: list[Expr] = []
+    for item in items:
+        for sub in item.items if isinstance(item, Intersect) else (item,):
+            if sub == NOTHING:
+                return NOTHING
+            if sub not in flat:
+                flat.append(sub)
+    if not flat:
+        raise ValueError("intersect() needs at least one item")
+    return flat[0] if len(flat) == 1 else Intersect(tuple(flat))
+
+
+def difference(base: Expr, minus: Expr) -> Expr:
+    """Strings of `base` that are not strings of `minus`."""
+    if minus == NOTHING or base == NOTHING:
+        return base
+    return Difference(base, minus)
 
 
 def opt(item: Expr) -> Expr:
