@@ -20,6 +20,8 @@ from .utf8 import utf8_sequences
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
+MAX_MINIMIZE_STATES = 50_000
+MAX_MINIMIZE_ROUNDS = 48
 
 
 class LeftRecursionError(GrammarSyntaxError):
@@ -180,12 +182,12 @@ class _Builder:
             self.build(expr.item, cur, nxt, inlining)
             cur = nxt
         if expr.max is None:
-            loop_in, loop_out = nfa.new(), nfa.new()
-            nfa.eps[cur].append(loop_in)
-            self.build(expr.item, loop_in, loop_out, inlining)
-            nfa.eps[loop_out].append(loop_in)
-            nfa.eps[loop_out].append(end)
-            nfa.eps[cur].append(end)
+            # the item runs from the loop state back to itself, so that "after k ≥ 1 items" and
+            # "before the first" are one DFA state: a true self-loop, which masks exploit
+            loop = nfa.new()
+            nfa.eps[cur].append(loop)
+            self.build(expr.item, loop, loop, inlining)
+            nfa.eps[loop].append(end)
         else:
             for _ in range(expr.max - expr.min):
                 nxt = nfa.new()
@@ -488,6 +490,73 @@ def _trim(dfa: RuleDFA, productive: set[int]) -> RuleDFA:
     )
 
 
+def _minimize(dfa: RuleDFA) -> RuleDFA:
+    """Merge states with the same future (Moore's partition refinement, vectorised with row hashes).
+
+    Fewer states means fewer masks to compute, and a state whose body loops on itself (inside a
+    string, say) becomes a real self-loop, which the mask computation exploits."""
+    n = dfa.num_states
+    if n <= 1 or n > MAX_MINIMIZE_STATES:
+        return dfa
+    table = np.full((n, 256), n, dtype=np.int64)  # n = the (implicit) dead state
+    for s_, groups in enumerate(dfa.byte_groups):
+        for target, byte_values in groups:
+            table[s_, list(byte_values)] = target
+    call_keys = [tuple(calls) for calls in dfa.calls]
+    rng = np.random.default_rng(12345)
+    weights = rng.integers(1, 2**62, size=256, dtype=np.int64) | 1
+    classes = np.zeros(n + 1, dtype=np.int64)
+    # initial partition: accepting flag and which rules are called from the state
+    first: dict[tuple, int] = {}
+    for s_ in range(n):
+        key = (dfa.accepting[s_], tuple(c for c, _ in call_keys[s_]))
+        classes[s_] = first.setdefault(key, len(first))
+    classes[n] = len(first)
+    count = len(first) + 1
+    with_calls = [s_ for s_ in range(n) if call_keys[s_]]
+    for _ in range(MAX_MINIMIZE_ROUNDS):
+        # one wrapping 64-bit hash of (class, classes of the row's targets, calls' return classes)
+        sig = (classes[table] * weights).sum(axis=1) + classes[:n] * np.int64(0x9E3779B97F4A7C15 - 2**64)
+        for s_ in with_calls:
+            sig[s_] ^= hash(tuple((c, int(classes[r])) for c, r in call_keys[s_])) & 0x3FFFFFFFFFFFFFFF
+        _, new = np.unique(sig, return_inverse=True)
+        new = new.reshape(-1)
+        refined = int(new.max()) + 2
+        classes = np.append(new, refined - 1)
+        if refined == count:
+            break
+        count = refined
+    else:
+        return dfa  # long chains refine slowly; an unminimised DFA is still exact
+    # the row hash could in principle collide: check that merged states really agree
+    mapped = classes[table]
+    first_of = {}
+    for s_ in range(n):
+        first_of.setdefault(int(classes[s_]), s_)
+    reps = np.array([first_of[int(c)] for c in classes[:n]])
+    same_calls = all(
+        tuple((c, int(classes[r])) for c, r in call_keys[s_]) == tuple((c, int(classes[r])) for c, r in call_keys[reps[s_]])
+        for s_ in range(n)
+        if call_keys[s_]
+    )
+    if not (mapped == mapped[reps]).all() or not same_calls:
+        return dfa
+    # renumber so that the start state's class is 0, in order of first appearance
+    order: dict[int, int] = {}
+    for s_ in [0] + list(range(n)):
+        order.setdefault(int(classes[s_]), len(order))
+    rep: dict[int, int] = {}
+    for s_ in range(n):
+        rep.setdefault(order[int(classes[s_])], s_)
+    new_id = [order[int(classes[s_])] for s_ in range(n)]
+    return RuleDFA(
+        dfa.name,
+        [dfa.accepting[rep[c]] for c in range(len(rep))],
+        [[(new_id[t], bs) for t, bs in dfa.byte_groups[rep[c]]] for c in range(len(rep))],
+        [[(callee, new_id[t]) for callee, t in dfa.calls[rep[c]]] for c in range(len(rep))],
+    )
+
+
 def _check_left_recursion(rules: list[RuleDFA]) -> None:
     """Refuse grammars where a rule can call itself before consuming a byte (the stack would grow forever)."""
     nullable: set[int] = set()
@@ -551,6 +620,6 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     productive = _productive_rules(raw)
     if 0 not in productive:
         raise StrictgenError("the grammar accepts no string at all")
-    rules = [_trim(dfa, productive) if i in productive else RuleDFA(dfa.name, [False], [[]], [[]]) for i, dfa in enumerate(raw)]
+    rules = [_minimize(_trim(dfa, productive)) if i in productive else RuleDFA(dfa.name, [False], [[]], [[]]) for i, dfa in enumerate(raw)]
     _check_left_recursion(rules)
     return CompiledAutomaton(rules)

@@ -61,9 +61,10 @@ class TokenMasker:
                 self._cache.popitem(last=False)
         return got
 
-    def live_nodes(self, state: int) -> np.ndarray:
+    def live_nodes(self, state: int, trie: VocabTrie | None = None) -> np.ndarray:
         """Bool over trie nodes (plus one never-live slot): is the node's prefix still valid from `state`?"""
-        trie, machine = self.trie, self.machine
+        trie = trie or self.trie
+        machine = self.machine
         live = np.zeros(trie.num_nodes + 1, dtype=bool)
         if trie.depth == 0:
             return live
@@ -88,10 +89,21 @@ class TokenMasker:
             states = machine.step_many(np.repeat(states, counts), trie.bytes[d + 1][nodes])
         return live
 
+    def _allowed(self, state: int) -> np.ndarray:
+        """Bool per token. Where the state loops on many bytes (inside a string, say), the tokens
+        made only of those bytes are allowed outright and only the rest of the vocabulary is walked."""
+        row = self.machine.compute_row(state)
+        loop = np.flatnonzero(row == state)
+        if len(loop) >= 8:
+            inside, rest = self.trie.loop_split(bytes(loop.astype(np.uint8)))
+            if rest is not None:
+                return inside | self.live_nodes(state, rest)[rest.token_node]
+        return self.live_nodes(state)[self.trie.token_node]
+
     def _compute(self, state: int) -> np.ndarray:
         if state == DEAD:
             return pack_bits(np.zeros(self.vocab_size, dtype=bool), self.vocab_size)
-        allowed = self.live_nodes(state)[self.trie.token_node]
+        allowed = self._allowed(state)
         if self.machine.accepting[state]:
             return self._with_eos(allowed)
         return pack_bits(allowed, self.vocab_size)
