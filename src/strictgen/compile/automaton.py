@@ -22,6 +22,7 @@ MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_MINIMIZE_STATES = 50_000
 MAX_MINIMIZE_ROUNDS = 48
+_HASH_WEIGHTS = np.random.default_rng(12345).integers(1, 2**62, size=256, dtype=np.int64) | 1
 
 
 class LeftRecursionError(GrammarSyntaxError):
@@ -503,8 +504,9 @@ def _minimize(dfa: RuleDFA) -> RuleDFA:
         for target, byte_values in groups:
             table[s_, list(byte_values)] = target
     call_keys = [tuple(calls) for calls in dfa.calls]
-    rng = np.random.default_rng(12345)
-    weights = rng.integers(1, 2**62, size=256, dtype=np.int64) | 1
+    # bytes that every state treats alike (e.g. all continuation bytes) need only one column
+    table = np.unique(table, axis=1)
+    weights = _HASH_WEIGHTS[: table.shape[1]]
     classes = np.zeros(n + 1, dtype=np.int64)
     # initial partition: accepting flag and which rules are called from the state
     first: dict[tuple, int] = {}
