@@ -12,9 +12,18 @@ from __future__ import annotations
 import random
 import re
 
-from strictgen.grammar.ir import Alt, ByteSet, CharSet, Expr, Literal, Repeat, RuleRef, Seq
+from strictgen.grammar.ir import (
+    Alt,
+    ByteSet,
+    CharSet,
+    Expr,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+)
 
-__all__ = ["matches", "to_python_regex", "sample", "NoSample"]
+__all__ = ["NoSample", "matches", "sample", "to_python_regex"]
 
 
 def _in_ranges(value: int, ranges) -> bool:
@@ -80,7 +89,7 @@ class _Matcher:
         if isinstance(expr, Repeat):
             return self.repeat(expr, pos)
         if isinstance(expr, RuleRef):
-            raise ValueError("ir_match does not handle RuleRef")
+            raise TypeError("ir_match does not handle RuleRef")
         raise TypeError(f"not an IR expression: {expr!r}")
 
     def step_all(self, items, pos: int) -> set[int]:
@@ -140,8 +149,7 @@ def to_python_regex(expr: Expr) -> str:
         if not expr.ranges:
             return "(?!)"
         body = "".join(
-            _class_char(lo) if lo == hi else f"{_class_char(lo)}-{_class_char(hi)}"
-            for lo, hi in expr.ranges
+            _class_char(lo) if lo == hi else f"{_class_char(lo)}-{_class_char(hi)}" for lo, hi in expr.ranges
         )
         return f"[{body}]"
     if isinstance(expr, Seq):

@@ -37,7 +37,13 @@ Unsupported, raising `RegexError` (with the 0-based position of the construct): 
 Python-only syntax (`(?P<..>`, `\\A`, `\\Z`, possessive `*+`), octal escapes `\\01`, unknown letter
 escapes (`\\q`), and nesting deeper than `MAX_NESTING` groups. Any other malformed input (unbalanced
 parentheses, unterminated class, `[z-a]`, `*a`, `a**`, dangling `\\`) also raises `RegexError`;
-no other exception type escapes.
+no other exception type escapes. Anchors inside large nested counted repetitions (e.g.
+`(((^|a){50}){50}){50}`) can expand beyond `MAX_EXPR_NODES` and raise "pattern too complex".
+
+Output shape: the result is a tree of Literal / ByteSet (ASCII-only sets) / CharSet / Seq / Alt /
+Repeat, never RuleRef. Sub-expressions may be shared (a DAG), and nesting depth is at most a small
+multiple of the group nesting depth (<= `MAX_NESTING`), so consumers that recurse over it may need
+about 3 * MAX_NESTING frames.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ from .ir import (
     seq,
 )
 
-__all__ = ["parse_regex", "parse_regex_search", "MAX_REPEAT", "MAX_NESTING"]
+__all__ = ["MAX_NESTING", "MAX_REPEAT", "parse_regex", "parse_regex_search"]
 
 MAX_REPEAT = 10000
 """Largest accepted quantifier bound."""
@@ -203,7 +209,7 @@ def _category_table() -> dict[str, Ranges]:
     return {cat: tuple((a, b) for a, b in ranges) for cat, ranges in table.items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _general_category(value: str) -> Ranges | None:
     value = _GC_LONG.get(value, value)
     table = _category_table()
@@ -252,7 +258,7 @@ class _Lang:
     unanchored search accepts `ANY* parts[0] ANY* | parts[2] ANY* | ANY* parts[1] | parts[3]`.
     """
 
-    __slots__ = ("parts", "nullable")
+    __slots__ = ("nullable", "parts")
 
     def __init__(self, parts, nullable):
         self.parts: list[Expr | None] = list(parts)
@@ -274,17 +280,29 @@ _END = _Lang([None, EMPTY, None, None], [False, True, False, False])
 _EPS = _Lang.plain(EMPTY, True)
 
 
+_LEAVES = (Literal, ByteSet, CharSet)
+
+
+def _shallow(expr: Expr) -> bool:
+    if isinstance(expr, _LEAVES):
+        return True
+    if isinstance(expr, (Seq, Alt)):
+        return all(isinstance(item, _LEAVES) for item in expr.items)
+    return isinstance(expr, Repeat) and isinstance(expr.item, _LEAVES)
+
+
 def _alt(items: list[Expr]) -> Expr:
     """Like `ir.alt` (flattening, dropping duplicates) in linear time and without deep comparisons.
 
-    Only leaf expressions (literals, sets) are compared by value; compound ones by identity, since
-    comparing or hashing frozen dataclasses recurses through the whole (possibly deep) expression.
+    Shallow expressions (leaves, and Seq/Alt/Repeat of leaves) are compared by value, deeper ones by
+    identity, since comparing or hashing frozen dataclasses recurses through the whole (possibly
+    deep) expression.
     """
     flat: list[Expr] = []
     seen: set[object] = set()
     for item in items:
         for sub in item.items if isinstance(item, Alt) else (item,):
-            key = sub if isinstance(sub, (Literal, ByteSet, CharSet)) else id(sub)
+            key = sub if _shallow(sub) else id(sub)
             if key not in seen:
                 seen.add(key)
                 flat.append(sub)
@@ -444,7 +462,7 @@ _HEX = "0123456789abcdefABCDEF"
 
 
 class _Frame:
-    __slots__ = ("start", "branches", "terms")
+    __slots__ = ("branches", "start", "terms")
 
     def __init__(self, start: int):
         self.start = start  # position of the group's "(" (-1 for the whole pattern)
@@ -570,6 +588,8 @@ class _Parser:
         elif c == "?":
             lo, hi, i = 0, 1, i + 1
         elif c == "{" and (m := _BRACES.match(p, i)):
+            if len(m.group(1)) > 9 or len(m.group(3) or "") > 9:  # int() of huge digit strings fails
+                raise self.error(f"quantifier bound above the limit of {MAX_REPEAT}", start)
             lo = int(m.group(1))
             if m.group(2) is None:
                 hi = lo
