@@ -67,12 +67,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Side-by-side mask benchmark: strictgen, and xgrammar / llguidance when installed (DESIGN.md §5)."""
+    from strictgen import bench
+
+    return bench.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strictgen", description="Language-model output guaranteed to match a format.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="walk a document through a grammar on a real vocabulary, showing per-step masks")
     demo.add_argument("--tokenizer", default="smollm2", choices=["smollm2", "qwen", "deepseek"])
     demo.set_defaults(func=cmd_demo)
+    bench = sub.add_parser("bench", help="time token masks side by side with xgrammar and llguidance (when installed)")
+    from strictgen.bench import add_arguments as add_bench_arguments
+
+    add_bench_arguments(bench)
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 

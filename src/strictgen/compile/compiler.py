@@ -64,6 +64,38 @@ class GrammarCompiler:
         style = JsonStyle(whitespace, max_indent)
         return self._cached(("json", style), "json", lambda: json_value_grammar(style))
 
+    def compile_json_schema(
+        self,
+        schema,
+        *,
+        strict: bool = True,
+        any_order: bool = False,
+        whitespace: str = "flexible",
+        max_indent: int = 20,
+    ) -> CompiledGrammar:
+        """JSON documents valid under `schema` (a dict, a bool, JSON text or a pydantic model class).
+
+        strict=True raises SchemaError for any keyword that cannot be enforced exactly; with
+        strict=False those keywords are dropped and listed as (keyword, JSON pointer) pairs in the
+        result's `unenforced` attribute. See strictgen.grammar.json_schema for what is produced."""
+        from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
+        from strictgen.grammar.json_value import JsonStyle
+
+        style = JsonStyle(whitespace, max_indent)
+        text = schema_cache_text(schema)
+        found: dict = {}
+
+        def build() -> Grammar:
+            grammar, unenforced = json_schema_grammar(text, strict=strict, any_order=any_order, style=style)
+            found["unenforced"] = unenforced
+            return grammar
+
+        key = ("json_schema", text, bool(strict), bool(any_order), style)
+        compiled = self._cached(key, "json_schema", build)
+        if not hasattr(compiled, "unenforced"):
+            compiled.unenforced = found.get("unenforced", [])
+        return compiled
+
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
         return CompiledGrammar(grammar, self.tokenizer_info, source)

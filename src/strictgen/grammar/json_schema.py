@@ -1,0 +1,1312 @@
+"""JSON Schema → grammar IR whose language is exactly the JSON documents valid under the schema.
+
+Entry point: `json_schema_grammar(schema, strict=..., any_order=..., style=...)` returns
+`(Grammar, unenforced)`. `GrammarCompiler.compile_json_schema` wraps it with caching.
+
+Two steps (DESIGN.md §1): `schema_normalize.Normalizer` resolves `$ref` (with the `referencing`
+library), merges `allOf` and distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` into conjuncts
+(a DNF per subschema); `SchemaEmitter` here turns every subschema formula into one grammar rule.
+Recursive schemas become recursive rules; the automaton compiler inlines the others.
+
+What the grammar produces and accepts (documented restrictions; each one only narrows the
+accepted spellings, never admits an invalid document):
+
+* Whitespace follows `JsonStyle` (bounded; "compact" = none).
+* Object members come in a fixed order: the listed properties (in the order the schema lists them,
+  first appearance across `allOf`/`$ref` merges), each at most once, then any additional members.
+  With ``any_order=True`` the listed properties may come in any order (each at most once,
+  interleaved with additional members); refused above a size bound (2**n states).
+* Strings constrained by pattern/format/length/enum are spelled canonically, as
+  ``json.dumps(..., ensure_ascii=False)`` writes them (`json_escape`): short escapes for `"` `\\`
+  and \\b \\f \\n \\r \\t, ``\\u00xx`` (lowercase) for other control characters, everything else
+  raw. Unconstrained strings accept every JSON escape. Keys of additional members are canonical
+  too whenever listed names must be excluded (so ``"\\u0061"`` cannot smuggle in a key ``"a"``).
+* Integers: ``-?(0|[1-9][0-9]*)`` optionally followed by ``.0+`` (JSON Schema counts 1.0 as an
+  integer), plus ``-0`` when 0 is admitted; numbers with bounds, multipleOf or exclusions are plain
+  decimals (no exponent); unconstrained numbers accept the whole JSON number syntax.
+* enum/const values: each value's own serialization (members in the value's key order), numbers in
+  every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
+* Duplicate member keys among *additional* members are not prevented (a context-free grammar
+  cannot); RFC 8259 says names SHOULD be unique, and `json.dumps` never writes duplicates.
+* `pattern` uses ECMA-262 semantics (regex.py), as JSON Schema specifies; Python's `re` (which
+  the jsonschema package uses) differs on Unicode classes such as ``\\d`` and ``\\w``.
+* `format` is enforced as an assertion (formats.py): the formats in `formats.SUPPORTED_FORMATS`;
+  ``hostname`` additionally limited to 253 characters; unknown format names are annotations;
+  ``regex``, ``idn-email``, ``idn-hostname`` are refused (not regular).
+
+Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
+and dropped under strict=False): uniqueItems unless the item domain is small and finite (or at most
+one item is allowed), `not`/`oneOf`/`if` that would need the complement of an existential object
+constraint (patternProperties/additionalProperties/propertyNames) or of uniqueItems, `not` of
+non-empty arrays/objects in enum, oneOf branches that may overlap when their complement cannot be
+expressed, multipleOf combined with exclusions that need a non-regular complement, more than
+`MAX_PATTERNS` distinct key patterns in one object, more than 3 `contains` constraints on one array,
+unevaluatedProperties/unevaluatedItems after overlapping anyOf branches, $dynamicRef whose target
+depends on the dynamic scope, $recursiveRef with $recursiveAnchor, and references that cannot be
+resolved (remote documents are never fetched).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
+
+from .ir import (
+    EMPTY,
+    MAX_CODEPOINT,
+    NOTHING,
+    Alt,
+    ByteSet,
+    CharSet,
+    Difference,
+    Expr,
+    Grammar,
+    Intersect,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+    alt,
+    chars,
+    charset,
+    difference,
+    intersect,
+    lit,
+    normalize_ranges,
+    opt,
+    repeat,
+    seq,
+)
+from .json_value import DIGIT, NONZERO, STRING_CHAR, JsonStyle, json_container, json_integer, json_number, json_string
+from .schema_normalize import (
+    FALSE,
+    TRUE,
+    ArrP,
+    Conj,
+    Formula,
+    Normalizer,
+    NumP,
+    RefLoop,
+    ObjP,
+    Reporter,
+    json_equal,
+    load_schema,
+    to_fraction,
+    value_key,
+)
+
+__all__ = ["json_schema_grammar", "json_escape", "schema_cache_text", "SchemaEmitter", "MAX_PATTERNS"]
+
+MAX_PATTERNS = 4  # distinct key patterns per object (2**n key regions)
+MAX_DP_STATES = 20_000  # states of one array/object counting construction
+MAX_FINITE_DOMAIN = 12  # item values for uniqueItems
+MAX_RULES = 20_000
+LONG_STRING = 48  # length bounds above this count characters through a called rule
+MAX_LENGTH_PRODUCT = 60_000  # pattern/format states × length bound, at most
+BIG_RULE = 4_000  # rules whose inlined automaton would be bigger are kept as calls
+
+ANY_CHAR = charset([(0, MAX_CODEPOINT)])
+ANY_STRING = repeat(ANY_CHAR)
+PLAIN_NUMBER = seq(json_integer(), opt(seq(lit("."), repeat(DIGIT, 1))))
+NONINT_PLAIN = seq(opt(lit("-")), alt(lit("0"), seq(NONZERO, repeat(DIGIT))), lit("."), repeat(DIGIT), NONZERO, repeat(DIGIT))
+ZERO_FRACTION = opt(seq(lit("."), repeat(lit("0"), 1)))
+
+# ---- canonical JSON string escaping ----------------------------------------------------------------
+
+_SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+_MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
+
+
+def _escaped_char(cp: int) -> str:
+    return _SHORT.get(cp) or f"\\u{cp:04x}"
+
+
+def _escape_ranges(ranges) -> Expr:
+    """One character from `ranges`, canonically spelled."""
+    raw: list[tuple[int, int]] = []
+    escaped: list[str] = []
+    for lo, hi in ranges:
+        cur = lo
+        for mlo, mhi in _MUST_ESCAPE:
+            if mhi < cur or mlo > hi:
+                continue
+            if cur < mlo:
+                raw.append((cur, mlo - 1))
+            for cp in range(max(cur, mlo), min(hi, mhi) + 1):
+                escaped.append(_escaped_char(cp))
+            cur = min(hi, mhi) + 1
+        if cur <= hi:
+            raw.append((cur, hi))
+    parts = []
+    if raw:
+        parts.append(charset(raw))
+    if escaped:  # as a small trie: \ then a short escape letter or u00 and two hex digits
+        short = "".join(e[1] for e in escaped if len(e) == 2)
+        by_high: dict[str, str] = {}
+        for e in escaped:
+            if len(e) == 6:
+                by_high[e[4]] = by_high.get(e[4], "") + e[5]
+        after = [chars(short)] if short else []
+        if by_high:
+            after.append(seq(lit("u00"), alt(*(seq(lit(h), chars(lows)) for h, lows in sorted(by_high.items())))))
+        parts.append(seq(lit("\\"), alt(*after)))
+    return alt(*parts) if parts else NOTHING
+
+
+def json_escape(expr: Expr) -> Expr:
+    """Map a language of raw strings to their canonical JSON string bodies (between the quotes).
+
+    Each character is spelled as ``json.dumps(..., ensure_ascii=False)`` spells it. The code is
+    injective, so it commutes with Intersect and Difference (json_escape(A ∩ B) =
+    json_escape(A) ∩ json_escape(B)), which are rewritten item by item."""
+    memo: dict[int, Expr] = {}
+    keep: list[Expr] = []
+
+    def rec(e: Expr) -> Expr:
+        got = memo.get(id(e))
+        if got is not None:
+            return got
+        if isinstance(e, Literal):
+            text = e.data.decode("utf-8")
+            out: Expr = lit(json.dumps(text, ensure_ascii=False)[1:-1])
+        elif isinstance(e, ByteSet):
+            if e.ranges and e.ranges[-1][1] >= 0x80:
+                raise ValueError("json_escape: a ByteSet above 0x7F is not a character class")
+            out = _escape_ranges(e.ranges)
+        elif isinstance(e, CharSet):
+            out = _escape_ranges(e.ranges)
+        elif isinstance(e, Seq):
+            out = Seq(tuple(rec(i) for i in e.items)) if e.items else e
+        elif isinstance(e, Alt):
+            out = Alt(tuple(rec(i) for i in e.items)) if e.items else e
+        elif isinstance(e, Repeat):
+            out = Repeat(rec(e.item), e.min, e.max)
+        elif isinstance(e, Intersect):
+            out = Intersect(tuple(rec(i) for i in e.items))
+        elif isinstance(e, Difference):
+            out = Difference(rec(e.base), rec(e.minus))
+        elif isinstance(e, RuleRef):
+            raise ValueError("json_escape: rule references are not supported")
+        else:
+            raise TypeError(f"not a grammar expression: {e!r}")
+        memo[id(e)] = out
+        keep.append(e)
+        return out
+
+    return rec(expr)
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+
+
+def _lcm(a: Fraction, b: Fraction) -> Fraction:
+    """Least common multiple of two positive rationals: the smallest positive common multiple."""
+    return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
+
+
+def _decimal_text(x: Fraction) -> str | None:
+    """The shortest plain decimal text of x, None if x is not a finite decimal."""
+    d, twos, fives = x.denominator, 0, 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        return None
+    k = max(twos, fives)
+    sign = "-" if x < 0 else ""
+    m = abs(x) * 10**k
+    digits = str(m.numerator)
+    if k == 0:
+        return sign + digits
+    digits = digits.rjust(k + 1, "0")
+    return sign + digits[:-k] + "." + digits[-k:]
+
+
+def number_spellings(x: Fraction) -> Expr:
+    """Every plain decimal spelling of the value x (trailing zeros; -0 for zero)."""
+    text = _decimal_text(x)
+    if text is None:
+        return NOTHING
+    if x == 0:
+        return seq(opt(lit("-")), lit("0"), ZERO_FRACTION)
+    if "." in text:
+        return seq(lit(text), repeat(lit("0")))
+    return seq(lit(text), ZERO_FRACTION)
+
+
+def schema_cache_text(schema: Any) -> str:
+    """The content key of a schema: its JSON text (member order kept: it is the emission order)."""
+    return json.dumps(load_schema(schema), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+
+
+# ---- the emitter -----------------------------------------------------------------------------------
+
+
+class SchemaEmitter:
+    """Turns normalised formulas into grammar rules, one rule per formula."""
+
+    def __init__(self, norm: Normalizer, style: JsonStyle, any_order: bool, reporter: Reporter):
+        self.norm = norm
+        self.style = style
+        self.any_order = any_order
+        self.reporter = reporter
+        self.rules: dict[str, Expr] = {}
+        self._names: dict[Formula, str] = {}
+        self._pending: list[Formula] = []
+        self._str_cache: dict[tuple, Expr] = {}
+        self._machines: dict[tuple, Any] = {}
+        self._string_rules: dict[tuple, str] = {}
+        self._counter = 0
+        self.ws = style.ws()
+        self.comma = style.separator(",")
+        self.colon = style.separator(":")
+        norm.str_member_hook = self.str_member
+        norm.str_language_empty = self.str_language_empty
+        norm.obj_keys_disjoint = self.objects_keys_disjoint
+
+    # ---- rules ----
+
+    def build(self, root: Formula) -> Grammar:
+        self.rules["root"] = self.ref(root)
+        while self._pending:
+            f = self._pending.pop()
+            self.rules[self._names[f]] = self.emit(self.norm.dnf(f))
+            if len(self.rules) > MAX_RULES:
+                raise GrammarTooLargeError(f"schema too large: more than {MAX_RULES} grammar rules")
+        grammar = Grammar(self.rules, "root")
+        _call_big_rules(grammar)
+        return grammar
+
+    def ref(self, f: Formula) -> Expr:
+        if f is FALSE:
+            return NOTHING
+        if f is TRUE:
+            return self._any()
+        name = self._names.get(f)
+        if name is None:
+            name = self._names[f] = f"s{len(self._names)}"
+            self.rules[name] = NOTHING  # placeholder until built
+            self._pending.append(f)
+        return RuleRef(name)
+
+    def _any(self) -> Expr:
+        if "any" not in self.rules:
+            value = RuleRef("any")
+            member = seq(json_string(), self.colon, value)
+            self.rules["any"] = alt(
+                json_container("{", member, "}", self.style),
+                json_container("[", value, "]", self.style),
+                json_string(),
+                json_number(),
+                lit("true"),
+                lit("false"),
+                lit("null"),
+            )
+        return RuleRef("any")
+
+    def is_empty(self, f: Formula) -> bool:
+        """Does `f` admit no value at all? (False when it cannot be told yet: `f` is being normalised.)"""
+        if f is FALSE:
+            return True
+        if f in self.norm._active:
+            return False
+        try:
+            return not self.norm.dnf(f)
+        except RefLoop:
+            if self.norm._active:  # asked from inside a normalisation: cannot tell
+                return False
+            raise
+
+    # ---- conjuncts ----
+
+    def emit(self, dnf: list[Conj]) -> Expr:
+        return alt(*(self.conj(c) for c in dnf)) if dnf else NOTHING
+
+    def conj(self, c: Conj) -> Expr:
+        if c.values is not None:
+            return alt(*(self.value(v) for v in c.values))
+        if c.is_top:
+            return self._any()
+        parts: list[Expr] = []
+        if c.null:
+            parts.append(lit("null"))
+        for b in sorted(c.bools):
+            parts.append(lit("true" if b else "false"))
+        if c.num is not None:
+            parts.append(self.number(c.num))
+        if c.str is not None:
+            parts.append(self.string(c.str))
+        if c.arr is not None:
+            parts.append(self.array(c.arr))
+        if c.obj is not None:
+            parts.append(self.object(c.obj))
+        return alt(*parts) if parts else NOTHING
+
+    # ---- literal values ----
+
+    def value(self, v: Any) -> Expr:
+        if v is None:
+            return lit("null")
+        if v is True:
+            return lit("true")
+        if v is False:
+            return lit("false")
+        if isinstance(v, str):
+            return lit(json.dumps(v, ensure_ascii=False))
+        if isinstance(v, (int, float)):
+            x = to_fraction(v)
+            text = json.dumps(v)
+            spell = number_spellings(x)
+            return alt(spell, lit(text)) if "e" in text or "E" in text else spell
+        if isinstance(v, list):
+            if not v:
+                return seq(lit("["), self.ws, lit("]"))
+            items = [self.value(x) for x in v]
+            body = [items[0]]
+            for x in items[1:]:
+                body.extend((self.comma, x))
+            return seq(lit("["), self.ws, *body, self.ws, lit("]"))
+        if isinstance(v, dict):
+            if not v:
+                return seq(lit("{"), self.ws, lit("}"))
+            members = [seq(lit(json.dumps(k, ensure_ascii=False)), self.colon, self.value(x)) for k, x in v.items()]
+            body = [members[0]]
+            for m in members[1:]:
+                body.extend((self.comma, m))
+            return seq(lit("{"), self.ws, *body, self.ws, lit("}"))
+        raise SchemaError(f"not a JSON value: {v!r}")
+
+    # ---- numbers ----
+
+    def _prefix(self, what: str) -> str:
+        self._counter += 1
+        return f"{what}{self._counter}"
+
+    def _merge_rules(self, rules: dict[str, Expr]) -> None:
+        for k, v in rules.items():
+            if k in self.rules:
+                raise AssertionError(f"rule name clash {k}")
+            self.rules[k] = v
+
+    def number(self, n: NumP) -> Expr:
+        from .numbers import integer_range, multiple_of_integers, multiple_of_numbers, number_range
+
+        if n.is_empty():
+            return NOTHING
+        mult = None
+        for m in n.mults:
+            mult = m if mult is None else _lcm(mult, m)
+        regular = True
+        if n.int_only:
+            if mult is not None:
+                expr, rules = multiple_of_integers(mult, *self._bounds(n), prefix=self._prefix("int_mul"))
+                regular = not rules
+                self._merge_rules(rules)
+            else:
+                expr = integer_range(*self._bounds(n))
+            zero_ok = NumP(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
+            expr = seq(expr, ZERO_FRACTION)
+            if zero_ok:
+                expr = alt(expr, seq(lit("-0"), ZERO_FRACTION))
+        else:
+            if mult is not None:
+                expr, rules = multiple_of_numbers(mult, *self._bounds(n), prefix=self._prefix("num_mul"))
+                regular = not rules
+                self._merge_rules(rules)
+            elif n.nonint or n.excluded or n.not_mults:
+                if n.lo is None and n.hi is None:
+                    expr = PLAIN_NUMBER
+                else:
+                    expr = number_range(*self._bounds(n))
+            else:
+                expr = number_range(*self._bounds(n))
+            if n.nonint:
+                if not regular:
+                    self.reporter.refuse("multipleOf on non-integers (under 'not') needs a non-regular intersection", "multipleOf", "")
+                else:
+                    expr = intersect(expr, NONINT_PLAIN)
+        base = NumP(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
+        for m in n.not_mults:
+            mexpr, mrules = multiple_of_numbers(m, *self._bounds(n), prefix=self._prefix("not_mul"))
+            if mrules or not regular:
+                self.reporter.refuse(f"'not multipleOf {m}' over an unbounded range is not expressible here", "multipleOf", "")
+                continue
+            expr = difference(expr, mexpr)
+        excluded = [x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults)]
+        if excluded:
+            if not regular:
+                self.reporter.refuse("excluding values from a multipleOf range with a remainder automaton is not supported", "enum", "")
+            else:
+                expr = difference(expr, alt(*(number_spellings(x) for x in sorted(excluded))))
+        return expr
+
+    @staticmethod
+    def _bounds(n: NumP):
+        return n.lo, n.hi, n.lo_strict, n.hi_strict
+
+    # ---- strings ----
+
+    def string(self, atoms: tuple) -> Expr:
+        if not atoms:
+            return json_string()
+        ins = [a[1] for a in atoms if a[0] == "in"]
+        if ins:
+            common = frozenset.intersection(*ins)
+            rest = tuple(a for a in atoms if a[0] != "in")
+            kept = sorted(s for s in common if not rest or self.str_member(rest, s))
+            return alt(*(lit(json.dumps(s, ensure_ascii=False)) for s in kept)) if kept else NOTHING
+        name = self._string_rules.get(atoms)
+        if name is not None:
+            return RuleRef(name)
+        lens = [a for a in atoms if a[0] == "len"]
+        if len(atoms) == 1 and atoms[0][0] == "len" and max(atoms[0][1], atoms[0][2] or 0) > LONG_STRING:
+            # a long length bound alone: count characters with calls to one character rule
+            body = json_string(repeat(self._char_rule(), atoms[0][1], atoms[0][2]))
+        else:
+            if lens and max(lens[0][1], lens[0][2] or 0) > LONG_STRING:
+                self._check_length_product(atoms, lens[0])
+            body = escaped_string(atoms)
+        if (not lens or max(lens[0][1], lens[0][2] or 0) <= LONG_STRING) and all(a[0] == "len" for a in atoms):
+            return body
+        # patterns, formats, long counts: one rule per distinct constraint, shared by every use
+        # (big ones are then compiled once, as calls)
+        name = self._string_rules[atoms] = f"str{len(self._string_rules)}"
+        self.rules[name] = body
+        return RuleRef(name)
+
+    def _check_length_product(self, atoms: tuple, length: tuple) -> None:
+        """Refuse early when a long length bound meets a pattern/format whose product is too big."""
+        rest = tuple(a for a in atoms if a[0] != "len")
+        lang = string_language(atoms)
+        if not isinstance(lang, Intersect):
+            return  # the length bound was implied by the other atoms, or merged into one class
+        states = _escaped_states(rest)
+        if states is None:
+            return
+        count = max(length[1], length[2] or 0)
+        estimate = 4 * states * count  # measured: ~4 product states per (pattern state, count)
+        if estimate > MAX_LENGTH_PRODUCT:
+            raise GrammarTooLargeError(
+                f"a string with a length bound of {count} and a pattern/format of {states} states needs about "
+                f"{estimate} automaton states (at most {MAX_LENGTH_PRODUCT})"
+            )
+
+    def _char_rule(self) -> Expr:
+        """One canonically spelled character, as a rule the automaton keeps as a call.
+
+        The unproductive self-reference (NOTHING followed by the rule) marks the rule recursive,
+        so the automaton compiler calls it instead of inlining it: a length bound of N then costs
+        about N DFA states instead of ~25 N (UTF-8 and escape sub-states per position)."""
+        if "json_char" not in self.rules:
+            self.rules["json_char"] = Alt((json_escape(ANY_CHAR), Seq((NOTHING, RuleRef("json_char")))))
+        return RuleRef("json_char")
+
+    def str_lang(self, atoms: tuple) -> Expr:
+        """The raw-character language of a conjunction of string atoms."""
+        return string_language(atoms)
+
+    def _machine(self, atoms: tuple):
+        got = self._machines.get(atoms)
+        if got is None:
+            from strictgen.compile.automaton import compile_automaton
+            from strictgen.compile.machine import PushdownMachine
+
+            try:
+                got = PushdownMachine(compile_automaton(Grammar({"root": self.str_lang(atoms)})))
+            except StrictgenError as e:
+                if "accepts no string" not in str(e):
+                    raise
+                got = False
+            self._machines[atoms] = got
+        return got
+
+    def str_member(self, atoms: tuple, s: str) -> bool:
+        """Is the string s in the language of the atoms (ECMA pattern semantics)?"""
+        simple = True
+        for a in atoms:
+            if a[0] == "len":
+                n = len(s)
+                if n < a[1] or (a[2] is not None and n > a[2]):
+                    return False
+            elif a[0] == "in":
+                if s not in a[1]:
+                    return False
+            else:
+                simple = False
+        if simple:
+            return True
+        from strictgen.compile.machine import DEAD
+
+        m = self._machine(atoms)
+        if m is False:
+            return False
+        state = m.step_bytes(m.start, s.encode("utf-8"))
+        return state != DEAD and bool(m.accepting[state])
+
+    def str_language_empty(self, atoms: tuple) -> bool:
+        try:
+            return self._machine(atoms) is False
+        except (StrictgenError, TypeError):
+            return False
+
+    # ---- arrays ----
+
+    def _open_close(self, open_: str, close: str):
+        return lit(open_), seq(self.ws, lit(close)), lit(close)
+
+    def array(self, a: ArrP) -> Expr:
+        norm = self.norm
+        if a.trivial:
+            return json_container("[", self._any(), "]", self.style)
+        lo = a.min
+        contains = []
+        for c in a.contains:
+            if c.lo == 0 and c.hi is None:
+                continue  # vacuous
+            if c.schema is TRUE and c.hi is None:
+                lo = max(lo, c.start + c.lo)  # at least lo items from index start: a length bound
+                continue
+            if c.schema is FALSE:
+                if c.lo > 0:
+                    return NOTHING
+                continue
+            contains.append(c)
+        if len(contains) > 3:
+            self.reporter.refuse("more than 3 'contains' constraints on one array", "contains", "")
+            contains = contains[:3]
+        unique = a.unique and (a.max is None or a.max > 1)
+        domains = None
+        if unique:
+            domains = self._finite_domains(a)
+            if domains is None:
+                kw, ptr = next(iter(a.where), ("uniqueItems", ""))
+                self.reporter.refuse(
+                    "uniqueItems is only enforced when the items take at most "
+                    f"{MAX_FINITE_DOMAIN} possible values (or maxItems <= 1)",
+                    "uniqueItems",
+                    ptr,
+                )
+                unique = False
+        open_, close_more, close_first = self._open_close("[", "]")
+        P = len(a.prefix)
+        hi = a.max
+        if not contains and not unique:
+            return seq(open_, self.ws, self._simple_array(a, lo, hi, close_more, close_first))
+        k = len(contains)
+        starts = [c.start for c in contains]
+        cap = hi if hi is not None else max([P, lo, 1] + [s + 1 for s in starts])
+
+        def nxt(i: int) -> int:
+            return i + 1 if hi is not None else min(i + 1, cap)
+
+        def item_classes(i: int):
+            """(formula, new counts) choices for the item at index i."""
+            S = a.item(i)
+            out = []
+            for mask in range(1 << k):
+                parts = [S]
+                ok = True
+                bits = []
+                for j, c in enumerate(contains):
+                    active = i >= c.start
+                    if mask >> j & 1:
+                        if not active:
+                            ok = False
+                            break
+                        parts.append(c.schema)
+                        bits.append(True)
+                    else:
+                        if active and c.hi is not None:
+                            parts.append(norm.not_(c.schema))
+                        bits.append(False)
+                if ok:
+                    out.append((norm.and_(*parts), bits))
+            return out
+
+        def bump(cnt: tuple, bits: list) -> tuple | None:
+            new = []
+            for j, c in enumerate(contains):
+                v = cnt[j] + (1 if bits[j] else 0)
+                if c.hi is not None:
+                    if v > c.hi:
+                        return None
+                else:
+                    v = min(v, c.lo)
+                new.append(v)
+            return tuple(new)
+
+        def trans(state):
+            i, cnt, used = state
+            if hi is not None and i >= hi:
+                return []
+            out = []
+            if unique:
+                for v in domains[min(i, P)]:
+                    vk = value_key(v)
+                    if vk in used:
+                        continue
+                    bits = [i >= c.start and norm.holds(c.schema, v) for c in contains]
+                    cnt2 = bump(cnt, bits)
+                    if cnt2 is None:
+                        continue
+                    item = self.value(v)
+                    out.append((item if i == 0 else Seq((self.comma, item)), (nxt(i), cnt2, used | {vk})))
+                return out
+            for formula, bits in item_classes(i):
+                if self.is_empty(formula):
+                    continue
+                cnt2 = bump(cnt, bits)
+                if cnt2 is None:
+                    continue
+                item = self.ref(formula)
+                out.append((item if i == 0 else Seq((self.comma, item)), (nxt(i), cnt2, used)))
+            return out
+
+        def closing(state):
+            i, cnt, used = state
+            if i < lo or any(cnt[j] < c.lo for j, c in enumerate(contains)):
+                return None
+            return close_first if i == 0 else close_more
+
+        def progress(state):
+            i, cnt, used = state
+            return (i, sum(cnt), len(used))
+
+        body = _dp((0, (0,) * k, frozenset()), trans, closing, progress)
+        return seq(open_, self.ws, body)
+
+    def _simple_array(self, a: ArrP, lo: int, hi: int | None, close_more: Expr, close_first: Expr) -> Expr:
+        P = len(a.prefix)
+        items = self.ref(a.items)
+        # the tail after the prefix: items*, with the counts left
+        if hi is not None and hi <= P:
+            tail_first: Expr = close_first
+            tail_more: Expr = close_more
+            P = hi
+        else:
+            more_lo = max(0, lo - P)
+            more_hi = None if hi is None else hi - P
+            if items is NOTHING or self.is_empty(a.items):
+                more_hi = 0
+            if more_lo > (more_hi if more_hi is not None else more_lo):
+                return NOTHING
+            rep_more = repeat(seq(self.comma, items), more_lo, more_hi)
+            tail_more = seq(rep_more, close_more)
+            if more_hi == 0:
+                tail_first = close_first if more_lo == 0 else NOTHING
+            elif more_lo == 0:
+                tail_first = alt(seq(items, repeat(seq(self.comma, items), 0, None if more_hi is None else more_hi - 1), close_more), close_first)
+            else:
+                tail_first = seq(items, repeat(seq(self.comma, items), more_lo - 1, None if more_hi is None else more_hi - 1), close_more)
+        # the prefix, from the last position back
+        cur_more = tail_more  # suffix after i items (i >= 1)
+        for i in range(P - 1, -1, -1):
+            item = self.ref(a.prefix[i])
+            if i == 0:
+                take = Seq((item, cur_more))
+                return alt(take, close_first) if lo == 0 else take
+            take = Seq((self.comma, item, cur_more))
+            cur_more = Alt((take, close_more)) if i >= lo else take
+        return tail_first
+
+    def _finite_domains(self, a: ArrP) -> list[list] | None:
+        """Possible values of the items at each prefix index and after (None: too many or infinite)."""
+        out = []
+        for f in list(a.prefix) + [a.items]:
+            d = self.finite_values(f)
+            if d is None:
+                return None
+            out.append(d)
+        return out
+
+    def finite_values(self, f: Formula) -> list | None:
+        if f is FALSE:
+            return []
+        if f is TRUE:
+            return None
+        vals: list = []
+        for c in self.norm.dnf(f):
+            if c.values is not None:
+                vals.extend(c.values)
+                continue
+            if c.str is not None or c.arr is not None or c.obj is not None:
+                return None
+            if c.null:
+                vals.append(None)
+            vals.extend(sorted(c.bools))
+            if c.num is not None:
+                n = c.num
+                if not n.int_only or n.lo is None or n.hi is None:
+                    return None
+                a = math.ceil(n.lo) if not n.lo_strict else math.floor(n.lo) + 1
+                b = math.floor(n.hi) if not n.hi_strict else math.ceil(n.hi) - 1
+                if b - a + 1 > MAX_FINITE_DOMAIN:
+                    return None
+                vals.extend(x for x in range(a, b + 1) if n.contains(Fraction(x)))
+            if len(vals) > MAX_FINITE_DOMAIN:
+                return None
+        out: list = []
+        for v in vals:
+            if not any(json_equal(v, w) for w in out):
+                out.append(v)
+        return out if len(out) <= MAX_FINITE_DOMAIN else None
+
+    # ---- objects ----
+
+    def object(self, o: ObjP) -> Expr:
+        norm = self.norm
+        if o.trivial:
+            return json_container("{", seq(json_string(), self.colon, self._any()), "}", self.style)
+        exists = list(o.exists)
+        if len(exists) > 3:
+            self.reporter.refuse("more than 3 existential member constraints (from 'not') on one object", "not", "")
+            exists = exists[:3]
+        full = (1 << len(exists)) - 1
+        names = list(o.order)
+        for r in o.rules + tuple(exists):
+            if r.kind == "name" and r.name not in names:
+                names.append(r.name)
+        for clause in o.clauses:
+            for k, _ in sorted(clause):
+                if k not in names:
+                    names.append(k)
+        # presence clauses (dependentRequired, anyOf/oneOf of required lists): the construction
+        # tracks which clauses are satisfied; in the fixed order a literal is decided at its slot
+        clauses = list(o.clauses)
+        all_clauses = (1 << len(clauses)) - 1
+
+        # named members: (variants [(member expr, satisfied exists mask)], required, dependency bit)
+        slots: list[tuple[list[tuple[Expr, int]], bool, int]] = []
+        for k in names:
+            vf = norm.value_formula(o, k)
+            if self.is_empty(vf):
+                if k in o.required:
+                    return NOTHING
+                continue
+            key = lit(json.dumps(k, ensure_ascii=False))
+            variants = [(seq(key, self.colon, self.ref(vf)), 0)]
+            applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
+            for mask in _submasks(applicable):
+                f = norm.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
+                if not self.is_empty(f):
+                    variants.append((seq(key, self.colon, self.ref(f)), mask))
+            slots.append((variants, k in o.required, k))
+        extras = self._additional(o, names, exists)
+        open_, close_more, close_first = self._open_close("{", "}")
+        lo, hi = o.min, o.max
+        n = len(slots)
+        slot_keys = {sl[2] for sl in slots}
+        take_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], True) in cl) for sl in slots]
+        skip_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], False) in cl) for sl in slots]
+        sat0 = sum(1 << i for i, cl in enumerate(clauses) if any(not pos and k not in slot_keys for k, pos in cl))
+
+        def clauses_hold(used: int) -> bool:
+            """any_order: the clauses, given the set of slots used."""
+            present = {slots[j][2] for j in range(n) if used >> j & 1}
+            return all(any((k in present) == pos for k, pos in cl) for cl in clauses)
+
+        def count(c: int) -> int:
+            return c + 1 if hi is not None else min(c + 1, lo)
+
+        if self.any_order and n > 1:
+            if (1 << n) * n > 60_000:
+                raise GrammarTooLargeError(f"any_order=True with {n} properties: too many orders (at most 12 properties)")
+            required_mask = sum(1 << j for j in range(n) if slots[j][1])
+
+            def trans(state):
+                used, c, first, sat, present = state
+                out = []
+                if hi is not None and c >= hi:
+                    return out
+                for j in range(n):
+                    if not used >> j & 1:
+                        for m, bits in slots[j][0]:
+                            nxt = (used | 1 << j, count(c), False, sat | bits, 0)
+                            out.append((m if first else Seq((self.comma, m)), nxt))
+                for m, bits in extras:
+                    out.append((m if first else Seq((self.comma, m)), (used, count(c), False, sat | bits, present)))
+                return out
+
+            def closing(state):
+                used, c, first, sat, present = state
+                if used & required_mask != required_mask or c < lo or sat != full or not clauses_hold(used):
+                    return None
+                return close_first if first else close_more
+
+            def progress(state):
+                used, c, first, sat, present = state
+                return (bin(used).count("1"), c, not first, bin(sat).count("1"))
+
+            return seq(open_, self.ws, _dp((0, 0, True, 0, 0), trans, closing, progress))
+
+        def trans(state):
+            k, c, first, sat, present = state
+            out = []
+            is_full = hi is not None and c >= hi
+            if k < n:
+                variants, req, _ = slots[k]
+                if not is_full:
+                    for m, bits in variants:
+                        out.append((m if first else Seq((self.comma, m)), (k + 1, count(c), False, sat | bits, present | take_sat[k])))
+                if not req:
+                    out.append((None, (k + 1, c, first, sat, present | skip_sat[k])))
+            elif not is_full:
+                for m, bits in extras:
+                    out.append((m if first else Seq((self.comma, m)), (k, count(c), False, sat | bits, present)))
+            return out
+
+        def closing(state):
+            k, c, first, sat, present = state
+            if k < n or c < lo or sat != full or present != all_clauses:
+                return None
+            return close_first if first else close_more
+
+        def progress(state):
+            k, c, first, sat, present = state
+            return (k, c, not first, bin(sat).count("1"))
+
+        return seq(open_, self.ws, _dp((0, 0, True, 0, sat0), trans, closing, progress))
+
+    def _key_set(self, r) -> Expr:
+        """The raw language of the keys an existential rule ranges over."""
+        from .regex import parse_regex_search
+
+        if r.kind == "name":
+            return lit(r.name)
+        if r.kind == "pattern":
+            return parse_regex_search(r.pattern)
+        if r.kind == "keys":
+            return self.str_lang(r.atoms)
+        outs = [lit(k) for k in sorted(r.names)] + [parse_regex_search(p) for p in sorted(r.patterns)]
+        return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
+
+    def _regions(self, o: ObjP) -> list[tuple[Formula, Expr | None]]:
+        """The keys outside the listed names, partitioned by the value schema that applies to them:
+        (value formula, raw key language or None for every key). Names are not subtracted here."""
+        norm = self.norm
+        pattern_rules = [r for r in o.rules if r.kind == "pattern"]
+        other_rules = [r for r in o.rules if r.kind == "other"]
+        patterns = sorted({r.pattern for r in pattern_rules} | {p for r in other_rules for p in r.patterns})
+        if len(patterns) > MAX_PATTERNS:
+            ptr = next((r.pointer for r in pattern_rules), "")
+            self.reporter.refuse(
+                f"objects with more than {MAX_PATTERNS} distinct key patterns are not supported", "patternProperties", ptr
+            )
+            patterns = patterns[:MAX_PATTERNS]
+        regions: dict[Formula, list[int]] = {}
+        for mask in range(1 << len(patterns)):
+            inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
+            parts = [r.schema for r in pattern_rules if r.pattern in inside]
+            parts += [r.schema for r in other_rules if not (r.patterns & inside)]
+            vf = norm.and_(*parts)
+            if self.is_empty(vf):
+                continue
+            regions.setdefault(vf, []).append(mask)
+        out: list[tuple[Formula, Expr | None]] = []
+        for vf, masks in regions.items():
+            keys = None if len(masks) == 1 << len(patterns) else alt(*(self._region(patterns, m) for m in masks))
+            if o.key_atoms is not None:
+                keys = self.str_lang(o.key_atoms) if keys is None else intersect(keys, self.str_lang(o.key_atoms))
+            out.append((vf, keys))
+        return out
+
+    def allowed_keys(self, o: ObjP) -> Expr:
+        """The raw language of the keys an object of `o` may have (for disjointness checks)."""
+        names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
+        allowed = [lit(k) for k in names if not self.is_empty(self.norm.value_formula(o, k))]
+        named = alt(*(lit(k) for k in names)) if names else NOTHING
+        for vf, keys in self._regions(o):
+            allowed.append(difference(keys if keys is not None else ANY_STRING, named))
+        return alt(*allowed) if allowed else NOTHING
+
+    def objects_keys_disjoint(self, a: ObjP, b: ObjP) -> bool:
+        """Both objects have a member and no key is allowed in both, or one needs a member
+        (an existential constraint) with a key the other does not allow."""
+        for x, y in ((a, b), (b, a)):
+            for e in x.exists:
+                if self._empty(intersect(self._key_set(e), self.allowed_keys(y))):
+                    return True
+        if not ((a.min > 0 or a.required) and (b.min > 0 or b.required)):
+            return False
+        return self._empty(intersect(self.allowed_keys(a), self.allowed_keys(b)))
+
+    def _empty(self, lang: Expr) -> bool:
+        from strictgen.compile.automaton import compile_automaton
+
+        try:
+            compile_automaton(Grammar({"root": lang}))
+        except StrictgenError as e:
+            return "accepts no string" in str(e)
+        return False
+
+    def _additional(self, o: ObjP, names: list[str], exists: list) -> list[tuple[Expr, int]]:
+        """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
+        norm = self.norm
+        members: list[tuple[Expr, int]] = []
+        named = alt(*(lit(k) for k in sorted(names))) if names else NOTHING
+        for vf, keys in self._regions(o):
+            if keys is None and not names:
+                key_expr = json_string()
+            else:
+                key_expr = json_string(json_escape(difference(keys if keys is not None else ANY_STRING, named)))
+            members.append((seq(key_expr, self.colon, self.ref(vf)), 0))
+            for sub in _submasks(list(range(len(exists)))):
+                chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
+                f = norm.and_(vf, *(e.schema for e in chosen))
+                if self.is_empty(f):
+                    continue
+                lang = intersect(keys if keys is not None else ANY_STRING, *(self._key_set(e) for e in chosen))
+                key_expr = json_string(json_escape(difference(lang, named)))
+                members.append((seq(key_expr, self.colon, self.ref(f)), sub))
+        return members
+
+    def _region(self, patterns: list[str], mask: int) -> Expr:
+        from .regex import parse_regex_search
+
+        ins = [parse_regex_search(p) for i, p in enumerate(patterns) if mask >> i & 1]
+        outs = [parse_regex_search(p) for i, p in enumerate(patterns) if not mask >> i & 1]
+        base = intersect(*ins) if ins else ANY_STRING
+        return difference(base, alt(*outs)) if outs else base
+
+
+@functools.lru_cache(maxsize=2048)
+def string_language(atoms: tuple) -> Expr:
+    """The raw-character language of a conjunction of string atoms (cached: the same atoms give
+    the same expression object in every grammar)."""
+    langs = [_atom_lang(a) for a in atoms if a[0] != "len"]
+    lens = [a for a in atoms if a[0] == "len"]
+    if lens:
+        lo, hi = lens[0][1], lens[0][2]
+        if langs:  # drop or tighten the length bound where the other atoms imply it
+            mins, maxs = zip(*(_length_range(e) for e in langs))
+            lmin = max(mins)
+            lmax = min((m for m in maxs if m is not None), default=None)
+            if lo <= lmin:
+                lo = 0
+            if hi is not None and lmax is not None and lmax <= hi:
+                hi = None
+        if lo or hi is not None:
+            langs.append(repeat(ANY_CHAR, lo, hi))
+    langs = _merge_class_repeats(langs)
+    return intersect(*langs) if langs else ANY_STRING
+
+
+@functools.lru_cache(maxsize=1024)
+def _escaped_states(atoms: tuple) -> int | None:
+    """DFA states of the canonically escaped language of the atoms (None: empty language)."""
+    from strictgen.compile.automaton import compile_automaton
+
+    try:
+        return sum(r.num_states for r in compile_automaton(Grammar({"root": json_escape(string_language(atoms))})).rules)
+    except StrictgenError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def escaped_string(atoms: tuple) -> Expr:
+    """A quoted JSON string whose value is in the language of the atoms, canonically spelled."""
+    return json_string(json_escape(string_language(atoms)))
+
+
+def _atom_lang(a: tuple) -> Expr:
+    kind = a[0]
+    if kind == "len":
+        return repeat(ANY_CHAR, a[1], a[2])
+    if kind == "re":
+        from .regex import parse_regex_search
+
+        return parse_regex_search(a[1])
+    if kind == "fmt":
+        from .formats import format_value_expr
+
+        e = format_value_expr(a[1])
+        if a[1] == "hostname":  # RFC 1123 labels; the whole name is at most 253 characters
+            e = intersect(e, repeat(ANY_CHAR, 0, 253))
+        return e
+    if kind == "in":
+        return alt(*(lit(s) for s in sorted(a[1]))) if a[1] else NOTHING
+    if kind == "not":
+        return difference(ANY_STRING, string_language(a[1]))
+    raise AssertionError(a)
+
+
+def _call_big_rules(grammar: Grammar) -> None:
+    """Keep big non-recursive rules as calls instead of letting the compiler inline every use.
+
+    The automaton compiler inlines every rule that is not on a reference cycle, so a subschema used
+    in several places, or as an array item under maxItems, is copied each time. Walking the rules
+    bottom-up, while a rule's inlined size (estimated NFA states) exceeds BIG_RULE, the referenced
+    rule with the largest share (size × copies) is turned into a call, and so is any rule still
+    above BIG_RULE. A rule becomes a call through an unproductive self-reference (NOTHING followed
+    by the rule), which puts it on a reference cycle without changing its language."""
+    from strictgen.compile.automaton import recursive_rules
+
+    called = set(recursive_rules(grammar))
+    sizes: dict[str, int] = {}
+
+    def rule_size(r: str) -> int:
+        return 1 if r in called else sizes.get(r, 1)
+
+    def make_called(r: str) -> None:
+        called.add(r)
+        grammar.rules[r] = Alt((grammar.rules[r], Seq((NOTHING, RuleRef(r)))))
+
+    order: list[str] = []  # post-order from every rule
+    seen: set[str] = set()
+    for top in grammar.rules:
+        if top in seen:
+            continue
+        stack = [(top, iter(sorted(_rule_refs(grammar.rules[top]))))]
+        seen.add(top)
+        while stack:
+            n, it = stack[-1]
+            child = next(it, None)
+            if child is None:
+                stack.pop()
+                order.append(n)
+            elif child not in seen and child in grammar.rules:
+                seen.add(child)
+                stack.append((child, iter(sorted(_rule_refs(grammar.rules[child])))))
+    for n in order:
+        for _ in range(64):
+            sz = _expr_size(grammar.rules[n], rule_size)
+            if sz <= BIG_RULE:
+                break
+            shares = _ref_copies(grammar.rules[n])
+            best = max(
+                ((rule_size(r) * k, r) for r, k in shares.items() if r not in called and rule_size(r) > 32),
+                default=None,
+            )
+            if best is None:
+                break
+            make_called(best[1])
+        sizes[n] = _expr_size(grammar.rules[n], rule_size)
+        if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
+            make_called(n)
+
+
+def _ref_copies(e: Expr) -> dict[str, int]:
+    """How many inlined copies of each referenced rule `e` makes (repeats multiply; a shared
+    sub-expression counts once, as the automaton builder shares it)."""
+    out: dict[str, int] = {}
+    seen: set[int] = set()
+
+    def rec(x: Expr, k: int) -> None:
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, RuleRef):
+            out[x.name] = out.get(x.name, 0) + k
+        elif isinstance(x, (Seq, Alt, Intersect)):
+            for i in x.items:
+                rec(i, k)
+        elif isinstance(x, Repeat):
+            rec(x.item, k * max(1, x.max if x.max is not None else x.min + 1))
+        elif isinstance(x, Difference):
+            rec(x.base, k)
+            rec(x.minus, k)
+
+    rec(e, 1)
+    return out
+
+
+def _rule_refs(e: Expr) -> set[str]:
+    out: set[str] = set()
+    seen: set[int] = set()
+    work = [e]
+    while work:
+        x = work.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, RuleRef):
+            out.add(x.name)
+        elif isinstance(x, (Seq, Alt, Intersect)):
+            work.extend(x.items)
+        elif isinstance(x, Repeat):
+            work.append(x.item)
+        elif isinstance(x, Difference):
+            work.extend((x.base, x.minus))
+    return out
+
+
+def _expr_size(e: Expr, rule_size) -> int:
+    """Estimated NFA states of `e` with rules inlined (rule_size(name) for references)."""
+    memo: dict[int, int] = {}
+
+    def rec(x: Expr) -> int:
+        got = memo.get(id(x))
+        if got is not None:
+            return got
+        if isinstance(x, Literal):
+            n = max(1, len(x.data))
+        elif isinstance(x, ByteSet):
+            n = 1
+        elif isinstance(x, CharSet):
+            n = 2 + len(x.ranges)
+        elif isinstance(x, (Seq, Alt, Intersect)):
+            n = sum(rec(i) for i in x.items) + 1
+        elif isinstance(x, Repeat):
+            copies = x.max if x.max is not None else x.min + 1
+            n = rec(x.item) * max(1, copies) + 1
+        elif isinstance(x, Difference):
+            n = rec(x.base) + rec(x.minus)
+        elif isinstance(x, RuleRef):
+            n = rule_size(x.name)
+        else:
+            n = 1
+        memo[id(x)] = n
+        return n
+
+    return rec(e)
+
+
+def _submasks(indices: list[int]):
+    """Every non-empty subset of `indices`, as bit masks."""
+    for r in range(1, 1 << len(indices)):
+        yield sum(1 << indices[i] for i in range(len(indices)) if r >> i & 1)
+
+
+def _length_range(e: Expr) -> tuple[int, int | None]:
+    """(fewest, most) characters of the strings of a raw-character language (most None: unbounded)."""
+    memo: dict[int, tuple[int, int | None]] = {}
+
+    def rec(x: Expr) -> tuple[int, int | None]:
+        got = memo.get(id(x))
+        if got is not None:
+            return got
+        if isinstance(x, Literal):
+            n = len(x.data.decode("utf-8"))
+            out: tuple[int, int | None] = (n, n)
+        elif isinstance(x, (ByteSet, CharSet)):
+            out = (1, 1)
+        elif isinstance(x, Seq):
+            lo, hi = 0, 0
+            for i in x.items:
+                a, b = rec(i)
+                lo += a
+                hi = None if hi is None or b is None else hi + b
+            out = (lo, hi)
+        elif isinstance(x, Alt):
+            if not x.items:
+                out = (0, 0)
+            else:
+                rs = [rec(i) for i in x.items]
+                out = (min(r[0] for r in rs), None if any(r[1] is None for r in rs) else max(r[1] for r in rs))
+        elif isinstance(x, Repeat):
+            a, b = rec(x.item)
+            out = (a * x.min, None if x.max is None or b is None else b * x.max)
+            if b == 0:
+                out = (0, 0)
+        elif isinstance(x, Intersect):
+            rs = [rec(i) for i in x.items]
+            his = [r[1] for r in rs if r[1] is not None]
+            out = (max(r[0] for r in rs), min(his) if his else None)
+        elif isinstance(x, Difference):
+            out = rec(x.base)
+        else:
+            out = (0, None)
+        memo[id(x)] = out
+        return out
+
+    return rec(e)
+
+
+def _merge_class_repeats(langs: list[Expr]) -> list[Expr]:
+    """Intersect items that repeat a single character class merge into one: [a-z]{1,} ∩ .{0,9} = [a-z]{1,9}."""
+    merged: tuple | None = None  # (ranges, lo, hi)
+    rest: list[Expr] = []
+    for e in langs:
+        if isinstance(e, Repeat) and isinstance(e.item, (ByteSet, CharSet)):
+            r, lo, hi = e.item.ranges, e.min, e.max
+            if merged is None:
+                merged = (r, lo, hi)
+            else:
+                mr, mlo, mhi = merged
+                both = []
+                for a, b in mr:
+                    for c, d in r:
+                        if max(a, c) <= min(b, d):
+                            both.append((max(a, c), min(b, d)))
+                merged = (normalize_ranges(both), max(mlo, lo), hi if mhi is None else (mhi if hi is None else min(mhi, hi)))
+        else:
+            rest.append(e)
+    if merged is not None:
+        r, lo, hi = merged
+        cls = charset(r) if r else NOTHING
+        rest.insert(0, NOTHING if hi is not None and lo > hi else (repeat(cls, lo, hi) if cls != NOTHING or lo == 0 else NOTHING))
+    return rest
+
+
+def _dp(start, trans, closing, progress) -> Expr:
+    """The suffix language from `start` of a counting construction, as a DAG of shared suffixes.
+
+    `trans(state)` lists (item, next state) — item None for a silent move — and `closing(state)`
+    the text that may end the construction there (None: it may not). Every move other than a
+    self-loop must increase `progress(state)`; self-loops become a Repeat."""
+    edges: dict = {}
+    order = [start]
+    seen = {start}
+    i = 0
+    while i < len(order):
+        s = order[i]
+        i += 1
+        ts = trans(s)
+        edges[s] = ts
+        for _, t in ts:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+                if len(order) > MAX_DP_STATES:
+                    raise GrammarTooLargeError(f"array/object constraints need more than {MAX_DP_STATES} states")
+    exprs: dict = {}
+    for s in sorted(order, key=progress, reverse=True):
+        loops = []
+        exits: list[Expr] = []
+        for item, t in edges[s]:
+            if t == s:
+                loops.append(item)
+                continue
+            nxt = exprs[t]
+            if nxt is NOTHING or nxt == NOTHING:
+                continue
+            exits.append(nxt if item is None else Seq((item, nxt)))
+        c = closing(s)
+        if c is not None:
+            exits.append(c)
+        body: Expr = exits[0] if len(exits) == 1 else Alt(tuple(exits))
+        if loops and exits:
+            body = Seq((Repeat(alt(*loops), 0, None), body))
+        exprs[s] = body
+    return exprs[start]
+
+
+def json_schema_grammar(
+    schema: Any,
+    *,
+    strict: bool = True,
+    any_order: bool = False,
+    style: JsonStyle | None = None,
+) -> tuple[Grammar, list[tuple[str, str]]]:
+    """The grammar of the JSON documents valid under `schema` (dict, bool, JSON text or a pydantic
+    model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict)."""
+    schema = load_schema(schema)
+    style = style or JsonStyle()
+    reporter = Reporter(strict)
+    norm = Normalizer(schema, reporter)
+    emitter = SchemaEmitter(norm, style, any_order, reporter)
+    try:
+        grammar = emitter.build(norm.root_formula)
+    except RecursionError:
+        raise GrammarTooLargeError("schema nested too deeply") from None
+    if not norm.dnf(norm.root_formula):
+        raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
+    return grammar, list(reporter.unenforced)

@@ -1,0 +1,1707 @@
+"""JSON Schema normalisation: raw schemas → a small schema IR in disjunctive normal form.
+
+The JSON Schema front end works in two steps (DESIGN.md §1): this module resolves references,
+merges `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
+(sub)schema, a list of *conjuncts* (`Conj`, the alternatives of a DNF); `json_schema.py` turns
+conjuncts into grammar IR.
+
+Formulas
+    Subschemas are referred to lazily through interned `Formula` objects: a raw schema at a
+    location (`src`), or `and` / `or` / `not` of formulas, or `true` / `false`. Nested positions
+    (property values, array items) hold formulas, not normalised schemas, so recursive schemas
+    stay finite: the emitter turns each formula into one grammar rule, and references to a
+    formula that is being emitted become rule references (recursion in the grammar).
+
+Conjuncts
+    A `Conj` constrains each JSON type separately: `null` (allowed or not), `bools` (the allowed
+    booleans), `num` (`NumP`: bounds, integer-ness, multipleOf, excluded values), `str` (`StrP`:
+    a conjunction of regular string atoms, negation included), `arr` (`ArrP`) and `obj` (`ObjP`);
+    a part set to None excludes its type. A conjunct can instead be *finite* (`values`): the
+    exact set of JSON values it admits (from `enum`/`const`, filtered with the jsonschema
+    validator of the subschema they appear in, so every other keyword there is honoured).
+
+Objects are described by *key rules* (name / pattern / "other keys" → value formula), which makes
+merging schemas a concatenation: a member must satisfy every rule whose key set contains its key.
+
+Keywords: the 2020-12 vocabulary plus the older forms real schemas use (`definitions`, `id`,
+array-form `items` + `additionalItems`, boolean `exclusiveMinimum`/`exclusiveMaximum`,
+`dependencies`). Drafts 4-7 ignore the siblings of `$ref` (as those drafts say). Unknown keywords
+are annotations (spec-conformant: a typo'd keyword is ignored, not an error), and so is `format`
+with a name this package does not know (jsonschema ignores those too).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any, Callable, Iterable
+
+from strictgen.errors import GrammarTooLargeError, RegexError, SchemaError, StrictgenError
+
+__all__ = [
+    "Formula",
+    "Conj",
+    "NumP",
+    "ArrP",
+    "ObjP",
+    "KeyRule",
+    "Normalizer",
+    "Reporter",
+    "TRUE",
+    "FALSE",
+    "json_equal",
+    "to_fraction",
+    "load_schema",
+    "MAX_ALTERNATIVES",
+]
+
+MAX_ALTERNATIVES = 512  # conjuncts of one normalised (sub)schema
+MAX_FORMULAS = 200_000  # formulas created while compiling one schema
+MAX_ENUM_FILTER = 20_000  # enum values checked per schema (enum filtering runs jsonschema on each)
+
+ANNOTATIONS = frozenset(
+    """$schema $id id $anchor $dynamicAnchor $recursiveAnchor $defs definitions $vocabulary $comment
+    title description default examples example deprecated readOnly writeOnly contentMediaType
+    contentEncoding contentSchema discriminator nullable""".split()
+)
+
+# annotations that do not change what a schema object validates (its own $id, $schema, anchors and
+# $defs still count: they change resolution); ignored when deciding that two subschemas are the same
+_NO_CONTENT = frozenset(
+    "title description default examples example $comment deprecated readOnly writeOnly".split()
+)
+
+# ---- errors -------------------------------------------------------------------------------------
+
+
+class Reporter:
+    """Collects keywords that cannot be enforced: raises SchemaError (strict) or records them."""
+
+    def __init__(self, strict: bool = True):
+        self.strict = strict
+        self.unenforced: list[tuple[str, str]] = []
+
+    def refuse(self, message: str, keyword: str, pointer: str) -> None:
+        if self.strict:
+            raise SchemaError(message + " (use strict=False to compile without it)", keyword=keyword, pointer=pointer)
+        item = (keyword, pointer)
+        if item not in self.unenforced:
+            self.unenforced.append(item)
+
+
+class RefLoop(SchemaError):
+    """A schema that refers to itself in place (without consuming input)."""
+
+
+def invalid(message: str, keyword: str, pointer: str) -> SchemaError:
+    """An error for a schema that is not valid JSON Schema (raised in every mode)."""
+    return SchemaError(message, keyword=keyword, pointer=pointer)
+
+
+def _escape_pointer(token: str) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+# ---- JSON values --------------------------------------------------------------------------------
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def to_fraction(v: Any) -> Fraction:
+    """The exact value of a JSON number (floats read as the decimal text they came from)."""
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            raise ValueError("not a finite number")
+        return Fraction(Decimal(repr(v)))
+    if isinstance(v, Decimal):
+        return Fraction(v)
+    return Fraction(v)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, booleans differ from numbers, objects compare regardless of key order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if is_number(a) and is_number(b):
+        try:
+            return to_fraction(a) == to_fraction(b)
+        except ValueError:
+            return a == b
+    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return False
+
+
+def json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if is_number(v):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    raise TypeError(f"not a JSON value: {v!r}")
+
+
+def dedupe_values(values: Iterable[Any]) -> tuple:
+    out: list = []
+    for v in values:
+        if not any(json_equal(v, w) for w in out):
+            out.append(v)
+    return tuple(out)
+
+
+def value_key(v: Any) -> str:
+    """A hashable key equal for JSON-equal values."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return json.dumps(v)
+    if is_number(v):
+        try:
+            f = to_fraction(v)
+            return f"n:{f.numerator}/{f.denominator}"
+        except ValueError:
+            return f"n:{v!r}"
+    if isinstance(v, list):
+        return "[" + ",".join(value_key(x) for x in v) + "]"
+    return "{" + ",".join(json.dumps(k) + ":" + value_key(v[k]) for k in sorted(v)) + "}"
+
+
+def load_schema(schema: Any) -> Any:
+    """dict / bool / JSON text / pydantic model class → a JSON Schema (dict or bool)."""
+    if isinstance(schema, (bytes, bytearray)):
+        schema = schema.decode("utf-8")
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema text is not valid JSON: {e}") from None
+    elif isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    elif hasattr(schema, "model_json_schema") and callable(schema.model_json_schema):
+        schema = schema.model_json_schema()
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
+    return schema
+
+
+# ---- formulas -------------------------------------------------------------------------------------
+
+
+class Formula:
+    """An interned, lazily normalised schema: src / and / or / not / true / false."""
+
+    __slots__ = ("kind", "key", "args", "src", "_hash")
+
+    def __init__(self, kind: str, key: tuple, args: tuple = (), src: "SrcInfo | None" = None):
+        self.kind = kind
+        self.key = key
+        self.args = args
+        self.src = src
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, Formula) and self.key == other.key)
+
+    def __repr__(self) -> str:
+        if self.kind == "src":
+            return f"Src({self.src.pointer or '#'})"
+        if self.kind in ("true", "false"):
+            return self.kind.upper()
+        return f"{self.kind.capitalize()}{list(self.args)!r}"
+
+
+TRUE = Formula("true", ("true",))
+FALSE = Formula("false", ("false",))
+
+
+@dataclass
+class SrcInfo:
+    schema: dict
+    resolver: Any  # referencing.Resolver for this location
+    spec: Any  # referencing Specification (dialect)
+    pointer: str  # JSON pointer of the schema object in the root document ("" = root)
+    scope: tuple = ()  # dynamic scope: resources (with $dynamicAnchors) entered on the way here
+
+
+# ---- per-type parts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NumP:
+    """A conjunction of numeric constraints (all Fractions exact)."""
+
+    int_only: bool = False
+    nonint: bool = False
+    lo: Fraction | None = None
+    lo_strict: bool = False
+    hi: Fraction | None = None
+    hi_strict: bool = False
+    mults: tuple = ()
+    not_mults: tuple = ()
+    excluded: frozenset = frozenset()  # Fractions
+
+    def meet(self, o: "NumP") -> "NumP | None":
+        lo, ls = self.lo, self.lo_strict
+        if o.lo is not None and (lo is None or o.lo > lo or (o.lo == lo and o.lo_strict)):
+            lo, ls = o.lo, o.lo_strict
+        hi, hs = self.hi, self.hi_strict
+        if o.hi is not None and (hi is None or o.hi < hi or (o.hi == hi and o.hi_strict)):
+            hi, hs = o.hi, o.hi_strict
+        out = NumP(
+            self.int_only or o.int_only,
+            self.nonint or o.nonint,
+            lo,
+            ls,
+            hi,
+            hs,
+            tuple(dict.fromkeys(self.mults + o.mults)),
+            tuple(dict.fromkeys(self.not_mults + o.not_mults)),
+            self.excluded | o.excluded,
+        )
+        return out if not out.is_empty() else None
+
+    def is_empty(self) -> bool:
+        if self.int_only and self.nonint:
+            return True
+        if self.lo is not None and self.hi is not None:
+            if self.lo > self.hi or (self.lo == self.hi and (self.lo_strict or self.hi_strict)):
+                return True
+            if self.int_only:
+                a = math.floor(self.lo) + 1 if self.lo_strict else math.ceil(self.lo)
+                b = math.ceil(self.hi) - 1 if self.hi_strict else math.floor(self.hi)
+                if a > b:
+                    return True
+        return False
+
+    def contains(self, x: Fraction) -> bool:
+        if self.int_only and x.denominator != 1:
+            return False
+        if self.nonint and x.denominator == 1:
+            return False
+        if self.lo is not None and (x < self.lo or (self.lo_strict and x == self.lo)):
+            return False
+        if self.hi is not None and (x > self.hi or (self.hi_strict and x == self.hi)):
+            return False
+        if any((x / m).denominator != 1 for m in self.mults):
+            return False
+        if any((x / m).denominator == 1 for m in self.not_mults):
+            return False
+        return x not in self.excluded
+
+    def negate(self) -> list["NumP"]:
+        out: list[NumP] = []
+        if self.int_only:
+            out.append(NumP(nonint=True))
+        if self.nonint:
+            out.append(NumP(int_only=True))
+        if self.lo is not None:
+            out.append(NumP(hi=self.lo, hi_strict=not self.lo_strict))
+        if self.hi is not None:
+            out.append(NumP(lo=self.hi, lo_strict=not self.hi_strict))
+        for m in self.mults:
+            out.append(NumP(not_mults=(m,)))
+        for m in self.not_mults:
+            out.append(NumP(mults=(m,)))
+        for v in self.excluded:
+            out.append(NumP(lo=v, hi=v))
+        return out
+
+    @property
+    def trivial(self) -> bool:
+        return self == NumP()
+
+
+# String atoms (a StrP is a tuple of atoms, read as their conjunction):
+#   ("len", lo, hi)        code point count (hi None = unbounded)
+#   ("re", pattern)        contains a match of the ECMA-262 pattern (JSON Schema `pattern`)
+#   ("fmt", name)          a valid `format` value
+#   ("in", frozenset)      one of these strings
+#   ("not", atoms)         not all of the atoms
+
+
+def str_meet(a: tuple, b: tuple) -> tuple | None:
+    lo, hi = 0, None
+    rest: list = []
+    for atom in a + b:
+        if atom[0] == "len":
+            lo = max(lo, atom[1])
+            if atom[2] is not None:
+                hi = atom[2] if hi is None else min(hi, atom[2])
+        elif atom not in rest:
+            rest.append(atom)
+    if hi is not None and lo > hi:
+        return None
+    if lo or hi is not None:
+        rest.insert(0, ("len", lo, hi))
+    return tuple(rest)
+
+
+@dataclass(frozen=True)
+class Contains:
+    schema: Formula
+    lo: int = 1
+    hi: int | None = None
+    start: int = 0  # only items at index >= start count
+    evaluates: bool = True
+
+
+@dataclass(frozen=True)
+class ArrP:
+    prefix: tuple = ()  # Formulas for the first items
+    items: Formula = TRUE  # the items after the prefix
+    min: int = 0
+    max: int | None = None
+    contains: tuple = ()  # Contains
+    unique: bool = False
+    eval_prefix: int = 0  # unevaluatedItems bookkeeping: items evaluated by prefixItems
+    eval_all: bool = False  # ... by items / additionalItems / unevaluatedItems
+    where: tuple = field(default=(), compare=False)  # (keyword, pointer) of refused-later keywords
+
+    def item(self, i: int) -> Formula:
+        return self.prefix[i] if i < len(self.prefix) else self.items
+
+    def meet(self, o: "ArrP", norm: "Normalizer") -> "ArrP | None":
+        n = max(len(self.prefix), len(o.prefix))
+        prefix = tuple(norm.and_(self.item(i), o.item(i)) for i in range(n))
+        lo = max(self.min, o.min)
+        hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
+        if hi is not None and lo > hi:
+            return None
+        if hi is not None and len(prefix) > hi:
+            prefix = prefix[:hi]
+        return ArrP(
+            prefix,
+            norm.and_(self.items, o.items),
+            lo,
+            hi,
+            tuple(dict.fromkeys(self.contains + o.contains)),
+            self.unique or o.unique,
+            max(self.eval_prefix, o.eval_prefix),
+            self.eval_all or o.eval_all,
+            self.where + o.where,
+        )
+
+    @property
+    def trivial(self) -> bool:
+        return self == ArrP()
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """Members whose key is in the rule's key set must have a value valid under `schema`.
+
+    kind "name": the key `name`; "pattern": keys containing a match of `pattern`; "other": keys
+    that are none of `names` and match none of `patterns` (additionalProperties and friends);
+    "keys": keys in the string language `atoms` (only in ObjP.exists, from 'not propertyNames')."""
+
+    kind: str
+    schema: Formula
+    name: str = ""
+    pattern: str = ""
+    names: frozenset = frozenset()
+    patterns: frozenset = frozenset()
+    evaluates: bool = True
+    pointer: str = field(default="", compare=False)
+    atoms: tuple = ()
+
+
+@dataclass(frozen=True)
+class ObjP:
+    rules: tuple = ()
+    required: frozenset = frozenset()
+    min: int = 0
+    max: int | None = None
+    key_atoms: tuple | None = None  # propertyNames: StrP every key must satisfy (None = any)
+    order: tuple = ()  # names in order of first appearance (the order members are emitted in)
+    exists: tuple = ()  # KeyRules read existentially: some member has a key in the set and a valid value
+    clauses: tuple = ()  # presence constraints in CNF: frozensets of (key, present?) literals, one must hold
+    where: tuple = field(default=(), compare=False)
+
+    def meet(self, o: "ObjP") -> "ObjP | None":
+        lo = max(self.min, o.min)
+        hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
+        if hi is not None and lo > hi:
+            return None
+        if self.key_atoms is None:
+            keys = o.key_atoms
+        elif o.key_atoms is None:
+            keys = self.key_atoms
+        else:
+            keys = str_meet(self.key_atoms, o.key_atoms)
+            if keys is None:
+                keys = (("in", frozenset()),)
+        required = self.required | o.required
+        rules = tuple(dict.fromkeys(self.rules + o.rules))
+        if hi is not None and len(required) > hi:
+            return None
+        for r in rules:  # a required member whose name is forbidden
+            if r.kind == "name" and r.schema is FALSE and r.name in required:
+                return None
+        return ObjP(
+            rules,
+            required,
+            lo,
+            hi,
+            keys,
+            tuple(dict.fromkeys(self.order + o.order)),
+            tuple(dict.fromkeys(self.exists + o.exists)),
+            tuple(dict.fromkeys(self.clauses + o.clauses)),
+            self.where + o.where,
+        )
+
+    @property
+    def trivial(self) -> bool:
+        return self == ObjP()
+
+
+_ALL_BOOLS = frozenset((False, True))
+
+
+@dataclass(frozen=True)
+class Conj:
+    """One alternative of a normalised schema: constraints per JSON type, or a finite value set."""
+
+    null: bool = True
+    bools: frozenset = _ALL_BOOLS
+    num: NumP | None = NumP()
+    str: tuple | None = ()
+    arr: ArrP | None = ArrP()
+    obj: ObjP | None = ObjP()
+    values: tuple | None = None  # a finite conjunct: exactly these values (other fields unused)
+    loose_eval: bool = False  # from overlapping anyOf branches: evaluated keys may be incomplete
+
+    def is_empty(self) -> bool:
+        if self.values is not None:
+            return not self.values
+        return not self.null and not self.bools and self.num is None and self.str is None and self.arr is None and self.obj is None
+
+    @property
+    def is_top(self) -> bool:
+        return (
+            self.values is None
+            and self.null
+            and self.bools == _ALL_BOOLS
+            and self.num is not None
+            and self.num.trivial
+            and self.str == ()
+            and self.arr is not None
+            and self.arr.trivial
+            and self.obj is not None
+            and self.obj.trivial
+        )
+
+    def types(self) -> set[str]:
+        if self.values is not None:
+            return {json_type(v) for v in self.values}
+        out = set()
+        if self.null:
+            out.add("null")
+        if self.bools:
+            out.add("boolean")
+        if self.num is not None:
+            out.add("number")
+        if self.str is not None:
+            out.add("string")
+        if self.arr is not None:
+            out.add("array")
+        if self.obj is not None:
+            out.add("object")
+        return out
+
+
+TOP = Conj()
+NONE = Conj(False, frozenset(), None, None, None, None)
+
+
+def only(**parts) -> Conj:
+    """A conjunct admitting only the given types (parts)."""
+    return replace(NONE, **parts)
+
+
+def conj_meet(a: Conj, b: Conj, norm: "Normalizer") -> Conj | None:
+    """Intersection of two non-finite conjuncts (None when empty)."""
+    num = a.num.meet(b.num) if a.num is not None and b.num is not None else None
+    st = str_meet(a.str, b.str) if a.str is not None and b.str is not None else None
+    arr = a.arr.meet(b.arr, norm) if a.arr is not None and b.arr is not None else None
+    obj = a.obj.meet(b.obj) if a.obj is not None and b.obj is not None else None
+    c = Conj(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
+    return None if c.is_empty() else c
+
+
+# ---- the normaliser -------------------------------------------------------------------------------------
+
+
+_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+
+
+def _nonneg_int(value: Any, keyword: str, pointer: str) -> int:
+    if isinstance(value, bool) or not is_number(value) or value < 0 or (isinstance(value, float) and not value.is_integer()):
+        raise invalid(f"{keyword} must be a non-negative integer, not {value!r}", keyword, pointer)
+    return int(value)
+
+
+class Normalizer:
+    """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
+
+    def __init__(self, root: Any, reporter: Reporter | None = None):
+        import referencing
+        import referencing.jsonschema as rj
+
+        self.reporter = reporter or Reporter(True)
+        self.root = root
+        self._rj = rj
+        self._formulas: dict[tuple, Formula] = {}
+        self._dnf: dict[Formula, list[Conj]] = {}
+        self._active: list[Formula] = []
+        self._validators: dict[Formula, Any] = {}
+        self._enum_checks = 0
+        self._contents: dict[int, str] = {}
+        self._keep: list = []  # keeps schema objects alive while their ids are cache keys
+        self._disjoint_nesting = 0
+        self._exact = False  # anyOf expanded into exactly-which-branches alternatives (unevaluated*)
+        self.pointers: dict[int, str] = {}
+        self._index(root)
+        self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
+        if isinstance(root, dict):
+            dialect = root.get("$schema")
+            spec = rj.specification_with(dialect, default=rj.DRAFT202012) if isinstance(dialect, str) else rj.DRAFT202012
+            resource = spec.create_resource(root)
+            uri = resource.id() or ""
+            try:
+                self.registry = referencing.Registry().with_resource(uri, resource).crawl()
+            except Exception as e:  # malformed $id and the like
+                raise invalid(f"cannot index the schema's resources: {e}", "$id", "") from None
+            self.resolver = self.registry.resolver(base_uri=uri)
+            self.spec = spec
+            self._dynamic = any("$dynamicRef" in d for d in self._dicts)
+            self._anchors_of: dict[str, frozenset] = {}
+            self.root_formula = self.src(root, self.resolver, spec, "", self._enter((), self.resolver))
+        else:
+            self.registry = None
+            self.resolver = None
+            self.spec = rj.DRAFT202012
+            self.root_formula = TRUE if root else FALSE
+
+    def _index(self, root: Any) -> None:
+        """JSON pointers of every object of the root document (for error messages)."""
+        self._dicts: list[dict] = []
+        work = [(root, "")]
+        while work:
+            node, ptr = work.pop()
+            if isinstance(node, dict):
+                if id(node) in self.pointers:
+                    continue
+                self.pointers[id(node)] = ptr
+                self._dicts.append(node)
+                for k, v in node.items():
+                    if isinstance(v, (dict, list)):
+                        work.append((v, f"{ptr}/{_escape_pointer(k)}"))
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    if isinstance(v, (dict, list)):
+                        work.append((v, f"{ptr}/{i}"))
+
+    # ---- formula constructors ----
+
+    def _intern(self, kind: str, key: tuple, args: tuple = (), src: SrcInfo | None = None) -> Formula:
+        got = self._formulas.get(key)
+        if got is None:
+            if len(self._formulas) >= MAX_FORMULAS:
+                raise GrammarTooLargeError(f"schema too complex: more than {MAX_FORMULAS} subschema combinations")
+            got = self._formulas[key] = Formula(kind, key, args, src)
+        return got
+
+    def src(self, schema: Any, resolver: Any, spec: Any, pointer: str | None = None, scope: tuple = ()) -> Formula:
+        if schema is True:
+            return TRUE
+        if schema is False:
+            return FALSE
+        if not isinstance(schema, dict):
+            raise invalid(f"a schema must be an object or a boolean, not {schema!r}", "", pointer or "")
+        key = ("src", self._content(schema), getattr(resolver, "_base_uri", ""), scope)
+        got = self._formulas.get(key)
+        if got is not None:
+            return got
+        ptr = self.pointers.get(id(schema), pointer if pointer is not None else "?")
+        return self._intern("src", key, (), SrcInfo(schema, resolver, spec, ptr, scope))
+
+    def _content(self, schema: dict) -> str:
+        """Subschemas with the same content (and base URI and dynamic scope) share one formula,
+        hence one grammar rule: generated schemas repeat inline definitions a lot."""
+        got = self._contents.get(id(schema))
+        if got is None:
+            try:
+                kept = {k: v for k, v in schema.items() if k not in _NO_CONTENT}
+                got = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+            except (TypeError, ValueError):
+                got = f"id:{id(schema)}"
+            self._contents[id(schema)] = got
+            self._keep.append(schema)
+        return got
+
+    # ---- dynamic scope ($dynamicRef) ----
+
+    def _dynamic_anchor_names(self, uri: str) -> frozenset:
+        """The $dynamicAnchor names defined in the resource at `uri` (not in its subresources)."""
+        got = self._anchors_of.get(uri)
+        if got is None:
+            names: set[str] = set()
+            try:
+                root = self.registry.contents(uri)
+            except Exception:
+                root = None
+            work = [root]
+            while work:
+                node = work.pop()
+                if isinstance(node, dict):
+                    if node is not root and "$id" in node:
+                        continue
+                    if isinstance(node.get("$dynamicAnchor"), str):
+                        names.add(node["$dynamicAnchor"])
+                    work.extend(v for v in node.values() if isinstance(v, (dict, list)))
+                elif isinstance(node, list):
+                    work.extend(v for v in node if isinstance(v, (dict, list)))
+            got = self._anchors_of[uri] = frozenset(names)
+        return got
+
+    def _enter(self, scope: tuple, resolver: Any) -> tuple:
+        """The dynamic scope after entering the resource of `resolver` (kept only when it matters)."""
+        if not self._dynamic:
+            return ()
+        uri = getattr(resolver, "_base_uri", "")
+        if uri in scope or not self._dynamic_anchor_names(uri):
+            return scope
+        return scope + (uri,)
+
+    def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
+        """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
+        info = f.src
+        ptr = info.pointer + "".join("/" + _escape_pointer(p) for p in path)
+        if not isinstance(schema, dict):
+            return self.src(schema, info.resolver, info.spec, ptr)
+        spec = info.spec
+        dialect = schema.get("$schema")
+        if isinstance(dialect, str):
+            spec = self._rj.specification_with(dialect, default=spec)
+        resolver = info.resolver
+        if any(k in schema for k in ("$id", "id")):
+            try:
+                resolver = resolver.in_subresource(spec.create_resource(schema))
+            except Exception:
+                pass
+        return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
+
+    def and_(self, *items: Formula) -> Formula:
+        flat: dict[Formula, None] = {}
+        for f in items:
+            if f is FALSE:
+                return FALSE
+            if f is TRUE:
+                continue
+            for g in f.args if f.kind == "and" else (f,):
+                flat[g] = None
+        if not flat:
+            return TRUE
+        if len(flat) == 1:
+            return next(iter(flat))
+        args = tuple(sorted(flat, key=lambda g: repr(g.key)))
+        return self._intern("and", ("and", frozenset(g.key for g in args)), args)
+
+    def or_(self, *items: Formula) -> Formula:
+        flat: dict[Formula, None] = {}
+        for f in items:
+            if f is TRUE:
+                return TRUE
+            if f is FALSE:
+                continue
+            for g in f.args if f.kind == "or" else (f,):
+                flat[g] = None
+        if not flat:
+            return FALSE
+        if len(flat) == 1:
+            return next(iter(flat))
+        args = tuple(sorted(flat, key=lambda g: repr(g.key)))
+        return self._intern("or", ("or", frozenset(g.key for g in args)), args)
+
+    def not_(self, f: Formula) -> Formula:
+        if f is TRUE:
+            return FALSE
+        if f is FALSE:
+            return TRUE
+        if f.kind == "not":
+            return f.args[0]
+        return self._intern("not", ("not", f.key), (f,))
+
+    # ---- membership (the jsonschema validator is the judge) ----
+
+    def holds(self, f: Formula, value: Any) -> bool:
+        if f is TRUE:
+            return True
+        if f is FALSE:
+            return False
+        if f.kind == "and":
+            return all(self.holds(g, value) for g in f.args)
+        if f.kind == "or":
+            return any(self.holds(g, value) for g in f.args)
+        if f.kind == "not":
+            return not self.holds(f.args[0], value)
+        self._enum_checks += 1
+        if self._enum_checks > MAX_ENUM_FILTER:
+            raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
+        validator = self._validators.get(f)
+        if validator is None:
+            validator = self._validators[f] = self._validator(f)
+        try:
+            return validator.is_valid(value)
+        except RecursionError:
+            raise invalid("the schema refers to itself without end", "$ref", f.src.pointer) from None
+        except Exception as e:  # unresolvable reference, bad regex in the judge, ...
+            raise invalid(f"jsonschema cannot evaluate this subschema: {e}", "enum", f.src.pointer) from None
+
+    def _validator(self, f: Formula):
+        import jsonschema.validators as jv
+
+        info = f.src
+        name = getattr(info.spec, "name", "")
+        cls = {
+            "draft3": jv.Draft3Validator,
+            "draft4": jv.Draft4Validator,
+            "draft6": jv.Draft6Validator,
+            "draft7": jv.Draft7Validator,
+            "draft2019-09": jv.Draft201909Validator,
+        }.get(name, jv.Draft202012Validator)
+        base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=cls.FORMAT_CHECKER)
+        return base.evolve(schema=info.schema, _resolver=info.resolver)
+
+    # ---- normalisation ----
+
+    def dnf(self, f: Formula) -> list[Conj]:
+        """The conjuncts of `f` (memoised)."""
+        ck = (f, self._exact)
+        got = self._dnf.get(ck)
+        if got is not None:
+            return got
+        if f is TRUE:
+            return [TOP]
+        if f is FALSE:
+            return []
+        if f in self._active:
+            ptr = f.src.pointer if f.src else "?"
+            raise RefLoop("the schema refers to itself without consuming any input (a $ref loop)", keyword="$ref", pointer=ptr)
+        if len(self._active) > 400:
+            raise GrammarTooLargeError("schema nesting too deep (in-place applicators nested more than 400 levels)")
+        self._active.append(f)
+        try:
+            if f.kind == "src":
+                out = self._norm_src(f)
+            elif f.kind == "and":
+                out = self.product([self.dnf(g) for g in f.args], f)
+            elif f.kind == "or":
+                out = self._union([self.dnf(g) for g in f.args])
+            else:
+                out = self.negate(self.dnf(f.args[0]), f)
+        finally:
+            self._active.pop()
+        self._dnf[ck] = out
+        return out
+
+    def _union(self, dnfs: list[list[Conj]]) -> list[Conj]:
+        out: dict[Conj, None] = {}
+        for d in dnfs:
+            for c in d:
+                out[c] = None
+        if len(out) > MAX_ALTERNATIVES:
+            raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives")
+        return self._merge_finite(list(out))
+
+    def _merge_finite(self, conjs: list[Conj]) -> list[Conj]:
+        finite = [c for c in conjs if c.values is not None]
+        if len(finite) <= 1:
+            return conjs
+        values = dedupe_values(v for c in finite for v in c.values)
+        return [c for c in conjs if c.values is None] + [Conj(values=values)]
+
+    def product(self, factors: list[list[Conj]], whole: Formula | None) -> list[Conj]:
+        """The conjunction of DNFs. Finite conjuncts meet everything through `whole` (the formula
+        equal to the whole conjunction): their values are kept when the jsonschema judge accepts them."""
+        values: list = []
+        has_finite = False
+        acc: list[Conj] = [TOP]
+        for d in factors:
+            fin = [c for c in d if c.values is not None]
+            non = [c for c in d if c.values is None]
+            if fin:
+                has_finite = True
+                for c in fin:
+                    values.extend(c.values)
+            nxt: dict[Conj, None] = {}
+            for a in acc:
+                for b in non:
+                    m = b if a is TOP else (a if b is TOP else conj_meet(a, b, self))
+                    if m is not None:
+                        nxt[m] = None
+            if len(nxt) > MAX_ALTERNATIVES:
+                raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives")
+            acc = list(nxt)
+            if not acc and not has_finite:
+                # no non-finite alternative left; finite values may still come from later factors
+                pass
+        out = acc
+        if has_finite:
+            if whole is None:
+                raise AssertionError("finite conjuncts need the whole formula to filter them")
+            kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
+            if kept:
+                out = out + [Conj(values=kept)]
+        return out
+
+    # ---- negation ----
+
+    def negate(self, dnf: list[Conj], f: Formula | None = None) -> list[Conj]:
+        """The complement of a DNF (as a DNF); annotations of negated schemas are dropped."""
+        if not dnf:
+            return [TOP]
+        factors = [self._negate_conj(c, f) for c in dnf]
+        # the product of negated conjuncts never holds finite parts
+        acc: list[Conj] = [TOP]
+        for d in factors:
+            nxt: dict[Conj, None] = {}
+            for a in acc:
+                for b in d:
+                    m = b if a is TOP else (a if b is TOP else conj_meet(a, b, self))
+                    if m is not None:
+                        nxt[m] = None
+            if len(nxt) > MAX_ALTERNATIVES:
+                raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives (in a negation)")
+            acc = list(nxt)
+        return acc
+
+    def _ptr(self, f: Formula | None) -> str:
+        while f is not None and f.kind in ("not", "and", "or"):
+            f = f.args[0]
+        return f.src.pointer if f is not None and f.src is not None else ""
+
+    def _negate_conj(self, c: Conj, f: Formula | None) -> list[Conj]:
+        ptr = self._ptr(f)
+        if c.values is not None:
+            return self._negate_values(c.values, ptr)
+        out: list[Conj] = []
+        if not c.null:
+            out.append(only(null=True))
+        if c.bools != _ALL_BOOLS:
+            out.append(only(bools=_ALL_BOOLS - c.bools))
+        if c.num is None:
+            out.append(only(num=NumP()))
+        else:
+            out.extend(only(num=n) for n in c.num.negate())
+        if c.str is None:
+            out.append(only(str=()))
+        elif c.str:
+            out.append(only(str=(("not", c.str),)))
+        if c.arr is None:
+            out.append(only(arr=ArrP()))
+        else:
+            out.extend(only(arr=a) for a in self._negate_arr(c.arr, ptr))
+        if c.obj is None:
+            out.append(only(obj=ObjP()))
+        else:
+            out.extend(only(obj=o) for o in self._negate_obj(c.obj, ptr))
+        return out
+
+    def _negate_values(self, values: tuple, ptr: str) -> list[Conj]:
+        out: list[Conj] = []
+        types = {json_type(v) for v in values}
+        if "null" not in types:
+            out.append(only(null=True))
+        bools = frozenset(v for v in values if isinstance(v, bool))
+        if bools != _ALL_BOOLS:
+            out.append(only(bools=_ALL_BOOLS - bools))
+        nums = frozenset(to_fraction(v) for v in values if is_number(v))
+        out.append(only(num=NumP(excluded=nums)))
+        strs = frozenset(v for v in values if isinstance(v, str))
+        out.append(only(str=(("not", (("in", strs),)),) if strs else ()))
+        arrays = [v for v in values if isinstance(v, list)]
+        if not arrays:
+            out.append(only(arr=ArrP()))
+        elif all(not a for a in arrays):
+            out.append(only(arr=ArrP(min=1)))
+        else:
+            self.reporter.refuse("cannot exclude non-empty arrays listed in enum/const under 'not'", "not", ptr)
+            out.append(only(arr=ArrP()))
+        objects = [v for v in values if isinstance(v, dict)]
+        if not objects:
+            out.append(only(obj=ObjP()))
+        elif all(not o for o in objects):
+            out.append(only(obj=ObjP(min=1)))
+        else:
+            self.reporter.refuse("cannot exclude non-empty objects listed in enum/const under 'not'", "not", ptr)
+            out.append(only(obj=ObjP()))
+        return out
+
+    def _negate_arr(self, a: ArrP, ptr: str) -> list[ArrP]:
+        out: list[ArrP] = []
+        if a.min > 0:
+            out.append(ArrP(max=a.min - 1))
+        if a.max is not None:
+            out.append(ArrP(min=a.max + 1))
+        for i, p in enumerate(a.prefix):
+            if p is not TRUE:
+                out.append(ArrP(prefix=(TRUE,) * i + (self.not_(p),), min=i + 1))
+        if a.items is not TRUE:
+            out.append(ArrP(min=len(a.prefix) + 1, contains=(Contains(self.not_(a.items), 1, None, len(a.prefix), False),)))
+        for c in a.contains:
+            if c.lo > 0:
+                out.append(ArrP(contains=(Contains(c.schema, 0, c.lo - 1, c.start, False),)))
+            if c.hi is not None:
+                out.append(ArrP(contains=(Contains(c.schema, c.hi + 1, None, c.start, False),)))
+        if a.unique:
+            self.reporter.refuse("'not' of uniqueItems (arrays with a duplicate) cannot be expressed", "uniqueItems", ptr)
+        return out
+
+    def _negate_obj(self, o: ObjP, ptr: str) -> list[ObjP]:
+        out: list[ObjP] = []
+        for r in sorted(o.required):
+            out.append(ObjP(rules=(KeyRule("name", FALSE, name=r, evaluates=False),), order=(r,)))
+        for r in o.rules:
+            if r.schema is TRUE:
+                continue
+            if r.kind == "name":
+                out.append(
+                    ObjP(
+                        rules=(KeyRule("name", self.not_(r.schema), name=r.name, evaluates=False),),
+                        required=frozenset((r.name,)),
+                        order=(r.name,),
+                    )
+                )
+            else:  # some member with a key in the set violates the schema
+                out.append(ObjP(exists=(replace(r, schema=self.not_(r.schema), evaluates=False),)))
+        if o.min > 0:
+            out.append(ObjP(max=o.min - 1))
+        if o.max is not None:
+            out.append(ObjP(min=o.max + 1))
+        if o.key_atoms is not None:  # some key outside the propertyNames language
+            out.append(ObjP(exists=(KeyRule("keys", TRUE, atoms=(("not", o.key_atoms),), evaluates=False),)))
+        for clause in o.clauses:  # every literal of the clause is false
+            lits = sorted(clause)
+            out.append(ObjP(order=tuple(k for k, _ in lits), clauses=tuple(frozenset(((k, not pos),)) for k, pos in lits)))
+        for e in o.exists:  # every member with a key in the set violates the schema
+            if e.kind == "keys":
+                neg = (("not", e.atoms),)
+                if e.schema is TRUE:
+                    out.append(ObjP(key_atoms=neg))
+                else:
+                    self.reporter.refuse("'not' of 'some key outside propertyNames' with a value schema", "not", ptr)
+            else:
+                out.append(ObjP(rules=(replace(e, schema=self.not_(e.schema), evaluates=False),)))
+        return out
+
+    # ---- disjointness (for oneOf) ----
+
+    def disjoint(self, f: Formula, g: Formula, depth: int = 0) -> bool:
+        """True when no value satisfies both (a sufficient check, never wrong when it says True)."""
+        if f is FALSE or g is FALSE:
+            return True
+        if f is TRUE or g is TRUE or depth > 6 or self._disjoint_nesting > 3:
+            return False
+        if f in self._active or g in self._active:
+            # being normalised right now: only finite values of the other side can be checked
+            other, busy = (g, f) if f in self._active else (f, g)
+            if other in self._active:
+                return False
+            self._disjoint_nesting += 1
+            try:
+                d = self.dnf(other)
+            except RefLoop:
+                return False
+            finally:
+                self._disjoint_nesting -= 1
+            if d and all(c.values is not None for c in d):
+                return not any(self.holds(busy, v) for c in d for v in c.values)
+            return False
+        self._disjoint_nesting += 1
+        try:
+            a, b = self.dnf(f), self.dnf(g)
+        except RefLoop:
+            return False
+        finally:
+            self._disjoint_nesting -= 1
+        for x in a:
+            for y in b:
+                if not self._conj_disjoint(x, y, f, g, depth):
+                    return False
+        return True
+
+    def _conj_disjoint(self, x: Conj, y: Conj, f: Formula, g: Formula, depth: int) -> bool:
+        if x.values is not None and y.values is not None:
+            return not any(json_equal(v, w) for v in x.values for w in y.values)
+        if x.values is not None:
+            return not any(self.holds(g, v) for v in x.values)
+        if y.values is not None:
+            return not any(self.holds(f, v) for v in y.values)
+        if x.null and y.null:
+            return False
+        if x.bools & y.bools:
+            return False
+        if x.num is not None and y.num is not None and x.num.meet(y.num) is not None:
+            return False
+        if x.str is not None and y.str is not None and not self._str_disjoint(x.str, y.str):
+            return False
+        if x.arr is not None and y.arr is not None and not self._arr_disjoint(x.arr, y.arr, depth):
+            return False
+        if x.obj is not None and y.obj is not None and not self._obj_disjoint(x.obj, y.obj, depth):
+            return False
+        return True
+
+    def _str_disjoint(self, a: tuple, b: tuple) -> bool:
+        m = str_meet(a, b)
+        if m is None:
+            return True
+        ins = [x[1] for x in m if x[0] == "in"]
+        if ins:
+            common = frozenset.intersection(*ins)
+            return not common or not any(self.str_member(m, s) for s in common)
+        if self.str_language_empty is not None:
+            return self.str_language_empty(m)
+        return False
+
+    str_language_empty: Callable[[tuple], bool] | None = None  # installed by the emitter
+    str_member_hook: Callable[[tuple, str], bool] | None = None
+
+    def str_member(self, atoms: tuple, s: str) -> bool:
+        assert self.str_member_hook is not None
+        return self.str_member_hook(atoms, s)
+
+    def _arr_disjoint(self, a: ArrP, b: ArrP, depth: int) -> bool:
+        if a.meet(b, self) is None:
+            return True
+        lo = max(a.min, b.min)
+        n = max(len(a.prefix), len(b.prefix))
+        for i in range(min(lo, n)):
+            if self.disjoint(a.item(i), b.item(i), depth + 1):
+                return True
+        if lo > n and self.disjoint(a.items, b.items, depth + 1):
+            return True
+        return False
+
+    obj_keys_disjoint: Callable[[ObjP, ObjP], bool] | None = None  # installed by the emitter
+
+    def _obj_disjoint(self, a: ObjP, b: ObjP, depth: int) -> bool:
+        if a.meet(b) is None:
+            return True
+        # a member required on one side must exist in a common instance: its value must satisfy
+        # the schemas both sides give that key
+        for k in sorted(a.required | b.required):
+            if self.disjoint(self.value_formula(a, k), self.value_formula(b, k), depth + 1):
+                return True
+        if self.obj_keys_disjoint is not None and self.obj_keys_disjoint(a, b):
+            return True
+        return False
+
+    def value_formula(self, o: ObjP, key: str) -> Formula:
+        """The conjunction of the rules of `o` that apply to the member named `key`."""
+        parts = []
+        for r in o.rules:
+            if self.rule_applies(r, key):
+                parts.append(r.schema)
+        if o.key_atoms is not None and not self.str_member(o.key_atoms, key):
+            return FALSE
+        return self.and_(*parts)
+
+    def rule_applies(self, r: KeyRule, key: str) -> bool:
+        if r.kind == "name":
+            return r.name == key
+        if r.kind == "pattern":
+            return self.str_member((("re", r.pattern),), key)
+        if r.kind == "keys":
+            return self.str_member(r.atoms, key)
+        return key not in r.names and not any(self.str_member((("re", p),), key) for p in r.patterns)
+
+    # ---- one raw schema ----
+
+    def _norm_src(self, f: Formula) -> list[Conj]:
+        s = f.src.schema
+        out = self._norm_core(f)
+        if "unevaluatedProperties" in s or "unevaluatedItems" in s:
+            if not self._exact and any(c.loose_eval for c in out):
+                self._exact = True
+                try:
+                    out = self._norm_core(f)
+                finally:
+                    self._exact = False
+            out = self._unevaluated(f, out)
+        return out
+
+    def _trial(self, build):
+        """build() with refusals raised instead of recorded; None when it refuses."""
+        saved = self.reporter
+        self.reporter = Reporter(True)
+        try:
+            return build()
+        except SchemaError:
+            return None
+        finally:
+            self.reporter = saved
+
+    def _norm_core(self, f: Formula) -> list[Conj]:
+        info = f.src
+        s = info.schema
+        ptr = info.pointer
+        legacy = getattr(info.spec, "name", "") in ("draft3", "draft4", "draft6", "draft7")
+        if "$ref" in s and legacy:
+            return self.dnf(self._ref(f, s["$ref"], "$ref"))
+        if "enum" in s or "const" in s:
+            return self._finite(f)
+        # factors in the order their keywords appear in the schema: the first appearance of a
+        # property name decides where its member is emitted
+        pos = {k: i for i, k in enumerate(s)}
+        factors: list[tuple[int, list[Conj]]] = []
+        local = self._local(f)
+        if local is None:
+            return []
+        obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
+        factors.append((min(obj_kw) if obj_kw else -1, [local]))
+        if "$ref" in s:
+            factors.append((pos["$ref"], self.dnf(self._ref(f, s["$ref"], "$ref"))))
+        if "$dynamicRef" in s:
+            factors.append((pos["$dynamicRef"], self.dnf(self._dynamic_ref(f, s["$dynamicRef"]))))
+        if "$recursiveRef" in s:
+            factors.append((pos["$recursiveRef"], self.dnf(self._recursive_ref(f, s["$recursiveRef"]))))
+        for kw in ("allOf", "anyOf", "oneOf"):
+            if kw in s:
+                branches = s[kw]
+                if not isinstance(branches, list) or not branches:
+                    raise invalid(f"{kw} must be a non-empty array of schemas", kw, ptr + "/" + kw)
+                subs = [self.sub(f, b, kw, i) for i, b in enumerate(branches)]
+                if kw == "allOf":
+                    factors.extend((pos[kw], self.dnf(g)) for g in subs)
+                elif kw == "anyOf":
+                    factors.append((pos[kw], self._any_of(subs)))
+                else:
+                    factors.append((pos[kw], self._one_of(subs, ptr + "/oneOf")))
+        if "not" in s:
+            factors.append((pos["not"], self.dnf(self.not_(self.sub(f, s["not"], "not")))))
+        if "if" in s and ("then" in s or "else" in s):
+            cond = self.sub(f, s["if"], "if")
+            then = self.sub(f, s["then"], "then") if "then" in s else TRUE
+            els = self.sub(f, s["else"], "else") if "else" in s else TRUE
+            yes = self.product([self.dnf(cond), self.dnf(then)], self.and_(cond, then))
+            no = self.product([self.dnf(self.not_(cond)), self.dnf(els)], self.and_(self.not_(cond), els))
+            factors.append((pos["if"], self._union([yes, no])))
+        elif "if" in s and self._uses_unevaluated:
+            # no then/else, but a successful `if` still evaluates members for unevaluated*
+            cond = self.sub(f, s["if"], "if")
+            if any(self._eval_signature(c) != ((), ()) and c.values is None for c in self.dnf(cond)):
+                split = self._trial(lambda: self._union([self.dnf(cond), self.dnf(self.not_(cond))]))
+                if split is not None:
+                    factors.append((pos["if"], split))
+        factors.extend((len(s), d) for d in self._dependencies(f))
+        factors.sort(key=lambda x: x[0])
+        return self.product([d for _, d in factors], f)
+
+    def _finite(self, f: Formula) -> list[Conj]:
+        s = f.src.schema
+        values: list = []
+        if "enum" in s:
+            if not isinstance(s["enum"], list):
+                raise invalid("enum must be an array", "enum", f.src.pointer + "/enum")
+            values.extend(s["enum"])
+            if "const" in s:
+                values = [v for v in values if json_equal(v, s["const"])]
+        else:
+            values.append(s["const"])
+        for v in values:
+            if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+                raise invalid("enum/const values must be JSON values (no NaN or Infinity)", "enum", f.src.pointer)
+        kept = tuple(v for v in dedupe_values(values) if self.holds(f, v))
+        return [Conj(values=kept)] if kept else []
+
+    def _ref(self, f: Formula, ref: Any, kw: str) -> Formula:
+        ptr = f.src.pointer + "/" + kw
+        if not isinstance(ref, str):
+            raise invalid(f"{kw} must be a string", kw, ptr)
+        try:
+            resolved = f.src.resolver.lookup(ref)
+        except Exception as e:
+            self.reporter.refuse(f"cannot resolve reference {ref!r}: {type(e).__name__}", kw, ptr)
+            return TRUE
+        target = resolved.contents
+        if isinstance(target, bool):
+            return TRUE if target else FALSE
+        if not isinstance(target, dict):
+            raise invalid(f"reference {ref!r} does not point to a schema", kw, ptr)
+        spec = f.src.spec
+        dialect = target.get("$schema")
+        if isinstance(dialect, str):
+            spec = self._rj.specification_with(dialect, default=spec)
+        scope = self._enter(f.src.scope, resolved.resolver)
+        return self.src(target, resolved.resolver, spec, self.pointers.get(id(target), ref), scope)
+
+    def _dynamic_ref(self, f: Formula, ref: Any) -> Formula:
+        """$dynamicRef: like $ref, unless the target is a $dynamicAnchor of the fragment's name
+        ("bookending"): then the outermost resource of the dynamic scope defining that anchor wins."""
+        target = self._ref(f, ref, "$dynamicRef")
+        if target.kind != "src" or not isinstance(ref, str) or "#" not in ref:
+            return target
+        name = ref.split("#", 1)[1]
+        if target.src.schema.get("$dynamicAnchor") != name:
+            return target
+        for uri in f.src.scope:
+            if name in self._dynamic_anchor_names(uri):
+                return self._ref(f, f"{uri}#{name}", "$dynamicRef")
+        return target
+
+    def _recursive_ref(self, f: Formula, ref: Any) -> Formula:
+        ptr = f.src.pointer + "/$recursiveRef"
+        if any(d.get("$recursiveAnchor") is True for d in self._dicts):
+            self.reporter.refuse("$recursiveRef with $recursiveAnchor (dynamic scope) is not supported", "$recursiveRef", ptr)
+            return TRUE
+        return self._ref(f, ref, "$recursiveRef")
+
+    def _presence_only(self, dnfs: list[list[Conj]]) -> list[ObjP] | None:
+        """The object parts of branches that only constrain which members are present."""
+        out = []
+        for d in dnfs:
+            if len(d) != 1 or d[0].values is not None:
+                return None
+            c = d[0]
+            if not (c.null and c.bools == _ALL_BOOLS and c.num == NumP() and c.str == () and c.arr == ArrP() and c.obj is not None):
+                return None
+            o = c.obj
+            if o.rules or o.min or o.max is not None or o.key_atoms is not None or o.exists:
+                return None
+            out.append(o)
+        return out
+
+    @staticmethod
+    def _cnf(o: ObjP) -> list[frozenset]:
+        return [frozenset(((k, True),)) for k in sorted(o.required)] + list(o.clauses)
+
+    def _presence_any(self, objs: list[ObjP], exactly_one: bool) -> Conj | None:
+        """anyOf / oneOf of presence-only branches as one conjunct with CNF presence clauses."""
+        branches = [self._cnf(o) for o in objs]
+        if any(not b for b in branches):
+            if exactly_one:
+                return None
+            return TOP  # a branch without constraints: the anyOf always holds
+        clauses: list[frozenset] = []
+        # at least one branch: distribute the disjunction of CNFs
+        combos = [frozenset()]
+        for b in branches:
+            combos = [c | cl for c in combos for cl in b]
+            if len(combos) > 64:
+                return None
+        clauses.extend(c for c in combos if not any((k, not pos) in c for k, pos in c))
+        if exactly_one:  # no two branches: not (B_i and B_j), B made of unit-literal clauses only
+            if any(len(cl) != 1 for b in branches for cl in b):
+                return None
+            for i in range(len(branches)):
+                for j in range(i + 1, len(branches)):
+                    lits = {next(iter(cl)) for cl in branches[i] + branches[j]}
+                    clauses.append(frozenset((k, not pos) for k, pos in lits))
+        order = tuple(dict.fromkeys(k for o in objs for k in o.order + tuple(k for cl in o.clauses for k, _ in cl)))
+        obj = ObjP(order=order, clauses=tuple(dict.fromkeys(clauses)))
+        if exactly_one:
+            return only(obj=obj)  # every branch holds for non-objects, so oneOf fails there
+        return replace(TOP, obj=obj)
+
+    def _any_of(self, subs: list[Formula]) -> list[Conj]:
+        dnfs = [self.dnf(g) for g in subs]
+        if len(subs) > 1:
+            objs = self._presence_only(dnfs)
+            if objs is not None and not self._uses_unevaluated:
+                c = self._presence_any(objs, exactly_one=False)
+                if c is not None:
+                    return [c]
+        out = self._union(dnfs)
+        if len(subs) > 1:
+            sigs = {self._eval_signature(c) for d in dnfs for c in d}
+            if len(sigs) > 1:
+                if self._exact and len(subs) <= 5:
+                    # which branches hold decides which members are evaluated: one alternative
+                    # per non-empty set T of branches (T hold, the others do not)
+                    n = len(subs)
+                    alts = []
+                    for t in range(1, 1 << n):
+                        parts = [subs[i] if t >> i & 1 else self.not_(subs[i]) for i in range(n)]
+                        alts.append(self.product([self.dnf(p) for p in parts], self.and_(*parts)))
+                    return self._union(alts)
+                out = [replace(c, loose_eval=True) if c.values is None else c for c in out]
+        return out
+
+    def _eval_signature(self, c: Conj) -> tuple:
+        if c.values is not None:
+            return ((), ())
+        obj = tuple(sorted((r.kind, r.name, r.pattern) for r in c.obj.rules if r.evaluates)) if c.obj else ()
+        arr = (c.arr.eval_prefix, c.arr.eval_all, tuple(x.schema.key for x in c.arr.contains if x.evaluates)) if c.arr else ()
+        return obj, arr
+
+    def _one_of(self, subs: list[Formula], ptr: str) -> list[Conj]:
+        n = len(subs)
+        dnfs = [self.dnf(g) for g in subs]
+        if n == 1:
+            return dnfs[0]
+        objs = self._presence_only(dnfs)
+        if objs is not None:
+            c = self._presence_any(objs, exactly_one=True)
+            if c is not None:
+                return [c]
+        if all(self.disjoint(subs[i], subs[j]) for i in range(n) for j in range(i + 1, n)):
+            return self._union(dnfs)
+        # exactly one branch: b_i and not b_j for every other j
+
+        def exact() -> list[Conj]:
+            alts = []
+            for i in range(n):
+                others = [self.not_(subs[j]) for j in range(n) if j != i]
+                whole = self.and_(subs[i], *others)
+                alts.append(self.product([dnfs[i]] + [self.dnf(o) for o in others], whole))
+            return self._union(alts)
+
+        try:
+            out = self._trial(exact)
+        except GrammarTooLargeError:
+            out = None
+        if out is None:
+            self.reporter.refuse(
+                "oneOf branches may overlap and the complement of a branch cannot be expressed "
+                "(or is too large), so 'exactly one' cannot be enforced",
+                "oneOf",
+                ptr,
+            )
+            return self._union(dnfs)
+        return out
+
+    def _dependencies(self, f: Formula) -> list[list[Conj]]:
+        s = f.src.schema
+        ptr = f.src.pointer
+        deps: list[tuple[str, Any, str, str]] = []  # (key, strings or schema, keyword, pointer)
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            v = s.get(kw)
+            if v is None:
+                continue
+            if not isinstance(v, dict):
+                raise invalid(f"{kw} must be an object", kw, ptr + "/" + kw)
+            for key, dep in v.items():
+                deps.append((key, dep, kw, ptr + "/" + kw + "/" + _escape_pointer(key)))
+        factors = []
+        required_deps = []
+        for key, dep, kw, p in deps:
+            not_object = replace(TOP, obj=None)
+            absent = only(obj=ObjP(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
+            if isinstance(dep, list):
+                if not all(isinstance(x, str) for x in dep):
+                    raise invalid(f"{kw} lists must hold strings", kw, p)
+                for d in dep:
+                    if d != key:
+                        required_deps.append((key, d))
+                continue
+            else:
+                g = self.sub(f, dep, kw, key)
+                present_conj = only(obj=ObjP(required=frozenset([key]), order=(key,)))
+                present = self.product([[present_conj], self.dnf(g)], g)
+                present = [c if c.values is None else c for c in present]
+            factors.append([not_object, absent] + present)
+        if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
+            order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
+            clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
+            factors.append([replace(TOP, obj=ObjP(order=order, clauses=clauses))])
+        return factors
+
+    # ---- local keywords ----
+
+    def _local(self, f: Formula) -> Conj | None:
+        s = f.src.schema
+        ptr = f.src.pointer
+        c = TOP
+        if "type" in s:
+            t = s["type"]
+            names = [t] if isinstance(t, str) else t
+            if not isinstance(names, list) or not all(isinstance(x, str) and x in _TYPES for x in names):
+                raise invalid(f"type must be one of {_TYPES} or an array of them, not {t!r}", "type", ptr + "/type")
+            ts = set(names)
+            num = None
+            if "number" in ts:
+                num = NumP()
+            elif "integer" in ts:
+                num = NumP(int_only=True)
+            c = Conj(
+                "null" in ts,
+                _ALL_BOOLS if "boolean" in ts else frozenset(),
+                num,
+                () if "string" in ts else None,
+                ArrP() if "array" in ts else None,
+                ObjP() if "object" in ts else None,
+            )
+        if c.num is not None:
+            n = self._numeric(f)
+            if n is not None:
+                m = c.num.meet(n)
+                c = replace(c, num=m)
+        if c.str is not None:
+            atoms = self._string(f)
+            if atoms:
+                c = replace(c, str=str_meet(c.str, atoms))
+        if c.arr is not None:
+            a = self._array(f)
+            if a is not None:
+                c = replace(c, arr=c.arr.meet(a, self))
+        if c.obj is not None:
+            o = self._object(f)
+            if o is not None:
+                c = replace(c, obj=c.obj.meet(o))
+        return None if c.is_empty() else c
+
+    def _number_value(self, v: Any, kw: str, ptr: str) -> Fraction | float:
+        if isinstance(v, bool) or not is_number(v):
+            raise invalid(f"{kw} must be a number, not {v!r}", kw, ptr + "/" + kw)
+        if isinstance(v, float) and math.isnan(v):
+            raise invalid(f"{kw} must not be NaN", kw, ptr + "/" + kw)
+        if isinstance(v, float) and math.isinf(v):
+            return v
+        return to_fraction(v)
+
+    def _numeric(self, f: Formula) -> NumP | None:
+        s = f.src.schema
+        ptr = f.src.pointer
+        n = NumP()
+        empty = False
+        for kw, is_lo in (("minimum", True), ("maximum", False), ("exclusiveMinimum", True), ("exclusiveMaximum", False)):
+            if kw not in s:
+                continue
+            v = s[kw]
+            if isinstance(v, bool):  # draft-04: modifies minimum / maximum
+                continue
+            x = self._number_value(v, kw, ptr)
+            strict = kw.startswith("exclusive") or (kw == "minimum" and s.get("exclusiveMinimum") is True) or (
+                kw == "maximum" and s.get("exclusiveMaximum") is True
+            )
+            if isinstance(x, float):  # ±inf
+                if (is_lo and x > 0) or (not is_lo and x < 0):
+                    empty = True
+                continue
+            bound = NumP(lo=x, lo_strict=strict) if is_lo else NumP(hi=x, hi_strict=strict)
+            m = n.meet(bound)
+            if m is None:
+                empty = True
+            else:
+                n = m
+        if "multipleOf" in s:
+            v = s["multipleOf"]
+            x = self._number_value(v, "multipleOf", ptr)
+            if isinstance(x, float) or x <= 0:
+                raise invalid(f"multipleOf must be a positive number, not {v!r}", "multipleOf", ptr + "/multipleOf")
+            n = NumP(**{**n.__dict__, "mults": n.mults + (x,)})
+        if empty:
+            n = NumP(int_only=True, nonint=True)  # empty, dropped by the caller's meet
+        return None if n.trivial else n
+
+    def _string(self, f: Formula) -> tuple:
+        s = f.src.schema
+        ptr = f.src.pointer
+        atoms: list = []
+        lo = _nonneg_int(s["minLength"], "minLength", ptr + "/minLength") if "minLength" in s else 0
+        hi = _nonneg_int(s["maxLength"], "maxLength", ptr + "/maxLength") if "maxLength" in s else None
+        if lo or hi is not None:
+            atoms.append(("len", lo, hi))
+        if "pattern" in s:
+            p = s["pattern"]
+            if not isinstance(p, str):
+                raise invalid("pattern must be a string", "pattern", ptr + "/pattern")
+            if self.check_pattern(p, ptr + "/pattern"):
+                atoms.append(("re", p))
+        if "format" in s:
+            atom = self.format_atom(s["format"], ptr + "/format")
+            if atom is not None:
+                atoms.append(atom)
+        return tuple(atoms)
+
+    def check_pattern(self, p: str, ptr: str) -> bool:
+        from .regex import parse_regex_search
+
+        try:
+            parse_regex_search(p)
+        except RegexError as e:
+            self.reporter.refuse(f"pattern {p!r} cannot be compiled: {e}", ptr.rsplit("/", 1)[-1], ptr)
+            return False
+        return True
+
+    def format_atom(self, name: Any, ptr: str):
+        from .formats import SUPPORTED_FORMATS
+
+        if not isinstance(name, str):
+            raise invalid("format must be a string", "format", ptr)
+        if name in SUPPORTED_FORMATS:
+            return ("fmt", name)
+        if name in ("regex", "idn-email", "idn-hostname"):
+            self.reporter.refuse(f"format {name!r} is not a regular language and cannot be enforced", "format", ptr)
+        return None  # unknown formats are annotations
+
+    def _array(self, f: Formula) -> ArrP | None:
+        s = f.src.schema
+        ptr = f.src.pointer
+        a = ArrP()
+        prefix: tuple = ()
+        items: Formula = TRUE
+        eval_prefix, eval_all = 0, False
+        if "prefixItems" in s:
+            if not isinstance(s["prefixItems"], list):
+                raise invalid("prefixItems must be an array of schemas", "prefixItems", ptr + "/prefixItems")
+            prefix = tuple(self.sub(f, x, "prefixItems", i) for i, x in enumerate(s["prefixItems"]))
+            eval_prefix = len(prefix)
+        if "items" in s:
+            it = s["items"]
+            if isinstance(it, list):  # draft 4-2019: tuple validation
+                prefix = tuple(self.sub(f, x, "items", i) for i, x in enumerate(it))
+                eval_prefix = len(prefix)
+                if "additionalItems" in s:
+                    items = self.sub(f, s["additionalItems"], "additionalItems")
+                    eval_all = True
+            else:
+                items = self.sub(f, it, "items")
+                eval_all = True
+        lo = _nonneg_int(s["minItems"], "minItems", ptr + "/minItems") if "minItems" in s else 0
+        hi = _nonneg_int(s["maxItems"], "maxItems", ptr + "/maxItems") if "maxItems" in s else None
+        contains: tuple = ()
+        if "contains" in s:
+            x = self.sub(f, s["contains"], "contains")
+            cmin = _nonneg_int(s["minContains"], "minContains", ptr + "/minContains") if "minContains" in s else 1
+            cmax = _nonneg_int(s["maxContains"], "maxContains", ptr + "/maxContains") if "maxContains" in s else None
+            if cmax is not None and cmin > cmax:
+                return ArrP(min=1, max=0)
+            if cmin > 0 or cmax is not None:
+                contains = (Contains(x, cmin, cmax, 0, True),)
+            elif x is not FALSE:
+                contains = (Contains(x, 0, None, 0, True),)  # vacuous, kept for unevaluatedItems
+        unique = s.get("uniqueItems") is True
+        if hi is not None and lo > hi:
+            return ArrP(min=1, max=0)
+        if hi is not None and len(prefix) > hi:
+            prefix = prefix[:hi]
+        where = (("uniqueItems", ptr + "/uniqueItems"),) if unique else ()
+        a = ArrP(prefix, items, lo, hi, contains, unique, eval_prefix, eval_all, where)
+        return None if a.trivial else a
+
+    def _object(self, f: Formula) -> ObjP | None:
+        s = f.src.schema
+        ptr = f.src.pointer
+        rules: list[KeyRule] = []
+        order: list[str] = []
+        props = s.get("properties", {})
+        if not isinstance(props, dict):
+            raise invalid("properties must be an object", "properties", ptr + "/properties")
+        for name, sch in props.items():
+            rules.append(KeyRule("name", self.sub(f, sch, "properties", name), name=name, pointer=ptr + "/properties/" + _escape_pointer(name)))
+            order.append(name)
+        pats = s.get("patternProperties", {})
+        if not isinstance(pats, dict):
+            raise invalid("patternProperties must be an object", "patternProperties", ptr + "/patternProperties")
+        good_patterns = []
+        for p, sch in pats.items():
+            pp = ptr + "/patternProperties/" + _escape_pointer(p)
+            if not self.check_pattern(p, pp):
+                continue
+            good_patterns.append(p)
+            rules.append(KeyRule("pattern", self.sub(f, sch, "patternProperties", p), pattern=p, pointer=pp))
+        if "additionalProperties" in s:
+            sch = self.sub(f, s["additionalProperties"], "additionalProperties")
+            if len(good_patterns) != len(pats):
+                # a pattern we could not compile: "other keys" are unknown; refused above already
+                pass
+            rules.append(
+                KeyRule(
+                    "other",
+                    sch,
+                    names=frozenset(props),
+                    patterns=frozenset(good_patterns),
+                    pointer=ptr + "/additionalProperties",
+                )
+            )
+        required = s.get("required", [])
+        if isinstance(required, bool):  # draft-03 style, ignore
+            required = []
+        if not isinstance(required, list) or not all(isinstance(x, str) for x in required):
+            raise invalid("required must be an array of strings", "required", ptr + "/required")
+        for r in required:
+            if r not in order:
+                order.append(r)
+        lo = _nonneg_int(s["minProperties"], "minProperties", ptr + "/minProperties") if "minProperties" in s else 0
+        hi = _nonneg_int(s["maxProperties"], "maxProperties", ptr + "/maxProperties") if "maxProperties" in s else None
+        if hi is not None and lo > hi:
+            return ObjP(min=1, max=0)
+        key_atoms = None
+        if "propertyNames" in s:
+            g = self.sub(f, s["propertyNames"], "propertyNames")
+            key_atoms = self.key_language(g, ptr + "/propertyNames")
+        o = ObjP(tuple(rules), frozenset(required), lo, hi, key_atoms, tuple(order))
+        return None if o.trivial else o
+
+    def key_language(self, g: Formula, ptr: str) -> tuple | None:
+        """The string part of a propertyNames schema as string atoms (None: any key)."""
+        dnf = self.dnf(g)
+        alts: list[tuple] = []
+        for c in dnf:
+            if c.values is not None:
+                strs = frozenset(v for v in c.values if isinstance(v, str))
+                alts.append((("in", strs),))
+            elif c.str is not None:
+                alts.append(c.str)
+        if not alts:
+            return (("in", frozenset()),)
+        if any(a == () for a in alts):
+            return None
+        if len(alts) == 1:
+            return alts[0]
+        # a union of conjunctions: not (not a1 and not a2 ...)
+        return (("not", tuple(("not", a) for a in alts)),)
+
+    # ---- unevaluated* ----
+
+    def _unevaluated(self, f: Formula, dnf: list[Conj]) -> list[Conj]:
+        s = f.src.schema
+        ptr = f.src.pointer
+        out: list[Conj] = []
+        up = self.sub(f, s["unevaluatedProperties"], "unevaluatedProperties") if "unevaluatedProperties" in s else None
+        ui = self.sub(f, s["unevaluatedItems"], "unevaluatedItems") if "unevaluatedItems" in s else None
+        for c in dnf:
+            if c.values is not None:
+                out.append(c)  # filtered by the judge already
+                continue
+            if c.loose_eval and ((up is not None and c.obj is not None) or (ui is not None and c.arr is not None)):
+                kw = "unevaluatedProperties" if up is not None and c.obj is not None else "unevaluatedItems"
+                self.reporter.refuse(
+                    f"{kw} after anyOf branches that may overlap and evaluate different members", kw, ptr + "/" + kw
+                )
+            obj, arr = c.obj, c.arr
+            if up is not None and obj is not None:
+                ev = [r for r in obj.rules if r.evaluates]
+                if not any(r.kind == "other" for r in ev):
+                    names = frozenset(r.name for r in ev if r.kind == "name")
+                    pats = frozenset(r.pattern for r in ev if r.kind == "pattern")
+                    rule = KeyRule("other", up, names=names, patterns=pats, pointer=ptr + "/unevaluatedProperties")
+                    obj = replace(obj, rules=obj.rules + (rule,))
+            if ui is not None and arr is not None and not arr.eval_all:
+                xs = [x.schema for x in arr.contains if x.evaluates]
+                allowed = self.or_(ui, *xs)
+                p = arr.eval_prefix
+                prefix = tuple(it if i < p else self.and_(it, allowed) for i, it in enumerate(arr.prefix))
+                arr = replace(arr, prefix=prefix, items=self.and_(arr.items, allowed), eval_all=True)
+            out.append(replace(c, obj=obj, arr=arr, loose_eval=False))
+        return out

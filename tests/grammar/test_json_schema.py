@@ -1,0 +1,440 @@
+"""JSON Schema → grammar (strictgen.grammar.json_schema): keyword by keyword, errors, options, caching,
+and a hypothesis property against the jsonschema validator.
+
+Membership is decided by the real engine (compile_automaton + PushdownMachine) on exact texts;
+a few tests go through the public API (GrammarCompiler.compile_json_schema + GrammarMatcher) on
+the Qwen vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import strictgen as sg
+from strictgen.compile.automaton import compile_automaton
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.errors import GrammarTooLargeError, SchemaError
+from strictgen.grammar.ir import ByteSet, CharSet, Grammar, Literal, Seq, charset, intersect, lit, repeat
+from strictgen.grammar.json_schema import json_escape, json_schema_grammar
+from strictgen.grammar.json_value import JsonStyle
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("STRICTGEN_SCHEMA_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+class Schema:
+    """A compiled schema: membership of exact document texts."""
+
+    def __init__(self, schema, **kw):
+        grammar, self.unenforced = json_schema_grammar(schema, **kw)
+        self.machine = PushdownMachine(compile_automaton(grammar))
+
+    def __contains__(self, doc) -> bool:
+        text = doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False)
+        m = self.machine
+        state = m.step_bytes(m.start, text.encode("utf-8"))
+        return state != DEAD and bool(m.accepting[state])
+
+
+def check(schema, accept=(), reject=(), **kw):
+    s = Schema(schema, **kw)
+    for doc in accept:
+        assert doc in s, f"{doc!r} should be accepted by {schema}"
+    for doc in reject:
+        assert doc not in s, f"{doc!r} should be rejected by {schema}"
+    return s
+
+
+# ---- types and values ----------------------------------------------------------------------------
+
+
+def test_types():
+    check({"type": "null"}, ["null"], ["0", '"null"', "false"])
+    check({"type": "boolean"}, ["true", "false"], ["null", "1"])
+    check({"type": "string"}, ['"a"', '""', '"\\u0041\\n"'], ["a", "1"])
+    check({"type": ["string", "null"]}, ['"x"', "null"], ["1", "[]"])
+    check({"type": "array"}, ["[]", "[1, [2], {}]"], ["{}"])
+    check({"type": "object"}, ["{}", '{"a": [1]}'], ["[]"])
+
+
+def test_integer_accepts_integral_spellings():
+    check({"type": "integer"}, ["0", "-7", "12", "1.0", "1.00", "-0"], ["1.5", "01", "1e2", '"1"', "1."])
+    check({"type": "number"}, ["1.5", "-0.25", "1e2", "3E-4", "7"], ["1.", ".5", "+1", "NaN"])
+
+
+def test_number_bounds_and_multiple_of():
+    check({"type": "integer", "minimum": 3, "exclusiveMaximum": 6}, ["3", "5", "5.0"], ["2", "6", "5.5"])
+    check({"type": "number", "exclusiveMinimum": 0, "maximum": 1.5}, ["0.1", "1.5", "1.50"], ["0", "-0.1", "1.51"])
+    check({"type": "integer", "multipleOf": 3}, ["0", "9", "-12", "3.0"], ["4", "1.5"])
+    check({"type": "number", "multipleOf": 0.25, "minimum": 0, "maximum": 1}, ["0.25", "1", "0.750"], ["0.3", "1.25"])
+    # draft-04 boolean exclusiveMinimum
+    check({"$schema": "http://json-schema.org/draft-04/schema#", "minimum": 5, "exclusiveMinimum": True}, ["6", "5.5"], ["5", "4"])
+
+
+def test_enum_const_json_equality():
+    check({"enum": [1, "a", None, [1, 2], {"k": True}]}, ["1", "1.0", "1.00", '"a"', "null", "[1, 2]", '{"k": true}'], ["2", '"b"', "[2, 1]", "true"])
+    check({"const": {"a": 1, "b": [False]}}, ['{"a": 1, "b": [false]}', '{"a":1.0,"b":[false]}'], ['{"a": 1}', "{}"])
+    # enum values are filtered by the rest of the subschema
+    check({"type": "string", "enum": ["a", "bb", 3], "maxLength": 1}, ['"a"'], ['"bb"', "3"])
+    check({"enum": [True, 1]}, ["true", "1"], ["false", "1.5"])
+
+
+# ---- strings ----------------------------------------------------------------------------------------
+
+
+def test_string_length_counts_code_points():
+    s = check({"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"éé"', '"😀😀😀"', '"a\\nb"'], ['"a"', '"abcd"', '"😀"'])
+    assert '"\\u00e9\\u00e9"' not in s  # constrained strings are spelled canonically
+    long = check({"type": "string", "maxLength": 300}, ['"' + "é" * 300 + '"', '""'], ['"' + "a" * 301 + '"'])
+    assert '"' + "\\t" * 300 + '"' in long
+
+
+def test_pattern_is_unanchored_and_combines_with_length_and_format():
+    check({"type": "string", "pattern": "b+"}, ['"abbc"', '"b"'], ['"ac"'])
+    check({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3}, ['"abc"'], ['"abcd"', '""', '"A"'])
+    check({"type": "string", "format": "date", "pattern": "^2024"}, ['"2024-02-29"'], ['"2023-02-28"', '"2024-02-30"'])
+    check({"type": "string", "pattern": '"'}, ['"a\\"b"'], ['"ab"'])
+
+
+def test_format():
+    check({"type": "string", "format": "uuid"}, ['"123e4567-e89b-12d3-a456-426614174000"'], ['"123"'])
+    check({"type": "string", "format": "hostname"}, ['"example.com"'], ['"-x.com"', '"' + "a." * 130 + 'a"'])
+    check({"format": "made-up"}, ['"anything"', "1"])  # unknown formats are annotations
+
+
+def test_escape_canonical():
+    e = json_escape(charset([(0, 0x7F)]))
+    g = PushdownMachine(compile_automaton(Grammar({"root": e})))
+    for c in map(chr, range(0x80)):
+        want = json.dumps(c, ensure_ascii=False)[1:-1]
+        assert g.accepting[g.step_bytes(g.start, want.encode())]
+    for bad in ["\\u0041", "\\/", "\\u000A", '"']:
+        s = g.step_bytes(g.start, bad.encode())
+        assert s == DEAD or not g.accepting[s]
+    # injective: escape distributes over intersection
+    a = repeat(charset([(0x20, 0x7E), (0x0A, 0x0A)]), 0, 3)
+    b = Seq((repeat(charset([(0, 0x10FFFF)])), lit("\n")))
+    both = PushdownMachine(compile_automaton(Grammar({"root": json_escape(intersect(a, b))})))
+    for text, ok in [("ab\\n", True), ("\\n", True), ("abc\\n", False), ("a\n", False)]:
+        s = both.step_bytes(both.start, text.encode())
+        assert (s != DEAD and bool(both.accepting[s])) == ok, text
+
+
+# ---- objects ----------------------------------------------------------------------------------------
+
+
+def test_properties_required_additional():
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    check(schema, ['{"a": 1}', '{"a": 1, "b": "x"}', '{\n  "a": 1,\n  "b": "x"\n}'], ['{"b": "x"}', '{"a": 1, "c": 2}', '{"a": "1"}', '{"a": 1, "a": 2}'])
+    check({**schema, "additionalProperties": {"type": "boolean"}}, ['{"a": 1, "z": true}', '{"a": 1, "b": "", "z": false, "y": true}'], ['{"a": 1, "z": 1}', '{"a": 1, "\\u0062": true}'])
+    check({"properties": {"a": {"const": 1}}}, ['{"a": 1}', '{"x": 2}', "[]", "3"], ['{"a": 2}'])
+
+
+def test_pattern_properties_and_property_names():
+    schema = {"patternProperties": {"^x": {"type": "integer"}, "y$": {"type": "string"}}, "additionalProperties": False}
+    check(schema, ['{"x1": 1}', '{"ay": "s"}', "{}"], ['{"xy": 1}', '{"xy": "s"}', '{"q": 1}'])
+    check({"propertyNames": {"maxLength": 2}}, ['{"ab": 1}', "{}"], ['{"abc": 1}'])
+    check({"propertyNames": {"enum": ["a", "b"]}, "properties": {"c": {}}}, ['{"a": 1, "b": 2}'], ['{"c": 1}'])
+
+
+def test_min_max_properties():
+    schema = {"properties": {"a": {}, "b": {}}, "minProperties": 1, "maxProperties": 2}
+    check(schema, ['{"a": 1}', '{"z": 1}', '{"a": 1, "z": 2}'], ["{}", '{"a": 1, "b": 2, "c": 3}'])
+
+
+def test_dependencies():
+    check({"dependentRequired": {"a": ["b"]}}, ['{"b": 1}', '{"a": 1, "b": 2}', "{}"], ['{"a": 1}'])
+    check({"dependentSchemas": {"a": {"required": ["c"]}}}, ['{"a": 1, "c": 2}', '{"c": 1}'], ['{"a": 1}'])
+    check({"dependencies": {"a": ["b"], "c": {"properties": {"d": {"type": "string"}}}}}, ['{"c": 1, "d": "x"}', '{"a": 1, "b": 1}'], ['{"a": 1}', '{"c": 1, "d": 2}'])
+
+
+def test_any_order():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {}}, "required": ["a", "b"], "additionalProperties": False}
+    check(schema, ['{"a": 1, "b": 2}'], ['{"b": 2, "a": 1}'])
+    check(schema, ['{"a": 1, "b": 2}', '{"b": 2, "c": null, "a": 1}'], ['{"b": 2}', '{"a": 1, "a": 1, "b": 2}'], any_order=True)
+
+
+# ---- arrays ----------------------------------------------------------------------------------------
+
+
+def test_items_prefix_items_counts():
+    check({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}, ["[1]", "[1, 2, 3]"], ["[]", "[1, 2, 3, 4]", '["a"]'])
+    check({"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False}, ["[]", '["a"]', '["a", 1]'], ['["a", 1, 2]', "[1]"])
+    check({"prefixItems": [{"type": "string"}], "items": {"type": "null"}, "minItems": 2}, ['["a", null]', '["a", null, null]'], ['["a"]', '["a", 1]'])
+    # draft-07 tuple form
+    check({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "string"}], "additionalItems": {"type": "integer"}}, ['["a", 1, 2]'], ['["a", "b"]'])
+
+
+def test_contains():
+    check({"contains": {"type": "integer"}}, ["[1]", '["a", 2]'], ["[]", '["a"]'])
+    check({"contains": {"const": 1}, "minContains": 2, "maxContains": 3}, ["[1, 1]", "[1, 2, 1, 1]"], ["[1]", "[1, 1, 1, 1]"])
+    check({"items": {"type": "integer"}, "contains": {"minimum": 5}, "maxContains": 1}, ["[1, 6]", "[6]"], ["[6, 7]", "[1, 2]"])
+
+
+def test_unique_items_finite_domain():
+    check({"items": {"enum": ["a", "b", "c"]}, "uniqueItems": True}, ['["a", "c"]', "[]", '["c", "b", "a"]'], ['["a", "a"]'])
+    check({"items": {"type": "boolean"}, "uniqueItems": True}, ["[true, false]"], ["[true, true]"])
+    check({"uniqueItems": True, "maxItems": 1}, ["[1]", "[]"], ["[1, 2]"])
+
+
+# ---- combinators and references ----------------------------------------------------------------------
+
+
+def test_all_any_one_of():
+    check({"allOf": [{"type": "integer"}, {"minimum": 2}]}, ["2"], ["1", '"a"'])
+    check({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]}, ["1", '"a"'], ['"ab"', "null"])
+    check({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 10}]}, ["5", "10.5"], ["12"])
+    check({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, ['{"a": 1}', '{"b": 1}'], ['{"a": 1, "b": 2}', "{}"])
+    check(
+        {"oneOf": [{"properties": {"kind": {"const": "x"}, "v": {"type": "integer"}}, "required": ["kind"]}, {"properties": {"kind": {"const": "y"}}, "required": ["kind"]}]},
+        ['{"kind": "x", "v": 1}', '{"kind": "y", "v": "s"}'],
+        ['{"kind": "x", "v": "s"}', '{"kind": "z"}'],
+    )
+
+
+def test_not_and_if_then_else():
+    check({"not": {"type": "string"}}, ["1", "null", "{}"], ['"a"'])
+    check({"type": "string", "not": {"enum": ["a", "b"]}}, ['"c"', '""'], ['"a"'])
+    check({"type": "integer", "not": {"const": 3}}, ["2", "4"], ["3", "3.0"])
+    check({"type": "number", "not": {"type": "integer"}}, ["1.5", "-0.25"], ["1", "2.0"])
+    check({"not": {"type": "object", "required": ["a"]}}, ["{}", "1", '{"b": 1}'], ['{"a": 1}'])
+    check({"if": {"properties": {"t": {"const": "n"}}}, "then": {"properties": {"v": {"type": "number"}}}, "else": {"properties": {"v": {"type": "string"}}}},
+          ['{"t": "n", "v": 1}', '{"t": "s", "v": "x"}', '{"v": 1}'], ['{"t": "n", "v": "x"}', '{"v": "x"}', '{"t": "s", "v": 1}'])
+
+
+def test_refs_and_recursion():
+    tree = {
+        "$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"], "additionalProperties": False}},
+        "$ref": "#/$defs/node",
+    }
+    check(tree, ['{"v": 1}', '{"v": 1, "kids": [{"v": 2, "kids": []}, {"v": 3}]}'], ['{"v": 1, "kids": [{}]}', '{"kids": []}'])
+    check({"definitions": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/definitions/s"}}}, ['{"a": "x"}'], ['{"a": 1}'])
+    check({"$defs": {"x": {"$anchor": "thing", "type": "null"}}, "items": {"$ref": "#thing"}}, ["[null]"], ["[1]"])
+    # allOf with a recursive reference merges one level and keeps the recursion as a rule
+    check({"$defs": {"l": {"type": "array", "items": {"$ref": "#/$defs/l"}}}, "allOf": [{"$ref": "#/$defs/l"}, {"maxItems": 1}]}, ["[]", "[[[], []]]"], ["[[], []]"])
+
+
+def test_unevaluated_properties():
+    schema = {"allOf": [{"properties": {"a": {}}}], "properties": {"b": {}}, "unevaluatedProperties": False}
+    check(schema, ['{"a": 1, "b": 2}'], ['{"a": 1, "c": 3}'])
+    check({"anyOf": [{"properties": {"a": {}}, "required": ["a"]}, {"properties": {"b": {}}, "required": ["b"]}], "unevaluatedProperties": False},
+          ['{"a": 1}', '{"a": 1, "b": 2}'], ['{"a": 1, "c": 1}', "{}"])
+
+
+def test_boolean_schemas_and_annotations():
+    check(True, ["1", '{"a": [null]}'])
+    with pytest.raises(SchemaError, match="admits no JSON value"):
+        Schema(False)
+    check({"title": "t", "description": "d", "examples": [1], "x-vendor": {"type": "string"}, "readOnly": True, "type": "integer"}, ["1"], ['"a"'])
+
+
+def test_compact_whitespace():
+    s = check({"type": "object", "properties": {"a": {"type": "array"}}}, ['{"a":[1,2]}'], ['{"a": [1]}'], style=JsonStyle("compact"))
+    assert s.unenforced == []
+
+
+# ---- errors and strict=False ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "schema, keyword, pointer",
+    [
+        ({"properties": {"tags": {"type": "array", "uniqueItems": True}}}, "uniqueItems", "/properties/tags/uniqueItems"),
+        ({"properties": {"re": {"type": "string", "format": "regex"}}}, "format", "/properties/re/format"),
+        ({"items": {"$ref": "http://example.com/remote.json"}}, "$ref", "/items/$ref"),
+        ({"type": "string", "pattern": "(?=a)b"}, "pattern", "/pattern"),
+        ({"not": {"uniqueItems": True, "type": "array"}}, "uniqueItems", "/not"),
+    ],
+)
+def test_schema_error_names_keyword_and_pointer(schema, keyword, pointer):
+    with pytest.raises(SchemaError) as info:
+        json_schema_grammar(schema)
+    assert info.value.keyword == keyword
+    assert info.value.pointer == pointer
+    assert keyword in str(info.value)
+
+
+def test_invalid_schemas():
+    for schema, keyword in [({"type": "strin"}, "type"), ({"minLength": -1}, "minLength"), ({"multipleOf": 0}, "multipleOf"), ({"required": "a"}, "required")]:
+        with pytest.raises(SchemaError) as info:
+            json_schema_grammar(schema)
+        assert info.value.keyword == keyword
+
+
+def test_non_strict_records_unenforced():
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "re": {"type": "string", "format": "regex"}}}
+    s = check(schema, ['{"tags": ["a", "a"], "re": "("}'], ['{"tags": [1]}'], strict=False)
+    assert sorted(s.unenforced) == [("format", "/properties/re/format"), ("uniqueItems", "/properties/tags/uniqueItems")]
+
+
+def test_too_large_is_a_clear_error():
+    props = {f"p{i}": {"type": "integer"} for i in range(16)}
+    with pytest.raises(GrammarTooLargeError):
+        json_schema_grammar({"type": "object", "properties": props}, any_order=True)
+
+
+# ---- public API ----------------------------------------------------------------------------------------
+
+
+def _accepts(compiled, text, encode) -> bool:
+    m = sg.GrammarMatcher(compiled)
+    return all(m.accept_token(t) for t in encode(text)) and m.accept_token(compiled.tokenizer_info.eos_token_ids[0])
+
+
+@pytest.fixture(scope="module")
+def encode():
+    from strictgen.tokenizer.info import load_qwen_encoding
+
+    enc = load_qwen_encoding()
+    return lambda text: enc.encode(text, disallowed_special=())
+
+
+def test_public_api_compile_json_schema(qwen, encode):
+    compiler = sg.GrammarCompiler(qwen)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}}, "required": ["name"]}
+    g = compiler.compile_json_schema(schema)
+    assert g.unenforced == []
+    assert _accepts(g, '{"name": "Ada", "age": 36}', encode)
+    assert not _accepts(g, '{"name": "Ada", "age": -1}', encode)
+    # caching by content: the same dict, its JSON text, an equal dict -> the same object
+    assert compiler.compile_json_schema(json.dumps(schema)) is g
+    assert compiler.compile_json_schema(dict(schema)) is g
+    assert compiler.compile_json_schema(schema, whitespace="compact") is not g
+    loose = compiler.compile_json_schema({"type": "array", "uniqueItems": True}, strict=False)
+    assert loose.unenforced == [("uniqueItems", "/uniqueItems")]
+    with pytest.raises(sg.SchemaError):
+        compiler.compile_json_schema({"type": "array", "uniqueItems": True})
+
+
+def test_pydantic_model(qwen, encode):
+    pydantic = pytest.importorskip("pydantic")
+    from typing import Literal as L
+    from typing import Optional
+
+    class Pet(pydantic.BaseModel):
+        kind: L["cat", "dog"]
+        name: str
+
+    class Owner(pydantic.BaseModel):
+        name: str
+        pets: list[Pet]
+        age: Optional[int] = None
+
+    g = sg.GrammarCompiler(qwen).compile_json_schema(Owner)
+    doc = Owner(name="Ann", pets=[Pet(kind="cat", name="Tom")], age=3).model_dump_json()
+    assert _accepts(g, doc, encode)
+    assert _accepts(g, '{"name": "Ann", "pets": [], "age": null}', encode)
+    assert not _accepts(g, '{"name": "Ann", "pets": [{"kind": "cow", "name": "x"}]}', encode)
+
+
+# ---- hypothesis: random schemas, generated and mutated documents, judged by jsonschema -------------------
+
+PATTERNS = ["^[a-z]+$", "b", "^a", "[0-9]$", "^(ab|cd)*$"]
+
+scalar_schemas = st.one_of(
+    st.builds(lambda lo, n: {"type": "string", "minLength": lo, "maxLength": lo + n}, st.integers(0, 3), st.integers(0, 4)),
+    st.builds(lambda p: {"type": "string", "pattern": p}, st.sampled_from(PATTERNS)),
+    st.builds(lambda lo, n: {"type": "integer", "minimum": lo, "maximum": lo + n}, st.integers(-20, 20), st.integers(0, 50)),
+    st.builds(lambda m: {"type": "integer", "multipleOf": m}, st.integers(1, 7)),
+    st.builds(lambda lo: {"type": "number", "exclusiveMinimum": lo}, st.integers(-5, 5)),
+    st.just({"type": "boolean"}),
+    st.just({"type": "null"}),
+    st.builds(lambda vs: {"enum": vs}, st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "c"]), st.none()), min_size=1, max_size=4)),
+    st.builds(lambda a, b: {"anyOf": [a, b]}, st.just({"type": "string", "maxLength": 2}), st.just({"type": "integer"})),
+)
+
+
+def _schemas():
+    def extend(children):
+        obj = st.builds(
+            lambda props, req, add: {
+                "type": "object",
+                "properties": props,
+                "required": sorted(k for k in props if k in req),
+                "additionalProperties": add,
+            },
+            st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), children, max_size=3),
+            st.sets(st.sampled_from(["a", "b", "c", "d"])),
+            st.one_of(st.booleans(), st.just({"type": "integer"})),
+        )
+        arr = st.builds(
+            lambda items, lo, n: {"type": "array", "items": items, "minItems": lo, "maxItems": lo + n},
+            children,
+            st.integers(0, 2),
+            st.integers(0, 3),
+        )
+        return st.one_of(obj, arr)
+
+    return st.recursive(scalar_schemas, extend, max_leaves=6)
+
+
+def _mutations(doc, rnd: random.Random):
+    """Nearby documents: values swapped for other kinds, keys added or dropped, items added."""
+    out = [None, 0, 1.5, "zz", [], {}, True]
+    if isinstance(doc, dict):
+        for k in list(doc):
+            d = dict(doc)
+            del d[k]
+            out.append(d)
+            for repl in (None, "q", 100, -100, [1]):
+                d = dict(doc)
+                d[k] = repl
+                out.append(d)
+        out.append({**doc, "x": 1})
+    if isinstance(doc, list):
+        out.append(doc + [None])
+        out.append(doc[:-1])
+        out.append(doc + doc)
+        if doc:
+            out.append([["?"]] + doc[1:])
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        out += [doc + 1, doc - 1, doc + 0.5, -doc]
+    if isinstance(doc, str):
+        out += [doc + "a", doc[:-1], doc + "0", "ab" + doc]
+    rnd.shuffle(out)
+    return out[:12]
+
+
+@SETTINGS
+@given(schema=_schemas(), data=st.data())
+def test_random_schemas_match_jsonschema(schema, data):
+    from hypothesis_jsonschema import from_schema
+    from jsonschema import Draft202012Validator
+
+    from tests.test_schema_suites import serialise_for
+
+    validator = Draft202012Validator(schema)
+    grammar, _ = json_schema_grammar(schema)
+
+    class C:  # the bits of CompiledGrammar that serialise_for uses
+        machine = PushdownMachine(compile_automaton(grammar))
+
+    def accepted(doc) -> bool:
+        text = serialise_for(C, doc)
+        s = C.machine.step_bytes(C.machine.start, text.encode())
+        return s != DEAD and bool(C.machine.accepting[s])
+
+    try:
+        doc = data.draw(from_schema(schema))
+    except Exception:  # hypothesis-jsonschema cannot always generate
+        assume(False)
+        return
+    assert validator.is_valid(doc)
+    assert accepted(doc), f"valid {doc!r} rejected by {schema}"
+    for bad in _mutations(doc, random.Random(0)):
+        if not validator.is_valid(bad):
+            assert not accepted(bad), f"invalid {bad!r} accepted by {schema}"

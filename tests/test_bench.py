@@ -1,0 +1,111 @@
+"""`strictgen bench` on a tiny workload, strictgen only (peers are optional and never required here)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from strictgen import bench
+from strictgen.cli import main as cli_main
+
+BENCH_DIR = Path("../shared/data/bench")
+SCHEMAS = ["seed---person.json", "seed---weather.json"]
+
+FIGURES = ["compile_cold_ms", "compile_warm_ms", "fill_first_us", "fill_repeat_us",
+           "loop_fill_us", "loop_apply_us", "loop_fill_apply_us"]
+
+
+@pytest.fixture(scope="module")
+def two_schemas(tmp_path_factory) -> Path:
+    if not all((BENCH_DIR / name).is_file() for name in SCHEMAS):
+        pytest.skip(f"benchmark data {BENCH_DIR} is absent (run from the repository root next to ../shared)")
+    folder = tmp_path_factory.mktemp("bench-schemas")
+    for name in SCHEMAS:
+        shutil.copy(BENCH_DIR / name, folder / name)
+    return folder
+
+
+def check_result(result: dict, schemas: int) -> dict:
+    meta = result["meta"]
+    assert meta["schemas"] == meta["schemas_common"] == schemas
+    assert meta["repeats"] == 1 and meta["tokens_per_pass"] > 0
+    sg = result["engines"]["strictgen"]
+    assert sg["available"] is True
+    assert set(result["engines"]) == {"strictgen"}  # peers not asked for: not touched
+    assert result["headline"] == {}
+    assert sg["vocab_preprocess_s"]["median"] > 0
+    counts = sg["counts"]
+    assert counts["compiled"] == schemas and counts["compile_error"] == counts["timeout"] == counts["runtime_error"] == 0
+    assert counts["documents"] >= schemas
+    assert counts["documents_refused"] == 0, sg["schemas"]
+    for fig in FIGURES:
+        stats = sg["common"][fig]
+        assert stats["n"] > 0, fig
+        for key in ("mean", "p50", "p99"):
+            assert stats[key] is not None and stats[key] > 0, (fig, key, stats)
+        assert stats["p50"] <= stats["p99"]
+    for name, entry in sg["schemas"].items():
+        assert entry["status"] == "ok", (name, entry)
+        assert entry["refused_documents"] == 0 and entry["tokens"] > 0 and entry["compile_cold_ms"] > 0
+    # the in-loop pass is capped per schema
+    assert sg["common"]["loop_fill_apply_us"]["n"] <= schemas * meta["loop_steps_per_schema"]
+    return sg
+
+
+def test_bench_json_schemas_strictgen_only(two_schemas, tmp_path):
+    out = tmp_path / "out" / "bench.json"
+    result = bench.run_bench(two_schemas, tokenizer="smollm2", repeats=1, engines=["strictgen"],
+                             loop_steps=4, timeout=None, json_out=out)
+    check_result(result, 2)
+    on_disk = json.loads(out.read_text(encoding="utf-8"))
+    assert on_disk["engines"]["strictgen"]["counts"] == result["engines"]["strictgen"]["counts"]
+    table = bench.format_table(result)
+    assert "fill, repeat pass p50" in table and "strictgen" in table and "best" not in table
+
+
+def test_bench_any_json_format(two_schemas):
+    result = bench.run_bench(two_schemas, tokenizer="smollm2", repeats=1, fmt="json", engines=["strictgen"],
+                             loop_steps=2, timeout=None)
+    assert result["meta"]["format"] == "json"
+    check_result(result, 2)
+
+
+def test_bench_command_line(two_schemas, tmp_path, capsys):
+    out = tmp_path / "cli.json"
+    code = cli_main(["bench", "--schemas", str(two_schemas), "--tokenizer", "smollm2", "--repeats", "1",
+                     "--limit", "1", "--no-peers", "--loop-steps", "2", "--timeout", "0", "-q", "--json", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "compile cold p50" in printed and "valid documents refused" in printed
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["meta"]["schemas"] == 1 and data["engines"]["strictgen"]["counts"]["documents_refused"] == 0
+
+
+def test_bench_rejects_bad_arguments(two_schemas, tmp_path):
+    with pytest.raises(ValueError):
+        bench.run_bench(two_schemas, engines=["nope"])
+    with pytest.raises(ValueError):
+        bench.run_bench(two_schemas, fmt="yaml")
+    with pytest.raises(ValueError):
+        bench.run_bench(tmp_path, tokenizer="smollm2")  # no schema files
+
+
+def test_cell_deadline_interrupts_python_code():
+    start = time.monotonic()
+    with pytest.raises(bench.CellTimeout), bench._deadline(0.05):
+        while time.monotonic() - start < 5:
+            pass
+    assert time.monotonic() - start < 2
+    with bench._deadline(None):  # no budget: nothing happens
+        pass
+
+
+def test_load_cases_keeps_valid_documents_only(two_schemas):
+    cases = bench.load_cases(two_schemas)
+    assert [c.name for c in cases] == [Path(s).stem for s in SCHEMAS]
+    assert all(len(c.documents) == 1 for c in cases)  # each seed file has one valid and two invalid documents
+    assert json.loads(cases[0].documents[0])["name"] == "张三"

@@ -1,0 +1,320 @@
+"""JSON Schema conformance through the public API: the official JSON-Schema-Test-Suite (draft 2020-12)
+and maskbench-dev, on real vocabularies.
+
+A *group* is one schema with its documents. It passes when the schema compiles and every valid
+document is accepted token by token (then EOS) while every invalid one is rejected (some token
+refused, or EOS refused at the end). Outcomes: pass, compile_error (SchemaError / RegexError /
+GrammarTooLargeError: a keyword we refuse rather than enforce loosely), false_reject, false_accept.
+False accepts must be zero; passes may only go up (tests/data/schema_ratchet.json is a ratchet).
+
+Serialising documents. Floats that json.dumps writes with an exponent are also tried in plain
+decimal notation (the grammar spells bounded numbers without exponents). The grammar emits object members in a fixed order (listed properties in
+schema order, then the others), while JSON object semantics ignore order. Each document is
+therefore serialised with `json.dumps(..., ensure_ascii=False)` formatting (", " and ": "
+separators) and with its keys in *some order the grammar accepts, if one exists*: a search over key
+orders driven by the compiled byte-level machine (document order tried first, memoised, with a
+budget). For valid documents this finds the order the grammar expects; for invalid documents it
+looks for *any* accepted order, which makes the false-accept check stronger than one fixed order.
+The chosen text is then tokenised with the vocabulary's own encoder (Qwen: tiktoken ranks;
+DeepSeek: its tokenizer.json; SmolLM2 ships no encoder here, so a seeded random split into
+vocabulary tokens is used) and fed to `GrammarMatcher.accept_token`, then EOS.
+
+Suites: top-level draft2020-12/*.json (383 groups) are the required tests; `optional/` is skipped
+except `optional/format/*.json`, counted separately. Notes on expected non-passes: `format.json`
+asserts that format is only an annotation, while strictgen enforces formats (the useful behaviour
+for generation; `optional/format` tests that) — those groups show up as false_reject, which is
+stricter, never unsound; `refRemote.json` needs remote documents, which are never fetched.
+
+Run with `-s` to see the summary tables. Time: compiling dominates (the automaton compiler
+determinises every rule eagerly), and some real-world schemas take tens of seconds, so the default
+run checks the official suite plus a fixed 1-in-8 sample of maskbench-dev on Qwen (a few minutes on
+2 cores); the whole of maskbench-dev on Qwen, and the suite + sample on SmolLM2 and DeepSeek, are
+`slow` tests (the whole of maskbench-dev takes about an hour on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import statistics
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import strictgen as sg
+from strictgen.compile.machine import DEAD
+from strictgen.errors import GrammarTooLargeError, RegexError, SchemaError
+
+DATA = Path(__file__).parents[1] / ".." / "shared" / "data"
+SUITE = DATA / "json-schema-test-suite" / "draft2020-12"
+MASKBENCH = DATA / "maskbench-dev"
+RATCHET = Path(__file__).parent / "data" / "schema_ratchet.json"
+
+OUTCOMES = ("pass", "compile_error", "false_reject", "false_accept")
+SEARCH_BUDGET = 100_000  # object-key-order search steps per document
+
+
+# ---- loading ----------------------------------------------------------------------------------
+
+
+def suite_groups(include_formats: bool = True) -> list[tuple[str, str, object, list]]:
+    """(kind, name, schema, tests) for the official suite: kind "required" or "format"."""
+    out = []
+    for path in sorted(SUITE.glob("*.json")):
+        for i, g in enumerate(json.loads(path.read_text())):
+            out.append(("required", f"{path.stem}#{i} {g['description']}", g["schema"], g["tests"]))
+    if include_formats:
+        for path in sorted((SUITE / "optional" / "format").glob("*.json")):
+            for i, g in enumerate(json.loads(path.read_text())):
+                out.append(("format", f"format/{path.stem}#{i} {g['description']}", g["schema"], g["tests"]))
+    return out
+
+
+def maskbench_groups() -> list[tuple[str, str, object, list]]:
+    out = []
+    for path in sorted(MASKBENCH.glob("*.json")):
+        d = json.loads(path.read_text())
+        out.append(("maskbench", path.name, d["schema"], d["tests"]))
+    return out
+
+
+# ---- serialisation guided by the machine -----------------------------------------------------------
+
+
+class _Budget(Exception):
+    pass
+
+
+def _serialise(machine, state: int, value, budget: list[int]) -> dict[int, str]:
+    """Texts of `value` (one per distinct end state, at most 2) that the machine can read from `state`."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _Budget
+    if isinstance(value, dict):
+        keys = list(value)
+        open_state = machine.step_bytes(state, b"{")
+        if open_state == DEAD:
+            return {}
+        memo: dict = {}
+
+        def go(remaining: frozenset, st: int, first: bool) -> dict[int, str]:
+            key = (remaining, st, first)
+            if key in memo:
+                return memo[key]
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _Budget
+            out: dict[int, str] = {}
+            if not remaining:
+                e = machine.step_bytes(st, b"}")
+                if e != DEAD:
+                    out[e] = "}"
+            for k in keys:
+                if k not in remaining or len(out) >= 2:
+                    continue
+                head = ("" if first else ", ") + json.dumps(k, ensure_ascii=False) + ": "
+                s1 = machine.step_bytes(st, head.encode())
+                if s1 == DEAD:
+                    continue
+                for e1, t1 in _serialise(machine, s1, value[k], budget).items():
+                    for e2, t2 in go(remaining - {k}, e1, False).items():
+                        out.setdefault(e2, head + t1 + t2)
+                    if len(out) >= 2:
+                        break
+            memo[key] = out
+            return out
+
+        return {e: "{" + t for e, t in go(frozenset(keys), open_state, True).items()}
+    if isinstance(value, list):
+        cur = {machine.step_bytes(state, b"["): "["}
+        cur = {s: t for s, t in cur.items() if s != DEAD}
+        for i, item in enumerate(value):
+            nxt: dict[int, str] = {}
+            for s, t in cur.items():
+                if i:
+                    s = machine.step_bytes(s, b", ")
+                    if s == DEAD:
+                        continue
+                for e, tt in _serialise(machine, s, item, budget).items():
+                    if len(nxt) < 2:
+                        nxt.setdefault(e, t + (", " if i else "") + tt)
+            cur = nxt
+            if not cur:
+                return {}
+        out = {}
+        for s, t in cur.items():
+            e = machine.step_bytes(s, b"]")
+            if e != DEAD:
+                out[e] = t + "]"
+        return out
+    out = {}
+    for text in _scalar_texts(value):
+        e = machine.step_bytes(state, text.encode())
+        if e != DEAD:
+            out.setdefault(e, text)
+    return out
+
+
+def _scalar_texts(value) -> list[str]:
+    """json.dumps's text, plus the plain decimal spelling of a float written with an exponent
+    (the grammar spells bounded numbers without exponents)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float) and ("e" in text or "E" in text) and math.isfinite(value):
+        plain = format(Decimal(repr(value)), "f")
+        return [text, plain]
+    return [text]
+
+
+def serialise_for(compiled: sg.CompiledGrammar, value) -> str:
+    """A serialisation of `value` the grammar accepts if the search finds one, else json.dumps."""
+    machine = compiled.machine
+    try:
+        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET])
+    except (_Budget, RecursionError):
+        found = {}
+    for e, text in found.items():
+        if machine.accepting[e]:
+            return text
+    return json.dumps(value, ensure_ascii=False)
+
+
+# ---- tokenisation per vocabulary -----------------------------------------------------------------------
+
+
+def make_encoder(name: str, tok: sg.TokenizerInfo):
+    if name == "qwen":
+        from strictgen.tokenizer.info import load_qwen_encoding
+
+        enc = load_qwen_encoding()
+        return lambda text: enc.encode(text, disallowed_special=())
+    if name == "deepseek":
+        from strictgen.tokenizer.info import load_deepseek_tokenizer
+
+        t = load_deepseek_tokenizer()
+        return lambda text: t.encode(text, add_special_tokens=False).ids
+    from tests.helpers import random_split
+
+    def split(text: str):
+        return random_split(tok, text.encode("utf-8"), random.Random(len(text)))
+
+    return split
+
+
+def accepts(compiled: sg.CompiledGrammar, ids) -> bool:
+    m = sg.GrammarMatcher(compiled)
+    for t in ids:
+        if not m.accept_token(t):
+            return False
+    return m.accept_token(compiled.tokenizer_info.eos_token_ids[0])
+
+
+# ---- running groups ----------------------------------------------------------------------------------
+
+
+def run_group(compiler: sg.GrammarCompiler, encode, schema, tests) -> tuple[str, str, float]:
+    """(outcome, detail, compile seconds) for one group."""
+    t0 = time.perf_counter()
+    try:
+        compiled = compiler.compile_json_schema(schema)
+    except (SchemaError, RegexError, GrammarTooLargeError) as e:
+        return "compile_error", f"{type(e).__name__}: {e}"[:300], time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
+    worst = "pass"
+    detail = ""
+    for t in tests:
+        text = serialise_for(compiled, t["data"])
+        ids = encode(text)
+        if ids is None:
+            continue
+        got = accepts(compiled, ids)
+        if got and not t["valid"]:
+            return "false_accept", f"accepted invalid {text[:200]!r} ({t['description']})", elapsed
+        if not got and t["valid"] and worst == "pass":
+            worst, detail = "false_reject", f"rejected valid {text[:200]!r} ({t['description']})"
+    return worst, detail, elapsed
+
+
+def run_all(compiler, encode, groups) -> list[dict]:
+    results = []
+    for kind, name, schema, tests in groups:
+        outcome, detail, secs = run_group(compiler, encode, schema, tests)
+        results.append({"kind": kind, "name": name, "outcome": outcome, "detail": detail, "compile_s": secs})
+    return results
+
+
+def summary(results: list[dict], title: str) -> str:
+    kinds = sorted({r["kind"] for r in results})
+    lines = [f"{title}", f"{'kind':<12}{'groups':>8}" + "".join(f"{o:>15}" for o in OUTCOMES)]
+    for kind in kinds:
+        rs = [r for r in results if r["kind"] == kind]
+        counts = [sum(r["outcome"] == o for r in rs) for o in OUTCOMES]
+        lines.append(f"{kind:<12}{len(rs):>8}" + "".join(f"{c:>15}" for c in counts))
+    times = sorted(r["compile_s"] for r in results if r["outcome"] != "compile_error")
+    if times:
+        p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
+        lines.append(f"compile time: p50 {statistics.median(times) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {times[-1]:.2f} s")
+    return "\n".join(lines)
+
+
+def _ratchet() -> dict:
+    return json.loads(RATCHET.read_text()) if RATCHET.exists() else {}
+
+
+def _check(results: list[dict], kind: str, vocab: str) -> None:
+    rs = [r for r in results if r["kind"] == kind]
+    accepts_ = [r for r in rs if r["outcome"] == "false_accept"]
+    assert not accepts_, "false accepts:\n" + "\n".join(f"{r['name']}: {r['detail']}" for r in accepts_)
+    passed = sum(r["outcome"] == "pass" for r in rs)
+    floor = _ratchet().get(vocab, {}).get(kind, 0)
+    assert passed >= floor, f"{kind} on {vocab}: {passed} groups pass, the ratchet says at least {floor}"
+
+
+# ---- tests --------------------------------------------------------------------------------------------
+
+
+def _need(path: Path) -> None:
+    if not path.is_dir():
+        pytest.skip(f"test data folder {path} is absent")
+
+
+@pytest.fixture(scope="module")
+def qwen_compiler(qwen):
+    return sg.GrammarCompiler(qwen, cache_size=16)
+
+
+def test_official_suite_qwen(qwen, qwen_compiler):
+    _need(SUITE)
+    results = run_all(qwen_compiler, make_encoder("qwen", qwen), suite_groups())
+    print("\n" + summary(results, "JSON-Schema-Test-Suite draft2020-12 (qwen)"))
+    _check(results, "required", "qwen")
+    _check(results, "format", "qwen")
+
+
+# maskbench-dev is a long sweep (some of its schemas take seconds to compile): it is opted into with
+# STRICTGEN_MASKBENCH=1 (full sweep) rather than run in `make test`.
+LONG_SWEEPS = os.environ.get("STRICTGEN_MASKBENCH") == "1"
+
+
+@pytest.mark.skipif(not LONG_SWEEPS, reason="long sweep: set STRICTGEN_MASKBENCH=1 to run maskbench-dev")
+def test_maskbench_dev_qwen(qwen, qwen_compiler):
+    _need(MASKBENCH)
+    results = run_all(qwen_compiler, make_encoder("qwen", qwen), maskbench_groups())
+    print("\n" + summary(results, "maskbench-dev (qwen)"))
+    _check(results, "maskbench", "qwen")
+
+
+@pytest.mark.skipif(not LONG_SWEEPS, reason="long sweep: set STRICTGEN_MASKBENCH=1 to run the other vocabularies")
+@pytest.mark.parametrize("name", ["smollm2", "deepseek"])
+def test_suites_other_vocabularies(name):
+    _need(SUITE)
+    tok = sg.TokenizerInfo.from_name(name)
+    compiler = sg.GrammarCompiler(tok, cache_size=16)
+    groups = suite_groups() + (maskbench_groups() if MASKBENCH.is_dir() else [])
+    results = run_all(compiler, make_encoder(name, tok), groups)
+    print("\n" + summary(results, f"official suite + maskbench-dev ({name})"))
+    for kind in ("required", "format", "maskbench"):
+        _check(results, kind, name)
