@@ -321,7 +321,7 @@ def test_public_api_compile_json_schema(qwen, encode):
 
 
 def test_pydantic_model(qwen, encode):
-    pydantic = pytest.importorskip("pydantic")
+    import pydantic
     from typing import Literal as L
     from typing import Optional
 
