@@ -109,3 +109,18 @@ def test_load_cases_keeps_valid_documents_only(two_schemas):
     assert [c.name for c in cases] == [Path(s).stem for s in SCHEMAS]
     assert all(len(c.documents) == 1 for c in cases)  # each seed file has one valid and two invalid documents
     assert json.loads(cases[0].documents[0])["name"] == "张三"
+
+
+def test_missing_peer_is_reported_not_fatal(two_schemas, monkeypatch):
+    class Missing(bench.StrictgenEngine):
+        def __init__(self, *args, **kwargs):
+            raise bench.EngineUnavailable("xgrammar is not importable (simulated)")
+
+    monkeypatch.setitem(bench._ENGINE_CLASSES, "xgrammar", Missing)
+    result = bench.run_bench(two_schemas, tokenizer="smollm2", repeats=1, limit=1, engines=["xgrammar", "strictgen"],
+                             loop_steps=1, timeout=None)
+    assert list(result["engines"]) == ["strictgen", "xgrammar"]  # strictgen always first
+    assert result["engines"]["xgrammar"] == {"available": False, "reason": "xgrammar is not importable (simulated)"}
+    assert result["engines"]["strictgen"]["counts"]["documents_refused"] == 0
+    assert result["headline"] == {}
+    assert "xgrammar: not run (xgrammar is not importable (simulated))" in bench.format_table(result)

@@ -761,13 +761,21 @@ def _run(schemas_dir, cases, total_found, *, tokenizer, repeats, fmt, wanted, qu
             say(f"{name}: not available ({exc})")
             continue
         runs, state = [], None
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            s = engine.preprocess()
-            runs.append(time.perf_counter() - t0)
-            if state is None:
-                state = s
-            del s
+        try:
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                s = engine.preprocess()
+                runs.append(time.perf_counter() - t0)
+                if state is None:
+                    state = s
+                del s
+        except Exception as exc:
+            if name == "strictgen":
+                raise
+            reason = f"vocabulary preprocessing failed: {type(exc).__name__}: {exc}"[:500]
+            results_engines[name] = {"available": False, "reason": reason}
+            say(f"{name}: not available ({reason})")
+            continue
         engine.adopt(state)
         if name == "strictgen":
             info = state
