@@ -13,7 +13,8 @@ schema order, then the others), while JSON object semantics ignore order. Each d
 therefore serialised with `json.dumps(..., ensure_ascii=False)` formatting (", " and ": "
 separators) and with its keys in *some order the grammar accepts, if one exists*: a search over key
 orders driven by the compiled byte-level machine (document order tried first, memoised, with a
-budget). For valid documents this finds the order the grammar expects; for invalid documents it
+budget; keys are tried in the order the schema text first lists them, then in document order). For
+valid documents this finds the order the grammar expects; for invalid documents it
 looks for *any* accepted order, which makes the false-accept check stronger than one fixed order.
 The chosen text is then tokenised with the vocabulary's own encoder (Qwen: tiktoken ranks;
 DeepSeek: its tokenizer.json; SmolLM2 ships no encoder here, so a seeded random split into
@@ -89,47 +90,74 @@ class _Budget(Exception):
     pass
 
 
-def _serialise(machine, state: int, value, budget: list[int]) -> dict[int, str]:
-    """Texts of `value` (one per distinct end state, at most 2) that the machine can read from `state`."""
+def key_ranks(schema) -> dict[str, int]:
+    """Property names in order of first appearance in the schema text (a search heuristic)."""
+    ranks: dict[str, int] = {}
+    work = [schema]
+    order: list = []
+    while work:  # depth-first, in document order
+        node = work.pop()
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                order.extend(props)
+            req = node.get("required")
+            if isinstance(req, list):
+                order.extend(x for x in req if isinstance(x, str))
+            work.extend(reversed([v for v in node.values() if isinstance(v, (dict, list))]))
+        elif isinstance(node, list):
+            work.extend(reversed([v for v in node if isinstance(v, (dict, list))]))
+    for k in order:
+        ranks.setdefault(k, len(ranks))
+    return ranks
+
+
+def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None = None, memo: dict | None = None) -> dict[int, str]:
+    """Texts of `value` that the machine can read from `state`, by end state (objects: the first
+    key order found; arrays: at most 2 end states). Memoised per (value, state)."""
+    memo = {} if memo is None else memo
+    key = (id(value), state)
+    if key in memo:
+        return memo[key]
     budget[0] -= 1
     if budget[0] < 0:
         raise _Budget
+    ranks = ranks or {}
+    out: dict[int, str] = {}
     if isinstance(value, dict):
         keys = list(value)
+        keys.sort(key=lambda k: ranks.get(k, len(ranks)))  # schema order first, then document order
         open_state = machine.step_bytes(state, b"{")
-        if open_state == DEAD:
-            return {}
-        memo: dict = {}
+        failed: set = set()
 
-        def go(remaining: frozenset, st: int, first: bool) -> dict[int, str]:
-            key = (remaining, st, first)
-            if key in memo:
-                return memo[key]
+        def go(remaining: frozenset, st: int, first: bool) -> tuple[int, str] | None:
+            if (remaining, st, first) in failed:
+                return None
             budget[0] -= 1
             if budget[0] < 0:
                 raise _Budget
-            out: dict[int, str] = {}
             if not remaining:
                 e = machine.step_bytes(st, b"}")
-                if e != DEAD:
-                    out[e] = "}"
+                return (e, "}") if e != DEAD else None
             for k in keys:
-                if k not in remaining or len(out) >= 2:
+                if k not in remaining:
                     continue
                 head = ("" if first else ", ") + json.dumps(k, ensure_ascii=False) + ": "
                 s1 = machine.step_bytes(st, head.encode())
                 if s1 == DEAD:
                     continue
-                for e1, t1 in _serialise(machine, s1, value[k], budget).items():
-                    for e2, t2 in go(remaining - {k}, e1, False).items():
-                        out.setdefault(e2, head + t1 + t2)
-                    if len(out) >= 2:
-                        break
-            memo[key] = out
-            return out
+                for e1, t1 in _serialise(machine, s1, value[k], budget, ranks, memo).items():
+                    rest = go(remaining - {k}, e1, False)
+                    if rest is not None:
+                        return rest[0], head + t1 + rest[1]
+            failed.add((remaining, st, first))
+            return None
 
-        return {e: "{" + t for e, t in go(frozenset(keys), open_state, True).items()}
-    if isinstance(value, list):
+        if open_state != DEAD:
+            found = go(frozenset(keys), open_state, True)
+            if found is not None:
+                out[found[0]] = "{" + found[1]
+    elif isinstance(value, list):
         cur = {machine.step_bytes(state, b"["): "["}
         cur = {s: t for s, t in cur.items() if s != DEAD}
         for i, item in enumerate(value):
@@ -139,23 +167,22 @@ def _serialise(machine, state: int, value, budget: list[int]) -> dict[int, str]:
                     s = machine.step_bytes(s, b", ")
                     if s == DEAD:
                         continue
-                for e, tt in _serialise(machine, s, item, budget).items():
+                for e, tt in _serialise(machine, s, item, budget, ranks, memo).items():
                     if len(nxt) < 2:
                         nxt.setdefault(e, t + (", " if i else "") + tt)
             cur = nxt
             if not cur:
-                return {}
-        out = {}
+                break
         for s, t in cur.items():
             e = machine.step_bytes(s, b"]")
             if e != DEAD:
                 out[e] = t + "]"
-        return out
-    out = {}
-    for text in _scalar_texts(value):
-        e = machine.step_bytes(state, text.encode())
-        if e != DEAD:
-            out.setdefault(e, text)
+    else:
+        for text in _scalar_texts(value):
+            e = machine.step_bytes(state, text.encode())
+            if e != DEAD:
+                out.setdefault(e, text)
+    memo[key] = out
     return out
 
 
@@ -169,11 +196,12 @@ def _scalar_texts(value) -> list[str]:
     return [text]
 
 
-def serialise_for(compiled: sg.CompiledGrammar, value) -> str:
-    """A serialisation of `value` the grammar accepts if the search finds one, else json.dumps."""
+def serialise_for(compiled: sg.CompiledGrammar, value, schema=None) -> str:
+    """A serialisation of `value` the grammar accepts if the search finds one, else json.dumps.
+    Keys are tried in the order the schema text lists property names first."""
     machine = compiled.machine
     try:
-        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET])
+        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET], key_ranks(schema) if schema is not None else None)
     except (_Budget, RecursionError):
         found = {}
     for e, text in found.items():
@@ -226,7 +254,7 @@ def run_group(compiler: sg.GrammarCompiler, encode, schema, tests) -> tuple[str,
     worst = "pass"
     detail = ""
     for t in tests:
-        text = serialise_for(compiled, t["data"])
+        text = serialise_for(compiled, t["data"], schema)
         ids = encode(text)
         if ids is None:
             continue

@@ -25,7 +25,7 @@ from strictgen.grammar.json_schema import json_escape, json_schema_grammar
 from strictgen.grammar.json_value import JsonStyle
 
 SETTINGS = settings(
-    max_examples=int(os.environ.get("STRICTGEN_SCHEMA_EXAMPLES", "60")),
+    max_examples=int(os.environ.get("STRICTGEN_SCHEMA_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
@@ -105,6 +105,10 @@ def test_pattern_is_unanchored_and_combines_with_length_and_format():
     check({"type": "string", "pattern": '"'}, ['"a\\"b"'], ['"ab"'])
 
 
+def test_pattern_with_leading_negative_lookahead():
+    check({"type": "string", "pattern": "^(?!io\\.)[a-z.]+$"}, ['"com.x"', '"iox"'], ['"io.x"', '"Com"'])
+
+
 def test_format():
     check({"type": "string", "format": "uuid"}, ['"123e4567-e89b-12d3-a456-426614174000"'], ['"123"'])
     check({"type": "string", "format": "hostname"}, ['"example.com"'], ['"-x.com"', '"' + "a." * 130 + 'a"'])
@@ -160,6 +164,31 @@ def test_dependencies():
     check({"dependentRequired": {"a": ["b"]}}, ['{"b": 1}', '{"a": 1, "b": 2}', "{}"], ['{"a": 1}'])
     check({"dependentSchemas": {"a": {"required": ["c"]}}}, ['{"a": 1, "c": 2}', '{"c": 1}'], ['{"a": 1}'])
     check({"dependencies": {"a": ["b"], "c": {"properties": {"d": {"type": "string"}}}}}, ['{"c": 1, "d": "x"}', '{"a": 1, "b": 1}'], ['{"a": 1}', '{"c": 1, "d": 2}'])
+
+
+def test_presence_only_any_of_one_of():
+    props = {"properties": {"a": {}, "b": {}, "c": {}}}
+    check({**props, "anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]}, ['{"a": 1}', '{"b": 1, "c": 2}', "7"], ['{"b": 1}', "{}"])
+    check({**props, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, ['{"a": 1}', '{"b": 1}'], ['{"a": 1, "b": 1}', "{}", "7"])
+    check({**props, "not": {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}}, ['{"c": 1}', "{}"], ['{"a": 1}', "7"])
+
+
+def test_not_of_object_constraints():
+    check({"not": {"type": "object", "additionalProperties": False, "properties": {"a": {}}}}, ['{"b": 1}', '{"a": 1, "b": 2}', "1"], ["{}", '{"a": 1}'])
+    check({"type": "object", "not": {"patternProperties": {"^x": {"type": "integer"}}}}, ['{"x1": "s"}', '{"a": 1, "x2": null}'], ["{}", '{"x1": 1}'])
+    check({"type": "object", "not": {"propertyNames": {"maxLength": 2}}}, ['{"abc": 1}'], ["{}", '{"ab": 1}'])
+
+
+def test_dynamic_ref():
+    schema = {
+        "$id": "https://example.com/root",
+        "$ref": "list",
+        "$defs": {
+            "foo": {"$dynamicAnchor": "items", "type": "string"},
+            "list": {"$id": "list", "type": "array", "items": {"$dynamicRef": "#items"}, "$defs": {"items": {"$dynamicAnchor": "items"}}},
+        },
+    }
+    check(schema, ['["a", "b"]', "[]"], ['["a", 1]'])
 
 
 def test_any_order():
@@ -235,6 +264,21 @@ def test_unevaluated_properties():
           ['{"a": 1}', '{"a": 1, "b": 2}'], ['{"a": 1, "c": 1}', "{}"])
 
 
+def test_dialects():
+    d4 = "http://json-schema.org/draft-04/schema#"
+    # draft-04 has no const / if: they are annotations there (as jsonschema's Draft4Validator says)
+    check({"$schema": d4, "type": "integer", "const": 3}, ["3", "4"], ['"a"'])
+    # drafts up to 7 ignore the siblings of $ref
+    check({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s", "maxLength": 1}, ['"abc"'], ["1"])
+    # 2020-12 applies them
+    check({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 1}, ['"a"'], ['"abc"', "1"])
+
+
+def test_not_drops_annotations():
+    schema = {"properties": {"foo": {"type": "string"}}, "not": {"not": {"properties": {"bar": {"const": "bar"}}, "required": ["bar"]}}, "unevaluatedProperties": False}
+    check(schema, [], ['{"foo": "foo", "bar": "bar"}'])
+
+
 def test_boolean_schemas_and_annotations():
     check(True, ["1", '{"a": [null]}'])
     with pytest.raises(SchemaError, match="admits no JSON value"):
@@ -257,7 +301,7 @@ def test_compact_whitespace():
         ({"properties": {"re": {"type": "string", "format": "regex"}}}, "format", "/properties/re/format"),
         ({"items": {"$ref": "http://example.com/remote.json"}}, "$ref", "/items/$ref"),
         ({"type": "string", "pattern": "(?=a)b"}, "pattern", "/pattern"),
-        ({"not": {"uniqueItems": True, "type": "array"}}, "uniqueItems", "/not"),
+        ({"not": {"uniqueItems": True, "type": "array"}}, "uniqueItems", "/not/uniqueItems"),
     ],
 )
 def test_schema_error_names_keyword_and_pointer(schema, keyword, pointer):
@@ -412,7 +456,8 @@ def _mutations(doc, rnd: random.Random):
 @SETTINGS
 @given(schema=_schemas(), data=st.data())
 def test_random_schemas_match_jsonschema(schema, data):
-    from hypothesis_jsonschema import from_schema
+    hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")  # the `test` extra should list it
+    from_schema = hypothesis_jsonschema.from_schema
     from jsonschema import Draft202012Validator
 
     from tests.test_schema_suites import serialise_for
@@ -424,7 +469,7 @@ def test_random_schemas_match_jsonschema(schema, data):
         machine = PushdownMachine(compile_automaton(grammar))
 
     def accepted(doc) -> bool:
-        text = serialise_for(C, doc)
+        text = serialise_for(C, doc, schema)
         s = C.machine.step_bytes(C.machine.start, text.encode())
         return s != DEAD and bool(C.machine.accepting[s])
 

@@ -33,22 +33,47 @@ accepted spellings, never admits an invalid document):
 * `format` is enforced as an assertion (formats.py): the formats in `formats.SUPPORTED_FORMATS`;
   ``hostname`` additionally limited to 253 characters; unknown format names are annotations;
   ``regex``, ``idn-email``, ``idn-hostname`` are refused (not regular).
+* A schema that admits no value at all (``false``, ``{"not": {}}``, an empty enum...) raises
+  SchemaError: there is nothing to generate, and the automaton compiler refuses empty languages.
+
+Dialects: keywords follow the schema's `$schema` (drafts 4, 6, 7, 2019-09; a keyword the declared
+draft does not define is an annotation there, as jsonschema treats it; drafts up to 7 ignore the
+siblings of `$ref`). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
+`definitions`, array-form `items` + `additionalItems`, boolean `exclusiveMinimum`/`Maximum`,
+`dependencies`. `$dynamicRef` follows the dynamic scope (resources entered on the way, outermost
+first). Unknown keywords are annotations (spec-conformant, so a typo'd keyword is silently
+ignored).
+
+How the hard keywords are enforced exactly: oneOf is the union of its branches when they are
+provably disjoint (different types, disjoint const/enum/ranges/patterns, a member required on one
+side with disjoint value schemas, disjoint key sets), "at least one / not two" presence clauses for
+branches that only list required members, else branch_i ∧ ¬branch_j for all j ≠ i; `not` is
+pushed down by De Morgan onto each keyword (per-type complements, numeric intervals, Difference for
+strings, absent/violating members and existential member constraints for objects, length/item
+complements for arrays); dependentRequired and anyOf/oneOf of `required` lists become presence
+clauses checked by the object construction; unevaluated* use the evaluated keys/items recorded on
+each alternative (anyOf branches are split by exactly which branches hold when they differ).
+
+Size control: big subschemas used several times (or as array items under maxItems) are kept as
+called rules rather than inlined (`_call_big_rules`); long length bounds count characters through
+a called character rule; a pattern/format combined with a long length bound is refused with
+GrammarTooLargeError when the product automaton would exceed `MAX_LENGTH_PRODUCT` states.
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite (or at most
-one item is allowed), `not`/`oneOf`/`if` that would need the complement of an existential object
-constraint (patternProperties/additionalProperties/propertyNames) or of uniqueItems, `not` of
-non-empty arrays/objects in enum, oneOf branches that may overlap when their complement cannot be
-expressed, multipleOf combined with exclusions that need a non-regular complement, more than
-`MAX_PATTERNS` distinct key patterns in one object, more than 3 `contains` constraints on one array,
-unevaluatedProperties/unevaluatedItems after overlapping anyOf branches, $dynamicRef whose target
-depends on the dynamic scope, $recursiveRef with $recursiveAnchor, and references that cannot be
-resolved (remote documents are never fetched).
+one item is allowed), `not` of uniqueItems, `not multipleOf` over an unbounded range, oneOf whose
+branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:
+GrammarTooLargeError), more than `MAX_PATTERNS` distinct key patterns in one object, more than 3
+`contains` (or existential) constraints on one array (object), unevaluatedProperties/Items after
+anyOf branches that may overlap (more than 5), $recursiveRef with $recursiveAnchor, patterns
+regex.py cannot translate (lookaround other than a leading ``^(?!...)``, backreferences), and
+references that cannot be resolved (remote documents are never fetched).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 from fractions import Fraction
@@ -96,6 +121,7 @@ from .schema_normalize import (
     Reporter,
     json_equal,
     load_schema,
+    pattern_language,
     to_fraction,
     value_key,
 )
@@ -430,20 +456,20 @@ class SchemaEmitter:
                 expr = number_range(*self._bounds(n))
             if n.nonint:
                 if not regular:
-                    self.reporter.refuse("multipleOf on non-integers (under 'not') needs a non-regular intersection", "multipleOf", "")
+                    self.reporter.refuse("multipleOf on non-integers (under 'not') needs a non-regular intersection", "multipleOf", _where(n, "multipleOf"))
                 else:
                     expr = intersect(expr, NONINT_PLAIN)
         base = NumP(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
         for m in n.not_mults:
             mexpr, mrules = multiple_of_numbers(m, *self._bounds(n), prefix=self._prefix("not_mul"))
             if mrules or not regular:
-                self.reporter.refuse(f"'not multipleOf {m}' over an unbounded range is not expressible here", "multipleOf", "")
+                self.reporter.refuse(f"'not multipleOf {m}' over an unbounded range is not expressible here", "multipleOf", _where(n, "multipleOf"))
                 continue
             expr = difference(expr, mexpr)
         excluded = [x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults)]
         if excluded:
             if not regular:
-                self.reporter.refuse("excluding values from a multipleOf range with a remainder automaton is not supported", "enum", "")
+                self.reporter.refuse("excluding values from a multipleOf range with a remainder automaton is not supported", "multipleOf", _where(n, "multipleOf"))
             else:
                 expr = difference(expr, alt(*(number_spellings(x) for x in sorted(excluded))))
         return expr
@@ -478,7 +504,9 @@ class SchemaEmitter:
             return body
         # patterns, formats, long counts: one rule per distinct constraint, shared by every use
         # (big ones are then compiled once, as calls)
-        name = self._string_rules[atoms] = f"str{len(self._string_rules)}"
+        # a stable name (the same atoms give the same rule name and body object in every grammar,
+        # so a compiler-side cache of rule automata could reuse e.g. the date-time automaton)
+        name = self._string_rules[atoms] = "str_" + hashlib.sha1(repr(atoms).encode()).hexdigest()[:16]
         self.rules[name] = body
         return RuleRef(name)
 
@@ -498,6 +526,15 @@ class SchemaEmitter:
                 f"a string with a length bound of {count} and a pattern/format of {states} states needs about "
                 f"{estimate} automaton states (at most {MAX_LENGTH_PRODUCT})"
             )
+
+    def _rule_of(self, expr: Expr) -> Expr:
+        """`expr` as a rule of its own (a reference to it)."""
+        if isinstance(expr, RuleRef):
+            return expr
+        name = f"m{self._counter}"
+        self._counter += 1
+        self.rules[name] = expr
+        return RuleRef(name)
 
     def _char_rule(self) -> Expr:
         """One canonically spelled character, as a rule the automaton keeps as a call.
@@ -580,7 +617,7 @@ class SchemaEmitter:
                 continue
             contains.append(c)
         if len(contains) > 3:
-            self.reporter.refuse("more than 3 'contains' constraints on one array", "contains", "")
+            self.reporter.refuse("more than 3 'contains' constraints on one array", "contains", _where(a, "contains"))
             contains = contains[:3]
         unique = a.unique and (a.max is None or a.max > 1)
         domains = None
@@ -803,6 +840,11 @@ class SchemaEmitter:
         open_, close_more, close_first = self._open_close("{", "}")
         lo, hi = o.min, o.max
         n = len(slots)
+        if lo or hi is not None or exists or o.clauses or (self.any_order and n > 1):
+            # members appear in many states of the construction: make them rules, so that big
+            # ones can be compiled once and called (see _call_big_rules)
+            slots = [([(self._rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
+            extras = [(self._rule_of(m), b) for m, b in extras]
         slot_keys = {sl[2] for sl in slots}
         take_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], True) in cl) for sl in slots]
         skip_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], False) in cl) for sl in slots]
@@ -877,15 +919,13 @@ class SchemaEmitter:
 
     def _key_set(self, r) -> Expr:
         """The raw language of the keys an existential rule ranges over."""
-        from .regex import parse_regex_search
-
         if r.kind == "name":
             return lit(r.name)
         if r.kind == "pattern":
-            return parse_regex_search(r.pattern)
+            return pattern_language(r.pattern)
         if r.kind == "keys":
             return self.str_lang(r.atoms)
-        outs = [lit(k) for k in sorted(r.names)] + [parse_regex_search(p) for p in sorted(r.patterns)]
+        outs = [lit(k) for k in sorted(r.names)] + [pattern_language(p) for p in sorted(r.patterns)]
         return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
 
     def _regions(self, o: ObjP) -> list[tuple[Formula, Expr | None]]:
@@ -969,10 +1009,8 @@ class SchemaEmitter:
         return members
 
     def _region(self, patterns: list[str], mask: int) -> Expr:
-        from .regex import parse_regex_search
-
-        ins = [parse_regex_search(p) for i, p in enumerate(patterns) if mask >> i & 1]
-        outs = [parse_regex_search(p) for i, p in enumerate(patterns) if not mask >> i & 1]
+        ins = [pattern_language(p) for i, p in enumerate(patterns) if mask >> i & 1]
+        outs = [pattern_language(p) for i, p in enumerate(patterns) if not mask >> i & 1]
         base = intersect(*ins) if ins else ANY_STRING
         return difference(base, alt(*outs)) if outs else base
 
@@ -1021,9 +1059,7 @@ def _atom_lang(a: tuple) -> Expr:
     if kind == "len":
         return repeat(ANY_CHAR, a[1], a[2])
     if kind == "re":
-        from .regex import parse_regex_search
-
-        return parse_regex_search(a[1])
+        return pattern_language(a[1])
     if kind == "fmt":
         from .formats import format_value_expr
 
@@ -1167,6 +1203,11 @@ def _expr_size(e: Expr, rule_size) -> int:
         return n
 
     return rec(e)
+
+
+def _where(part, keyword: str) -> str:
+    """The pointer of `keyword` recorded on a normalised part ("" if unknown)."""
+    return next((p for k, p in getattr(part, "where", ()) if k == keyword), "")
 
 
 def _submasks(indices: list[int]):

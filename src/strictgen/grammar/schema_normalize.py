@@ -32,6 +32,7 @@ with a name this package does not know (jsonschema ignores those too).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -74,6 +75,31 @@ ANNOTATIONS = frozenset(
 _NO_CONTENT = frozenset(
     "title description default examples example $comment deprecated readOnly writeOnly".split()
 )
+
+_DRAFT4_KEYWORDS = frozenset(
+    """$ref additionalItems additionalProperties allOf anyOf dependencies enum format items maxItems
+    maxLength maxProperties maximum minItems minLength minProperties minimum multipleOf not oneOf
+    pattern patternProperties properties required type uniqueItems exclusiveMinimum exclusiveMaximum""".split()
+)
+_DRAFT6_KEYWORDS = _DRAFT4_KEYWORDS | {"const", "contains", "propertyNames"}
+_DRAFT7_KEYWORDS = _DRAFT6_KEYWORDS | {"if", "then", "else"}
+_DRAFT201909_KEYWORDS = (_DRAFT7_KEYWORDS - {"dependencies"}) | {
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "minContains",
+    "maxContains",
+    "$recursiveRef",
+}
+_ALL_KEYWORDS = _DRAFT201909_KEYWORDS | {"dependencies", "prefixItems", "$dynamicRef"}
+_DIALECT_KEYWORDS = {
+    "draft-03": _DRAFT4_KEYWORDS,
+    "draft-04": _DRAFT4_KEYWORDS,
+    "draft-06": _DRAFT6_KEYWORDS,
+    "draft-07": _DRAFT7_KEYWORDS,
+    "draft2019-09": _DRAFT201909_KEYWORDS,
+}
 
 # ---- errors -------------------------------------------------------------------------------------
 
@@ -199,6 +225,59 @@ def load_schema(schema: Any) -> Any:
     return schema
 
 
+# ---- patterns -------------------------------------------------------------------------------------
+
+
+def _structure(p: str, start: int = 0):
+    """(index, char, depth before it) for each `(`, `)` and `|` of regex `p` outside escapes and classes."""
+    depth, i, in_class = 0, start, False
+    while i < len(p):
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()|":
+            yield i, c, depth
+            depth += {"(": 1, ")": -1, "|": 0}[c]
+        i += 1
+
+
+def _split_leading_lookahead(p: str) -> tuple[str, str] | None:
+    """`^(?!A)B` with no alternation at the top level of B → (A, B); otherwise None."""
+    if not p.startswith("^(?!"):
+        return None
+    close = next((i for i, c, d in _structure(p, 4) if c == ")" and d == 0), None)
+    if close is None:
+        return None
+    a, b = p[4:close], p[close + 1 :]
+    if any(c == "|" and d == 0 for _, c, d in _structure(b)):
+        return None
+    return a, b
+
+
+@functools.lru_cache(maxsize=4096)
+def pattern_language(p: str):
+    """Strings containing a match of the ECMA-262 pattern `p` (JSON Schema `pattern`).
+
+    Beyond regex.py: a leading negative lookahead `^(?!A)B` is the difference of two searches,
+    strings with a prefix matching B minus strings with a prefix matching A."""
+    from .ir import difference
+    from .regex import parse_regex_search
+
+    try:
+        return parse_regex_search(p)
+    except RegexError:
+        split = _split_leading_lookahead(p)
+        if split is None:
+            raise
+        a, b = split
+        return difference(parse_regex_search("^(?:" + b + ")"), parse_regex_search("^(?:" + a + ")"))
+
+
 # ---- formulas -------------------------------------------------------------------------------------
 
 
@@ -257,6 +336,7 @@ class NumP:
     mults: tuple = ()
     not_mults: tuple = ()
     excluded: frozenset = frozenset()  # Fractions
+    where: tuple = field(default=(), compare=False)  # (keyword, pointer) pairs, for error messages
 
     def meet(self, o: "NumP") -> "NumP | None":
         lo, ls = self.lo, self.lo_strict
@@ -275,6 +355,7 @@ class NumP:
             tuple(dict.fromkeys(self.mults + o.mults)),
             tuple(dict.fromkeys(self.not_mults + o.not_mults)),
             self.excluded | o.excluded,
+            self.where + o.where,
         )
         return out if not out.is_empty() else None
 
@@ -317,7 +398,7 @@ class NumP:
         if self.hi is not None:
             out.append(NumP(lo=self.hi, lo_strict=not self.hi_strict))
         for m in self.mults:
-            out.append(NumP(not_mults=(m,)))
+            out.append(NumP(not_mults=(m,), where=self.where))
         for m in self.not_mults:
             out.append(NumP(mults=(m,)))
         for v in self.excluded:
@@ -542,6 +623,8 @@ def conj_meet(a: Conj, b: Conj, norm: "Normalizer") -> Conj | None:
     st = str_meet(a.str, b.str) if a.str is not None and b.str is not None else None
     arr = a.arr.meet(b.arr, norm) if a.arr is not None and b.arr is not None else None
     obj = a.obj.meet(b.obj) if a.obj is not None and b.obj is not None else None
+    if obj is not None and norm is not None and norm.obj_contradicts(obj, a.obj, b.obj):
+        obj = None
     c = Conj(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
     return None if c.is_empty() else c
 
@@ -574,8 +657,11 @@ class Normalizer:
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
+        self._views: dict[int, dict] = {}
+        self._const_values: dict[tuple, Any] = {}
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
         self._disjoint_nesting = 0
+        self._contradictions: dict[tuple, bool] = {}
         self._exact = False  # anyOf expanded into exactly-which-branches alternatives (unevaluated*)
         self.pointers: dict[int, str] = {}
         self._index(root)
@@ -655,6 +741,22 @@ class Normalizer:
                 got = f"id:{id(schema)}"
             self._contents[id(schema)] = got
             self._keep.append(schema)
+        return got
+
+    def view(self, f: Formula) -> dict:
+        """The schema object of `f` without the keywords its dialect ($schema) does not define:
+        a draft-04 schema's `const` or `if` are annotations there, as jsonschema treats them.
+        Without a declared older draft, 2020-12 applies plus the legacy forms real schemas use
+        (`dependencies`, array-form `items` + `additionalItems`, boolean exclusive bounds)."""
+        got = self._views.get(id(f.src.schema))
+        if got is None:
+            vocab = _DIALECT_KEYWORDS.get(getattr(f.src.spec, "name", ""))
+            schema = f.src.schema
+            if vocab is None:
+                got = schema
+            else:
+                got = {k: v for k, v in schema.items() if k in vocab or k not in _ALL_KEYWORDS}
+            self._views[id(schema)] = got
         return got
 
     # ---- dynamic scope ($dynamicRef) ----
@@ -741,6 +843,12 @@ class Normalizer:
         args = tuple(sorted(flat, key=lambda g: repr(g.key)))
         return self._intern("or", ("or", frozenset(g.key for g in args)), args)
 
+    def const_(self, value: Any) -> Formula:
+        """The schema admitting exactly `value` (made by negating enum/const values)."""
+        key = ("const", value_key(value))
+        self._const_values.setdefault(key, value)
+        return self._intern("const", key)
+
     def not_(self, f: Formula) -> Formula:
         if f is TRUE:
             return FALSE
@@ -763,6 +871,8 @@ class Normalizer:
             return any(self.holds(g, value) for g in f.args)
         if f.kind == "not":
             return not self.holds(f.args[0], value)
+        if f.kind == "const":
+            return json_equal(self._const_values[f.key], value)
         self._enum_checks += 1
         if self._enum_checks > MAX_ENUM_FILTER:
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
@@ -782,10 +892,10 @@ class Normalizer:
         info = f.src
         name = getattr(info.spec, "name", "")
         cls = {
-            "draft3": jv.Draft3Validator,
-            "draft4": jv.Draft4Validator,
-            "draft6": jv.Draft6Validator,
-            "draft7": jv.Draft7Validator,
+            "draft-03": jv.Draft3Validator,
+            "draft-04": jv.Draft4Validator,
+            "draft-06": jv.Draft6Validator,
+            "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
         }.get(name, jv.Draft202012Validator)
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=cls.FORMAT_CHECKER)
@@ -812,12 +922,16 @@ class Normalizer:
         try:
             if f.kind == "src":
                 out = self._norm_src(f)
+            elif f.kind == "const":
+                out = [Conj(values=(self._const_values[f.key],))]
             elif f.kind == "and":
                 out = self.product([self.dnf(g) for g in f.args], f)
             elif f.kind == "or":
                 out = self._union([self.dnf(g) for g in f.args])
+            elif f.args[0].kind == "src":
+                out = self._drop_eval(self._negate_src(f.args[0]))
             else:
-                out = self.negate(self.dnf(f.args[0]), f)
+                out = self._drop_eval(self.negate(self.dnf(f.args[0]), f))
         finally:
             self._active.pop()
         self._dnf[ck] = out
@@ -853,7 +967,13 @@ class Normalizer:
                 for c in fin:
                     values.extend(c.values)
             nxt: dict[Conj, None] = {}
+            prunable = len(non) > 1 and (
+                not self._uses_unevaluated or all(self._eval_signature(b) == ((), ()) for b in non)
+            )
             for a in acc:
+                if a is not TOP and prunable and any(self._implies(a, b) for b in non):
+                    nxt[a] = None  # a already implies one alternative: a and (b or ...) = a
+                    continue
                 for b in non:
                     m = b if a is TOP else (a if b is TOP else conj_meet(a, b, self))
                     if m is not None:
@@ -861,9 +981,6 @@ class Normalizer:
             if len(nxt) > MAX_ALTERNATIVES:
                 raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives")
             acc = list(nxt)
-            if not acc and not has_finite:
-                # no non-finite alternative left; finite values may still come from later factors
-                pass
         out = acc
         if has_finite:
             if whole is None:
@@ -872,6 +989,81 @@ class Normalizer:
             if kept:
                 out = out + [Conj(values=kept)]
         return out
+
+    def obj_contradicts(self, o: ObjP, a: ObjP, b: ObjP) -> bool:
+        """A required member whose value schemas from the two sides cannot both hold."""
+        for k in o.required:
+            fa = [r.schema for r in a.rules if r.kind == "name" and r.name == k]
+            fb = [r.schema for r in b.rules if r.kind == "name" and r.name == k]
+            for x in fa:
+                for y in fb:
+                    if x is TRUE or y is TRUE or x == y:
+                        continue
+                    key = (x, y)
+                    got = self._contradictions.get(key)
+                    if got is None:
+                        got = self._contradictions[key] = self.disjoint(x, y)
+                    if got:
+                        return True
+        return False
+
+    def _is_false(self, f: Formula) -> bool:
+        if f is FALSE:
+            return True
+        if f in self._active or self._disjoint_nesting > 3:
+            return False
+        try:
+            return not self.dnf(f)
+        except RefLoop:
+            return False
+
+    def _implies(self, a: Conj, y: Conj) -> bool:
+        """Every value of `a` is a value of `y` (a sufficient check for the shapes negation makes)."""
+        if a.values is not None or y.values is not None:
+            return False
+        if (a.null and not y.null) or not a.bools <= y.bools:
+            return False
+        if a.num is not None and (y.num is None or not y.num.trivial):
+            return False
+        if a.str is not None and y.str != ():
+            return False
+        if a.arr is not None and (y.arr is None or not y.arr.trivial):
+            return False
+        if a.obj is None:
+            return True
+        yo = y.obj
+        if yo is None:
+            return False
+        if yo.trivial:
+            return True
+        if yo.min or yo.max is not None or yo.key_atoms is not None or yo.exists:
+            return False
+        ao = a.obj
+        if not yo.required <= ao.required:
+            return False
+        for r in yo.rules:
+            if r.kind != "name":
+                return False
+            if r.schema is TRUE:
+                continue
+            va = self.value_formula(ao, r.name)
+            if r.schema is FALSE:
+                if not self._is_false(va):
+                    return False
+            elif r.schema.kind == "not":
+                if not self.disjoint(va, r.schema.args[0]):
+                    return False
+            else:
+                return False
+        for clause in yo.clauses:
+            if len(clause) != 1:
+                return False
+            (k, pos), = clause
+            if pos and k not in ao.required:
+                return False
+            if not pos and not self._is_false(self.value_formula(ao, k)):
+                return False
+        return True
 
     # ---- negation ----
 
@@ -885,6 +1077,9 @@ class Normalizer:
         for d in factors:
             nxt: dict[Conj, None] = {}
             for a in acc:
+                if a is not TOP and len(d) > 1 and any(self._implies(a, b) for b in d):  # negations evaluate nothing
+                    nxt[a] = None
+                    continue
                 for b in d:
                     m = b if a is TOP else (a if b is TOP else conj_meet(a, b, self))
                     if m is not None:
@@ -939,21 +1134,45 @@ class Normalizer:
         strs = frozenset(v for v in values if isinstance(v, str))
         out.append(only(str=(("not", (("in", strs),)),) if strs else ()))
         arrays = [v for v in values if isinstance(v, list)]
-        if not arrays:
-            out.append(only(arr=ArrP()))
-        elif all(not a for a in arrays):
-            out.append(only(arr=ArrP(min=1)))
-        else:
-            self.reporter.refuse("cannot exclude non-empty arrays listed in enum/const under 'not'", "not", ptr)
-            out.append(only(arr=ArrP()))
         objects = [v for v in values if isinstance(v, dict)]
-        if not objects:
-            out.append(only(obj=ObjP()))
-        elif all(not o for o in objects):
-            out.append(only(obj=ObjP(min=1)))
-        else:
-            self.reporter.refuse("cannot exclude non-empty objects listed in enum/const under 'not'", "not", ptr)
-            out.append(only(obj=ObjP()))
+        # arrays / objects other than the listed ones: the product of each value's complement
+        for kind, listed in (("arr", arrays), ("obj", objects)):
+            acc = [only(**{kind: ArrP() if kind == "arr" else ObjP()})]
+            for v in listed:
+                alts = [only(arr=a) for a in self._array_complement(v)] if kind == "arr" else [only(obj=o) for o in self._object_complement(v)]
+                nxt: dict[Conj, None] = {}
+                for a in acc:
+                    for b in alts:
+                        m = conj_meet(a, b, self)
+                        if m is not None:
+                            nxt[m] = None
+                if len(nxt) > MAX_ALTERNATIVES:
+                    raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives (excluding enum values)")
+                acc = list(nxt)
+            out.extend(acc)
+        return out
+
+    def _array_complement(self, v: list) -> list[ArrP]:
+        """Arrays other than `v`: another length, or some item different."""
+        n = len(v)
+        out = [ArrP(min=n + 1)] + ([ArrP(max=n - 1)] if n else [])
+        for i, x in enumerate(v):
+            out.append(ArrP(prefix=(TRUE,) * i + (self.not_(self.const_(x)),), min=i + 1))
+        return out
+
+    def _object_complement(self, v: dict) -> list[ObjP]:
+        """Objects other than `v`: a member missing, a member with another value, or another key."""
+        keys = tuple(v)
+        out = [ObjP(exists=(KeyRule("other", TRUE, names=frozenset(keys), evaluates=False),))]
+        for k in keys:
+            out.append(ObjP(rules=(KeyRule("name", FALSE, name=k, evaluates=False),), order=(k,)))
+            out.append(
+                ObjP(
+                    rules=(KeyRule("name", self.not_(self.const_(v[k])), name=k, evaluates=False),),
+                    required=frozenset((k,)),
+                    order=(k,),
+                )
+            )
         return out
 
     def _negate_arr(self, a: ArrP, ptr: str) -> list[ArrP]:
@@ -973,7 +1192,8 @@ class Normalizer:
             if c.hi is not None:
                 out.append(ArrP(contains=(Contains(c.schema, c.hi + 1, None, c.start, False),)))
         if a.unique:
-            self.reporter.refuse("'not' of uniqueItems (arrays with a duplicate) cannot be expressed", "uniqueItems", ptr)
+            where = next((p for k, p in a.where if k == "uniqueItems"), ptr)
+            self.reporter.refuse("'not' of uniqueItems (arrays with a duplicate) cannot be expressed", "uniqueItems", where)
         return out
 
     def _negate_obj(self, o: ObjP, ptr: str) -> list[ObjP]:
@@ -1043,8 +1263,17 @@ class Normalizer:
             return False
         finally:
             self._disjoint_nesting -= 1
+        return self._dnfs_disjoint(a, b, f, g, depth)
+
+    def _dnfs_disjoint(self, a: list[Conj], b: list[Conj], f: Formula, g: Formula, depth: int, context: Conj | None = None) -> bool:
+        """No value in both DNFs (and in the context conjunct, when given)."""
         for x in a:
             for y in b:
+                if context is not None and x.values is None and y.values is None:
+                    x2, y2 = conj_meet(context, x, self), conj_meet(context, y, self)
+                    if x2 is None or y2 is None:
+                        continue
+                    x, y = x2, y2
                 if not self._conj_disjoint(x, y, f, g, depth):
                     return False
         return True
@@ -1137,7 +1366,7 @@ class Normalizer:
     # ---- one raw schema ----
 
     def _norm_src(self, f: Formula) -> list[Conj]:
-        s = f.src.schema
+        s = self.view(f)
         out = self._norm_core(f)
         if "unevaluatedProperties" in s or "unevaluatedItems" in s:
             if not self._exact and any(c.loose_eval for c in out):
@@ -1162,62 +1391,138 @@ class Normalizer:
 
     def _norm_core(self, f: Formula) -> list[Conj]:
         info = f.src
-        s = info.schema
-        ptr = info.pointer
-        legacy = getattr(info.spec, "name", "") in ("draft3", "draft4", "draft6", "draft7")
+        s = self.view(f)
+        legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
         if "$ref" in s and legacy:
             return self.dnf(self._ref(f, s["$ref"], "$ref"))
         if "enum" in s or "const" in s:
             return self._finite(f)
-        # factors in the order their keywords appear in the schema: the first appearance of a
-        # property name decides where its member is emitted
+        factors = self._factors(f)
+        if factors is None:
+            return []
+        return self.product([pos_dnf[1]() for pos_dnf in factors], f)
+
+    def _negate_src(self, f: Formula) -> list[Conj]:
+        """not f for a raw schema: by De Morgan, the union of the complements of its factors
+        (its own keywords, $ref, each allOf branch, anyOf, oneOf, not, if, dependencies), which
+        avoids negating the product of all of them."""
+        info = f.src
+        s = self.view(f)
+        legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
+        if "$ref" in s and legacy:
+            return self.dnf(self.not_(self._ref(f, s["$ref"], "$ref")))
+        if "enum" in s or "const" in s or "unevaluatedProperties" in s or "unevaluatedItems" in s:
+            return self.negate(self.dnf(f), self.not_(f))
+        factors = self._factors(f)
+        if factors is None:
+            return [TOP]
+        return self._union([neg() for _, _, neg in factors])
+
+    def _factors(self, f: Formula):
+        """The factors of a raw schema as (position, dnf(), complement()) in keyword order: the
+        first appearance of a property name decides where its member is emitted. None when the
+        schema's own keywords admit nothing."""
+        info = f.src
+        s = self.view(f)
+        ptr = info.pointer
         pos = {k: i for i, k in enumerate(s)}
-        factors: list[tuple[int, list[Conj]]] = []
+        factors: list = []
         local = self._local(f)
         if local is None:
-            return []
+            return None
         obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
-        factors.append((min(obj_kw) if obj_kw else -1, [local]))
+        factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: self.negate([local], f)))
+
+        def formula_factor(position: int, g: Formula):
+            factors.append((position, lambda: self.dnf(g), lambda: self.dnf(self.not_(g))))
+
         if "$ref" in s:
-            factors.append((pos["$ref"], self.dnf(self._ref(f, s["$ref"], "$ref"))))
+            formula_factor(pos["$ref"], self._ref(f, s["$ref"], "$ref"))
         if "$dynamicRef" in s:
-            factors.append((pos["$dynamicRef"], self.dnf(self._dynamic_ref(f, s["$dynamicRef"]))))
+            formula_factor(pos["$dynamicRef"], self._dynamic_ref(f, s["$dynamicRef"]))
         if "$recursiveRef" in s:
-            factors.append((pos["$recursiveRef"], self.dnf(self._recursive_ref(f, s["$recursiveRef"]))))
+            formula_factor(pos["$recursiveRef"], self._recursive_ref(f, s["$recursiveRef"]))
         for kw in ("allOf", "anyOf", "oneOf"):
-            if kw in s:
-                branches = s[kw]
-                if not isinstance(branches, list) or not branches:
-                    raise invalid(f"{kw} must be a non-empty array of schemas", kw, ptr + "/" + kw)
-                subs = [self.sub(f, b, kw, i) for i, b in enumerate(branches)]
-                if kw == "allOf":
-                    factors.extend((pos[kw], self.dnf(g)) for g in subs)
-                elif kw == "anyOf":
-                    factors.append((pos[kw], self._any_of(subs)))
-                else:
-                    factors.append((pos[kw], self._one_of(subs, ptr + "/oneOf")))
+            if kw not in s:
+                continue
+            branches = s[kw]
+            if not isinstance(branches, list) or not branches:
+                raise invalid(f"{kw} must be a non-empty array of schemas", kw, ptr + "/" + kw)
+            subs = [self.sub(f, b, kw, i) for i, b in enumerate(branches)]
+            if kw == "allOf":
+                for g in subs:
+                    formula_factor(pos[kw], g)
+            elif kw == "anyOf":
+                factors.append(
+                    (
+                        pos[kw],
+                        lambda subs=subs: self._any_of(subs),
+                        lambda subs=subs: self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs))),
+                    )
+                )
+            else:
+                factors.append(
+                    (pos[kw], lambda subs=subs: self._one_of(subs, ptr + "/oneOf", local), lambda subs=subs: self._not_one_of(subs))
+                )
         if "not" in s:
-            factors.append((pos["not"], self.dnf(self.not_(self.sub(f, s["not"], "not")))))
+            g = self.sub(f, s["not"], "not")
+            factors.append((pos["not"], lambda: self.dnf(self.not_(g)), lambda: self.dnf(g)))
         if "if" in s and ("then" in s or "else" in s):
             cond = self.sub(f, s["if"], "if")
             then = self.sub(f, s["then"], "then") if "then" in s else TRUE
             els = self.sub(f, s["else"], "else") if "else" in s else TRUE
-            yes = self.product([self.dnf(cond), self.dnf(then)], self.and_(cond, then))
-            no = self.product([self.dnf(self.not_(cond)), self.dnf(els)], self.and_(self.not_(cond), els))
-            factors.append((pos["if"], self._union([yes, no])))
+
+            def branch(c: Formula, t: Formula) -> list[Conj]:
+                return self.product([self.dnf(c), self.dnf(t)], self.and_(c, t))
+
+            factors.append(
+                (
+                    pos["if"],
+                    lambda: self._union([branch(cond, then), branch(self.not_(cond), els)]),
+                    lambda: self._union([branch(cond, self.not_(then)), branch(self.not_(cond), self.not_(els))]),
+                )
+            )
         elif "if" in s and self._uses_unevaluated:
             # no then/else, but a successful `if` still evaluates members for unevaluated*
             cond = self.sub(f, s["if"], "if")
             if any(self._eval_signature(c) != ((), ()) and c.values is None for c in self.dnf(cond)):
                 split = self._trial(lambda: self._union([self.dnf(cond), self.dnf(self.not_(cond))]))
                 if split is not None:
-                    factors.append((pos["if"], split))
-        factors.extend((len(s), d) for d in self._dependencies(f))
+                    factors.append((pos["if"], lambda: split, lambda: []))
+        for d, neg in self._dependencies(f):
+            factors.append((len(s), lambda d=d: d, neg))
         factors.sort(key=lambda x: x[0])
-        return self.product([d for _, d in factors], f)
+        return factors
+
+    def _drop_eval(self, conjs: list[Conj]) -> list[Conj]:
+        """The same conjuncts without annotations (a negated schema evaluates nothing)."""
+        if not self._uses_unevaluated:
+            return conjs
+        out = []
+        for c in conjs:
+            if c.values is None:
+                obj = c.obj
+                if obj is not None and any(r.evaluates for r in obj.rules):
+                    obj = replace(obj, rules=tuple(replace(r, evaluates=False) for r in obj.rules))
+                arr = c.arr
+                if arr is not None and (arr.eval_prefix or arr.eval_all or any(x.evaluates for x in arr.contains)):
+                    arr = replace(
+                        arr, eval_prefix=0, eval_all=False, contains=tuple(replace(x, evaluates=False) for x in arr.contains)
+                    )
+                c = replace(c, obj=obj, arr=arr, loose_eval=False)
+            out.append(c)
+        return out
+
+    def _not_one_of(self, subs: list[Formula]) -> list[Conj]:
+        """Not exactly one branch: none, or at least two."""
+        alts = [self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))]
+        for i in range(len(subs)):
+            for j in range(i + 1, len(subs)):
+                alts.append(self.product([self.dnf(subs[i]), self.dnf(subs[j])], self.and_(subs[i], subs[j])))
+        return self._union(alts)
 
     def _finite(self, f: Formula) -> list[Conj]:
-        s = f.src.schema
+        s = self.view(f)
         values: list = []
         if "enum" in s:
             if not isinstance(s["enum"], list):
@@ -1353,7 +1658,9 @@ class Normalizer:
         arr = (c.arr.eval_prefix, c.arr.eval_all, tuple(x.schema.key for x in c.arr.contains if x.evaluates)) if c.arr else ()
         return obj, arr
 
-    def _one_of(self, subs: list[Formula], ptr: str) -> list[Conj]:
+    def _one_of(self, subs: list[Formula], ptr: str, context: Conj | None = None) -> list[Conj]:
+        """oneOf: the union when the branches are disjoint (within `context`, the schema's own
+        keywords), else branch i and not branch j for every other j."""
         n = len(subs)
         dnfs = [self.dnf(g) for g in subs]
         if n == 1:
@@ -1363,7 +1670,9 @@ class Normalizer:
             c = self._presence_any(objs, exactly_one=True)
             if c is not None:
                 return [c]
-        if all(self.disjoint(subs[i], subs[j]) for i in range(n) for j in range(i + 1, n)):
+        if all(
+            self._dnfs_disjoint(dnfs[i], dnfs[j], subs[i], subs[j], 0, context) for i in range(n) for j in range(i + 1, n)
+        ):
             return self._union(dnfs)
         # exactly one branch: b_i and not b_j for every other j
 
@@ -1372,7 +1681,8 @@ class Normalizer:
             for i in range(n):
                 others = [self.not_(subs[j]) for j in range(n) if j != i]
                 whole = self.and_(subs[i], *others)
-                alts.append(self.product([dnfs[i]] + [self.dnf(o) for o in others], whole))
+                ctx = [[context]] if context is not None else []
+                alts.append(self.product(ctx + [dnfs[i]] + [self.dnf(o) for o in others], whole))
             return self._union(alts)
 
         try:
@@ -1389,8 +1699,9 @@ class Normalizer:
             return self._union(dnfs)
         return out
 
-    def _dependencies(self, f: Formula) -> list[list[Conj]]:
-        s = f.src.schema
+    def _dependencies(self, f: Formula) -> list[tuple[list[Conj], Callable[[], list[Conj]]]]:
+        """dependentRequired / dependentSchemas / dependencies as (DNF, complement thunk) factors."""
+        s = self.view(f)
         ptr = f.src.pointer
         deps: list[tuple[str, Any, str, str]] = []  # (key, strings or schema, keyword, pointer)
         for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
@@ -1404,8 +1715,6 @@ class Normalizer:
         factors = []
         required_deps = []
         for key, dep, kw, p in deps:
-            not_object = replace(TOP, obj=None)
-            absent = only(obj=ObjP(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
             if isinstance(dep, list):
                 if not all(isinstance(x, str) for x in dep):
                     raise invalid(f"{kw} lists must hold strings", kw, p)
@@ -1413,22 +1722,28 @@ class Normalizer:
                     if d != key:
                         required_deps.append((key, d))
                 continue
-            else:
-                g = self.sub(f, dep, kw, key)
-                present_conj = only(obj=ObjP(required=frozenset([key]), order=(key,)))
-                present = self.product([[present_conj], self.dnf(g)], g)
-                present = [c if c.values is None else c for c in present]
-            factors.append([not_object, absent] + present)
+            not_object = replace(TOP, obj=None)
+            absent = only(obj=ObjP(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
+            g = self.sub(f, dep, kw, key)
+            present_conj = only(obj=ObjP(required=frozenset([key]), order=(key,)))
+            present = self.product([[present_conj], self.dnf(g)], g)
+            factors.append(
+                (
+                    [not_object, absent] + present,
+                    lambda present_conj=present_conj, g=g: self.product([[present_conj], self.dnf(self.not_(g))], self.not_(g)),
+                )
+            )
         if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
             order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
             clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
-            factors.append([replace(TOP, obj=ObjP(order=order, clauses=clauses))])
+            c = replace(TOP, obj=ObjP(order=order, clauses=clauses))
+            factors.append(([c], lambda c=c: self.negate([c])))
         return factors
 
     # ---- local keywords ----
 
     def _local(self, f: Formula) -> Conj | None:
-        s = f.src.schema
+        s = self.view(f)
         ptr = f.src.pointer
         c = TOP
         if "type" in s:
@@ -1479,7 +1794,7 @@ class Normalizer:
         return to_fraction(v)
 
     def _numeric(self, f: Formula) -> NumP | None:
-        s = f.src.schema
+        s = self.view(f)
         ptr = f.src.pointer
         n = NumP()
         empty = False
@@ -1508,13 +1823,13 @@ class Normalizer:
             x = self._number_value(v, "multipleOf", ptr)
             if isinstance(x, float) or x <= 0:
                 raise invalid(f"multipleOf must be a positive number, not {v!r}", "multipleOf", ptr + "/multipleOf")
-            n = NumP(**{**n.__dict__, "mults": n.mults + (x,)})
+            n = replace(n, mults=n.mults + (x,), where=n.where + (("multipleOf", ptr + "/multipleOf"),))
         if empty:
             n = NumP(int_only=True, nonint=True)  # empty, dropped by the caller's meet
         return None if n.trivial else n
 
     def _string(self, f: Formula) -> tuple:
-        s = f.src.schema
+        s = self.view(f)
         ptr = f.src.pointer
         atoms: list = []
         lo = _nonneg_int(s["minLength"], "minLength", ptr + "/minLength") if "minLength" in s else 0
@@ -1534,10 +1849,8 @@ class Normalizer:
         return tuple(atoms)
 
     def check_pattern(self, p: str, ptr: str) -> bool:
-        from .regex import parse_regex_search
-
         try:
-            parse_regex_search(p)
+            pattern_language(p)
         except RegexError as e:
             self.reporter.refuse(f"pattern {p!r} cannot be compiled: {e}", ptr.rsplit("/", 1)[-1], ptr)
             return False
@@ -1555,7 +1868,7 @@ class Normalizer:
         return None  # unknown formats are annotations
 
     def _array(self, f: Formula) -> ArrP | None:
-        s = f.src.schema
+        s = self.view(f)
         ptr = f.src.pointer
         a = ArrP()
         prefix: tuple = ()
@@ -1595,12 +1908,14 @@ class Normalizer:
             return ArrP(min=1, max=0)
         if hi is not None and len(prefix) > hi:
             prefix = prefix[:hi]
-        where = (("uniqueItems", ptr + "/uniqueItems"),) if unique else ()
+        where = ((("uniqueItems", ptr + "/uniqueItems"),) if unique else ()) + (
+            (("contains", ptr + "/contains"),) if contains else ()
+        )
         a = ArrP(prefix, items, lo, hi, contains, unique, eval_prefix, eval_all, where)
         return None if a.trivial else a
 
     def _object(self, f: Formula) -> ObjP | None:
-        s = f.src.schema
+        s = self.view(f)
         ptr = f.src.pointer
         rules: list[KeyRule] = []
         order: list[str] = []
@@ -1675,7 +1990,7 @@ class Normalizer:
     # ---- unevaluated* ----
 
     def _unevaluated(self, f: Formula, dnf: list[Conj]) -> list[Conj]:
-        s = f.src.schema
+        s = self.view(f)
         ptr = f.src.pointer
         out: list[Conj] = []
         up = self.sub(f, s["unevaluatedProperties"], "unevaluatedProperties") if "unevaluatedProperties" in s else None
