@@ -6,7 +6,16 @@ real vocabulary keep the output valid. See DESIGN.md for the layers and the publ
 
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.compiler import GrammarCompiler
-from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
+from strictgen.errors import (
+    BudgetError,
+    GrammarSyntaxError,
+    GrammarTooLargeError,
+    ModelError,
+    RegexError,
+    SchemaError,
+    StrictgenError,
+)
+from strictgen.runtime.batch import fill_next_token_bitmask_batch, fill_next_token_bitmask_batch_async
 from strictgen.runtime.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from strictgen.runtime.matcher import GrammarMatcher
 from strictgen.tokenizer.info import TokenizerInfo
@@ -14,15 +23,19 @@ from strictgen.tokenizer.info import TokenizerInfo
 __version__ = "0.1.0"
 
 __all__ = [
+    "BudgetError",
     "CompiledGrammar",
     "GrammarCompiler",
     "GrammarMatcher",
     "GrammarSyntaxError",
     "GrammarTooLargeError",
+    "ModelError",
     "RegexError",
     "SchemaError",
     "StrictgenError",
     "TokenizerInfo",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "fill_next_token_bitmask_batch",
+    "fill_next_token_bitmask_batch_async",
 ]

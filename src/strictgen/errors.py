@@ -38,3 +38,20 @@ class SchemaError(StrictgenError):
 
 class GrammarTooLargeError(StrictgenError):
     """Compiling would exceed a size or time limit; raised instead of hanging or exhausting memory."""
+
+
+class ModelError(StrictgenError):
+    """A model cannot be found, loaded or run as asked (missing package, bad path, context full)."""
+
+
+class BudgetError(StrictgenError):
+    """max_tokens is below the fewest tokens that make a valid document; carries that minimum."""
+
+    def __init__(self, max_tokens: int, minimum: int, shortest: str):
+        self.max_tokens = max_tokens
+        self.minimum = minimum
+        self.shortest = shortest
+        super().__init__(
+            f"max_tokens={max_tokens} is too small: the shortest valid output {shortest!r} needs {minimum} "
+            f"tokens; raise max_tokens to at least {minimum}"
+        )

@@ -93,12 +93,13 @@ def _shared_nodes(grammar: Grammar) -> set[int]:
 
 
 class _Builder:
-    def __init__(self, grammar: Grammar, called: dict[str, int], shared: set[int] | None = None):
+    def __init__(self, grammar: Grammar, called: dict[str, int], shared: set[int], regular: dict[int, "_Dense"]):
         self.grammar = grammar
         self.called = called  # rule name → index, for rules kept as calls
         self.nfa = _NFA()
         self._charset_cache: dict[tuple, list] = {}
-        self._shared = shared if shared is not None else _shared_nodes(grammar)
+        self._shared = shared
+        self._regular = regular  # id(Intersect/Difference node) → its DFA, shared by the whole compile
         # a shared sub-expression built towards the same end state is built once: its fragment's
         # private entry state is reused, which keeps DAG-shaped IR (e.g. from JSON Schema) linear
         self._fragments: dict[tuple[int, int], int] = {}
@@ -147,7 +148,7 @@ class _Builder:
         elif isinstance(expr, Repeat):
             self._build_repeat(expr, start, end, inlining)
         elif isinstance(expr, (Intersect, Difference)):
-            self._embed(_regular_dfa(self.grammar, expr), start, end)
+            self._embed(self.regular_dfa(expr), start, end)
         elif isinstance(expr, RuleRef):
             if expr.name not in self.grammar.rules:
                 raise StrictgenError(f"undefined rule {expr.name!r}")
@@ -159,6 +160,31 @@ class _Builder:
                 self.build(self.grammar.rules[expr.name], start, end, inlining + (expr.name,))
         else:
             raise TypeError(f"not a grammar expression: {expr!r}")
+
+    def regular_dfa(self, expr: Expr) -> "_Dense":
+        """A DFA for a regular expression of the IR, Intersect and Difference included (memoised)."""
+        got = self._regular.get(id(expr))
+        if got is not None:
+            return got
+        if isinstance(expr, Intersect):
+            parts = [self.regular_dfa(item) for item in expr.items]
+            got = parts[0]
+            for part in parts[1:]:
+                got = _product(got, part, lambda a, b: a and b)
+        elif isinstance(expr, Difference):
+            got = _product(self.regular_dfa(expr.base), self.regular_dfa(expr.minus), lambda a, b: a and not b)
+        else:
+            sub = _Builder(self.grammar, {}, self._shared, self._regular)
+            start, final = sub.nfa.new(), sub.nfa.new()
+            try:
+                sub.build(expr, start, final, ())
+            except StrictgenError as exc:
+                if "recursive" in str(exc):
+                    raise StrictgenError("an intersection or difference may only combine regular languages, not recursive rules") from exc
+                raise
+            got = _dense(_minimize(_determinize(sub.nfa, start, final, "regular")))
+        self._regular[id(expr)] = got
+        return got
 
     def _embed(self, table: "_Dense", start: int, end: int) -> None:
         """Copy a dense DFA into the NFA between start and end."""
@@ -240,27 +266,6 @@ def _dense(dfa: RuleDFA) -> _Dense:
                 row[b] = target
         rows.append(row)
     return _Dense(rows, list(dfa.accepting))
-
-
-def _regular_dfa(grammar: Grammar, expr: Expr) -> _Dense:
-    """A DFA for a regular expression of the IR, Intersect and Difference included."""
-    if isinstance(expr, Intersect):
-        parts = [_regular_dfa(grammar, item) for item in expr.items]
-        out = parts[0]
-        for part in parts[1:]:
-            out = _product(out, part, lambda a, b: a and b)
-        return out
-    if isinstance(expr, Difference):
-        return _product(_regular_dfa(grammar, expr.base), _regular_dfa(grammar, expr.minus), lambda a, b: a and not b)
-    builder = _Builder(grammar, {})
-    start, final = builder.nfa.new(), builder.nfa.new()
-    try:
-        builder.build(expr, start, final, ())
-    except StrictgenError as exc:
-        if "recursive" in str(exc):
-            raise StrictgenError("an intersection or difference may only combine regular languages, not recursive rules") from exc
-        raise
-    return _dense(_determinize(builder.nfa, start, final, "regular"))
 
 
 def _product(a: _Dense, b: _Dense, accept) -> _Dense:
@@ -410,6 +415,14 @@ def _determinize(nfa: _NFA, start: int, final: int, name: str) -> RuleDFA:
         return got
 
     intern(closure1(start))
+    target_ids: dict[frozenset[int], int] = {}  # NFA targets of one byte interval → DFA state
+
+    def goto(targets: frozenset[int]) -> int:
+        got = target_ids.get(targets)
+        if got is None:
+            got = target_ids[targets] = intern(closure(targets))
+        return got
+
     accepting: list[bool] = []
     byte_groups: list[list[tuple[int, tuple[int, ...]]]] = []
     calls: list[list[tuple[int, int]]] = []
@@ -418,14 +431,26 @@ def _determinize(nfa: _NFA, start: int, final: int, name: str) -> RuleDFA:
         subset = subsets[i]
         i += 1
         accepting.append(final in subset)
-        edges = [e for s in subset for e in nfa.byte_edges[s]]
         groups: dict[int, list[int]] = {}
-        if edges:
-            points = sorted({lo for lo, _, _ in edges} | {hi + 1 for _, hi, _ in edges})
-            for a, b in zip(points, points[1:]):  # elementary byte intervals [a, b)
-                targets = frozenset(t for lo, hi, t in edges if lo <= a and b - 1 <= hi)
-                if targets:
-                    groups.setdefault(intern(closure(targets)), []).extend(range(a, b))
+        # sweep the byte line once: edges open at lo and close after hi; each elementary interval
+        # between consecutive boundaries goes to the closure of the edges open over it
+        events: dict[int, list[tuple[int, int]]] = {}
+        for s in subset:
+            for lo, hi, t in nfa.byte_edges[s]:
+                events.setdefault(lo, []).append((t, 1))
+                events.setdefault(hi + 1, []).append((t, -1))
+        if events:
+            active: dict[int, int] = {}
+            points = sorted(events)
+            for a, b in zip(points, points[1:]):
+                for t, d in events[a]:
+                    n = active.get(t, 0) + d
+                    if n:
+                        active[t] = n
+                    else:
+                        del active[t]
+                if active:
+                    groups.setdefault(goto(frozenset(active)), []).extend(range(a, b))
         byte_groups.append([(t, tuple(bs)) for t, bs in groups.items()])
         call_targets: dict[int, set[int]] = {}
         for s in subset:
@@ -613,9 +638,10 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     names = [grammar.root] + sorted(n for n in recursive if n != grammar.root)
     called = {n: i for i, n in enumerate(names) if n in recursive}
     shared = _shared_nodes(grammar)
+    regular: dict[int, _Dense] = {}
     raw: list[RuleDFA] = []
     for name in names:
-        builder = _Builder(grammar, called, shared)
+        builder = _Builder(grammar, called, shared, regular)
         start, final = builder.nfa.new(), builder.nfa.new()
         builder.build(grammar.rules[name], start, final, (name,))
         raw.append(_determinize(builder.nfa, start, final, name))

@@ -939,12 +939,16 @@ class Normalizer:
 
     def _union(self, dnfs: list[list[Conj]]) -> list[Conj]:
         out: dict[Conj, None] = {}
+        finite: list[Conj] = []  # value sets may hold lists and dicts: merged by JSON equality below
         for d in dnfs:
             for c in d:
-                out[c] = None
-        if len(out) > MAX_ALTERNATIVES:
+                if c.values is None:
+                    out[c] = None
+                else:
+                    finite.append(c)
+        if len(out) + min(len(finite), 1) > MAX_ALTERNATIVES:
             raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives")
-        return self._merge_finite(list(out))
+        return self._merge_finite(list(out) + finite)
 
     def _merge_finite(self, conjs: list[Conj]) -> list[Conj]:
         finite = [c for c in conjs if c.values is not None]

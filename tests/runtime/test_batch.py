@@ -1,0 +1,78 @@
+"""Batch mask filling: every row equals what the matcher fills alone, in any mix of grammars,
+states and termination, synchronously and in the background."""
+
+import json
+
+import numpy as np
+import pytest
+
+import strictgen as sg
+
+
+@pytest.fixture(scope="module")
+def matchers(qwen):
+    compiler = sg.GrammarCompiler(qwen)
+    grammars = [
+        compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a", "b"]}),
+        compiler.compile_regex(r"[0-9]{2,4}-[a-z]+"),
+        compiler.compile_json(),
+        compiler.compile_choice(["yes", "no", "maybe"]),
+    ]
+    prefixes = ['{"a": 12, "b": "x', "12", '[1, {"k": ', "", '{"a": ', "123-ab", "[", "ma"]
+    out = []
+    for i, prefix in enumerate(prefixes):
+        m = sg.GrammarMatcher(grammars[i % len(grammars)])
+        assert m.accept_string(prefix), prefix
+        out.append(m)
+    done = sg.GrammarMatcher(grammars[3])  # a terminated matcher allows only EOS
+    assert done.accept_string("no") and done.accept_token(qwen.eos_token_ids[0]) and done.is_terminated()
+    out.append(done)
+    return out
+
+
+def _alone(matchers, vocab_size):
+    rows = sg.allocate_token_bitmask(len(matchers), vocab_size)
+    flags = [m.fill_next_token_bitmask(rows, index=i) for i, m in enumerate(matchers)]
+    return rows, flags
+
+
+def test_batch_equals_one_by_one(qwen, matchers):
+    want, want_flags = _alone(matchers, qwen.vocab_size)
+    got = sg.allocate_token_bitmask(len(matchers), qwen.vocab_size)
+    assert sg.fill_next_token_bitmask_batch(matchers, got) == want_flags
+    assert np.array_equal(got, want)
+
+
+def test_batch_with_indices_and_async(qwen, matchers):
+    want, want_flags = _alone(matchers, qwen.vocab_size)
+    n = len(matchers)
+    got = sg.allocate_token_bitmask(n + 3, qwen.vocab_size)
+    rows = [n + 2 - i for i in range(n)]  # reversed, leaving rows 0..2 alone
+    flags = sg.fill_next_token_bitmask_batch_async(matchers, got, indices=rows).result(timeout=60)
+    assert flags == want_flags
+    for i, r in enumerate(rows):
+        assert np.array_equal(got[r], want[i])
+    assert (got[:2] == -1).all()
+
+
+def test_batch_on_fresh_grammars_computes_in_parallel_correctly(qwen):
+    """Cache misses on a pool: fresh grammars, so nothing is cached before the batch."""
+    compiler, reference = sg.GrammarCompiler(qwen, cache_size=1), sg.GrammarCompiler(qwen, cache_size=1)
+    schemas = [{"type": "object", "properties": {f"k{i}": {"type": "string", "maxLength": i + 1}}, "required": [f"k{i}"]} for i in range(6)]
+    batch, alone = [], []
+    for i, schema in enumerate(schemas):
+        for c, out in ((compiler, batch), (reference, alone)):
+            m = sg.GrammarMatcher(c.compile_json_schema(schema))
+            assert m.accept_string(json.dumps({f"k{i}": ""})[:-2])  # inside the string value
+            out.append(m)
+    got = sg.allocate_token_bitmask(len(batch), qwen.vocab_size)
+    sg.fill_next_token_bitmask_batch(batch, got)
+    want, _ = _alone(alone, qwen.vocab_size)
+    assert np.array_equal(got, want)
+
+
+def test_batch_errors(qwen, matchers):
+    with pytest.raises(ValueError, match="row indices"):
+        sg.fill_next_token_bitmask_batch(matchers, sg.allocate_token_bitmask(len(matchers), qwen.vocab_size), indices=[0])
+    with pytest.raises(ValueError, match="has no row"):
+        sg.fill_next_token_bitmask_batch(matchers, sg.allocate_token_bitmask(2, qwen.vocab_size))
