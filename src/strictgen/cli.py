@@ -67,6 +67,101 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compile_format(args: argparse.Namespace, tok):
+    """The CompiledGrammar the format flags ask for (None: unconstrained)."""
+    import json
+    from pathlib import Path
+
+    import strictgen as sg
+
+    compiler = sg.GrammarCompiler(tok)
+    if args.schema:
+        path = Path(args.schema)
+        try:
+            schema = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise sg.StrictgenError(f"cannot read schema file {path}: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise sg.SchemaError(f"{path} is not JSON: {exc}") from exc
+        if isinstance(schema, dict) and "schema" in schema and "$schema" not in schema and "type" not in schema:
+            schema = schema["schema"]  # a workload file of ../shared/data/bench: {"schema": ..., "tests": ...}
+        # spaced: one line of JSON as json.dumps writes it; every separator is forced (jump-forward)
+        return compiler.compile_json_schema(schema, whitespace="spaced")
+    if args.json:
+        return compiler.compile_json(whitespace="spaced")
+    if args.regex is not None:
+        return compiler.compile_regex(args.regex)
+    if args.grammar:
+        try:
+            text = Path(args.grammar).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise sg.StrictgenError(f"cannot read grammar file {args.grammar}: {exc}") from exc
+        return compiler.compile_grammar(text)
+    if args.choice:
+        return compiler.compile_choice(args.choice)
+    return None
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Generate constrained output with a real model; the output on stdout, --stats on stderr."""
+    import json
+
+    from strictgen.engine import GenerationConfig, SamplingParams, generate, load_model
+
+    model = load_model(args.model, runtime=args.runtime, threads=args.threads, progress=not args.quiet)
+    try:
+        grammar = _compile_format(args, model.tokenizer_info)
+        config = GenerationConfig(
+            max_tokens=args.max_tokens,
+            sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed),
+            stop=tuple(args.stop or ()),
+            jump_forward=not args.no_jump_forward,
+            truncation_safe=not args.no_truncation_safe,
+        )
+        prompt_ids = model.encode_prompt(args.prompt, chat=not args.raw, system=args.system)
+        result = generate(model, prompt_ids, grammar, config)
+    finally:
+        model.close()
+    print(result.text)
+    if args.stats:
+        info = {"model": model.name, "runtime": model.runtime, "format": _format_name(args), "finish_reason": result.finish_reason}
+        info.update(result.stats.summary())
+        print(json.dumps(info), file=sys.stderr)
+    return 0
+
+
+def _format_name(args: argparse.Namespace) -> str:
+    for name in ("schema", "regex", "grammar", "choice", "json"):
+        if getattr(args, name):
+            return name
+    return "none"
+
+
+def _add_generate_arguments(gen: argparse.ArgumentParser) -> None:
+    gen.add_argument("prompt", help="the user message (wrapped in the model's chat template unless --raw)")
+    gen.add_argument("--model", default="default", help="'default' (embedded SmolLM2-135M-Instruct), a GGUF file or a Hugging Face folder")
+    gen.add_argument("--runtime", default="auto", choices=["auto", "llama.cpp", "transformers"])
+    fmt = gen.add_mutually_exclusive_group()
+    fmt.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
+    fmt.add_argument("--regex", metavar="RE", help="a regular expression the whole output must match")
+    fmt.add_argument("--grammar", metavar="FILE", help="a GBNF grammar file (root rule 'root')")
+    fmt.add_argument("--choice", metavar="TEXT", action="append", help="one allowed output (repeat the flag)")
+    fmt.add_argument("--json", action="store_true", help="any JSON value")
+    gen.add_argument("--max-tokens", type=int, default=256)
+    gen.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    gen.add_argument("--top-p", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int, default=0)
+    gen.add_argument("--seed", type=int, default=None)
+    gen.add_argument("--stop", action="append", help="stop string (repeat the flag)")
+    gen.add_argument("--system", default=None, help="a system message")
+    gen.add_argument("--raw", action="store_true", help="use the prompt as is, without the chat template")
+    gen.add_argument("--no-jump-forward", action="store_true", help="sample every token, even forced ones")
+    gen.add_argument("--no-truncation-safe", action="store_true", help="let max_tokens cut the output anywhere")
+    gen.add_argument("--threads", type=int, default=None)
+    gen.add_argument("--stats", action="store_true", help="print timings and token counts as JSON on stderr")
+    gen.add_argument("--quiet", action="store_true", help="no loading indicator on stderr")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Side-by-side mask benchmark: strictgen, and xgrammar / llguidance when installed (DESIGN.md §5)."""
     from strictgen import bench
@@ -80,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="walk a document through a grammar on a real vocabulary, showing per-step masks")
     demo.add_argument("--tokenizer", default="smollm2", choices=["smollm2", "qwen", "deepseek"])
     demo.set_defaults(func=cmd_demo)
+    gen = sub.add_parser("generate", help="generate output in a format (JSON Schema, regex, GBNF, choice, JSON) with a real model")
+    _add_generate_arguments(gen)
+    gen.set_defaults(func=cmd_generate)
     bench = sub.add_parser("bench", help="time token masks side by side with xgrammar and llguidance (when installed)")
     from strictgen.bench import add_arguments as add_bench_arguments
 

@@ -3,7 +3,9 @@
 Whitespace is where a model can run away (an endless run of newlines is valid JSON), so it is
 bounded: by default what `json.dumps` writes with default separators, compact separators or
 `indent=N` is accepted, i.e. at most one newline followed by up to `max_indent` spaces or tabs
-between tokens. "compact" allows no whitespace at all. The JSON Schema front end reuses the
+between tokens. "compact" allows no whitespace at all; "spaced" is exactly `json.dumps`'s one line
+(", " and ": ", nothing else), the layout models know best with every separator forced, which
+suits jump-forward. The JSON Schema front end reuses the
 pieces here (`JsonStyle`, `json_string`, `json_number`, ...).
 """
 
@@ -41,22 +43,24 @@ STRING_CHAR = alt(
 class JsonStyle:
     """Whitespace allowed between JSON tokens."""
 
-    whitespace: str = "flexible"  # "flexible" (bounded) or "compact" (none)
+    whitespace: str = "flexible"  # "flexible" (bounded), "compact" (none) or "spaced" (", " and ": ")
     max_indent: int = 20
 
     def __post_init__(self):
-        if self.whitespace not in ("flexible", "compact"):
-            raise ValueError(f"whitespace must be 'flexible' or 'compact', not {self.whitespace!r}")
+        if self.whitespace not in ("flexible", "compact", "spaced"):
+            raise ValueError(f"whitespace must be 'flexible', 'compact' or 'spaced', not {self.whitespace!r}")
         if not 0 <= self.max_indent <= 1000:
             raise ValueError("max_indent must be between 0 and 1000")
 
     def ws(self) -> Expr:
-        if self.whitespace == "compact":
+        if self.whitespace in ("compact", "spaced"):
             return EMPTY
         return seq(opt(alt(lit("\n"), lit("\r\n"))), repeat(chars(" \t"), 0, self.max_indent))
 
     def separator(self, symbol: str) -> Expr:
         """A ',' or ':' with the whitespace allowed around it."""
+        if self.whitespace == "spaced":
+            return lit(symbol + " ")
         ws = self.ws()
         return seq(ws, lit(symbol), ws)
 

@@ -1,0 +1,377 @@
+"""The constrained generation loop: mask, sample, advance; jump-forward; truncation-safe budgets.
+
+One step: the logits of the last forward pass get the matcher's mask, a token is chosen, the matcher
+accepts it. If the grammar then forces some text (jump-forward), that text is tokenized together
+with the last few output tokens — re-encoding the boundary so the model sees tokenizations it was
+trained on — and everything new goes through the model in one forward pass; the KV cache is rolled
+back to the longest common prefix first. While the model runs (another thread: llama.cpp and torch
+release the GIL) the matcher computes the next mask.
+
+With a grammar and a max_tokens budget the output is truncation-safe: a token is taken only if the
+document can still be finished in the tokens left after it (see strictgen.runtime.budget), so
+`finish_reason == "length"` still leaves a valid document.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from strictgen.compile.compiled import CompiledGrammar
+from strictgen.compile.machine import DEAD
+from strictgen.errors import StrictgenError
+from strictgen.runtime.bitmask import apply_token_bitmask_inplace
+from strictgen.runtime.budget import TokenBudget
+from strictgen.runtime.matcher import GrammarMatcher
+
+from .model import Model
+from .sampling import Sampler, SamplingParams
+
+# how many of the last output tokens jump-forward re-encodes together with the forced text
+RETOKENIZE_BACKOFF = 2
+# how many top-ranked tokens the truncation guard tries before taking the shortest-completion token
+GUARD_CANDIDATES = 32
+
+
+@dataclass
+class GenerationConfig:
+    max_tokens: int = 256
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    stop: tuple[str, ...] = ()
+    jump_forward: bool = True
+    truncation_safe: bool = True
+    overlap_mask: bool = True  # compute the next mask while the forward pass runs
+
+    def __post_init__(self):
+        if self.max_tokens < 1:
+            raise StrictgenError(f"max_tokens must be at least 1, not {self.max_tokens}")
+        self.stop = tuple(s for s in self.stop if s)
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    sampled_tokens: int = 0  # chosen by sampling (EOS included)
+    forced_tokens: int = 0  # net tokens added by jump-forward
+    jumps: int = 0
+    retokenized: int = 0  # jumps whose boundary re-encoding changed already-chosen tokens
+    forward_passes: int = 0  # decode passes after the prompt's
+    prefill_s: float = 0.0
+    forward_s: float = 0.0
+    mask_s: float = 0.0  # computing and applying masks
+    sample_s: float = 0.0
+    budget_s: float = 0.0  # truncation guard
+    guarded: int = 0  # steps where the guard overruled the first choice
+    total_s: float = 0.0
+    ended_by_eos: bool = False
+
+    @property
+    def passes_saved(self) -> int:
+        """Forward passes jump-forward saved: token-by-token decoding of the same output needs one
+        pass per output token after the first (plus one to sample EOS), less the passes made."""
+        baseline = max(0, self.output_tokens - 1) + (1 if self.ended_by_eos else 0)
+        return max(0, baseline - self.forward_passes)
+
+    def summary(self) -> dict:
+        n = max(1, self.forward_passes)
+        out = max(1, self.output_tokens)
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "sampled_tokens": self.sampled_tokens,
+            "forced_tokens": self.forced_tokens,
+            "jumps": self.jumps,
+            "retokenized": self.retokenized,
+            "forward_passes": self.forward_passes,
+            "passes_saved": self.passes_saved,
+            "passes_saved_pct": round(100.0 * self.passes_saved / max(1, self.passes_saved + self.forward_passes), 1),
+            "prefill_ms": round(self.prefill_s * 1000, 1),
+            "forward_ms_per_pass": round(self.forward_s * 1000 / n, 2),
+            "forward_ms_per_token": round(self.forward_s * 1000 / out, 2),
+            "mask_ms_per_token": round(self.mask_s * 1000 / out, 3),
+            "sample_ms_per_token": round(self.sample_s * 1000 / out, 3),
+            "budget_ms_per_token": round(self.budget_s * 1000 / out, 3),
+            "guarded_steps": self.guarded,
+            "total_s": round(self.total_s, 3),
+            "tokens_per_s": round(self.output_tokens / self.total_s, 1) if self.total_s else 0.0,
+            "decode_tokens_per_s": round(self.output_tokens / max(1e-9, self.total_s - self.prefill_s), 1),
+        }
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    token_ids: list[int]
+    finish_reason: str  # "stop" (EOS, grammar complete, or a stop string) or "length"
+    stats: GenerationStats
+    forced: list[bool] = field(default_factory=list)  # per output token: put there by jump-forward, not sampled
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if len(diff) else n
+
+
+_executor: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-forward")
+    return _executor
+
+
+class _Run:
+    """One generation's mutable state (kept out of the Model so a Model can be reused)."""
+
+    def __init__(self, model: Model, prompt_ids: list[int], grammar: CompiledGrammar | None, config: GenerationConfig):
+        if not prompt_ids:
+            raise StrictgenError("the prompt is empty")
+        self.model = model
+        self.config = config
+        self.prompt = list(prompt_ids)
+        self.out: list[int] = []
+        self.origin: list[bool] = []  # True where jump-forward put the token
+        self.stats = GenerationStats(prompt_tokens=len(self.prompt))
+        self.sampler = Sampler(config.sampling)
+        self.matcher = GrammarMatcher(grammar) if grammar is not None else None
+        self.budget = TokenBudget(grammar) if grammar is not None and config.truncation_safe else None
+        if self.budget is not None:
+            self.budget.check(config.max_tokens)
+        eos = grammar.tokenizer_info.eos_token_ids if grammar is not None else model.tokenizer_info.eos_token_ids
+        self.eos = frozenset(eos)
+        if grammar is not None and grammar.tokenizer_info.vocab_size > model.vocab_size:
+            raise StrictgenError(
+                f"the grammar was compiled for {grammar.tokenizer_info.vocab_size} tokens, the model has {model.vocab_size}"
+            )
+
+    # ---- helpers ----
+
+    @property
+    def remaining(self) -> int:
+        return self.config.max_tokens - len(self.out)
+
+    def _grammar_done(self) -> bool:
+        """The grammar can end here and nothing else can follow: no need to ask the model."""
+        m = self.matcher
+        if m is None or not m.can_end():
+            return False
+        return not self.model_row_live(m.state)
+
+    def model_row_live(self, state: int) -> bool:
+        row = self.matcher.compiled.machine.compute_row(state)
+        return bool((row != DEAD).any())
+
+    def _text(self) -> bytes:
+        return self.model.detokenize(self.out)
+
+    # ---- jump-forward ----
+
+    def _jump_forward(self) -> None:
+        """Append what the grammar forces now, re-encoding the boundary with the model's tokenizer."""
+        m = self.matcher
+        forced = m.find_jump_forward_string()
+        if not forced:
+            return
+        before = list(self.out)
+        new_out = self._retokenized(forced)
+        if new_out is None:
+            return
+        if not self._replace_output(new_out):
+            return
+        if self.budget is not None and self.budget.tokens_needed(m.state) > self.remaining:
+            # the model's tokenization of the forced text is too long for the budget: take the
+            # shortest-completion tokens inside the forced text instead (always within budget)
+            self._replace_output(before)
+            self._force_canonical(len(forced.encode("utf-8")))
+            return
+        if len(self.out) > self.config.max_tokens:  # no budget guard: cut to max_tokens
+            self._replace_output(self.out[: self.config.max_tokens])
+        self.stats.jumps += 1
+        kept = _common_prefix(before, self.out)
+        if kept < len(before):
+            self.stats.retokenized += 1
+        self.stats.forced_tokens += len(self.out) - len(before)
+
+    def _retokenized(self, forced: str) -> list[int] | None:
+        """Output tokens with the last few re-encoded together with `forced` (None: cannot)."""
+        forced_b = forced.encode("utf-8")
+        for back in range(min(RETOKENIZE_BACKOFF, len(self.out)), -1, -1):
+            tail = self.out[len(self.out) - back :] if back else []
+            data = self.model.detokenize(tail) + forced_b
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # the tail starts inside a character: back off less
+            ids = self.model.tokenize(text)
+            if self.model.detokenize(ids) != data or any(self.model.tokenizer_info.is_special[i] for i in ids):
+                continue
+            return self.out[: len(self.out) - back] + ids
+        return None
+
+    def _replace_output(self, new_out: list[int]) -> bool:
+        """Make the output `new_out`, rolling the matcher back to the common prefix (False: refused)."""
+        m = self.matcher
+        keep = _common_prefix(self.out, new_out)
+        origin = self.origin[:keep] + [True] * (len(new_out) - keep)
+        undo = len(self.out) - keep
+        if undo:
+            m.rollback(undo)
+        accepted = 0
+        for t in new_out[keep:]:
+            if not m.accept_token(t):
+                break
+            accepted += 1
+        if accepted < len(new_out) - keep:  # should not happen: restore the old output
+            m.rollback(accepted)
+            for t in self.out[keep:]:
+                m.accept_token(t)
+            return False
+        self.out = list(new_out)
+        self.origin = origin
+        return True
+
+    def _force_canonical(self, max_bytes: int) -> None:
+        """Append the shortest-completion tokens that lie within the next `max_bytes` bytes."""
+        toks = self.budget.completion_tokens(self.matcher.state)
+        used = 0
+        added = 0
+        for t in toks:
+            used += len(self.model.token_bytes(t))
+            if used > max_bytes:
+                break
+            self.matcher.accept_token(t)
+            self.out.append(t)
+            self.origin.append(True)
+            added += 1
+        if added:
+            self.stats.jumps += 1
+            self.stats.forced_tokens += added
+
+    # ---- choosing ----
+
+    def _choose(self, logits: np.ndarray) -> int:
+        t0 = time.perf_counter()
+        scores = self.sampler.scores(logits)
+        best = int(np.argmax(scores))
+        self.stats.sample_s += time.perf_counter() - t0
+        if not np.isfinite(scores[best]):
+            raise StrictgenError("no token is allowed (internal error: the mask is empty)")
+        if self.budget is None or best in self.eos:
+            return best
+        t1 = time.perf_counter()
+        try:
+            state = self.matcher.state
+            if self.budget.fits(state, best, self.remaining):
+                return best
+            self.stats.guarded += 1
+            for t in self.sampler.ranked(scores, GUARD_CANDIDATES)[1:]:
+                if t in self.eos or self.budget.fits(state, t, self.remaining):
+                    return t
+            return self.budget.completion_tokens(state)[0]
+        finally:
+            self.stats.budget_s += time.perf_counter() - t1
+
+    # ---- the loop ----
+
+    def _forward(self, feed: list[int]) -> tuple[np.ndarray, float]:
+        t0 = time.perf_counter()
+        logits = self.model.forward(feed)
+        return logits, time.perf_counter() - t0
+
+    def _mask(self, logits: np.ndarray | None, row: np.ndarray | None) -> np.ndarray | None:
+        if self.matcher is None:
+            return None
+        t0 = time.perf_counter()
+        if row is None:
+            row = self.matcher.next_token_mask()
+        if logits is not None:
+            apply_token_bitmask_inplace(logits, row)
+        self.stats.mask_s += time.perf_counter() - t0
+        return row
+
+    def run(self) -> GenerationResult:
+        t_start = time.perf_counter()
+        cfg = self.config
+        model = self.model
+        if self.matcher is not None and cfg.jump_forward:
+            self._jump_forward()
+        finish = None
+        first = True
+        while True:
+            if self._grammar_done():
+                finish = "stop"
+                break
+            if self.remaining <= 0:
+                finish = "length"
+                break
+            seq = self.prompt + self.out
+            keep = _common_prefix(model.tokens, seq)
+            if keep == len(seq):  # the logits after the last token are needed again
+                keep -= 1
+            model.truncate(keep)
+            feed = seq[keep:]
+            if cfg.overlap_mask and self.matcher is not None:
+                future = _pool().submit(self._forward, feed)
+                row = self._mask(None, None)
+                logits, dt = future.result()
+                self._mask(logits, row)
+            else:
+                logits, dt = self._forward(feed)
+                self._mask(logits, None)
+            if first:
+                self.stats.prefill_s += dt
+                first = False
+            else:
+                self.stats.forward_passes += 1
+                self.stats.forward_s += dt
+            token = self._choose(logits)
+            self.stats.sampled_tokens += 1
+            if token in self.eos:
+                if self.matcher is not None:
+                    self.matcher.accept_token(token)
+                self.stats.ended_by_eos = True
+                finish = "stop"
+                break
+            if self.matcher is not None and not self.matcher.accept_token(token):
+                raise StrictgenError(f"internal error: the matcher refused allowed token {token}")
+            self.out.append(token)
+            self.origin.append(False)
+            if cfg.stop and self._cut_at_stop():
+                finish = "stop"
+                break
+            if self.matcher is not None and cfg.jump_forward:
+                self._jump_forward()
+        self.stats.output_tokens = len(self.out)
+        self.stats.total_s = time.perf_counter() - t_start
+        text = self._text().decode("utf-8", "replace")
+        if cfg.stop:
+            text = _cut_text(text, cfg.stop)
+        return GenerationResult(text, list(self.out), finish, self.stats, list(self.origin))
+
+    def _cut_at_stop(self) -> bool:
+        text = self._text().decode("utf-8", "ignore")
+        return any(s in text for s in self.config.stop)
+
+
+def _cut_text(text: str, stops: tuple[str, ...]) -> str:
+    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+    return text if cut < 0 else text[:cut]
+
+
+def generate(
+    model: Model,
+    prompt_ids: list[int],
+    grammar: CompiledGrammar | None = None,
+    config: GenerationConfig | None = None,
+) -> GenerationResult:
+    """Generate after `prompt_ids`, constrained by `grammar` (None: unconstrained)."""
+    return _Run(model, prompt_ids, grammar, config or GenerationConfig()).run()

@@ -1,0 +1,143 @@
+"""The model interface the generation loop drives, whatever runs the network underneath.
+
+A model keeps one sequence in its KV cache. The loop only needs four things from it: append tokens
+and get the logits after the last one (one forward pass however many tokens), roll the cache back
+to a position (jump-forward re-tokenizes a boundary), tokenize text, and the vocabulary as a
+TokenizerInfo for masks. Two runtimes implement it: llama.cpp (`llama_cpp_runtime.py`) and
+transformers on torch CPU (`transformers_runtime.py`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from strictgen.errors import ModelError
+from strictgen.tokenizer.info import TokenizerInfo
+
+
+@dataclass
+class ChatTemplate:
+    """A model's chat template (Jinja text) and the special tokens it refers to."""
+
+    source: str | None
+    bos_token: str = ""
+    eos_token: str = ""
+
+    def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
+        """The prompt text for `messages`; without a template, a plain "role: content" layout."""
+        if not self.source:
+            lines = [f"{m['role']}: {m['content']}" for m in messages]
+            return "\n".join(lines) + ("\nassistant: " if add_generation_prompt else "")
+        return _compiled_template(self.source).render(
+            messages=messages,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+        )
+
+
+_TEMPLATES: dict[str, object] = {}
+
+
+def _compiled_template(source: str):
+    """Compile a chat template once, in a sandbox (templates come from model files)."""
+    got = _TEMPLATES.get(source)
+    if got is None:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        def raise_exception(message):
+            raise ModelError(f"chat template: {message}")
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = raise_exception
+        got = _TEMPLATES[source] = env.from_string(source)
+    return got
+
+
+@dataclass
+class ForwardStats:
+    """Counters a model keeps about its forward passes."""
+
+    prefill_calls: int = 0
+    prefill_tokens: int = 0
+    prefill_s: float = 0.0
+    decode_calls: int = 0
+    decode_tokens: int = 0
+    decode_s: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class Model(ABC):
+    """One sequence's worth of a causal language model."""
+
+    runtime: str = "?"
+    name: str = "?"
+    tokenizer_info: TokenizerInfo
+    chat_template: ChatTemplate
+    add_bos: bool = False
+    bos_token_id: int | None = None
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []  # what the KV cache holds
+        self.stats = ForwardStats()
+
+    @property
+    def vocab_size(self) -> int:
+        """Width of the logits vector (may exceed the tokenizer's vocabulary)."""
+        return self.tokenizer_info.vocab_size
+
+    @abstractmethod
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Token ids of `text` (no BOS); `special=True` turns special-token text into those tokens."""
+
+    @abstractmethod
+    def _forward(self, tokens: list[int]) -> np.ndarray:
+        """Run `tokens` after the cache; return float32 logits after the last one."""
+
+    @abstractmethod
+    def _truncate(self, length: int) -> None:
+        """Drop the cache past `length` tokens."""
+
+    def forward(self, tokens: list[int]) -> np.ndarray:
+        """Append `tokens` (one pass) and return the next-token logits (a fresh float32 array)."""
+        if not tokens:
+            raise ModelError("forward needs at least one token")
+        logits = self._forward(list(tokens))
+        self.tokens.extend(tokens)
+        return logits
+
+    def truncate(self, length: int) -> None:
+        """Roll the KV cache back to its first `length` tokens."""
+        if not 0 <= length <= len(self.tokens):
+            raise ModelError(f"cannot roll the cache back to {length} tokens: it holds {len(self.tokens)}")
+        if length < len(self.tokens):
+            self._truncate(length)
+            del self.tokens[length:]
+
+    def reset(self) -> None:
+        self.truncate(0)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.tokenizer_info.token_bytes(token_id) if not self.tokenizer_info.is_special[token_id] else b""
+
+    def detokenize(self, ids: list[int]) -> bytes:
+        """The bytes of `ids` (special tokens give nothing)."""
+        return b"".join(self.token_bytes(i) for i in ids)
+
+    def encode_prompt(self, prompt: str, *, chat: bool = True, system: str | None = None) -> list[int]:
+        """Prompt token ids: the chat template around a user message (or the raw text), BOS as the model wants."""
+        if chat:
+            messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+            text = self.chat_template.render(messages)
+        else:
+            text = prompt
+        ids = self.tokenize(text, special=chat)
+        if self.add_bos and self.bos_token_id is not None and (not ids or ids[0] != self.bos_token_id):
+            ids = [self.bos_token_id] + ids
+        return ids
+
+    def close(self) -> None:
+        """Free the runtime's memory (the model is unusable afterwards)."""

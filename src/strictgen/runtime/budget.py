@@ -1,0 +1,211 @@
+"""Shortest completions: how little output still finishes a valid document from a grammar state.
+
+This is what makes output truncation-safe. With a max_tokens budget, a token is only taken when
+the document can still be closed in the tokens left after it; a budget below the shortest valid
+document is refused before generating.
+
+From a machine state the *completion* is the lexicographically smallest among the shortest byte
+strings that lead to an accepting state (found breadth-first over the machine's states, bytes tried
+in increasing order). That choice is consistent: the completion of the state one byte further along
+it is its own tail. Its cost in tokens is the length of its greedy longest-match tokenization, and
+greedy matching is deterministic from left to right, so after taking the first token of that
+tokenization the cost drops by exactly one. Hence, starting within budget, the first completion
+token always stays within budget, and the guard never leads into a dead end.
+
+Only the machine's public methods are used (`start`, `accepting`, `compute_row`, `step_bytes`).
+Results are cached per machine (machine states are shared by every matcher of a grammar).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.errors import BudgetError, StrictgenError
+
+# breadth-first search stops after expanding this many states (deeply nested free-form JSON can
+# make the set of states within a few bytes very large); beyond it the state counts as unknown
+MAX_EXPANDED = 200_000
+
+
+class CompletionSearchTooLarge(StrictgenError):
+    """The breadth-first search for a shortest completion exceeded MAX_EXPANDED states."""
+
+
+class ShortestCompletions:
+    """Shortest completions (bytes) of one machine's states, memoised; thread-safe."""
+
+    def __init__(self, machine: PushdownMachine, max_expanded: int = MAX_EXPANDED):
+        self.machine = machine
+        self.max_expanded = max_expanded
+        self._memo: dict[int, bytes] = {}
+        self._lock = threading.Lock()
+
+    def completion(self, state: int) -> bytes:
+        """The lexicographically smallest shortest byte string from `state` to an accepting state."""
+        got = self._memo.get(state)
+        if got is not None:
+            return got
+        if state == DEAD:
+            raise StrictgenError("the dead state has no completion")
+        with self._lock:
+            got = self._search(state)
+        return got
+
+    def _successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+        """(smallest byte, next state) for each distinct live successor, in increasing byte order."""
+        row = self.machine.compute_row(state)
+        values, first = np.unique(row, return_index=True)
+        keep = values != DEAD
+        values, first = values[keep], first[keep]
+        order = np.argsort(first)
+        return first[order], values[order]
+
+    def _search(self, start: int) -> bytes:
+        memo = self._memo
+        if start in memo:
+            return memo[start]
+        accepting = self.machine.accepting
+        if accepting[start]:
+            memo[start] = b""
+            return b""
+        # parent links: state → (previous state, byte); levels are lists in lexicographic path order
+        parent: dict[int, tuple[int, int]] = {start: (-1, -1)}
+        level = [start]
+        depth = 0
+        best: tuple[int, bytes] | None = None  # (total length, completion)
+        expanded = 0
+
+        def path_to(state: int) -> bytes:
+            out = bytearray()
+            while state != start:
+                prev, b = parent[state]
+                out.append(b)
+                state = prev
+            return bytes(reversed(out))
+
+        while level and (best is None or depth + 1 <= best[0]):
+            nxt_level: list[int] = []
+            for s in level:
+                expanded += 1
+                if expanded > self.max_expanded:
+                    raise CompletionSearchTooLarge(
+                        f"shortest completion: more than {self.max_expanded} grammar states within reach"
+                    )
+                byte_values, states = self._successors(s)
+                for b, t in zip(byte_values.tolist(), states.tolist()):
+                    if t in parent:
+                        continue
+                    parent[t] = (s, b)
+                    known = memo.get(t)
+                    if known is None and accepting[t]:
+                        known = b""
+                    if known is not None:
+                        cand = (depth + 1 + len(known), path_to(t) + known)
+                        if best is None or cand < best:
+                            best = cand
+                        continue  # a known tail: no need to look past it
+                    nxt_level.append(t)
+            level = nxt_level
+            depth += 1
+        if best is None:
+            raise StrictgenError("no completion from this grammar state (the grammar has a dead end)")
+        completion = best[1]
+        # every state along the completion gets its tail (consistent by the lexicographic choice)
+        state = start
+        for i in range(len(completion)):
+            memo.setdefault(state, completion[i:])
+            state = self.machine.step_bytes(state, completion[i : i + 1])
+        memo.setdefault(state, b"")
+        return completion
+
+
+class GreedyTokenizer:
+    """Greedy longest-match tokenization over a vocabulary's non-special tokens."""
+
+    def __init__(self, token_bytes: list[bytes], is_special: np.ndarray):
+        self._ids: dict[bytes, int] = {}
+        for i, tb in enumerate(token_bytes):
+            if tb and not is_special[i] and tb not in self._ids:
+                self._ids[tb] = i
+        self._max_len = max((len(tb) for tb in self._ids), default=1)
+
+    def encode(self, data: bytes) -> list[int]:
+        """Token ids spelling `data`; raises StrictgenError if some byte has no token."""
+        out = []
+        pos = 0
+        n = len(data)
+        ids = self._ids
+        while pos < n:
+            for length in range(min(self._max_len, n - pos), 0, -1):
+                tid = ids.get(data[pos : pos + length])
+                if tid is not None:
+                    out.append(tid)
+                    pos += length
+                    break
+            else:
+                raise StrictgenError(f"byte {data[pos]:#04x} has no token in this vocabulary")
+        return out
+
+
+_greedy_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_completions_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+
+
+def _greedy_for(info) -> GreedyTokenizer:
+    with _cache_lock:
+        got = _greedy_cache.get(info)
+        if got is None:
+            got = _greedy_cache[info] = GreedyTokenizer(info.all_token_bytes, info.is_special)
+        return got
+
+
+def _completions_for(machine: PushdownMachine) -> ShortestCompletions:
+    with _cache_lock:
+        got = _completions_cache.get(machine)
+        if got is None:
+            got = _completions_cache[machine] = ShortestCompletions(machine)
+        return got
+
+
+class TokenBudget:
+    """Token costs of finishing a document from a grammar's states, for one compiled grammar."""
+
+    def __init__(self, compiled):
+        self.machine = compiled.machine
+        self.completions = _completions_for(self.machine)
+        self.tokenizer = _greedy_for(compiled.tokenizer_info)
+        self._token_bytes = compiled.tokenizer_info.all_token_bytes
+        self._cost: dict[int, list[int]] = {}
+
+    def completion_tokens(self, state: int) -> list[int]:
+        """The greedy tokenization of the shortest completion from `state` (cached)."""
+        got = self._cost.get(state)
+        if got is None:
+            got = self._cost[state] = self.tokenizer.encode(self.completions.completion(state))
+        return got
+
+    def tokens_needed(self, state: int) -> int:
+        """Tokens that always suffice to finish a valid document from `state` (0 where it can end)."""
+        return len(self.completion_tokens(state))
+
+    def fits(self, state: int, token_id: int, remaining: int) -> bool:
+        """Whether taking `token_id` at `state` leaves a finish within `remaining - 1` more tokens."""
+        nxt = self.machine.step_bytes(state, self._token_bytes[token_id])
+        return nxt != DEAD and self.tokens_needed(nxt) <= remaining - 1
+
+    def minimum_tokens(self) -> int:
+        """Tokens of the shortest valid document (what a max_tokens budget must at least be)."""
+        return self.tokens_needed(self.machine.start)
+
+    def check(self, max_tokens: int, state: int | None = None) -> None:
+        """Raise BudgetError when `max_tokens` cannot finish a document from `state` (default: start)."""
+        state = self.machine.start if state is None else state
+        need = self.tokens_needed(state)
+        if max_tokens < need:
+            text = self.completions.completion(state).decode("utf-8", "replace")
+            raise BudgetError(max_tokens, need, text)

@@ -1,0 +1,30 @@
+"""The embedded model, loaded once per test session for each runtime (loading takes seconds)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+WEATHER_FILE = Path("../shared/data/bench/seed---weather.json")
+WEATHER_PROMPT = "Give the current weather in Beijing as JSON: the city, the temperature in Celsius, and the weather."
+
+
+@functools.lru_cache(maxsize=None)
+def embedded(runtime: str):
+    """SmolLM2-135M-Instruct through `runtime` ("llama.cpp" or "transformers")."""
+    from strictgen.engine import load_model
+
+    return load_model("default", runtime=runtime, n_ctx=1024)
+
+
+def weather_schema() -> dict:
+    """The weather schema of ../shared/data/bench (a copy of it when the folder is absent)."""
+    if WEATHER_FILE.is_file():
+        return json.loads(WEATHER_FILE.read_text(encoding="utf-8"))["schema"]
+    return {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "temp_c": {"type": "integer"}, "weather": {"type": "string", "enum": ["晴", "多云", "雨"]}},
+        "required": ["city", "temp_c", "weather"],
+        "additionalProperties": False,
+    }
