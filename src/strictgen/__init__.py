@@ -15,6 +15,7 @@ from strictgen.errors import (
     SchemaError,
     StrictgenError,
 )
+from strictgen.runtime.batch import fill_next_token_bitmask_batch, fill_next_token_bitmask_batch_async
 from strictgen.runtime.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from strictgen.runtime.matcher import GrammarMatcher
 from strictgen.tokenizer.info import TokenizerInfo
@@ -35,4 +36,6 @@ __all__ = [
     "TokenizerInfo",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "fill_next_token_bitmask_batch",
+    "fill_next_token_bitmask_batch_async",
 ]
