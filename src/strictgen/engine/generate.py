@@ -24,7 +24,7 @@ from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.machine import DEAD
 from strictgen.errors import StrictgenError
 from strictgen.runtime.bitmask import apply_token_bitmask_inplace
-from strictgen.runtime.budget import TokenBudget
+from strictgen.runtime.budget import TokenBudget, greedy_tokenizer
 from strictgen.runtime.matcher import GrammarMatcher
 
 from .model import Model
@@ -215,7 +215,12 @@ class _Run:
             if self.model.detokenize(ids) != data or any(self.model.tokenizer_info.is_special[i] for i in ids):
                 continue
             return self.out[: len(self.out) - back] + ids
-        return None
+        # the model's tokenizer does not spell the text back exactly (a SentencePiece tokenizer adds a
+        # leading space, say): spell the forced text by greedy longest match instead
+        try:
+            return self.out + greedy_tokenizer(self.model.tokenizer_info).encode(forced_b)
+        except StrictgenError:
+            return None
 
     def _replace_output(self, new_out: list[int]) -> bool:
         """Make the output `new_out`, rolling the matcher back to the common prefix (False: refused)."""

@@ -59,6 +59,11 @@ class TransformersModel(Model):
             probe = tk("a", add_special_tokens=True)["input_ids"]
             self.add_bos = bool(tk.bos_token_id is not None and probe and probe[0] == tk.bos_token_id)
         self._cache = None
+        import inspect
+
+        params = inspect.signature(self.hf_model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5.x
+        self._last_only = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         return list(self.hf_tokenizer(text, add_special_tokens=False, split_special_tokens=not special)["input_ids"])
@@ -67,7 +72,9 @@ class TransformersModel(Model):
         torch = self._torch
         t0 = time.perf_counter()
         with torch.inference_mode():
-            out = self.hf_model(input_ids=torch.tensor([tokens], dtype=torch.long), past_key_values=self._cache, use_cache=True)
+            out = self.hf_model(
+                input_ids=torch.tensor([tokens], dtype=torch.long), use_cache=True, **{self._cache_kw: self._cache}, **self._last_only
+            )
         self._cache = out.past_key_values
         logits = out.logits[0, -1].float().numpy().copy()
         self.stats.extra["last_forward_s"] = time.perf_counter() - t0

@@ -156,7 +156,8 @@ _completions_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
 
-def _greedy_for(info) -> GreedyTokenizer:
+def greedy_tokenizer(info) -> GreedyTokenizer:
+    """The (cached) greedy longest-match tokenizer of a TokenizerInfo."""
     with _cache_lock:
         got = _greedy_cache.get(info)
         if got is None:
@@ -178,7 +179,7 @@ class TokenBudget:
     def __init__(self, compiled):
         self.machine = compiled.machine
         self.completions = _completions_for(self.machine)
-        self.tokenizer = _greedy_for(compiled.tokenizer_info)
+        self.tokenizer = greedy_tokenizer(compiled.tokenizer_info)
         self._token_bytes = compiled.tokenizer_info.all_token_bytes
         self._cost: dict[int, list[int]] = {}
 
