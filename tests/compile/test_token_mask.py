@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import strictgen as sg
+from strictgen.compile.machine import DEAD
 
 
 @pytest.mark.parametrize("prefix", ['{"key": "va', '["x", "', '{"a": [1, {"b": "\\u00e9 ', '"'])
@@ -17,8 +18,42 @@ def test_loop_split_equals_full_trie_walk(qwen, prefix):
     inside, rest = qwen.trie.loop_split(bytes(loop.astype(np.uint8)))
     assert rest is not None and inside.sum() > 50_000
     shortcut = masker._allowed(state)
-    full = masker.live_nodes(state)[qwen.trie.token_node]
-    assert np.array_equal(shortcut, full)
+    assert np.array_equal(shortcut, _token_by_token(grammar, qwen, state))
+
+
+def _token_by_token(grammar, tok, state) -> np.ndarray:
+    """The obviously correct mask (without EOS): run the machine over every text token's bytes."""
+    machine = grammar.machine
+    return np.array(
+        [bool(b) and not tok.is_special[i] and machine.step_bytes(state, b) != DEAD for i, b in enumerate(tok.all_token_bytes)]
+    )
+
+
+OPEN_KEYS = {
+    "type": "object",
+    "properties": {"CloneRepository": {"type": "integer"}, "Checkout": {"type": "integer"}},
+    "additionalProperties": {"type": "integer"},
+}
+SHORTCUT_CASES = [
+    (OPEN_KEYS, '{"Clo'),  # a known key so far, or any other key: not a self-loop
+    (OPEN_KEYS, '{"CloneRepository": 1, "C'),
+    (OPEN_KEYS, '{"x'),
+    ({"type": "string", "pattern": "^[a-z]+(-[a-z0-9]+)*$"}, '"ab-'),
+    ({"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}, '{"name": "ab'),
+    ({"type": "array", "items": {"type": "number"}}, "[1.5, -"),
+    ({"enum": ["alpha", "alphabet", "beta"]}, '"alph'),
+    ({}, ""),
+]
+
+
+@pytest.mark.parametrize("schema,prefix", SHORTCUT_CASES)
+def test_mask_equals_token_by_token(qwen, schema, prefix):
+    """Whatever shortcut `_allowed` takes (loop split, first-byte split, text tail), the tokens it
+    allows are exactly those whose bytes the machine accepts."""
+    grammar = sg.GrammarCompiler(qwen).compile_json_schema(schema)
+    m = sg.GrammarMatcher(grammar)
+    assert m.accept_string(prefix)
+    assert np.array_equal(grammar.masker._allowed(m.state), _token_by_token(grammar, qwen, m.state))
 
 
 def test_byte_sets_match_token_bytes(qwen):

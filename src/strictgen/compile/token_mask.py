@@ -29,6 +29,9 @@ def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
     return np.packbits(padded, bitorder="little").view("<i4").astype(np.int32, copy=False)
 
 
+TAIL_TEXTS = 48  # finish the trie walk token by token below this many texts
+
+
 class TokenMasker:
     """Caches the allowed-token bitmask of each machine state for one vocabulary."""
 
@@ -61,15 +64,22 @@ class TokenMasker:
                 self._cache.popitem(last=False)
         return got
 
-    def live_nodes(self, state: int, trie: VocabTrie | None = None) -> np.ndarray:
-        """Bool over trie nodes (plus one never-live slot): is the node's prefix still valid from `state`?"""
+    def live_nodes(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
+        """Bool over trie nodes (plus one never-live slot): is the node's prefix still valid from `state`?
+
+        Exact for the nodes where tokens end (all that masks read). The walk goes a depth at a time
+        in numpy; once the frontier covers at most TAIL_TEXTS token texts, those are finished one
+        by one, which beats a numpy round per depth down long, thin chains (runs of spaces, dashes).
+        `first_bytes` (bool per byte value) restricts the walk to tokens starting with those bytes."""
         trie = trie or self.trie
         machine = self.machine
         live = np.zeros(trie.num_nodes + 1, dtype=bool)
         if trie.depth == 0:
             return live
         nodes = np.arange(len(trie.bytes[0]))
-        states = machine.step_many(np.full(len(nodes), state, dtype=np.int64), trie.bytes[0])
+        if first_bytes is not None:
+            nodes = nodes[first_bytes[trie.bytes[0]]]
+        states = machine.step_many(np.full(len(nodes), state, dtype=np.int64), trie.bytes[0][nodes])
         for d in range(trie.depth):
             keep = states != DEAD
             nodes, states = nodes[keep], states[keep]
@@ -77,6 +87,10 @@ class TokenMasker:
                 break
             live[trie.offsets[d] + nodes] = True
             if d + 1 == trie.depth:
+                break
+            lo, hi = trie.text_lo[d][nodes], trie.text_hi[d][nodes]
+            if int((hi - lo).sum()) <= TAIL_TEXTS:
+                self._finish_texts(trie, live, d, states.tolist(), lo.tolist(), hi.tolist())
                 break
             starts, ends = trie.child_start[d][nodes], trie.child_end[d][nodes]
             counts = ends - starts
@@ -89,15 +103,43 @@ class TokenMasker:
             states = machine.step_many(np.repeat(states, counts), trie.bytes[d + 1][nodes])
         return live
 
+    def _finish_texts(self, trie: VocabTrie, live: np.ndarray, depth: int, states: list, los: list, his: list) -> None:
+        """Mark the end nodes of the texts under frontier nodes at `depth` that the machine accepts."""
+        step_bytes = self.machine.step_bytes
+        token_bytes = trie.token_bytes
+        for st, lo, hi in zip(states, los, his):
+            for k in range(lo, hi):
+                tid = int(trie.text_token[k])
+                text = token_bytes[tid]
+                if step_bytes(st, text[depth + 1 :]) != DEAD:
+                    live[trie.token_node[tid]] = True
+
     def _allowed(self, state: int) -> np.ndarray:
-        """Bool per token. Where the state loops on many bytes (inside a string, say), the tokens
-        made only of those bytes are allowed outright and only the rest of the vocabulary is walked."""
-        row = self.machine.compute_row(state)
-        loop = np.flatnonzero(row == state)
-        if len(loop) >= 8:
+        """Bool per token, with a shortcut for string-like states.
+
+        Find the state t that most bytes lead to from here and that loops on a byte set B of its
+        own (inside a string body t is this state; inside a key that may be a known name or any
+        other string, t is "some other key"). A token whose first byte leads to t and whose other
+        bytes all lie in B is allowed without looking at it; only tokens with another first byte
+        (walked in the full trie) or with some byte outside B (walked in B's cached "rest" trie)
+        are checked."""
+        machine = self.machine
+        row = machine.compute_row(state)
+        targets, counts = np.unique(row[row != DEAD], return_counts=True)
+        for t in targets[np.argsort(-counts)][:2].tolist():
+            first = row == t
+            if first.sum() < 8:
+                break
+            loop = np.flatnonzero(machine.compute_row(t) == t)
+            if len(loop) < 8:
+                continue
             inside, rest = self.trie.loop_split(bytes(loop.astype(np.uint8)))
-            if rest is not None:
-                return inside | self.live_nodes(state, rest)[rest.token_node]
+            if rest is None:
+                continue
+            allowed = inside & first[self.trie.first_bytes]
+            allowed |= self.live_nodes(state, first_bytes=~first)[self.trie.token_node]
+            allowed |= self.live_nodes(state, rest, first_bytes=first)[rest.token_node]
+            return allowed
         return self.live_nodes(state)[self.trie.token_node]
 
     def _compute(self, state: int) -> np.ndarray:

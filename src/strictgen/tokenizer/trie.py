@@ -8,10 +8,20 @@ depth: that is what lets numpy expand all live nodes' children at once.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 
 import numpy as np
+
+
+def _per_depth(new_index: list[np.ndarray], depths: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """new_index[depths[i]][nodes[i]] for every i."""
+    out = np.empty(len(nodes), dtype=np.int64)
+    for d in np.unique(depths).tolist():
+        sel = depths == d
+        out[sel] = new_index[d][nodes[sel]]
+    return out
 
 
 class VocabTrie:
@@ -46,9 +56,23 @@ class VocabTrie:
                 path.append(len(level_bytes[depth]) - 1)
             end_node[text] = path[len(text) - 1]
             prev = text
+        token_node = np.full(len(token_bytes), -1, dtype=np.int64)  # index within the token's last depth
+        for text, tids in by_text.items():
+            token_node[tids] = end_node[text]
+        self._set_levels(
+            [np.asarray(b, dtype=np.uint8) for b in level_bytes],
+            [np.asarray(p, dtype=np.int64) for p in level_parent],
+            token_node,
+            np.fromiter((len(t) for t in token_bytes), dtype=np.int64, count=len(token_bytes)),
+        )
+
+    def _set_levels(self, level_bytes: list[np.ndarray], level_parent: list[np.ndarray], token_node: np.ndarray, lengths: np.ndarray) -> None:
+        """Derive the flat arrays from each depth's bytes and parents and each token's end node
+        (index within depth `lengths[t] - 1`; -1 for tokens not in the trie)."""
+        self._lengths = lengths
         self.depth = len(level_bytes)
-        self.bytes = [np.asarray(b, dtype=np.uint8) for b in level_bytes]
-        self.parent = [np.asarray(p, dtype=np.int64) for p in level_parent]
+        self.bytes = level_bytes
+        self.parent = level_parent
         sizes = [len(b) for b in level_bytes]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.num_nodes = int(self.offsets[-1])
@@ -60,10 +84,80 @@ class VocabTrie:
             self.child_start.append(np.searchsorted(self.parent[d + 1], ids, "left"))
             self.child_end.append(np.searchsorted(self.parent[d + 1], ids, "right"))
         # every token's end node as a flat index; excluded tokens point at an extra, never-live slot
-        self.token_node = np.full(len(token_bytes), self.num_nodes, dtype=np.int64)
-        for text, tids in by_text.items():
-            self.token_node[tids] = self.offsets[len(text) - 1] + end_node[text]
-        self.num_tokens = len(token_bytes)
+        present = token_node >= 0
+        self.token_node = np.full(len(token_node), self.num_nodes, dtype=np.int64)
+        self.token_node[present] = self.offsets[lengths[present] - 1] + token_node[present]
+        self._local_node = token_node
+        self.num_tokens = len(token_node)
+        self._index_texts(present)
+
+    def _index_texts(self, present: np.ndarray) -> None:
+        """Number the distinct token texts in sorted order (= preorder of their end nodes) and give
+        every node the range of texts below it, so a small frontier can be finished token by token.
+
+        text_lo[d][i]:text_hi[d][i] are the texts under node i of depth d (its own first, if it is
+        one); text_token[k] is a token id spelling text k."""
+        sizes = [len(b) for b in self.bytes]
+        ids = np.flatnonzero(present)
+        ends = self._lengths[ids] - 1
+        is_end = [np.zeros(n, dtype=np.int64) for n in sizes]
+        for d in range(self.depth):
+            is_end[d][self._local_node[ids[ends == d]]] = 1
+        count = [e.copy() for e in is_end]  # texts in each node's subtree
+        for d in range(self.depth - 1, 0, -1):
+            count[d - 1] += np.bincount(self.parent[d], weights=count[d], minlength=sizes[d - 1]).astype(np.int64)
+        self.text_lo: list[np.ndarray] = []
+        for d in range(self.depth):
+            before = np.cumsum(count[d]) - count[d]  # texts in earlier nodes of this depth
+            if d == 0:
+                lo = before
+            else:
+                par = self.parent[d]
+                first_sibling = self.child_start[d - 1][par]
+                lo = self.text_lo[d - 1][par] + is_end[d - 1][par] + before - before[first_sibling]
+            self.text_lo.append(lo)
+        self.text_hi = [lo + c for lo, c in zip(self.text_lo, count)]
+        self.text_token = np.zeros(int(count[0].sum()) if self.depth else 0, dtype=np.int64)
+        if len(ids):
+            self.text_token[_per_depth(self.text_lo, ends, self._local_node[ids])] = ids
+
+    def subtrie(self, keep: np.ndarray) -> "VocabTrie":
+        """The trie of the tokens where `keep` is True (and already in this trie), built from this
+        trie's arrays in numpy: a node stays when a kept token ends at it or below it."""
+        keep = keep & (self._local_node >= 0)
+        node_keep = [np.zeros(len(b), dtype=bool) for b in self.bytes]
+        ids = np.flatnonzero(keep)
+        ends = self._lengths[ids] - 1
+        for d in range(self.depth):
+            node_keep[d][self._local_node[ids[ends == d]]] = True
+        for d in range(self.depth - 1, 0, -1):  # a kept node keeps its parent
+            node_keep[d - 1][self.parent[d][node_keep[d]]] = True
+        new_index = [np.cumsum(k) - 1 for k in node_keep]
+        depth = next((d for d in range(self.depth) if not node_keep[d].any()), self.depth)
+        level_bytes = [self.bytes[d][node_keep[d]] for d in range(depth)]
+        level_parent = [np.full(int(node_keep[0].sum()), -1, dtype=np.int64)] + [
+            new_index[d - 1][self.parent[d][node_keep[d]]] for d in range(1, depth)
+        ]
+        token_node = np.full(self.num_tokens, -1, dtype=np.int64)
+        token_node[ids] = _per_depth(new_index, ends, self._local_node[ids])
+        out = object.__new__(VocabTrie)
+        out._token_bytes = self._token_bytes
+        out._excluded = self._excluded | ~keep
+        out._byte_sets = self._byte_sets
+        out._splits = OrderedDict()
+        out._lock = threading.Lock()
+        out._set_levels(level_bytes, level_parent, token_node, self._lengths)
+        return out
+
+    @functools.cached_property
+    def first_bytes(self) -> np.ndarray:
+        """Each token's first byte (0 for empty tokens, which are never text)."""
+        return np.fromiter((t[0] if t else 0 for t in self._token_bytes), dtype=np.uint8, count=len(self._token_bytes))
+
+    @property
+    def token_bytes(self) -> list[bytes]:
+        """Every token's bytes, by token id (the whole vocabulary, also for a sub-trie)."""
+        return self._token_bytes
 
     # ---- tokens made only of bytes a state loops on --------------------------------------------
 
@@ -98,7 +192,7 @@ class VocabTrie:
         inside = ~((sets & ~want) != 0).any(axis=1)
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
-        rest = VocabTrie(self._token_bytes, self._excluded | inside) if inside.sum() >= min_fraction * len(inside) else None
+        rest = self.subtrie(~inside) if inside.sum() >= min_fraction * len(inside) else None
         got = (inside, rest)
         with self._lock:
             self._splits[loop_bytes] = got
