@@ -8,6 +8,7 @@ from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.compiler import GrammarCompiler
 from strictgen.errors import (
     BudgetError,
+    CompileTimeoutError,
     GrammarSyntaxError,
     GrammarTooLargeError,
     ModelError,
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BudgetError",
+    "CompileTimeoutError",
     "CompiledGrammar",
     "GrammarCompiler",
     "GrammarMatcher",

@@ -40,6 +40,11 @@ class GrammarTooLargeError(StrictgenError):
     """Compiling would exceed a size or time limit; raised instead of hanging or exhausting memory."""
 
 
+class CompileTimeoutError(GrammarTooLargeError):
+    """Compiling ran past its time limit. Code that tries a construction and falls back when it
+    fails must let this one through: the limit is for the whole compile."""
+
+
 class ModelError(StrictgenError):
     """A model cannot be found, loaded or run as asked (missing package, bad path, context full)."""
 

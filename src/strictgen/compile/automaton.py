@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from strictgen import deadline
 from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, StrictgenError
 from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Grammar, Intersect, Literal, Repeat, RuleRef, Seq
 
@@ -62,6 +63,8 @@ class _NFA:
         self.eps: list[list[int]] = []
 
     def new(self) -> int:
+        if not len(self.eps) & 1023:
+            deadline.check()
         if len(self.eps) >= MAX_NFA_STATES:
             raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
         self.byte_edges.append([])
@@ -283,6 +286,8 @@ def _product(a: _Dense, b: _Dense, accept) -> _Dense:
     while i < len(pairs):
         sa, sb = pairs[i]
         i += 1
+        if not i & 255:
+            deadline.check()
         accepting.append(accept(a.accepting[sa], sb != dead_b and b.accepting[sb]))
         na, nb = ta[sa], tb[sb]
         codes = np.where(na >= 0, na * width + nb, -1)
@@ -430,6 +435,8 @@ def _determinize(nfa: _NFA, start: int, final: int, name: str) -> RuleDFA:
     while i < len(subsets):
         subset = subsets[i]
         i += 1
+        if not i & 255:
+            deadline.check()
         accepting.append(final in subset)
         groups: dict[int, list[int]] = {}
         # sweep the byte line once: edges open at lo and close after hi; each elementary interval
@@ -542,6 +549,7 @@ def _minimize(dfa: RuleDFA) -> RuleDFA:
     count = len(first) + 1
     with_calls = [s_ for s_ in range(n) if call_keys[s_]]
     for _ in range(MAX_MINIMIZE_ROUNDS):
+        deadline.check()
         # one wrapping 64-bit hash of (class, classes of the row's targets, calls' return classes)
         sig = (classes[table] * weights).sum(axis=1) + classes[:n] * np.int64(0x9E3779B97F4A7C15 - 2**64)
         for s_ in with_calls:

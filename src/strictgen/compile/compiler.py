@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Hashable
 
+from strictgen.deadline import compile_deadline
 from strictgen.grammar.ir import Grammar, alt, lit
 
 from .compiled import CompiledGrammar
@@ -17,9 +18,12 @@ if TYPE_CHECKING:
 class GrammarCompiler:
     """Compiles formats for one vocabulary; equal requests return the same CompiledGrammar."""
 
-    def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128):
+    def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128, compile_timeout: float | None = 30.0):
+        """`compile_timeout`: seconds one compile may take before it fails with GrammarTooLargeError
+        (None: no limit)."""
         self.tokenizer_info = tokenizer_info
         self.cache_size = cache_size
+        self.compile_timeout = compile_timeout
         self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -29,7 +33,8 @@ class GrammarCompiler:
             if got is not None:
                 self._cache.move_to_end(key)
                 return got
-        compiled = CompiledGrammar(build(), self.tokenizer_info, source)
+        with compile_deadline(self.compile_timeout):
+            compiled = CompiledGrammar(build(), self.tokenizer_info, source)
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:

@@ -79,7 +79,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError, StrictgenError
 
 from .ir import (
     EMPTY,
@@ -558,6 +558,8 @@ class SchemaEmitter:
 
             try:
                 got = PushdownMachine(compile_automaton(Grammar({"root": self.str_lang(atoms)})))
+            except CompileTimeoutError:
+                raise
             except StrictgenError as e:
                 if "accepts no string" not in str(e):
                     raise
@@ -591,6 +593,8 @@ class SchemaEmitter:
     def str_language_empty(self, atoms: tuple) -> bool:
         try:
             return self._machine(atoms) is False
+        except CompileTimeoutError:
+            raise
         except (StrictgenError, TypeError):
             return False
 
@@ -983,6 +987,8 @@ class SchemaEmitter:
 
         try:
             compile_automaton(Grammar({"root": lang}))
+        except CompileTimeoutError:
+            raise
         except StrictgenError as e:
             return "accepts no string" in str(e)
         return False
@@ -1044,6 +1050,8 @@ def _escaped_states(atoms: tuple) -> int | None:
 
     try:
         return sum(r.num_states for r in compile_automaton(Grammar({"root": json_escape(string_language(atoms))})).rules)
+    except CompileTimeoutError:
+        raise
     except StrictgenError:
         return None
 

@@ -41,7 +41,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
-from strictgen.errors import GrammarTooLargeError, RegexError, SchemaError, StrictgenError
+from strictgen import deadline
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
 
 __all__ = [
     "Formula",
@@ -905,6 +906,7 @@ class Normalizer:
 
     def dnf(self, f: Formula) -> list[Conj]:
         """The conjuncts of `f` (memoised)."""
+        deadline.check()
         ck = (f, self._exact)
         got = self._dnf.get(ck)
         if got is not None:
@@ -1691,6 +1693,8 @@ class Normalizer:
 
         try:
             out = self._trial(exact)
+        except CompileTimeoutError:
+            raise
         except GrammarTooLargeError:
             out = None
         if out is None:
