@@ -67,12 +67,20 @@ def llama_grammar_run(prompt: str, schema: dict) -> dict:
     t0 = time.perf_counter()
     grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     t1 = time.perf_counter()
+    # the same prompt with max_tokens=1 times prefill (+ the first token), to split it off
+    probe = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     llm.reset()
-    out = llm.create_completion(text, max_tokens=MAX_TOKENS, temperature=0.0, grammar=grammar)
+    t_probe = time.perf_counter()
+    llm.create_completion(text, max_tokens=1, temperature=0.0, grammar=probe)
+    t_first = time.perf_counter() - t_probe
+    llm.reset()
     t2 = time.perf_counter()
+    out = llm.create_completion(text, max_tokens=MAX_TOKENS, temperature=0.0, grammar=grammar)
+    t3 = time.perf_counter()
     n = out["usage"]["completion_tokens"]
-    return {"text": out["choices"][0]["text"], "output_tokens": n, "total_s": t2 - t1, "grammar_s": t1 - t0,
-            "tokens_per_s": n / (t2 - t1), "finish_reason": out["choices"][0]["finish_reason"]}
+    return {"text": out["choices"][0]["text"], "output_tokens": n, "total_s": t3 - t2, "grammar_s": t1 - t0,
+            "tokens_per_s": n / (t3 - t2), "decode_tokens_per_s": (n - 1) / max(1e-9, (t3 - t2) - t_first),
+            "finish_reason": out["choices"][0]["finish_reason"]}
 
 
 _LLM: dict = {}

@@ -42,6 +42,7 @@ class ShortestCompletions:
         self.machine = machine
         self.max_expanded = max_expanded
         self._memo: dict[int, bytes] = {}
+        self._succ: dict[int, tuple[list[int], list[int]]] = {}  # rows never change once computed
         self._lock = threading.Lock()
 
     def completion(self, state: int) -> bytes:
@@ -55,14 +56,17 @@ class ShortestCompletions:
             got = self._search(state)
         return got
 
-    def _successors(self, state: int) -> tuple[np.ndarray, np.ndarray]:
+    def _successors(self, state: int) -> tuple[list[int], list[int]]:
         """(smallest byte, next state) for each distinct live successor, in increasing byte order."""
-        row = self.machine.compute_row(state)
-        values, first = np.unique(row, return_index=True)
-        keep = values != DEAD
-        values, first = values[keep], first[keep]
-        order = np.argsort(first)
-        return first[order], values[order]
+        got = self._succ.get(state)
+        if got is None:
+            row = self.machine.compute_row(state)
+            values, first = np.unique(row, return_index=True)
+            keep = values != DEAD
+            values, first = values[keep], first[keep]
+            order = np.argsort(first)
+            got = self._succ[state] = (first[order].tolist(), values[order].tolist())
+        return got
 
     def _search(self, start: int) -> bytes:
         memo = self._memo
@@ -96,7 +100,7 @@ class ShortestCompletions:
                         f"shortest completion: more than {self.max_expanded} grammar states within reach"
                     )
                 byte_values, states = self._successors(s)
-                for b, t in zip(byte_values.tolist(), states.tolist()):
+                for b, t in zip(byte_values, states):
                     if t in parent:
                         continue
                     parent[t] = (s, b)
