@@ -145,3 +145,26 @@ def test_transformers_runtime_gives_valid_output():
     r = run(hf, WEATHER_PROMPT, g, max_tokens=48)
     jsonschema.validate(json.loads(r.text), schema)
     assert r.stats.forced_tokens > 0
+
+
+@pytest.mark.slow
+def test_hugging_face_folder_loads_with_its_own_chat_template(tmp_path):
+    """A Hugging Face model folder runs on transformers: here a tiny random Llama with SmolLM2's
+    tokenizer (written to a folder), so validity cannot come from the weights."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from strictgen.engine import load_model
+
+    tokenizer = embedded("transformers").hf_tokenizer
+    tokenizer.save_pretrained(tmp_path)
+    config = LlamaConfig(vocab_size=49152, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, bos_token_id=1, eos_token_id=2)
+    LlamaForCausalLM(config).save_pretrained(tmp_path)
+    folder = load_model(str(tmp_path))
+    assert folder.runtime == "transformers" and folder.tokenizer_info.vocab_size == 49152
+    assert folder.chat_template.source and "<|im_start|>" in folder.chat_template.render([{"role": "user", "content": "hi"}])
+    assert folder.tokenize("<|im_start|>", special=True) == [1]  # the template's special tokens are parsed
+    prompt = folder.encode_prompt("Is water wet? Answer yes or no.")
+    g = sg.GrammarCompiler(folder.tokenizer_info).compile_regex(r"(yes|no), [a-z]{2,6}\.")
+    r = generate(folder, prompt, g, GenerationConfig(max_tokens=12, sampling=SamplingParams(temperature=1.0, seed=3)))
+    assert re.fullmatch(r"(yes|no), [a-z]{2,6}\.", r.text), r.text

@@ -119,16 +119,6 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return int(diff[0]) if len(diff) else n
 
 
-_executor: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-forward")
-    return _executor
-
-
 class _Run:
     """One generation's mutable state (kept out of the Model so a Model can be reused)."""
 
@@ -142,6 +132,7 @@ class _Run:
         self.origin: list[bool] = []  # True where jump-forward put the token
         self.stats = GenerationStats(prompt_tokens=len(self.prompt))
         self.sampler = Sampler(config.sampling)
+        self._pool: ThreadPoolExecutor | None = None
         self.matcher = GrammarMatcher(grammar) if grammar is not None else None
         self.budget = TokenBudget(grammar) if grammar is not None and config.truncation_safe else None
         if self.budget is not None:
@@ -304,6 +295,13 @@ class _Run:
         return row
 
     def run(self) -> GenerationResult:
+        try:
+            return self._run()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    def _run(self) -> GenerationResult:
         t_start = time.perf_counter()
         cfg = self.config
         model = self.model
@@ -325,7 +323,9 @@ class _Run:
             model.truncate(keep)
             feed = seq[keep:]
             if cfg.overlap_mask and self.matcher is not None:
-                future = _pool().submit(self._forward, feed)
+                if self._pool is None:  # one worker per run: concurrent runs never queue behind each other
+                    self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-forward")
+                future = self._pool.submit(self._forward, feed)
                 row = self._mask(None, None)
                 logits, dt = future.result()
                 self._mask(logits, row)
