@@ -10,7 +10,7 @@ WEATHER_FILE = Path("../shared/data/bench/seed---weather.json")
 WEATHER_PROMPT = "Give the current weather in Beijing as JSON: the city, the temperature in Celsius, and the weather."
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def embedded(runtime: str):
     """SmolLM2-135M-Instruct through `runtime` ("llama.cpp" or "transformers")."""
     from strictgen.engine import load_model

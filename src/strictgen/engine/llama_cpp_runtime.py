@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from strictgen.errors import ModelError
 from strictgen.tokenizer.info import TokenizerInfo
 
 from .gguf_meta import gguf_chat_settings
-from strictgen.errors import ModelError
-
 from .model import Model
 
 

@@ -6,14 +6,15 @@ loaded from local files: nothing is fetched from a model hub.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import time
 from pathlib import Path
 
 import numpy as np
 
-from strictgen.tokenizer.info import TokenizerInfo
-
 from strictgen.errors import ModelError
+from strictgen.tokenizer.info import TokenizerInfo
 
 from .model import ChatTemplate, Model
 
@@ -39,8 +40,10 @@ class TransformersModel(Model):
         else:
             raise ModelError(f"no model at {path}")
         try:
-            self.hf_tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
-            self.hf_model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **kwargs)
+            # transformers draws its own progress bars on stderr; the loader shows one line instead
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.hf_tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, **kwargs)
+                self.hf_model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype=torch.float32, **kwargs)
         except (OSError, ValueError) as exc:
             raise ModelError(f"transformers cannot load {path}: {exc}") from exc
         self.hf_model.eval()

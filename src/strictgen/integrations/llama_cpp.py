@@ -32,7 +32,7 @@ class StrictgenLlamaLogitsProcessor:
         self.row = RowMatcher(grammar)
 
     @classmethod
-    def from_json_schema(cls, llm, schema, **compile_options) -> "StrictgenLlamaLogitsProcessor":
+    def from_json_schema(cls, llm, schema, **compile_options) -> StrictgenLlamaLogitsProcessor:
         from strictgen.compile.compiler import GrammarCompiler
 
         return cls(GrammarCompiler(tokenizer_info_for(llm)).compile_json_schema(schema, **compile_options))

@@ -155,8 +155,8 @@ class GreedyTokenizer:
         return out
 
 
-_greedy_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_completions_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_greedy_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_completions_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
 
