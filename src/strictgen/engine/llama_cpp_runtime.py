@@ -31,7 +31,9 @@ class LlamaCppModel(Model):
             raise ModelError("llama-cpp-python is not installed: pip install 'strictgen[llama]' (builds from source)") from exc
         self._llama_cpp = llama_cpp
         path = Path(path)
-        threads = threads or max(1, os.cpu_count() or 1)
+        # llama-cpp-python's own default (half the logical cores): llama.cpp's threads spin while
+        # they wait, so leaving a core free keeps them fast and lets the next mask run beside them
+        threads = threads or max(1, (os.cpu_count() or 2) // 2)
         try:
             self.llm = llama_cpp.Llama(
                 model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads, n_threads_batch=threads,
