@@ -13,6 +13,8 @@ own truncation guard and jump-forward do not apply here (use strictgen.engine fo
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from strictgen.compile.compiled import CompiledGrammar
@@ -23,8 +25,16 @@ from ._rows import RowMatcher, masks_for
 
 
 def tokenizer_info_for(llm) -> TokenizerInfo:
-    """The vocabulary of a loaded `llama_cpp.Llama`, read from its GGUF file."""
-    return TokenizerInfo.from_gguf(llm.model_path, vocab_size=int(llm.n_vocab()))
+    """The vocabulary of a loaded `llama_cpp.Llama`, read from its GGUF file (cached per file)."""
+    return _compiler(str(llm.model_path), int(llm.n_vocab())).tokenizer_info
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler(path: str, n_vocab: int):
+    """One GrammarCompiler per model file, so repeated schemas compile once (its cache)."""
+    from strictgen.compile.compiler import GrammarCompiler
+
+    return GrammarCompiler(TokenizerInfo.from_gguf(path, vocab_size=n_vocab))
 
 
 class StrictgenLlamaLogitsProcessor:
@@ -33,9 +43,7 @@ class StrictgenLlamaLogitsProcessor:
 
     @classmethod
     def from_json_schema(cls, llm, schema, **compile_options) -> StrictgenLlamaLogitsProcessor:
-        from strictgen.compile.compiler import GrammarCompiler
-
-        return cls(GrammarCompiler(tokenizer_info_for(llm)).compile_json_schema(schema, **compile_options))
+        return cls(_compiler(str(llm.model_path), int(llm.n_vocab())).compile_json_schema(schema, **compile_options))
 
     @property
     def matcher(self):
