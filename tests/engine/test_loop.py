@@ -139,3 +139,17 @@ def test_bad_config_is_refused():
         GenerationConfig(max_tokens=0)
     with pytest.raises(sg.StrictgenError, match="top_p"):
         SamplingParams(top_p=0)
+
+
+def test_chat_template_renders_in_a_sandbox():
+    from strictgen.engine import ChatTemplate
+
+    t = ChatTemplate("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+    assert t.render([{"role": "user", "content": "hi"}]) == "<user>hi<assistant>"
+    failing = ChatTemplate("{{ raise_exception('only user messages') }}")
+    with pytest.raises(sg.ModelError, match="only user messages"):
+        failing.render([{"role": "system", "content": "x"}])
+    unsafe = ChatTemplate("{{ messages.__class__.__mro__ }}")
+    with pytest.raises(Exception, match="unsafe|not safely|access"):
+        unsafe.render([])
+    assert ChatTemplate(None).render([{"role": "user", "content": "hi"}]) == "user: hi\nassistant: "
