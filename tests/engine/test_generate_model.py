@@ -137,6 +137,24 @@ def test_unconstrained_generation_runs(model):
     assert r.text and len(r.token_ids) <= 12 and r.finish_reason in ("stop", "length")
 
 
+@pytest.mark.parametrize("runtime", ["llama.cpp", pytest.param("transformers", marks=pytest.mark.slow)])
+def test_rolling_the_cache_back_gives_the_logits_of_a_fresh_pass(runtime):
+    """What jump-forward's re-tokenization relies on: truncate(n) then forward == forward from scratch."""
+    import numpy as np
+
+    m = embedded(runtime)
+    ids = m.encode_prompt("Count: one, two, three")
+    m.reset()
+    fresh = m.forward(ids)
+    m.reset()
+    m.forward(ids[:-5])
+    m.forward([1, 2, 3])  # tokens that will be rolled back
+    m.truncate(len(ids) - 5)
+    again = m.forward(ids[-5:])
+    assert len(m.tokens) == len(ids)
+    assert int(np.argmax(again)) == int(np.argmax(fresh)) and np.allclose(again, fresh, atol=0.1)
+
+
 @pytest.mark.slow
 def test_transformers_runtime_gives_valid_output():
     hf = embedded("transformers")

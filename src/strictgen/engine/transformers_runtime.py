@@ -87,7 +87,11 @@ class TransformersModel(Model):
         if length == 0 or self._cache is None:
             self._cache = None
             return
-        self._cache.crop(length)
+        # a negative count removes that many tokens in every transformers version (5.x refuses a
+        # positive absolute length, 4.x took either)
+        drop = self._cache.get_seq_length() - length
+        if drop > 0:
+            self._cache.crop(-drop)
 
     def close(self) -> None:
         self._cache = None
