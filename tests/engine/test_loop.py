@@ -153,3 +153,9 @@ def test_chat_template_renders_in_a_sandbox():
     with pytest.raises(Exception, match="unsafe|not safely|access"):
         unsafe.render([])
     assert ChatTemplate(None).render([{"role": "user", "content": "hi"}]) == "user: hi\nassistant: "
+
+
+def test_stop_string_inside_forced_text(model, compiler):
+    g = compiler.compile_regex(r"[a-c]{1,3}-STOP-[a-c]{1,3}")
+    r = generate(model, _prompt(model), g, GenerationConfig(max_tokens=30, stop=("STOP",), sampling=SamplingParams(temperature=1.0, seed=2)))
+    assert r.finish_reason == "stop" and re.fullmatch(r"[a-c]{1,3}-", r.text), r.text

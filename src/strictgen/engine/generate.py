@@ -350,11 +350,11 @@ class _Run:
                 raise StrictgenError(f"internal error: the matcher refused allowed token {token}")
             self.out.append(token)
             self.origin.append(False)
-            if cfg.stop and self._cut_at_stop():
-                finish = "stop"
-                break
             if self.matcher is not None and cfg.jump_forward:
                 self._jump_forward()
+            if cfg.stop and self._cut_at_stop():  # after jump-forward: forced text may hold a stop string
+                finish = "stop"
+                break
         self.stats.output_tokens = len(self.out)
         self.stats.total_s = time.perf_counter() - t_start
         text = self._text().decode("utf-8", "replace")
