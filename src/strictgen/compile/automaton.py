@@ -23,6 +23,7 @@ MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_MINIMIZE_STATES = 50_000
 MAX_MINIMIZE_ROUNDS = 48
+_CALL_WEIGHTS = np.random.default_rng(54321).integers(1, 2**62, size=3, dtype=np.int64) | 1
 _HASH_WEIGHTS = np.random.default_rng(12345).integers(1, 2**62, size=256, dtype=np.int64) | 1
 
 
@@ -523,6 +524,20 @@ def _trim(dfa: RuleDFA, productive: set[int]) -> RuleDFA:
     )
 
 
+def _distinct_columns(table: np.ndarray) -> np.ndarray:
+    """The table without repeated byte columns: bytes that every state treats alike (all UTF-8
+    continuation bytes, say) need only one. Columns are grouped by a hash and the grouping is
+    verified, so it is exact; `np.unique(axis=1)` does the same by sorting whole columns, slowly."""
+    n = table.shape[0]
+    weights = np.random.default_rng(n).integers(1, 2**62, size=n, dtype=np.int64) | 1
+    h = (table * weights[:, None]).sum(axis=0)  # wraps: a hash, not a number
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    reduced = table[:, first]
+    if not np.array_equal(reduced[:, inverse.reshape(-1)], table):  # a hash collision: sort columns
+        return np.unique(table, axis=1)
+    return reduced
+
+
 def _minimize(dfa: RuleDFA) -> RuleDFA:
     """Merge states with the same future (Moore's partition refinement, vectorised with row hashes).
 
@@ -536,8 +551,7 @@ def _minimize(dfa: RuleDFA) -> RuleDFA:
         for target, byte_values in groups:
             table[s_, list(byte_values)] = target
     call_keys = [tuple(calls) for calls in dfa.calls]
-    # bytes that every state treats alike (e.g. all continuation bytes) need only one column
-    table = np.unique(table, axis=1)
+    table = _distinct_columns(table)
     weights = _HASH_WEIGHTS[: table.shape[1]]
     classes = np.zeros(n + 1, dtype=np.int64)
     # initial partition: accepting flag and which rules are called from the state
@@ -547,13 +561,19 @@ def _minimize(dfa: RuleDFA) -> RuleDFA:
         classes[s_] = first.setdefault(key, len(first))
     classes[n] = len(first)
     count = len(first) + 1
-    with_calls = [s_ for s_ in range(n) if call_keys[s_]]
+    # calls as flat arrays grouped by state, so each round hashes them in numpy
+    call_state = np.array([s_ for s_ in range(n) for _ in call_keys[s_]], dtype=np.int64)
+    call_callee = np.array([c for s_ in range(n) for c, _ in call_keys[s_]], dtype=np.int64)
+    call_return = np.array([r for s_ in range(n) for _, r in call_keys[s_]], dtype=np.int64)
+    group_start = np.flatnonzero(np.diff(call_state, prepend=-1)) if len(call_state) else call_state
     for _ in range(MAX_MINIMIZE_ROUNDS):
         deadline.check()
         # one wrapping 64-bit hash of (class, classes of the row's targets, calls' return classes)
         sig = (classes[table] * weights).sum(axis=1) + classes[:n] * np.int64(0x9E3779B97F4A7C15 - 2**64)
-        for s_ in with_calls:
-            sig[s_] ^= hash(tuple((c, int(classes[r])) for c, r in call_keys[s_])) & 0x3FFFFFFFFFFFFFFF
+        if len(call_state):
+            per_call = (call_callee + 1) * _CALL_WEIGHTS[0] + classes[call_return] * _CALL_WEIGHTS[1]
+            per_call ^= per_call >> 29  # mix, so that sums of different call lists rarely agree
+            sig[call_state[group_start]] ^= np.add.reduceat(per_call * _CALL_WEIGHTS[2], group_start)
         _, new = np.unique(sig, return_inverse=True)
         new = new.reshape(-1)
         refined = int(new.max()) + 2

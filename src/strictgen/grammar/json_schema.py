@@ -294,6 +294,13 @@ class SchemaEmitter:
         self.ws = style.ws()
         self.comma = style.separator(",")
         self.colon = style.separator(":")
+        if style.whitespace == "flexible":
+            # bounded whitespace is a counter of ~2 × max_indent states: one shared, called rule
+            # instead of a copy at every position keeps the automata (and compile time) small
+            self.rules["ws"] = Alt((self.ws, Seq((NOTHING, RuleRef("ws")))))
+            self.ws = RuleRef("ws")
+            self.comma = seq(self.ws, lit(","), self.ws)
+            self.colon = seq(self.ws, lit(":"), self.ws)
         norm.str_member_hook = self.str_member
         norm.str_language_empty = self.str_language_empty
         norm.obj_keys_disjoint = self.objects_keys_disjoint
