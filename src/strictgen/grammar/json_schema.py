@@ -297,8 +297,7 @@ class SchemaEmitter:
         if style.whitespace == "flexible":
             # bounded whitespace is a counter of ~2 × max_indent states: one shared, called rule
             # instead of a copy at every position keeps the automata (and compile time) small
-            self.rules["ws"] = Alt((self.ws, Seq((NOTHING, RuleRef("ws")))))
-            self.ws = RuleRef("ws")
+            self.ws = self._called("ws", self.ws)
             self.comma = seq(self.ws, lit(","), self.ws)
             self.colon = seq(self.ws, lit(":"), self.ws)
         norm.str_member_hook = self.str_member
@@ -544,14 +543,18 @@ class SchemaEmitter:
         return RuleRef(name)
 
     def _char_rule(self) -> Expr:
-        """One canonically spelled character, as a rule the automaton keeps as a call.
-
-        The unproductive self-reference (NOTHING followed by the rule) marks the rule recursive,
-        so the automaton compiler calls it instead of inlining it: a length bound of N then costs
+        """One canonically spelled character, as a called rule: a length bound of N then costs
         about N DFA states instead of ~25 N (UTF-8 and escape sub-states per position)."""
-        if "json_char" not in self.rules:
-            self.rules["json_char"] = Alt((json_escape(ANY_CHAR), Seq((NOTHING, RuleRef("json_char")))))
-        return RuleRef("json_char")
+        return self._called("json_char", json_escape(ANY_CHAR))
+
+    def _called(self, name: str, body: Expr) -> RuleRef:
+        """`body` as rule `name`, which the automaton compiler keeps as a call instead of inlining
+        it at every use: an unproductive self-reference (NOTHING followed by the rule) puts it on
+        a reference cycle without changing its language. For pieces used in many places (any
+        string, whitespace), one small automaton replaces a copy per use."""
+        if name not in self.rules:
+            self.rules[name] = Alt((body, Seq((NOTHING, RuleRef(name)))))
+        return RuleRef(name)
 
     def str_lang(self, atoms: tuple) -> Expr:
         """The raw-character language of a conjunction of string atoms."""
