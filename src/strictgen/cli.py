@@ -169,6 +169,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench.main(args)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The OpenAI-compatible HTTP server (also vLLM, llama.cpp and Ollama dialects) on the model."""
+    try:
+        import uvicorn
+
+        from strictgen.serve import ServerLimits, build_server, create_app
+    except ImportError as exc:
+        from strictgen.errors import StrictgenError
+
+        raise StrictgenError(f"the server needs its extra: pip install 'strictgen[serve]' ({exc})") from exc
+    limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_tokens=args.max_tokens_limit)
+    server = build_server(args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True)
+    print(f"strictgen serve: {server.model_name}, {server.pool.size} slot(s), http://{args.host}:{args.port}/v1", file=sys.stderr)
+    try:
+        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level=args.log_level)
+    finally:
+        server.pool.close()
+    return 0
+
+
+def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
+    srv.add_argument("--model", default="default", help="'default' (embedded SmolLM2-135M-Instruct), a GGUF file or a Hugging Face folder")
+    srv.add_argument("--runtime", default="auto", choices=["auto", "llama.cpp", "transformers"])
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--slots", type=int, default=2, help="concurrent generations (one model context each)")
+    srv.add_argument("--ctx", type=int, default=4096, help="context length per slot")
+    srv.add_argument("--max-tokens-limit", type=int, default=2048, help="largest max_tokens a request may ask for")
+    srv.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    srv.add_argument("--log-level", default="info")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strictgen", description="Language-model output guaranteed to match a format.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -178,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="generate output in a format (JSON Schema, regex, GBNF, choice, JSON) with a real model")
     _add_generate_arguments(gen)
     gen.set_defaults(func=cmd_generate)
+    srv = sub.add_parser("serve", help="OpenAI-compatible HTTP server with structured outputs and tool calling")
+    _add_serve_arguments(srv)
+    srv.set_defaults(func=cmd_serve)
     bench = sub.add_parser("bench", help="time token masks side by side with xgrammar and llguidance (when installed)")
     from strictgen.bench import add_arguments as add_bench_arguments
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -44,6 +45,9 @@ class GenerationConfig:
     jump_forward: bool = True
     truncation_safe: bool = True
     overlap_mask: bool = True  # compute the next mask while the forward pass runs
+    # called after every step with the output token ids so far (streaming servers read text from it);
+    # returning False stops the run with finish_reason "cancelled" (a client went away)
+    on_progress: Callable[[list[int]], bool | None] | None = None
 
     def __post_init__(self):
         if self.max_tokens < 1:
@@ -106,7 +110,7 @@ class GenerationStats:
 class GenerationResult:
     text: str
     token_ids: list[int]
-    finish_reason: str  # "stop" (EOS, grammar complete, or a stop string) or "length"
+    finish_reason: str  # "stop" (EOS, grammar complete, or a stop string), "length", or "cancelled" (on_progress)
     stats: GenerationStats
     forced: list[bool] = field(default_factory=list)  # per output token: put there by jump-forward, not sampled
 
@@ -354,6 +358,9 @@ class _Run:
                 self._jump_forward()
             if cfg.stop and self._cut_at_stop():  # after jump-forward: forced text may hold a stop string
                 finish = "stop"
+                break
+            if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:
+                finish = "cancelled"
                 break
         self.stats.output_tokens = len(self.out)
         self.stats.total_s = time.perf_counter() - t_start

@@ -26,8 +26,10 @@ class ChatTemplate:
     bos_token: str = ""
     eos_token: str = ""
 
-    def render(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """The prompt text for `messages`; without a template, a plain "role: content" layout."""
+    def render(self, messages: list[dict], add_generation_prompt: bool = True, **extra) -> str:
+        """The prompt text for `messages`; without a template, a plain "role: content" layout.
+
+        `extra` goes to the template as variables (a server passes `tools=[...]` to templates that use them)."""
         if not self.source:
             lines = [f"{m['role']}: {m['content']}" for m in messages]
             return "\n".join(lines) + ("\nassistant: " if add_generation_prompt else "")
@@ -36,6 +38,7 @@ class ChatTemplate:
             add_generation_prompt=add_generation_prompt,
             bos_token=self.bos_token,
             eos_token=self.eos_token,
+            **extra,
         )
 
 

@@ -1,0 +1,9 @@
+"""The OpenAI-compatible server (`strictgen serve`): FastAPI app, model pool, dialect adapters.
+
+    from strictgen.serve import build_server, create_app
+    app = create_app(build_server("default", slots=2))
+"""
+
+from .app import Server, ServerLimits, build_server, create_app
+
+__all__ = ["Server", "ServerLimits", "build_server", "create_app"]

@@ -1,0 +1,38 @@
+"""The output parser: every prefix reports only what the whole output confirms (streaming = non-streaming)."""
+
+from __future__ import annotations
+
+import pytest
+
+from strictgen.serve.chat import parse_output
+
+OUTPUTS = [
+    "Hello there, no tools here.",
+    'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 22}}\n</tool_call>\n<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": {"x": "}"}}}\n</tool_call>',
+    '<think>The user wants weather. </tool_call> is not a tag here</think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
+    "<think>unfinished thoughts",
+]
+
+
+@pytest.mark.parametrize("text", OUTPUTS)
+def test_prefix_views_grow_into_the_final_view(text):
+    final = parse_output(text, final=True, tools=True, reasoning=True)
+    for cut in range(len(text) + 1):
+        p = parse_output(text[:cut], final=False, tools=True, reasoning=True)
+        assert final.reasoning.startswith(p.reasoning)
+        assert final.content.startswith(p.content) or (final.calls and not final.content.strip() and not p.content.strip())
+        assert len(p.calls) <= len(final.calls)
+        for a, b in zip(p.calls, final.calls):
+            if a.name is not None:
+                assert a.name == b.name and b.arguments.startswith(a.arguments)
+
+
+def test_final_views():
+    p = parse_output(OUTPUTS[3], final=True, tools=True, reasoning=True)
+    assert p.reasoning.startswith("The user wants weather.") and p.content == ""
+    assert [(c.name, c.arguments) for c in p.calls] == [("get_weather", '{"city": "Oslo"}')]
+    p = parse_output(OUTPUTS[2], final=True, tools=True, reasoning=False)
+    assert [c.arguments for c in p.calls] == ['{"a": 1, "b": 22}', '{"a": 3, "b": {"x": "}"}}']
+    p = parse_output(OUTPUTS[1], final=True, tools=False, reasoning=False)
+    assert p.content == OUTPUTS[1] and not p.calls
