@@ -20,6 +20,15 @@ from strictgen.runtime.batch import fill_next_token_bitmask_batch, fill_next_tok
 from strictgen.runtime.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from strictgen.runtime.matcher import GrammarMatcher
 from strictgen.tokenizer.info import TokenizerInfo
+from strictgen.reliability import (
+    RepairResult,
+    StructuredOutputError,
+    ValidationIssue,
+    parse_partial,
+    repair_json,
+    structured_call,
+    validate,
+)
 
 __version__ = "0.1.0"
 
@@ -40,4 +49,11 @@ __all__ = [
     "apply_token_bitmask_inplace",
     "fill_next_token_bitmask_batch",
     "fill_next_token_bitmask_batch_async",
+    "RepairResult",
+    "StructuredOutputError",
+    "ValidationIssue",
+    "parse_partial",
+    "repair_json",
+    "structured_call",
+    "validate",
 ]

@@ -169,6 +169,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench.main(args)
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Output quality per mode (prompt-only, json-object, schema, schema+retry), report, chart, regression gate."""
+    from strictgen.reliability import eval as reliability_eval
+
+    return reliability_eval.main(args)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The OpenAI-compatible HTTP server (also vLLM, llama.cpp and Ollama dialects) on the model."""
     try:
@@ -218,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_bench_arguments(bench)
     bench.set_defaults(func=cmd_bench)
+    ev = sub.add_parser("eval", help="measure syntax, schema-valid and field accuracy per mode on a dataset; gate on a baseline")
+    from strictgen.reliability.eval import add_arguments as add_eval_arguments
+
+    add_eval_arguments(ev)
+    ev.set_defaults(func=cmd_eval)
     return parser
 
 
