@@ -113,24 +113,29 @@ class PushdownMachine:
             rows = self.rows
             if rows[state, 0] != UNKNOWN:
                 return rows[state]
-            per_byte: list[frozenset[int] | None] = [None] * 256
-            for n in self._states[state]:
-                if n == EMPTY_STACK:
-                    continue
-                parent, rule, dfa_state = self._nodes[n]
-                for target, byte_values in self._groups[rule][dfa_state]:
-                    reached = self._closure(self._node(parent, rule, target))
-                    for b in byte_values:
-                        cur = per_byte[b]
-                        per_byte[b] = reached if cur is None else cur | reached
+            stacks = [n for n in self._states[state] if n != EMPTY_STACK]
             row = np.zeros(256, dtype=np.int32)
-            ids: dict[frozenset[int], int] = {}
-            for b, stacks in enumerate(per_byte):
-                if stacks:
-                    got = ids.get(stacks)
-                    if got is None:
-                        got = ids[stacks] = self._intern_state(stacks)
-                    row[b] = got
+            if len(stacks) == 1:
+                # one stack (the common case): each byte group goes to one state, no unions needed
+                parent, rule, dfa_state = self._nodes[stacks[0]]
+                for target, byte_values in self._groups[rule][dfa_state]:
+                    row[list(byte_values)] = self._intern_state(self._closure(self._node(parent, rule, target)))
+            else:
+                per_byte: list[frozenset[int] | None] = [None] * 256
+                for n in stacks:
+                    parent, rule, dfa_state = self._nodes[n]
+                    for target, byte_values in self._groups[rule][dfa_state]:
+                        reached = self._closure(self._node(parent, rule, target))
+                        for b in byte_values:
+                            cur = per_byte[b]
+                            per_byte[b] = reached if cur is None else cur | reached
+                ids: dict[frozenset[int], int] = {}
+                for b, reached in enumerate(per_byte):
+                    if reached:
+                        got = ids.get(reached)
+                        if got is None:
+                            got = ids[reached] = self._intern_state(reached)
+                        row[b] = got
             rows = self.rows  # interning may have grown the table
             rows[state] = row
             return rows[state]

@@ -117,6 +117,12 @@ class VocabTrie:
                 lo = self.text_lo[d - 1][par] + is_end[d - 1][par] + before - before[first_sibling]
             self.text_lo.append(lo)
         self.text_hi = [lo + c for lo, c in zip(self.text_lo, count)]
+        self.text_count = count
+        self.child_count = [e - b for b, e in zip(self.child_start, self.child_end)]
+        # height[d][i]: how many depths below node i its deepest descendant lies
+        self.height = [np.zeros(n, dtype=np.int64) for n in sizes]
+        for d in range(self.depth - 1, 0, -1):
+            np.maximum.at(self.height[d - 1], self.parent[d], self.height[d] + 1)
         self.text_token = np.zeros(int(count[0].sum()) if self.depth else 0, dtype=np.int64)
         if len(ids):
             self.text_token[_per_depth(self.text_lo, ends, self._local_node[ids])] = ids
