@@ -13,12 +13,21 @@ pytest.importorskip("openai")
 
 
 @pytest.fixture(scope="module")
-def base_url():
-    import uvicorn
-
-    from strictgen.serve import ServerLimits, build_server, create_app
+def server():
+    """The server object itself (its pool is inspected by the cancellation test)."""
+    from strictgen.serve import ServerLimits, build_server
 
     server = build_server("default", slots=2, n_ctx=2048, limits=ServerLimits(max_tokens=512, max_body_bytes=200_000))
+    yield server
+    server.pool.close()
+
+
+@pytest.fixture(scope="module")
+def base_url(server):
+    import uvicorn
+
+    from strictgen.serve import create_app
+
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -34,7 +43,6 @@ def base_url():
     yield f"http://127.0.0.1:{port}"
     uv.should_exit = True
     thread.join(timeout=30)
-    server.pool.close()
 
 
 @pytest.fixture(scope="module")

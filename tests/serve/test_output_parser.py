@@ -36,3 +36,41 @@ def test_final_views():
     assert [c.arguments for c in p.calls] == ['{"a": 1, "b": 22}', '{"a": 3, "b": {"x": "}"}}']
     p = parse_output(OUTPUTS[1], final=True, tools=False, reasoning=False)
     assert p.content == OUTPUTS[1] and not p.calls
+
+
+@pytest.mark.parametrize("text", OUTPUTS)
+@pytest.mark.parametrize("finish", ["stop", "length"])
+def test_responses_events_validate_and_add_up(text, finish):
+    """Responses stream events for every prefix of an output (reasoning, content, calls) validate as the
+    openai client's event types, and the items they finish are the final response's output."""
+    from types import SimpleNamespace
+
+    pydantic = pytest.importorskip("pydantic")
+    pytest.importorskip("fastapi")
+    from openai.types.responses import ResponseStreamEvent
+
+    from strictgen.engine.generate import GenerationConfig, GenerationResult
+    from strictgen.serve.app import _Responses
+    from strictgen.serve.protocol import ResponsesRequest
+    from strictgen.serve.worker import Job
+
+    server = SimpleNamespace(model_name="m", reasoning=True)
+    reply = _Responses(server, ResponsesRequest(input="x"), Job([1, 2], None, GenerationConfig()), "resp_" + "0" * 24, parse_tools=True)
+    sse = reply.start()
+    for cut in range(len(text) + 1):
+        for d in reply.deltas.deltas(text[:cut], final=cut == len(text)):
+            sse += reply.step(d)
+    sse += reply.finish(GenerationResult(text, [0] * 5, finish, None))
+    adapter = pydantic.TypeAdapter(ResponseStreamEvent)
+    events = []
+    for block in sse:
+        head, data = block.strip().split("\n")
+        event = adapter.validate_json(data[len("data: ") :])
+        assert head == f"event: {event.type}"
+        events.append(event)
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    final = events[-1].response
+    assert events[-1].type == ("response.incomplete" if finish == "length" else "response.completed")
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [i.model_dump() for i in done] == [o.model_dump() for o in final.output]
+    assert [e.output_index for e in events if e.type == "response.output_item.added"] == list(range(len(final.output)))

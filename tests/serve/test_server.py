@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -112,15 +113,82 @@ def test_tool_choice_forced(client, choice):
         assert [t.function.name for t in c.message.tool_calls] == ["add"]
 
 
-def test_tool_choice_auto_valid_either_way(client):
-    """auto: free text, or calls that are valid; never a malformed call."""
-    r = chat(client, messages=ASK, tools=TOOLS, tool_choice="auto")
+@pytest.fixture
+def finished(server):
+    """Every generation that ends while the test runs: [(job, result)], plus an event per end."""
+    done: list = []
+    signal = threading.Event()
+
+    def record(job, result):
+        done.append((job, result))
+        signal.set()
+
+    server.pool.on_finished = record
+    yield done, signal
+    server.pool.on_finished = None
+
+
+def wait_for(finished, predicate):
+    """The first recorded (job, result) that satisfies `predicate` (waits for it; fails after a minute)."""
+    done, signal = finished
+    for _ in range(600):
+        hit = next((x for x in done if predicate(*x)), None)
+        if hit is not None:
+            return hit
+        signal.wait(0.1)
+        signal.clear()
+    raise AssertionError("the generation did not end")
+
+
+def test_tool_choice_auto_valid_either_way(client, server, finished):
+    """auto: free text that is returned whole, or calls that are valid; never a malformed or hidden call."""
+    from strictgen.runtime.matcher import GrammarMatcher
+    from strictgen.serve.formats import tools_from_request
+
+    r = chat(client, messages=ASK, tools=TOOLS, tool_choice="auto", max_tokens=120)
     c = r.choices[0]
+    _, result = wait_for(finished, lambda job, res: job.config.max_tokens == 120)
+    raw = result.text
+    grammar = server.grammars.tool_calls(tools_from_request(TOOLS), mode="auto", parallel=True, reasoning=False)
+    m = GrammarMatcher(grammar)
+    assert m.accept_string(raw) and m.can_end(), raw
     if c.message.tool_calls:
         assert c.finish_reason == "tool_calls"
         check_calls(c.message.tool_calls)
+        assert raw.count("<tool_call>") == len(c.message.tool_calls)
     else:
-        assert "<tool_call>" not in (c.message.content or "")
+        assert c.finish_reason == "stop" and result.finish_reason == "stop"
+        assert "<tool_call>" not in raw and c.message.content == raw
+
+
+AUTO_OPEN = "Let me look that up.\n<tool_call>\n"
+
+
+@pytest.mark.parametrize(
+    "rest,ok",
+    [
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>', True),
+        ('{"name": "add", "arguments": {"a": 1, "b": -2}}\n</tool_call>\n<tool_call>\n{"name": "add", "arguments": {"a": 3, "b": 4}}\n</tool_call>', True),
+        ("I changed my mind.", False),
+        ('{"name": "lookup", "arguments": {}}', False),
+        ('{"name": "add", "arguments": {"a": "1"', False),
+        ('{"name": "add", "arguments": {"a": 1}}', False),
+        ('{"name": "get_weather", "arguments": {"town": "Paris"}}', False),
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call> and more text', False),
+    ],
+)
+def test_auto_grammar_constrains_an_opened_call(server, rest, ok):
+    """Once `<tool_call>` is opened under tool_choice=auto, only a call of one of the tools with arguments
+    valid for its schema can follow (the grammar the endpoint uses, driven byte by byte)."""
+    from strictgen.runtime.matcher import GrammarMatcher
+    from strictgen.serve.formats import tools_from_request
+
+    grammar = server.grammars.tool_calls(tools_from_request(TOOLS), mode="auto", parallel=True, reasoning=False)
+    m = GrammarMatcher(grammar)
+    assert m.accept_string("It is sunny today.") and m.can_end()
+    m = GrammarMatcher(grammar)
+    assert m.accept_string(AUTO_OPEN) and not m.can_end()
+    assert (m.accept_string(rest) and m.can_end()) is ok
 
 
 def test_tool_round_trip(client):
@@ -286,3 +354,107 @@ def test_llama_cpp_stream(base_url):
     assert events[-1]["stop"] is True and events[-1]["tokens_predicted"] >= 1
     full = httpx.post(base_url + "/completion", json={**body, "stream": False}, timeout=120).json()["content"]
     assert "".join(e["content"] for e in events) == full
+
+
+# ---- Responses API streaming ----
+
+# one letter per event type; a stream must spell: created, in_progress, then items, then completed/incomplete
+EVENT_CODES = {
+    "response.created": "C",
+    "response.in_progress": "P",
+    "response.output_item.added": "A",
+    "response.content_part.added": "a",
+    "response.output_text.delta": "t",
+    "response.output_text.done": "T",
+    "response.content_part.done": "d",
+    "response.function_call_arguments.delta": "f",
+    "response.function_call_arguments.done": "F",
+    "response.output_item.done": "D",
+    "response.completed": "Z",
+    "response.incomplete": "I",
+}
+STREAM_SHAPE = re.compile(r"CP(Aat*TdD|Af*FD)*[ZI]")
+
+
+def _check_response_stream(events):
+    """The event order and sequence numbers; the deltas add up to every item's final text; the items
+    finished in the stream are the final response's output. Returns the final response."""
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    codes = "".join(EVENT_CODES[e.type] for e in events)
+    assert STREAM_SHAPE.fullmatch(codes), codes
+    final = events[-1].response
+    assert events[0].response.id == final.id and events[0].response.status == "in_progress"
+    assert final.status == ("completed" if codes[-1] == "Z" else "incomplete")
+    texts: dict[int, str] = {}
+    for e in events:
+        if e.type in ("response.output_text.delta", "response.function_call_arguments.delta"):
+            texts[e.output_index] = texts.get(e.output_index, "") + e.delta
+    done = {e.output_index: e.item for e in events if e.type == "response.output_item.done"}
+    assert [done[i].model_dump() for i in sorted(done)] == [o.model_dump() for o in final.output]
+    for i, item in enumerate(final.output):
+        assert texts.get(i, "") == (item.content[0].text if item.type == "message" else item.arguments)
+    return final
+
+
+def _items(response):
+    """Output items without their ids (which differ between two requests)."""
+    return [o.model_dump(exclude={"id", "call_id"}) for o in response.output]
+
+
+RESPONSES_CASES = {
+    "text": {"input": "Name three colours.", "max_output_tokens": 24},
+    "json_schema": {"input": "Weather in Oslo as JSON.", "max_output_tokens": 40, "text": {"format": {"type": "json_schema", "name": "city", "schema": CITY, "strict": True}}},
+    "tool_required": {
+        "input": "Weather in Paris?",
+        "tools": [{"type": "function", "name": "get_weather", "parameters": WEATHER_TOOL["function"]["parameters"], "strict": True}],
+        "tool_choice": "required",
+        "max_output_tokens": 40,
+    },
+}
+
+
+@pytest.mark.parametrize("case", RESPONSES_CASES)
+def test_responses_stream_equals_non_streamed(client, case):
+    kw = {"model": "default", "temperature": 0, **RESPONSES_CASES[case]}
+    full = client.responses.create(**kw)
+    final = _check_response_stream(list(client.responses.create(stream=True, **kw)))
+    assert _items(final) == _items(full) and final.status == full.status
+    assert final.usage.output_tokens == full.usage.output_tokens
+    if case == "json_schema":
+        jsonschema.validate(json.loads(final.output_text), CITY)
+    if case == "tool_required":
+        call = final.output[0]
+        assert call.type == "function_call" and call.name == "get_weather" and call.call_id.startswith("call_")
+        jsonschema.validate(json.loads(call.arguments), SCHEMAS["get_weather"])
+
+
+def test_responses_stream_helper_parses(client):
+    """The client's `responses.stream` accumulates our events into a parsed final response."""
+    with client.responses.stream(model="default", input="Weather in Rome as JSON.", text_format=City, max_output_tokens=40, temperature=0) as stream:
+        deltas = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+        final = stream.get_final_response()
+    assert isinstance(final.output_parsed, City) and deltas == final.output_text
+
+
+# ---- cancellation ----
+
+
+def test_client_disconnect_cancels_streamed_generation(base_url, finished):
+    """A client that closes a chat stream after its first content chunk stops the generation, long
+    before max_tokens (the grammar cannot end before 400 digits, so only cancelling stops it sooner)."""
+    body = {
+        "model": "default",
+        "messages": [{"role": "user", "content": "Write digits."}],
+        "max_tokens": 500,
+        "temperature": 0,
+        "stream": True,
+        "guided_regex": "[0-9]{400,}",
+    }
+    with httpx.stream("POST", base_url + "/v1/chat/completions", json=body, timeout=120) as r:
+        for line in r.iter_lines():
+            assert "error" not in line, line
+            if line.startswith("data: ") and json.loads(line[6:])["choices"][0]["delta"].get("content"):
+                break
+    _, result = wait_for(finished, lambda job, res: job.config.max_tokens == 500)
+    assert result.finish_reason == "cancelled"
+    assert len(result.token_ids) < 400

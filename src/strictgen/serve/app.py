@@ -204,8 +204,9 @@ def _visible(text: str, job: Job, sent: int = 0) -> str:
     return text[: max(sent, len(text) - hold)]
 
 
-def _sse(obj) -> str:
-    return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
+def _sse(obj, event: str | None = None) -> str:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(obj, ensure_ascii=False)}\n\n"
 
 
 class _ChatDeltas:
@@ -366,53 +367,17 @@ def create_app(server: Server) -> FastAPI:
 
     @app.post("/v1/responses")
     async def responses(req: ResponsesRequest, request: Request):
-        if req.stream:
-            raise RequestError("streaming is not supported on /v1/responses yet; use /v1/chat/completions", "stream")
         tools = tools_from_request(req.tools)
         grammar, parse_tools = server.tool_grammar(tools, req.tool_choice, req.parallel_tool_calls)
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
             grammar = server.response_format(req.text["format"], "text.format")
         messages = _responses_messages(req)
         job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p))
-        rid = "resp_" + uuid.uuid4().hex[:24]
-        deltas = _ChatDeltas(parse_tools, server.reasoning, "call_" + rid[5:17])
+        reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools)
+        if req.stream:
+            return StreamingResponse(_responses_stream(server, job, reply), media_type="text/event-stream")
         result = await server.run(job, request)
-        msg, has_calls = deltas.message(result.text)
-        output: list[dict] = []
-        if msg.get("reasoning_content"):
-            output.append({"type": "reasoning", "id": "rs_" + rid[5:], "summary": [], "content": [{"type": "reasoning_text", "text": msg["reasoning_content"]}]})
-        if msg.get("content"):
-            output.append(
-                {
-                    "type": "message",
-                    "id": "msg_" + rid[5:],
-                    "status": "completed" if result.finish_reason != "length" else "incomplete",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": msg["content"], "annotations": []}],
-                }
-            )
-        for call in msg.get("tool_calls", []):
-            output.append({"type": "function_call", "id": "fc_" + call["id"], "call_id": call["id"], "name": call["function"]["name"], "arguments": call["function"]["arguments"], "status": "completed"})
-        usage = _usage(job, result)
-        return {
-            "id": rid,
-            "object": "response",
-            "created_at": _now(),
-            "model": server.model_name,
-            "status": "completed" if result.finish_reason != "length" else "incomplete",
-            "output": output,
-            "parallel_tool_calls": req.parallel_tool_calls,
-            "tool_choice": req.tool_choice if isinstance(req.tool_choice, (str, dict)) else "auto",
-            "tools": req.tools or [],
-            "text": req.text or {"format": {"type": "text"}},
-            "usage": {
-                "input_tokens": usage["prompt_tokens"],
-                "output_tokens": usage["completion_tokens"],
-                "total_tokens": usage["total_tokens"],
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens_details": {"reasoning_tokens": 0},
-            },
-        }
+        return reply.body(result, reply.deltas.message(result.text)[0])
 
     # ---- llama.cpp ----
 
@@ -475,6 +440,16 @@ def _responses_messages(req: ResponsesRequest) -> list[dict]:
     return messages
 
 
+async def _delta_stream(server: Server, job: Job, deltas: _ChatDeltas) -> AsyncIterator[tuple[list[dict], GenerationResult | None]]:
+    """(chat deltas, None) after each step, then (the last deltas, result); the run stops if the client leaves."""
+    cancelled = threading.Event()
+    try:
+        async for text, done in server.pool.stream(job, cancelled):
+            yield deltas.deltas(text if done is not None else _visible(text, job), final=done is not None), done
+    finally:
+        cancelled.set()  # the client went away (or we are done): stop generating
+
+
 async def _chat_stream(server: Server, job: Job, rid: str, deltas: _ChatDeltas, include_usage: bool) -> AsyncIterator[str]:
     created = _now()
 
@@ -484,12 +459,11 @@ async def _chat_stream(server: Server, job: Job, rid: str, deltas: _ChatDeltas, 
             body["usage"] = None
         return _sse(body)
 
-    cancelled = threading.Event()
     try:
         yield chunk({"role": "assistant", "content": ""})
         result = None
-        async for text, done in server.pool.stream(job, cancelled):
-            for d in deltas.deltas(text if done is not None else _visible(text, job), final=done is not None):
+        async for step, done in _delta_stream(server, job, deltas):
+            for d in step:
                 yield chunk(d)
             result = done
         has_calls = bool(deltas.sent_calls)
@@ -499,8 +473,157 @@ async def _chat_stream(server: Server, job: Job, rid: str, deltas: _ChatDeltas, 
         yield "data: [DONE]\n\n"
     except StrictgenError as exc:
         yield _sse({"error": {"message": str(exc), "type": "invalid_request_error", "param": None, "code": type(exc).__name__}})
-    finally:
-        cancelled.set()  # the client went away (or we are done): stop generating
+
+
+class _Responses:
+    """One reply of the Responses API: its output items and body, shared by the plain reply and the
+    stream, and the stream's events, translated from the chat deltas of the same output parser (so
+    the streamed items are the final body's items)."""
+
+    def __init__(self, server: Server, req: ResponsesRequest, job: Job, rid: str, parse_tools: bool):
+        self.server, self.req, self.job, self.rid = server, req, job, rid
+        self.created = _now()
+        self.deltas = _ChatDeltas(parse_tools, server.reasoning, "call_" + rid[5:17])
+        self.seq = 0
+        self.index = -1  # output index of the open item
+        self.open: dict | None = None  # the open item: {"kind", "text", and "call_id"/"name" for calls}
+
+    # ---- items and body ----
+
+    def reasoning_item(self, text: str) -> dict:
+        return {"type": "reasoning", "id": "rs_" + self.rid[5:], "summary": [], "content": [{"type": "reasoning_text", "text": text}]}
+
+    def message_item(self, text: str, status: str) -> dict:
+        return {"type": "message", "id": "msg_" + self.rid[5:], "status": status, "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+    @staticmethod
+    def call_item(call_id: str, name: str, arguments: str, status: str) -> dict:
+        return {"type": "function_call", "id": "fc_" + call_id, "call_id": call_id, "name": name, "arguments": arguments, "status": status}
+
+    @staticmethod
+    def status(result: GenerationResult | None) -> str:
+        if result is None:
+            return "in_progress"
+        return "incomplete" if result.finish_reason == "length" else "completed"
+
+    def body(self, result: GenerationResult | None, msg: dict) -> dict:
+        """The response object: in progress (result None, no output yet) or final for `msg`."""
+        status = self.status(result)
+        output: list[dict] = []
+        if msg.get("reasoning_content"):
+            output.append(self.reasoning_item(msg["reasoning_content"]))
+        if msg.get("content"):  # a message followed by calls was complete, whatever stopped the calls
+            output.append(self.message_item(msg["content"], "completed" if msg.get("tool_calls") else status))
+        for call in msg.get("tool_calls", []):
+            output.append(self.call_item(call["id"], call["function"]["name"], call["function"]["arguments"], "completed"))
+        usage = _usage(self.job, result) if result is not None else None
+        req = self.req
+        return {
+            "id": self.rid,
+            "object": "response",
+            "created_at": self.created,
+            "model": self.server.model_name,
+            "status": status,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "output": output,
+            "parallel_tool_calls": req.parallel_tool_calls,
+            "tool_choice": req.tool_choice if isinstance(req.tool_choice, (str, dict)) else "auto",
+            "tools": req.tools or [],
+            "text": req.text or {"format": {"type": "text"}},
+            "usage": None
+            if usage is None
+            else {
+                "input_tokens": usage["prompt_tokens"],
+                "output_tokens": usage["completion_tokens"],
+                "total_tokens": usage["total_tokens"],
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+
+    # ---- stream events ----
+
+    def event(self, kind: str, **fields) -> str:
+        self.seq += 1
+        return _sse({"type": kind, "sequence_number": self.seq - 1, **fields}, kind)
+
+    def start(self) -> list[str]:
+        body = self.body(None, {})
+        return [self.event("response.created", response=body), self.event("response.in_progress", response=body)]
+
+    def _add(self, item: dict, **open_item) -> list[str]:
+        self.index += 1
+        self.open = {"text": "", "item_id": item["id"], **open_item}
+        out = [self.event("response.output_item.added", output_index=self.index, item=item)]
+        if item["type"] != "function_call":
+            part = {"type": "output_text", "text": "", "annotations": []} if item["type"] == "message" else {"type": "reasoning_text", "text": ""}
+            out.append(self.event("response.content_part.added", item_id=item["id"], output_index=self.index, content_index=0, part=part))
+        return out
+
+    def _close(self, status: str) -> list[str]:
+        """Events that finish the open item (`status`: a message's status)."""
+        o, self.open = self.open, None
+        if o is None:
+            return []
+        at, text = {"output_index": self.index}, o["text"]
+        if o["kind"] == "call":
+            item = self.call_item(o["call_id"], o["name"], text, "completed")
+            return [self.event("response.function_call_arguments.done", item_id=item["id"], arguments=text, **at), self.event("response.output_item.done", item=item, **at)]
+        if o["kind"] == "message":
+            item = self.message_item(text, status)
+            done = self.event("response.output_text.done", item_id=item["id"], content_index=0, text=text, logprobs=[], **at)
+        else:
+            item = self.reasoning_item(text)
+            done = self.event("response.reasoning_text.done", item_id=item["id"], content_index=0, text=text, **at)
+        part = item["content"][0]
+        return [done, self.event("response.content_part.done", item_id=item["id"], content_index=0, part=part, **at), self.event("response.output_item.done", item=item, **at)]
+
+    def step(self, delta: dict) -> list[str]:
+        """Events for one chat delta (reasoning, content, a call's start or an argument fragment)."""
+        if "tool_calls" in delta:
+            tc = delta["tool_calls"][0]
+            fn = tc["function"]
+            out = []
+            if "id" in tc:  # a new call
+                out = self._close("completed") + self._add(self.call_item(tc["id"], fn["name"], "", "in_progress"), kind="call", call_id=tc["id"], name=fn["name"])
+            return out + self._grow("response.function_call_arguments.delta", fn["arguments"])
+        if "reasoning_content" in delta:
+            kind, piece, event, extra = "reasoning", delta["reasoning_content"], "response.reasoning_text.delta", {"content_index": 0}
+        else:
+            kind, piece, event, extra = "message", delta["content"], "response.output_text.delta", {"content_index": 0, "logprobs": []}
+        out = []
+        if self.open is None or self.open["kind"] != kind:
+            item = self.message_item("", "in_progress") if kind == "message" else {**self.reasoning_item(""), "content": []}
+            out = self._close("completed") + self._add(item, kind=kind)
+        return out + self._grow(event, piece, **extra)
+
+    def _grow(self, event: str, piece: str, **extra) -> list[str]:
+        assert self.open is not None
+        if not piece:
+            return []
+        self.open["text"] += piece
+        return [self.event(event, item_id=self.open["item_id"], output_index=self.index, delta=piece, **extra)]
+
+    def finish(self, result: GenerationResult) -> list[str]:
+        """Close the open item, then response.completed (response.incomplete when cut by max_output_tokens)."""
+        body = self.body(result, self.deltas.message(result.text)[0])
+        out = self._close(body["status"])
+        return out + [self.event("response.completed" if body["status"] == "completed" else "response.incomplete", response=body)]
+
+
+async def _responses_stream(server: Server, job: Job, reply: _Responses) -> AsyncIterator[str]:
+    try:
+        for e in reply.start():
+            yield e
+        async for step, done in _delta_stream(server, job, reply.deltas):
+            for d in step:
+                for e in reply.step(d):
+                    yield e
+            if done is not None:
+                for e in reply.finish(done):
+                    yield e
+    except StrictgenError as exc:
+        yield reply.event("error", code=type(exc).__name__, message=str(exc), param=None)
 
 
 async def _completion_stream(server: Server, job: Job, rid: str, include_usage: bool) -> AsyncIterator[str]:

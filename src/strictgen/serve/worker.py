@@ -41,6 +41,7 @@ class ModelPool:
         for m in self.models:
             self._free.put(m)
         self.tokenize_lock = threading.Lock()  # the primary slot may be decoding while another request tokenizes
+        self.on_finished: Callable[[Job, GenerationResult], None] | None = None  # observer (tests, metrics)
 
     @property
     def size(self) -> int:
@@ -64,7 +65,10 @@ class ModelPool:
                 return True
 
             job.config.on_progress = progress
-            return generate(model, job.prompt_ids, job.grammar, job.config)
+            result = generate(model, job.prompt_ids, job.grammar, job.config)
+            if self.on_finished is not None:
+                self.on_finished(job, result)
+            return result
         finally:
             self._free.put(model)
 
