@@ -38,8 +38,16 @@ SHORTCUT_CASES = [
     (OPEN_KEYS, '{"Clo'),  # a known key so far, or any other key: not a self-loop
     (OPEN_KEYS, '{"CloneRepository": 1, "C'),
     (OPEN_KEYS, '{"x'),
+    ({"type": "string"}, '"中文 and '),  # a free string body: whole non-ASCII characters loop too
+    ({"type": "string"}, b'"\xe4'),  # inside a character: a byte prefix
+    ({"type": "string", "pattern": "^[a-zé]*$"}, '"aé'),  # loops on one non-ASCII character only
+    ({"type": "object", "additionalProperties": {"type": "string"}}, '{"键": "值'),
     ({"type": "string", "pattern": "^[a-z]+(-[a-z0-9]+)*$"}, '"ab-'),
     ({"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}, '{"name": "ab'),
+    ({"type": "string", "maxLength": 12}, '"'),  # a counted chain: tokens of up to 12 plain characters
+    ({"type": "string", "minLength": 3, "maxLength": 300}, '"x'),  # long bounds count through a called character rule
+    ({"type": "string", "pattern": "^[a-z]{3,8}$"}, '"ab'),
+    ({"type": "array", "items": {"type": "string", "maxLength": 4}}, '["abc", "d'),
     ({"type": "array", "items": {"type": "number"}}, "[1.5, -"),
     ({"enum": ["alpha", "alphabet", "beta"]}, '"alph'),
     ({}, ""),

@@ -34,6 +34,23 @@ def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
 TEXT_COST = 3
 LEVEL_COST = 40
 TAIL_NODES = 512
+MAX_SUFFIX_TOKENS = 20_000  # suffix tries are built in Python: only for the small rests of wide loops
+
+
+# valid multi-byte UTF-8 (RFC 3629): lead bytes, the range of the first continuation byte, and how
+# many continuation bytes follow the lead in all
+_UTF8_FORMS = [
+    (0xC2, 0xDF, 0x80, 0xBF, 1),
+    (0xE0, 0xE0, 0xA0, 0xBF, 2),
+    (0xE1, 0xEC, 0x80, 0xBF, 2),
+    (0xED, 0xED, 0x80, 0x9F, 2),
+    (0xEE, 0xEF, 0x80, 0xBF, 2),
+    (0xF0, 0xF0, 0x90, 0xBF, 3),
+    (0xF1, 0xF3, 0x80, 0xBF, 3),
+    (0xF4, 0xF4, 0x80, 0x8F, 3),
+]
+_UTF8_LEADS = np.zeros(256, dtype=bool)
+_UTF8_LEADS[0xC2:0xF5] = True
 
 
 class TokenMasker:
@@ -47,6 +64,7 @@ class TokenMasker:
         self.max_cached = max_cached
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._utf8_loops: dict[int, bool] = {}
         self.eos_only = self._with_eos(np.zeros(vocab_size, dtype=bool))
 
     def _with_eos(self, allowed: np.ndarray) -> np.ndarray:
@@ -125,12 +143,14 @@ class TokenMasker:
     def _allowed(self, state: int) -> np.ndarray:
         """Bool per token, with a shortcut for string-like states.
 
-        Find the state t that most bytes lead to from here and that loops on a byte set B of its
-        own (inside a string body t is this state; inside a key that may be a known name or any
-        other string, t is "some other key"). A token whose first byte leads to t and whose other
-        bytes all lie in B is allowed without looking at it; only tokens with another first byte
-        (walked in the full trie) or with some byte outside B (walked in B's cached "rest" trie)
-        are checked."""
+        Take the state t that most bytes lead to from here (first bytes B1), and the set B of bytes
+        that t sends to one common next state. Follow that chain while every byte of B goes to one
+        live state: it either loops (inside a free string body the chain is t → t → ...) or ends
+        after K steps where every byte of B is dead (a string with characters left to count). A
+        token whose first byte is in B1, whose other bytes are all in B and whose length fits the
+        chain is then allowed without looking at it; only tokens with another first byte (walked in
+        the full trie) or with some byte outside B (walked in B's cached "rest" trie) are checked.
+        Inside a key that may be a known name or any other string, t is "some other key"."""
         machine = self.machine
         row = machine.compute_row(state)
         targets, counts = np.unique(row[row != DEAD], return_counts=True)
@@ -138,17 +158,78 @@ class TokenMasker:
             first = row == t
             if first.sum() < 8:
                 break
-            loop = np.flatnonzero(machine.compute_row(t) == t)
-            if len(loop) < 8:
+            chain = self._chain(t)
+            if chain is None:
                 continue
-            inside, rest = self.trie.loop_split(bytes(loop.astype(np.uint8)))
+            loop, length = chain
+            # a true self-loop that also loops on every non-ASCII character (a free string body)
+            multibyte = length is None and bool((machine.compute_row(t)[loop] == t).all()) and self._loops_on_utf8(t)
+            inside, rest = self.trie.loop_split(bytes(loop.astype(np.uint8)), multibyte)
             if rest is None:
                 continue
-            allowed = inside & first[self.trie.first_bytes]
+            if multibyte and t == state:
+                first = first | _UTF8_LEADS  # tokens may start with a whole character too
+            first_ok = first[self.trie.first_bytes]
+            allowed = inside & first_ok
+            if length is not None:
+                allowed &= self.trie.token_lengths <= length
             allowed |= self.live_nodes(state, first_bytes=~first)[self.trie.token_node]
-            allowed |= self.live_nodes(state, rest, first_bytes=first)[rest.token_node]
+            if length is None and rest.num_text_tokens <= MAX_SUFFIX_TOKENS and bool((machine.compute_row(t)[loop] == t).all()):
+                # t loops: only what follows each token's run of loop bytes needs walking, from t
+                suffixes, node = self.trie.loop_suffixes(bytes(loop.astype(np.uint8)), multibyte, skip_first=t != state)
+                live = self.live_nodes(t, suffixes)
+                live[suffixes.num_nodes] = True  # an empty suffix: the token ends inside the loop
+                covered = first_ok & (node >= 0)
+                allowed[covered] |= live[node[covered]]
+            else:
+                allowed |= self.live_nodes(state, rest, first_bytes=first)[rest.token_node]
             return allowed
         return self.live_nodes(state)[self.trie.token_node]
+
+    def _loops_on_utf8(self, state: int) -> bool:
+        """Does every valid multi-byte UTF-8 character lead from `state` back to `state`? (memoised)"""
+        got = self._utf8_loops.get(state)
+        if got is None:
+            got = self._utf8_loops[state] = self._check_utf8_loop(state)
+        return got
+
+    def _check_utf8_loop(self, state: int) -> bool:
+        rows = self.machine.compute_row
+        for lead_lo, lead_hi, cont_lo, cont_hi, more in _UTF8_FORMS:
+            frontier = set(rows(state)[lead_lo : lead_hi + 1].tolist())
+            for lo, hi in [(cont_lo, cont_hi)] + [(0x80, 0xBF)] * (more - 1):
+                if DEAD in frontier:
+                    return False
+                frontier = {t for x in frontier for t in rows(x)[lo : hi + 1].tolist()}
+            if frontier != {state}:
+                return False
+        return True
+
+    def _chain(self, t: int) -> tuple[np.ndarray, int | None] | None:
+        """(B, K) for the chain that starts at t: K = None when it loops, else the longest token
+        (first byte included) whose B-bytes stay on the chain; None when there is no such chain
+        (B has under 8 bytes, or the chain ends in a mixed state)."""
+        machine = self.machine
+        row = machine.compute_row(t)
+        nxt, counts = np.unique(row[row != DEAD], return_counts=True)
+        if not len(nxt):
+            return None
+        loop_bytes = np.flatnonzero(row == nxt[np.argmax(counts)])
+        if len(loop_bytes) < 8:
+            return None
+        cur, steps, seen = t, 0, {t}
+        for _ in range(self.trie.depth + 1):
+            targets = machine.compute_row(cur)[loop_bytes]
+            if (targets == DEAD).all():
+                return loop_bytes, steps + 1  # the first byte, then `steps` bytes of B
+            if not (targets == targets[0]).all():
+                return None
+            cur = int(targets[0])
+            steps += 1
+            if cur in seen:
+                return loop_bytes, None
+            seen.add(cur)
+        return loop_bytes, None  # longer than any token: as good as a loop
 
     def _compute(self, state: int) -> np.ndarray:
         if state == DEAD:

@@ -24,6 +24,13 @@ def _per_depth(new_index: list[np.ndarray], depths: np.ndarray, nodes: np.ndarra
     return out
 
 
+def _whole_char(data: bytes) -> bool:
+    try:
+        return len(data.decode("utf-8")) == 1
+    except UnicodeDecodeError:
+        return False
+
+
 class VocabTrie:
     def __init__(self, token_bytes: list[bytes], excluded: np.ndarray):
         """`excluded[i]` marks tokens never matched as text (special, padding, empty)."""
@@ -89,6 +96,7 @@ class VocabTrie:
         self.token_node[present] = self.offsets[lengths[present] - 1] + token_node[present]
         self._local_node = token_node
         self.num_tokens = len(token_node)
+        self.num_text_tokens = int(present.sum())
         self._index_texts(present)
 
     def _index_texts(self, present: np.ndarray) -> None:
@@ -161,6 +169,11 @@ class VocabTrie:
         return np.fromiter((t[0] if t else 0 for t in self._token_bytes), dtype=np.uint8, count=len(self._token_bytes))
 
     @property
+    def token_lengths(self) -> np.ndarray:
+        """Each token's length in bytes."""
+        return self._lengths
+
+    @property
     def token_bytes(self) -> list[bytes]:
         """Every token's bytes, by token id (the whole vocabulary, also for a sub-trie)."""
         return self._token_bytes
@@ -180,28 +193,86 @@ class VocabTrie:
             self._byte_sets = sets
         return self._byte_sets
 
-    def loop_split(self, loop_bytes: bytes, min_fraction: float = 0.2) -> tuple[np.ndarray, "VocabTrie | None"]:
-        """For a state that loops on `loop_bytes`: (bool mask of the text tokens made only of those
-        bytes, a trie of every other text token). Tokens of the first kind are allowed from such a
-        state without looking at them; only the second trie needs walking. The trie is None when
-        the first kind is under `min_fraction` of the vocabulary: then the full trie is as good.
-        Cached per byte set."""
+    @functools.cached_property
+    def complete_utf8(self) -> np.ndarray:
+        """Per token: its bytes are whole, valid UTF-8 characters."""
+
+        def whole(data: bytes) -> bool:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+            return True
+
+        return np.fromiter((whole(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
+
+    def loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple["VocabTrie", np.ndarray]:
+        """For the tokens outside `loop_split(loop_bytes, multibyte)`: what is left of each after
+        its longest leading run of loop bytes (or, with `multibyte`, whole non-ASCII characters),
+        the first byte not counted when `skip_first`. From a state that loops on them, a token is
+        valid exactly when that suffix is; suffixes repeat a lot (`",`, `":`, `"}` end thousands
+        of tokens), so they are walked as a trie of their own. Returns (suffix trie, per token the
+        suffix's end node in it: -1 for tokens not covered, `num_nodes` for an empty suffix)."""
+        key = ("suffixes", loop_bytes, multibyte, skip_first)
         with self._lock:
-            got = self._splits.get(loop_bytes)
+            got = self._splits.get(key)
             if got is not None:
-                self._splits.move_to_end(loop_bytes)
+                self._splits.move_to_end(key)
+                return got
+        inside, _ = self.loop_split(loop_bytes, multibyte)
+        looping = set(loop_bytes)
+        suffixes: list[bytes] = []
+        owner: list[int] = []
+        for tid in np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes)).tolist():
+            data = self._token_bytes[tid]
+            i = 1 if skip_first else 0
+            while i < len(data):
+                b = data[i]
+                if b in looping:
+                    i += 1
+                    continue
+                width = 2 if 0xC2 <= b <= 0xDF else 3 if 0xE0 <= b <= 0xEF else 4 if 0xF0 <= b <= 0xF4 else 0
+                if not multibyte or not width or not _whole_char(data[i : i + width]):
+                    break
+                i += width
+            suffixes.append(data[i:])
+            owner.append(tid)
+        trie = VocabTrie(suffixes, np.zeros(len(suffixes), dtype=bool))
+        node = np.full(self.num_tokens, -1, dtype=np.int64)
+        node[owner] = trie.token_node  # empty suffixes point at the never-live slot num_nodes
+        got = (trie, node)
+        with self._lock:
+            self._splits[key] = got
+            while len(self._splits) > 32:
+                self._splits.popitem(last=False)
+        return got
+
+    def loop_split(self, loop_bytes: bytes, multibyte: bool = False, min_fraction: float = 0.2) -> tuple[np.ndarray, "VocabTrie | None"]:
+        """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
+        character): (bool mask of the text tokens made only of those bytes or characters, a trie
+        of every other text token). Tokens of the first kind are allowed from such a state without
+        looking at them; only the second trie needs walking. The trie is None when the first kind
+        is under `min_fraction` of the vocabulary: then the full trie is as good. Cached per key."""
+        key = (loop_bytes, multibyte)
+        with self._lock:
+            got = self._splits.get(key)
+            if got is not None:
+                self._splits.move_to_end(key)
                 return got
         want = np.zeros(4, dtype=np.uint64)
         for b in loop_bytes:
             want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
         sets = self.byte_sets()
-        inside = ~((sets & ~want) != 0).any(axis=1)
+        outside = sets & ~want
+        inside = ~(outside != 0).any(axis=1)
+        if multibyte:  # whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
+            inside |= self.complete_utf8 & ~(outside[:, :2] != 0).any(axis=1)
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         rest = self.subtrie(~inside) if inside.sum() >= min_fraction * len(inside) else None
         got = (inside, rest)
         with self._lock:
-            self._splits[loop_bytes] = got
+            self._splits[key] = got
             while len(self._splits) > 32:
                 self._splits.popitem(last=False)
         return got
