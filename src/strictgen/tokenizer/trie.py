@@ -214,11 +214,9 @@ class VocabTrie:
         of tokens), so they are walked as a trie of their own. Returns (suffix trie, per token the
         suffix's end node in it: -1 for tokens not covered, `num_nodes` for an empty suffix)."""
         key = ("suffixes", loop_bytes, multibyte, skip_first)
-        with self._lock:
-            got = self._splits.get(key)
-            if got is not None:
-                self._splits.move_to_end(key)
-                return got
+        got = self._recall(key)
+        if got is not None:
+            return got
         inside, _ = self.loop_split(loop_bytes, multibyte)
         looping = set(loop_bytes)
         suffixes: list[bytes] = []
@@ -240,12 +238,7 @@ class VocabTrie:
         trie = VocabTrie(suffixes, np.zeros(len(suffixes), dtype=bool))
         node = np.full(self.num_tokens, -1, dtype=np.int64)
         node[owner] = trie.token_node  # empty suffixes point at the never-live slot num_nodes
-        got = (trie, node)
-        with self._lock:
-            self._splits[key] = got
-            while len(self._splits) > 32:
-                self._splits.popitem(last=False)
-        return got
+        return self._remember(key, (trie, node))
 
     def loop_split(self, loop_bytes: bytes, multibyte: bool = False, min_fraction: float = 0.2) -> tuple[np.ndarray, "VocabTrie | None"]:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
@@ -254,11 +247,9 @@ class VocabTrie:
         looking at them; only the second trie needs walking. The trie is None when the first kind
         is under `min_fraction` of the vocabulary: then the full trie is as good. Cached per key."""
         key = (loop_bytes, multibyte)
-        with self._lock:
-            got = self._splits.get(key)
-            if got is not None:
-                self._splits.move_to_end(key)
-                return got
+        got = self._recall(key)
+        if got is not None:
+            return got
         want = np.zeros(4, dtype=np.uint64)
         for b in loop_bytes:
             want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
@@ -270,9 +261,19 @@ class VocabTrie:
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         rest = self.subtrie(~inside) if inside.sum() >= min_fraction * len(inside) else None
-        got = (inside, rest)
+        return self._remember(key, (inside, rest))
+
+    def _recall(self, key):
+        """A cached split (LRU, shared by threads), or None."""
         with self._lock:
-            self._splits[key] = got
+            got = self._splits.get(key)
+            if got is not None:
+                self._splits.move_to_end(key)
+            return got
+
+    def _remember(self, key, value):
+        with self._lock:
+            self._splits[key] = value
             while len(self._splits) > 32:
                 self._splits.popitem(last=False)
-        return got
+        return value
