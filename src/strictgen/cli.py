@@ -201,7 +201,7 @@ def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--runtime", default="auto", choices=["auto", "llama.cpp", "transformers"])
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
-    srv.add_argument("--slots", type=int, default=2, help="concurrent generations (one model context each)")
+    srv.add_argument("--slots", type=int, default=2, help="concurrent generations (llama.cpp: sequences decoded together in one context; else one model copy each)")
     srv.add_argument("--ctx", type=int, default=4096, help="context length per slot")
     srv.add_argument("--max-tokens-limit", type=int, default=2048, help="largest max_tokens a request may ask for")
     srv.add_argument("--max-body-bytes", type=int, default=1 << 20)

@@ -306,26 +306,15 @@ class _Run:
                 self._pool.shutdown(wait=True)
 
     def _run(self) -> GenerationResult:
-        t_start = time.perf_counter()
         cfg = self.config
         model = self.model
-        if self.matcher is not None and cfg.jump_forward:
-            self._jump_forward()
-        finish = None
-        first = True
+        self.begin()
         while True:
-            if self._grammar_done():
-                finish = "stop"
+            finish = self.check_done()
+            if finish is not None:
                 break
-            if self.remaining <= 0:
-                finish = "length"
-                break
-            seq = self.prompt + self.out
-            keep = _common_prefix(model.tokens, seq)
-            if keep == len(seq):  # the logits after the last token are needed again
-                keep -= 1
+            keep, feed = self.next_feed(model.tokens)
             model.truncate(keep)
-            feed = seq[keep:]
             if cfg.overlap_mask and self.matcher is not None:
                 if self._pool is None:  # one worker per run: concurrent runs never queue behind each other
                     self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-forward")
@@ -336,37 +325,73 @@ class _Run:
             else:
                 logits, dt = self._forward(feed)
                 self._mask(logits, None)
-            if first:
-                self.stats.prefill_s += dt
-                first = False
-            else:
-                self.stats.forward_passes += 1
-                self.stats.forward_s += dt
-            token = self._choose(logits)
-            self.stats.sampled_tokens += 1
-            if token in self.eos:
-                if self.matcher is not None:
-                    self.matcher.accept_token(token)
-                self.stats.ended_by_eos = True
-                finish = "stop"
+            self.record_forward(dt)
+            finish = self.step(logits)
+            if finish is not None:
                 break
-            if self.matcher is not None and not self.matcher.accept_token(token):
-                raise StrictgenError(f"internal error: the matcher refused allowed token {token}")
-            self.out.append(token)
-            self.origin.append(False)
-            if self.matcher is not None and cfg.jump_forward:
-                self._jump_forward()
-            if cfg.stop and self._cut_at_stop():  # after jump-forward: forced text may hold a stop string
-                finish = "stop"
-                break
-            if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:
-                finish = "cancelled"
-                break
+        return self.result(finish)
+
+    # ---- per-step pieces (the batched scheduler in batching.py drives these too) ----
+
+    def begin(self) -> None:
+        """Start the clock and take what the grammar forces before the first token."""
+        self._t_start = time.perf_counter()
+        self._first = True
+        if self.matcher is not None and self.config.jump_forward:
+            self._jump_forward()
+
+    def check_done(self) -> str | None:
+        """The finish reason when no forward pass is needed any more (else None)."""
+        if self._grammar_done():
+            return "stop"
+        if self.remaining <= 0:
+            return "length"
+        return None
+
+    def next_feed(self, cached: list[int]) -> tuple[int, list[int]]:
+        """(tokens of `cached` to keep, tokens to feed after them) for the next forward pass."""
+        seq = self.prompt + self.out
+        keep = _common_prefix(cached, seq)
+        if keep == len(seq):  # the logits after the last token are needed again
+            keep -= 1
+        return keep, seq[keep:]
+
+    def record_forward(self, dt: float) -> None:
+        if self._first:
+            self.stats.prefill_s += dt
+            self._first = False
+        else:
+            self.stats.forward_passes += 1
+            self.stats.forward_s += dt
+
+    def step(self, logits: np.ndarray) -> str | None:
+        """Choose a token from the (masked) `logits` and advance; the finish reason, or None to go on."""
+        cfg = self.config
+        token = self._choose(logits)
+        self.stats.sampled_tokens += 1
+        if token in self.eos:
+            if self.matcher is not None:
+                self.matcher.accept_token(token)
+            self.stats.ended_by_eos = True
+            return "stop"
+        if self.matcher is not None and not self.matcher.accept_token(token):
+            raise StrictgenError(f"internal error: the matcher refused allowed token {token}")
+        self.out.append(token)
+        self.origin.append(False)
+        if self.matcher is not None and cfg.jump_forward:
+            self._jump_forward()
+        if cfg.stop and self._cut_at_stop():  # after jump-forward: forced text may hold a stop string
+            return "stop"
+        if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:
+            return "cancelled"
+        return None
+
+    def result(self, finish: str) -> GenerationResult:
         self.stats.output_tokens = len(self.out)
-        self.stats.total_s = time.perf_counter() - t_start
+        self.stats.total_s = time.perf_counter() - self._t_start
         text = self._text().decode("utf-8", "replace")
-        if cfg.stop:
-            text = _cut_text(text, cfg.stop)
+        if self.config.stop:
+            text = _cut_text(text, self.config.stop)
         return GenerationResult(text, list(self.out), finish, self.stats, list(self.origin))
 
     def _cut_at_stop(self) -> bool:

@@ -17,7 +17,7 @@ from strictgen.errors import ModelError
 from strictgen.tokenizer.info import TokenizerInfo
 
 from .gguf_meta import gguf_chat_settings
-from .model import Model
+from .model import ForwardStats, Model
 
 
 class LlamaCppModel(Model):
@@ -75,3 +75,106 @@ class LlamaCppModel(Model):
         llm, self.llm = self.llm, None
         if llm is not None:
             llm.close()
+
+
+class LlamaCppBatch:
+    """One llama.cpp context holding up to `n_seq` sequences, decoded together (one pass per step).
+
+    Built on a loaded LlamaCppModel's weights (its own context stays for tokenization only). Each
+    sequence has its seq_id in the KV cache and up to `n_ctx` tokens; `decode` puts the new tokens of
+    every sequence into one llama_batch, with logits requested after each sequence's last token, and
+    `truncate` drops one sequence's KV entries past a position (llama_memory_seq_rm)."""
+
+    def __init__(self, model: LlamaCppModel, *, n_seq: int, n_ctx: int = 4096, threads: int | None = None, n_batch: int = 512):
+        import llama_cpp
+        from llama_cpp import _internals
+
+        if n_seq < 1:
+            raise ModelError("a batch needs at least one sequence")
+        self._llama_cpp = llama_cpp
+        self.model = model
+        self.n_seq = n_seq
+        self.n_ctx = n_ctx
+        self.n_batch = n_batch
+        self.vocab_size = model.vocab_size
+        # all cores, not half as for a lone sequence: the batch is the only decoding, and on 2 cores
+        # that beats leaving one to the masks (serve_throughput, 8 requests: 80 -> 130 tokens/s)
+        threads = threads or max(1, os.cpu_count() or 1)
+        # the single-sequence context's settings (flash attention, RoPE scaling...), so a sequence
+        # decoded here gets the logits it gets there
+        base = model.llm.context_params
+        params = type(base).from_buffer_copy(base)
+        params.n_ctx = n_ctx * n_seq
+        params.n_batch = n_batch
+        params.n_ubatch = n_batch
+        params.n_seq_max = n_seq
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.kv_unified = False  # a KV stream per sequence
+        try:
+            self._ctx = _internals.LlamaContext(model=model.llm._model, params=params, verbose=False)
+        except ValueError as exc:
+            raise ModelError(f"llama.cpp cannot create a context for {n_seq} sequences: {exc}") from exc
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.tokens: list[list[int]] = [[] for _ in range(n_seq)]  # what the cache holds per sequence
+        self.stats = ForwardStats()
+
+    def truncate(self, seq: int, length: int) -> None:
+        """Roll sequence `seq` back to its first `length` tokens."""
+        held = self.tokens[seq]
+        if not 0 <= length <= len(held):
+            raise ModelError(f"cannot roll sequence {seq} back to {length} tokens: it holds {len(held)}")
+        if length < len(held):
+            self._llama_cpp.llama_memory_seq_rm(self._ctx.memory, seq, length, -1)
+            del held[length:]
+
+    def decode(self, feeds: list[tuple[int, list[int]]]) -> list[np.ndarray]:
+        """Append each (seq, tokens) to its sequence in one pass (or as few as n_batch allows);
+        return the float32 logits after each feed's last token, in order."""
+        for seq, toks in feeds:
+            if not toks:
+                raise ModelError("decode needs at least one token per sequence")
+            if len(self.tokens[seq]) + len(toks) > self.n_ctx:
+                raise ModelError(f"context full: {len(self.tokens[seq])} + {len(toks)} tokens exceed n_ctx={self.n_ctx}")
+        entries = []  # (seq, pos, token, logits row wanted for feed i or -1)
+        for i, (seq, toks) in enumerate(feeds):
+            base = len(self.tokens[seq])
+            for j, t in enumerate(toks):
+                entries.append((seq, base + j, t, i if j == len(toks) - 1 else -1))
+        out: list[np.ndarray | None] = [None] * len(feeds)
+        t0 = time.perf_counter()
+        b = self._batch
+        for start in range(0, len(entries), self.n_batch):
+            chunk = entries[start : start + self.n_batch]
+            for k, (seq, pos, tok, row) in enumerate(chunk):
+                b.token[k] = tok
+                b.pos[k] = pos
+                b.n_seq_id[k] = 1
+                b.seq_id[k][0] = seq
+                b.logits[k] = row >= 0
+            b.n_tokens = len(chunk)
+            rc = self._llama_cpp.llama_decode(self._ctx.ctx, b)
+            if rc != 0:
+                # a failed decode may leave part of the chunk in the cache: drop what it may have added
+                for seq, _ in feeds:
+                    self._llama_cpp.llama_memory_seq_rm(self._ctx.memory, seq, len(self.tokens[seq]), -1)
+                raise ModelError(f"llama.cpp decode failed (llama_decode returned {rc})")
+            for k, (seq, pos, tok, row) in enumerate(chunk):
+                if row >= 0:
+                    ptr = self._llama_cpp.llama_get_logits_ith(self._ctx.ctx, k)
+                    out[row] = np.ctypeslib.as_array(ptr, shape=(self.vocab_size,)).astype(np.float32, copy=True)
+        for seq, toks in feeds:
+            self.tokens[seq].extend(toks)
+        dt = time.perf_counter() - t0
+        self.stats.decode_calls += 1
+        self.stats.decode_tokens += len(entries)
+        self.stats.decode_s += dt
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        ctx, self._ctx = self._ctx, None
+        if ctx is not None:
+            ctx.close()

@@ -36,7 +36,7 @@ from .protocol import (
     OllamaGenerateRequest,
     ResponsesRequest,
 )
-from .worker import Job, ModelPool
+from .worker import BatchedPool, Job, ModelPool
 
 
 @dataclass
@@ -718,10 +718,17 @@ async def _ollama_reply(server: Server, job: Job, request: Request, stream: bool
 
 
 def build_server(model: str = "default", *, slots: int = 2, runtime: str = "auto", n_ctx: int = 4096, limits: ServerLimits | None = None, progress: bool = False) -> Server:
-    """Load `slots` copies of the model and the server around them."""
-    from strictgen.engine.loader import load_model
+    """Load the model and the server around it: on llama.cpp one context decoding up to `slots`
+    requests per forward pass, on other runtimes `slots` copies of the model."""
+    import os
 
-    threads = max(1, (__import__("os").cpu_count() or 2) // max(1, slots))
-    pool = ModelPool(lambda: load_model(model, runtime=runtime, n_ctx=n_ctx, threads=threads, progress=progress), slots)
+    from strictgen.engine.loader import choose_runtime, load_model, resolve_model_path
+
+    if choose_runtime(resolve_model_path(model), runtime) == "llama.cpp":
+        # the loaded model's own context only tokenizes: keep it small
+        pool: ModelPool = BatchedPool(load_model(model, runtime="llama.cpp", n_ctx=256, progress=progress), slots, n_ctx=n_ctx)
+    else:
+        threads = max(1, (os.cpu_count() or 2) // max(1, slots))
+        pool = ModelPool(lambda: load_model(model, runtime=runtime, n_ctx=n_ctx, threads=threads, progress=progress), slots)
     name = "strictgen/" + pool.primary.name if model == "default" else pool.primary.name
     return Server(pool, name, limits)

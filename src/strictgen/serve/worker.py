@@ -1,11 +1,12 @@
-"""Running generations for concurrent requests: a pool of model slots, each with its own KV cache.
+"""Running generations for concurrent requests.
 
-A Model holds one sequence, so each concurrent generation needs a slot of its own. Slots are
-copies of the same model file (llama.cpp maps the weights, so a slot costs only its context).
-A request waits for a free slot, runs the engine's generation loop in a thread (llama.cpp and the
-mask code release the GIL, so slots decode in parallel), and reports its output as it grows. A
-cancelled request (the client went away) stops at its next step. Requests share nothing mutable:
-each has its own matcher, sampler and slot.
+On llama.cpp (`BatchedPool`) one context holds a KV sequence per slot and a batch scheduler
+(engine/batching.py) decodes every live request's new tokens in one forward pass per step, with the
+matchers' masks filled as a batch; each request keeps its own matcher, sampler, stop strings and
+budget. On other runtimes (`ModelPool`) slots are copies of the model, one request per copy, each
+running the engine's generation loop in a thread. Either way a request waits for a free slot and
+reports its output as it grows, and a cancelled request (the client went away) stops at its next
+step. Requests share nothing mutable.
 """
 
 from __future__ import annotations
@@ -54,21 +55,25 @@ class ModelPool:
 
     def run(self, job: Job, on_text: Callable[[str], None] | None = None, cancelled: threading.Event | None = None) -> GenerationResult:
         """Run `job` on a free slot (blocking); `on_text` gets the whole output text after each step."""
+        detokenize = self.primary.detokenize  # every slot has the same vocabulary
+
+        def progress(ids: list[int]) -> bool:
+            if cancelled is not None and cancelled.is_set():
+                return False
+            if on_text is not None:
+                on_text(_complete_utf8_prefix(detokenize(ids)))
+            return True
+
+        job.config.on_progress = progress
+        result = self._generate(job)
+        if self.on_finished is not None:
+            self.on_finished(job, result)
+        return result
+
+    def _generate(self, job: Job) -> GenerationResult:
         model = self._free.get()
         try:
-
-            def progress(ids: list[int]) -> bool:
-                if cancelled is not None and cancelled.is_set():
-                    return False
-                if on_text is not None:
-                    on_text(_complete_utf8_prefix(model.detokenize(ids)))
-                return True
-
-            job.config.on_progress = progress
-            result = generate(model, job.prompt_ids, job.grammar, job.config)
-            if self.on_finished is not None:
-                self.on_finished(job, result)
-            return result
+            return generate(model, job.prompt_ids, job.grammar, job.config)
         finally:
             self._free.put(model)
 
@@ -101,3 +106,34 @@ class ModelPool:
     def close(self) -> None:
         for m in self.models:
             m.close()
+
+
+class BatchedPool(ModelPool):
+    """`size` sequences in one llama.cpp context, decoded together (engine.batching.BatchScheduler).
+
+    `model` (a LlamaCppModel) serves tokenization and templates; its weights back the batch context."""
+
+    def __init__(self, model: Model, size: int = 1, *, n_ctx: int = 4096, threads: int | None = None):
+        from strictgen.engine.batching import BatchScheduler
+        from strictgen.engine.llama_cpp_runtime import LlamaCppBatch
+
+        if size < 1:
+            raise ValueError("the pool needs at least one slot")
+        self.models = [model]
+        self.primary = model
+        self.backend = LlamaCppBatch(model, n_seq=size, n_ctx=n_ctx, threads=threads)
+        self.scheduler = BatchScheduler(model, self.backend)
+        self.tokenize_lock = threading.Lock()
+        self.on_finished = None
+
+    @property
+    def size(self) -> int:
+        return self.scheduler.n_seq
+
+    def _generate(self, job: Job) -> GenerationResult:
+        return self.scheduler.generate(job.prompt_ids, job.grammar, job.config)
+
+    def close(self) -> None:
+        self.scheduler.close()
+        self.backend.close()
+        super().close()
