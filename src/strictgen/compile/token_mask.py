@@ -87,19 +87,19 @@ class TokenMasker:
                 self._cache.popitem(last=False)
         return got
 
-    def live_nodes(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
-        """Bool over trie nodes (plus one never-live slot): is the node's prefix still valid from `state`?
+    def live_node_ids(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
+        """Flat ids of the trie nodes whose prefix is still valid from `state`.
 
         Exact for the nodes where tokens end (all that masks read). The walk goes a depth at a time
         in numpy; once the frontier is thin enough that finishing its token texts one by one is
         cheaper than the numpy rounds for the depths below it, they are (long, thin chains: runs of
-        spaces, dashes).
-        `first_bytes` (bool per byte value) restricts the walk to tokens starting with those bytes."""
+        spaces, dashes). `first_bytes` (bool per byte value) restricts the walk to tokens starting
+        with those bytes."""
         trie = trie or self.trie
         machine = self.machine
-        live = np.zeros(trie.num_nodes + 1, dtype=bool)
+        found: list[np.ndarray] = []
         if trie.depth == 0:
-            return live
+            return np.zeros(0, dtype=np.int64)
         nodes = np.arange(len(trie.bytes[0]))
         if first_bytes is not None:
             nodes = nodes[first_bytes[trie.bytes[0]]]
@@ -109,7 +109,7 @@ class TokenMasker:
             nodes, states = nodes[keep], states[keep]
             if not len(nodes):
                 break
-            live[trie.offsets[d] + nodes] = True
+            found.append(trie.offsets[d] + nodes)
             if d + 1 == trie.depth:
                 break
             if len(nodes) <= TAIL_NODES:
@@ -118,7 +118,7 @@ class TokenMasker:
                 texts = int(trie.text_count[d][nodes].sum())
                 if texts * TEXT_COST <= LEVEL_COST * int(trie.height[d][nodes].max()):
                     lo = trie.text_lo[d][nodes]
-                    self._finish_texts(trie, live, d, states.tolist(), lo.tolist(), (lo + trie.text_count[d][nodes]).tolist())
+                    found.append(self._finish_texts(trie, d, states.tolist(), lo.tolist(), (lo + trie.text_count[d][nodes]).tolist()))
                     break
             starts, counts = trie.child_start[d][nodes], trie.child_count[d][nodes]
             total = int(counts.sum())
@@ -128,18 +128,30 @@ class TokenMasker:
             first = np.cumsum(counts) - counts
             nodes = np.repeat(starts - first, counts) + np.arange(total)
             states = machine.step_many(np.repeat(states, counts), trie.bytes[d + 1][nodes])
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+    def live_nodes(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
+        """Bool over trie nodes (plus one never-live slot): `live_node_ids` as a mask."""
+        trie = trie or self.trie
+        live = np.zeros(trie.num_nodes + 1, dtype=bool)
+        live[self.live_node_ids(state, trie, first_bytes)] = True
         return live
 
-    def _finish_texts(self, trie: VocabTrie, live: np.ndarray, depth: int, states: list, los: list, his: list) -> None:
-        """Mark the end nodes of the texts under frontier nodes at `depth` that the machine accepts."""
+    def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
+        """Ids of the tokens of `trie` valid from `state` (a sub-trie's ids are the vocabulary's)."""
+        return trie.tokens_at(self.live_node_ids(state, trie, first_bytes))
+
+    def _finish_texts(self, trie: VocabTrie, depth: int, states: list, los: list, his: list) -> np.ndarray:
+        """End nodes of the texts under frontier nodes at `depth` that the machine accepts."""
         step_bytes = self.machine.step_bytes
         token_bytes = trie.token_bytes
+        ends: list[int] = []
         for st, lo, hi in zip(states, los, his):
             for k in range(lo, hi):
                 tid = int(trie.text_token[k])
-                text = token_bytes[tid]
-                if step_bytes(st, text[depth + 1 :]) != DEAD:
-                    live[trie.token_node[tid]] = True
+                if step_bytes(st, token_bytes[tid][depth + 1 :]) != DEAD:
+                    ends.append(int(trie.token_node[tid]))
+        return np.asarray(ends, dtype=np.int64)
 
     def _allowed(self, state: int) -> np.ndarray:
         """Bool per token, with a shortcut for string-like states.
@@ -170,22 +182,22 @@ class TokenMasker:
                 continue
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            first_ok = first[self.trie.first_bytes]
-            allowed = inside & first_ok
+            first_bytes = self.trie.first_bytes
+            allowed = inside & first[first_bytes]
             if length is not None:
                 allowed &= self.trie.token_lengths <= length
-            allowed |= self.live_nodes(state, first_bytes=~first)[self.trie.token_node]
+            allowed[self._live_tokens(state, self.trie, ~first)] = True
             if length is None and rest.num_text_tokens <= MAX_SUFFIX_TOKENS and bool((machine.compute_row(t)[loop] == t).all()):
                 # t loops: only what follows each token's run of loop bytes needs walking, from t
-                suffixes, node = self.trie.loop_suffixes(bytes(loop.astype(np.uint8)), multibyte, skip_first=t != state)
-                live = self.live_nodes(t, suffixes)
-                live[suffixes.num_nodes] = True  # an empty suffix: the token ends inside the loop
-                covered = first_ok & (node >= 0)
-                allowed[covered] |= live[node[covered]]
+                suffixes, owner, empty = self.trie.loop_suffixes(bytes(loop.astype(np.uint8)), multibyte, skip_first=t != state)
+                tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
+                allowed[tokens[first[first_bytes[tokens]]]] = True
             else:
-                allowed |= self.live_nodes(state, rest, first_bytes=first)[rest.token_node]
+                allowed[self._live_tokens(state, rest, first)] = True
             return allowed
-        return self.live_nodes(state)[self.trie.token_node]
+        allowed = np.zeros(self.vocab_size, dtype=bool)
+        allowed[self._live_tokens(state, self.trie)] = True
+        return allowed
 
     def _loops_on_utf8(self, state: int) -> bool:
         """Does every valid multi-byte UTF-8 character lead from `state` back to `state`? (memoised)"""

@@ -97,6 +97,11 @@ class VocabTrie:
         self._local_node = token_node
         self.num_tokens = len(token_node)
         self.num_text_tokens = int(present.sum())
+        # tokens by end node (CSR): the tokens of node i are node_tokens[node_token_start[i]:node_token_start[i + 1]]
+        ids = np.flatnonzero(present)
+        self.node_tokens = ids[np.argsort(self.token_node[ids], kind="stable")]
+        counts = np.bincount(self.token_node[ids], minlength=self.num_nodes + 1)
+        self.node_token_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._index_texts(present)
 
     def _index_texts(self, present: np.ndarray) -> None:
@@ -168,6 +173,14 @@ class VocabTrie:
         """Each token's first byte (0 for empty tokens, which are never text)."""
         return np.fromiter((t[0] if t else 0 for t in self._token_bytes), dtype=np.uint8, count=len(self._token_bytes))
 
+    def tokens_at(self, node_ids: np.ndarray) -> np.ndarray:
+        """The ids of the tokens ending at the given flat node ids."""
+        starts = self.node_token_start[node_ids]
+        counts = self.node_token_start[node_ids + 1] - starts
+        total = int(counts.sum())
+        first = np.cumsum(counts) - counts
+        return self.node_tokens[np.repeat(starts - first, counts) + np.arange(total)]
+
     @property
     def token_lengths(self) -> np.ndarray:
         """Each token's length in bytes."""
@@ -206,13 +219,14 @@ class VocabTrie:
 
         return np.fromiter((whole(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
 
-    def loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple["VocabTrie", np.ndarray]:
+    def loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple["VocabTrie", np.ndarray, np.ndarray]:
         """For the tokens outside `loop_split(loop_bytes, multibyte)`: what is left of each after
         its longest leading run of loop bytes (or, with `multibyte`, whole non-ASCII characters),
         the first byte not counted when `skip_first`. From a state that loops on them, a token is
         valid exactly when that suffix is; suffixes repeat a lot (`",`, `":`, `"}` end thousands
-        of tokens), so they are walked as a trie of their own. Returns (suffix trie, per token the
-        suffix's end node in it: -1 for tokens not covered, `num_nodes` for an empty suffix)."""
+        of tokens), so they are walked as a trie of their own. Returns (suffix trie, the
+        token owning each suffix (the trie's "token" ids are suffix indices), the tokens whose
+        suffix is empty, i.e. that end inside the loop)."""
         key = ("suffixes", loop_bytes, multibyte, skip_first)
         got = self._recall(key)
         if got is not None:
@@ -235,10 +249,10 @@ class VocabTrie:
                 i += width
             suffixes.append(data[i:])
             owner.append(tid)
-        trie = VocabTrie(suffixes, np.zeros(len(suffixes), dtype=bool))
-        node = np.full(self.num_tokens, -1, dtype=np.int64)
-        node[owner] = trie.token_node  # empty suffixes point at the never-live slot num_nodes
-        return self._remember(key, (trie, node))
+        owners = np.asarray(owner, dtype=np.int64)
+        empty = np.fromiter((not x for x in suffixes), dtype=bool, count=len(suffixes))
+        trie = VocabTrie(suffixes, empty)
+        return self._remember(key, (trie, owners, owners[empty]))
 
     def loop_split(self, loop_bytes: bytes, multibyte: bool = False, min_fraction: float = 0.2) -> tuple[np.ndarray, "VocabTrie | None"]:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
