@@ -16,17 +16,14 @@ from pathlib import Path
 import numpy as np
 
 import strictgen as sg
-from strictgen.tokenizer.info import load_deepseek_tokenizer, load_qwen_encoding
+from strictgen.tokenizer.info import text_encoder
 
 
 def encoder(name: str):
-    if name == "qwen":
-        enc = load_qwen_encoding()
-        return lambda text: enc.encode(text, disallowed_special=())
-    if name == "deepseek":
-        tk = load_deepseek_tokenizer()
-        return lambda text: tk.encode(text, add_special_tokens=False).ids
-    raise SystemExit(f"no encoder shipped for {name!r}")
+    encode = text_encoder(name)
+    if encode is None:
+        raise SystemExit(f"no encoder shipped for {name!r}")
+    return encode
 
 
 def main() -> None:

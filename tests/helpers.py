@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
@@ -62,21 +63,12 @@ def _tokens_by_node(tok: sg.TokenizerInfo) -> dict[int, list[int]]:
 
 def canonical_ids(name: str, text: str) -> list[int] | None:
     """The tokenizer's own encoding of `text` (None where the vocabulary ships no encoder)."""
-    from strictgen.tokenizer.info import load_qwen_encoding
-
-    if name == "qwen":
-        return load_qwen_encoding().encode(text, disallowed_special=())
-    if name == "deepseek":
-        return _deepseek().encode(text, add_special_tokens=False).ids
-    return None
+    encode = _encoder(name)
+    return encode(text) if encode is not None else None
 
 
-_DEEPSEEK = []
+@functools.lru_cache(maxsize=None)
+def _encoder(name: str):
+    from strictgen.tokenizer.info import text_encoder
 
-
-def _deepseek():
-    if not _DEEPSEEK:
-        from strictgen.tokenizer.info import load_deepseek_tokenizer
-
-        _DEEPSEEK.append(load_deepseek_tokenizer())
-    return _DEEPSEEK[0]
+    return text_encoder(name)

@@ -214,16 +214,11 @@ def serialise_for(compiled: sg.CompiledGrammar, value, schema=None) -> str:
 
 
 def make_encoder(name: str, tok: sg.TokenizerInfo):
-    if name == "qwen":
-        from strictgen.tokenizer.info import load_qwen_encoding
+    from strictgen.tokenizer.info import text_encoder
 
-        enc = load_qwen_encoding()
-        return lambda text: enc.encode(text, disallowed_special=())
-    if name == "deepseek":
-        from strictgen.tokenizer.info import load_deepseek_tokenizer
-
-        t = load_deepseek_tokenizer()
-        return lambda text: t.encode(text, add_special_tokens=False).ids
+    encode = text_encoder(name)
+    if encode is not None:
+        return encode
     from tests.helpers import random_split
 
     def split(text: str):

@@ -264,14 +264,37 @@ class _Engine:
             return "?"
 
 
-class StrictgenEngine(_Engine):
+class _BackendApiEngine(_Engine):
+    """An engine whose module speaks the grammar-backend API that vLLM and SGLang expect
+    (strictgen and xgrammar both do): `lib.GrammarMatcher`, `lib.allocate_token_bitmask`,
+    `lib.apply_token_bitmask_inplace`, `matcher.fill_next_token_bitmask`, `matcher.accept_token`."""
+
+    lib = None  # the module, set by the subclass
+
+    def matcher(self, artefact):
+        return self.lib.GrammarMatcher(artefact)
+
+    def alloc_mask(self):
+        return self.lib.allocate_token_bitmask(1, self.V)
+
+    def fill(self, matcher, mask):
+        matcher.fill_next_token_bitmask(mask)
+
+    def accept(self, matcher, token_id):
+        return matcher.accept_token(token_id)
+
+    def apply(self, logits, mask):
+        self.lib.apply_token_bitmask_inplace(logits, mask)
+
+
+class StrictgenEngine(_BackendApiEngine):
     name = "strictgen"
 
     def __init__(self, *a, **k):
         super().__init__(*a, **k)
         import strictgen as sg
 
-        self.sg = sg
+        self.lib = sg
         self.apply_note = "strictgen.apply_token_bitmask_inplace on " + ("torch" if self.use_torch else "numpy") + " logits"
 
     def preprocess(self):
@@ -284,7 +307,7 @@ class StrictgenEngine(_Engine):
         self._set_info(state)
 
     def new_compiler(self):
-        return self.sg.GrammarCompiler(self.state)
+        return self.lib.GrammarCompiler(self.state)
 
     def compile(self, compiler, case):
         if self.fmt == "json":
@@ -293,22 +316,7 @@ class StrictgenEngine(_Engine):
             g = compiler.compile_json_schema(case.schema, any_order=True)
         else:
             g = compiler.compile_json_schema(case.schema)
-        return g, self.sg.GrammarMatcher(g)
-
-    def matcher(self, artefact):
-        return self.sg.GrammarMatcher(artefact)
-
-    def alloc_mask(self):
-        return self.sg.allocate_token_bitmask(1, self.V)
-
-    def fill(self, matcher, mask):
-        matcher.fill_next_token_bitmask(mask)
-
-    def accept(self, matcher, token_id):
-        return matcher.accept_token(token_id)
-
-    def apply(self, logits, mask):
-        self.sg.apply_token_bitmask_inplace(logits, mask)
+        return g, self.lib.GrammarMatcher(g)
 
     def version(self) -> str:
         import strictgen
@@ -337,7 +345,7 @@ def _capture_fd2():
             out.extend(tmp.read().decode("utf-8", "replace").splitlines())
 
 
-class XGrammarEngine(_Engine):
+class XGrammarEngine(_BackendApiEngine):
     name = "xgrammar"
 
     def __init__(self, *a, **k):
@@ -347,7 +355,7 @@ class XGrammarEngine(_Engine):
             import xgrammar
         except Exception as exc:  # ImportError, or a broken install
             raise EngineUnavailable(f"xgrammar is not importable: {type(exc).__name__}: {exc}") from exc
-        self.xgr = xgrammar
+        self.lib = xgrammar
         self.use_torch = True
         self.apply_note = "xgrammar.apply_token_bitmask_inplace (CPU kernel) on torch logits"
         self.warnings: dict[str, int] = {}
@@ -359,37 +367,22 @@ class XGrammarEngine(_Engine):
         eos = set(info.eos_token_ids)
         special = info.is_special
         vocab = [b"" if special[i] and i not in eos else tb for i, tb in enumerate(info.all_token_bytes)]
-        xinfo = self.xgr.TokenizerInfo(
-            encoded_vocab=vocab, vocab_type=self.xgr.VocabType.RAW, vocab_size=info.vocab_size,
+        xinfo = self.lib.TokenizerInfo(
+            encoded_vocab=vocab, vocab_type=self.lib.VocabType.RAW, vocab_size=info.vocab_size,
             stop_token_ids=list(info.eos_token_ids),
         )
-        return xinfo, self.xgr.GrammarCompiler(xinfo, max_threads=1)
+        return xinfo, self.lib.GrammarCompiler(xinfo, max_threads=1)
 
     def new_compiler(self):
-        return self.xgr.GrammarCompiler(self.state[0], max_threads=1)
+        return self.lib.GrammarCompiler(self.state[0], max_threads=1)
 
     def compile(self, compiler, case):
         text = "{}" if self.fmt == "json" else case.schema_text
         g = compiler.compile_json_schema(text, strict_mode=False, any_order=self.any_order)
-        return g, self.xgr.GrammarMatcher(g)
+        return g, self.lib.GrammarMatcher(g)
 
     def quiet(self):
         return _capture_fd2()  # xgrammar logs its approximations to fd 2
-
-    def matcher(self, artefact):
-        return self.xgr.GrammarMatcher(artefact)
-
-    def alloc_mask(self):
-        return self.xgr.allocate_token_bitmask(1, self.V)
-
-    def fill(self, matcher, mask):
-        matcher.fill_next_token_bitmask(mask)
-
-    def accept(self, matcher, token_id):
-        return matcher.accept_token(token_id)
-
-    def apply(self, logits, mask):
-        self.xgr.apply_token_bitmask_inplace(logits, mask)
 
 
 class _LLTokenizerSource:

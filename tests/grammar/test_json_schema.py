@@ -341,10 +341,9 @@ def _accepts(compiled, text, encode) -> bool:
 
 @pytest.fixture(scope="module")
 def encode():
-    from strictgen.tokenizer.info import load_qwen_encoding
+    from strictgen.tokenizer.info import text_encoder
 
-    enc = load_qwen_encoding()
-    return lambda text: enc.encode(text, disallowed_special=())
+    return text_encoder("qwen")
 
 
 def test_public_api_compile_json_schema(qwen, encode):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from strictgen.errors import StrictgenError
+
 MAX_CODEPOINT = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
 
@@ -221,3 +223,80 @@ def charset(ranges) -> Expr:
 def chars(text: str) -> Expr:
     """One character out of `text`."""
     return charset((ord(c), ord(c)) for c in text)
+
+
+# ---- reference analysis -------------------------------------------------------------------------
+
+
+def rule_references(expr: Expr) -> set[str]:
+    """Names of the rules that `expr` refers to (the IR may be a DAG: each node is visited once)."""
+    out: set[str] = set()
+    stack = [expr]
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, RuleRef):
+            out.add(e.name)
+        elif isinstance(e, (Seq, Alt)):
+            stack.extend(e.items)
+        elif isinstance(e, Repeat):
+            stack.append(e.item)
+        elif isinstance(e, Intersect):
+            stack.extend(e.items)
+        elif isinstance(e, Difference):
+            stack.extend((e.base, e.minus))
+    return out
+
+
+def recursive_rules(grammar: Grammar) -> set[str]:
+    """Names of the rules that lie on a reference cycle (Tarjan's SCC, iterative)."""
+    graph = {name: rule_references(expr) for name, expr in grammar.rules.items()}
+    for name, refs in graph.items():
+        for ref in refs:
+            if ref not in graph:
+                raise StrictgenError(f"rule {name!r} refers to undefined rule {ref!r}")
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    result: set[str] = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            child = next(it, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == node:
+                        break
+                if len(component) > 1 or node in graph[node]:
+                    result.update(component)
+    return result

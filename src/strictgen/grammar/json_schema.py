@@ -82,7 +82,6 @@ from typing import Any
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError, StrictgenError
 
 from .ir import (
-    EMPTY,
     MAX_CODEPOINT,
     NOTHING,
     Alt,
@@ -104,10 +103,13 @@ from .ir import (
     lit,
     normalize_ranges,
     opt,
+    recursive_rules,
     repeat,
+    rule_references,
     seq,
 )
-from .json_value import DIGIT, NONZERO, STRING_CHAR, JsonStyle, json_container, json_integer, json_number, json_string
+from .json_value import DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
+from .numbers import decimal_places
 from .schema_normalize import (
     FALSE,
     TRUE,
@@ -237,16 +239,9 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
 
 def _decimal_text(x: Fraction) -> str | None:
     """The shortest plain decimal text of x, None if x is not a finite decimal."""
-    d, twos, fives = x.denominator, 0, 0
-    while d % 2 == 0:
-        d //= 2
-        twos += 1
-    while d % 5 == 0:
-        d //= 5
-        fives += 1
-    if d != 1:
+    k = decimal_places(x)
+    if k is None:
         return None
-    k = max(twos, fives)
     sign = "-" if x < 0 else ""
     m = abs(x) * 10**k
     digits = str(m.numerator)
@@ -1101,8 +1096,6 @@ def _call_big_rules(grammar: Grammar) -> None:
     rule with the largest share (size × copies) is turned into a call, and so is any rule still
     above BIG_RULE. A rule becomes a call through an unproductive self-reference (NOTHING followed
     by the rule), which puts it on a reference cycle without changing its language."""
-    from strictgen.compile.automaton import recursive_rules
-
     called = set(recursive_rules(grammar))
     sizes: dict[str, int] = {}
 
@@ -1118,7 +1111,7 @@ def _call_big_rules(grammar: Grammar) -> None:
     for top in grammar.rules:
         if top in seen:
             continue
-        stack = [(top, iter(sorted(_rule_refs(grammar.rules[top]))))]
+        stack = [(top, iter(sorted(rule_references(grammar.rules[top]))))]
         seen.add(top)
         while stack:
             n, it = stack[-1]
@@ -1128,7 +1121,7 @@ def _call_big_rules(grammar: Grammar) -> None:
                 order.append(n)
             elif child not in seen and child in grammar.rules:
                 seen.add(child)
-                stack.append((child, iter(sorted(_rule_refs(grammar.rules[child])))))
+                stack.append((child, iter(sorted(rule_references(grammar.rules[child])))))
     for n in order:
         for _ in range(64):
             sz = _expr_size(grammar.rules[n], rule_size)
@@ -1169,26 +1162,6 @@ def _ref_copies(e: Expr) -> dict[str, int]:
             rec(x.minus, k)
 
     rec(e, 1)
-    return out
-
-
-def _rule_refs(e: Expr) -> set[str]:
-    out: set[str] = set()
-    seen: set[int] = set()
-    work = [e]
-    while work:
-        x = work.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if isinstance(x, RuleRef):
-            out.add(x.name)
-        elif isinstance(x, (Seq, Alt, Intersect)):
-            work.extend(x.items)
-        elif isinstance(x, Repeat):
-            work.append(x.item)
-        elif isinstance(x, Difference):
-            work.extend((x.base, x.minus))
     return out
 
 

