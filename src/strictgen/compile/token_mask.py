@@ -162,7 +162,8 @@ class TokenMasker:
         after K steps where every byte of B is dead (a string with characters left to count). A
         token whose first byte is in B1, whose other bytes are all in B and whose length fits the
         chain is then allowed without looking at it; only tokens with another first byte (walked in
-        the full trie) or with some byte outside B (walked in B's cached "rest" trie) are checked.
+        the full trie) or with some byte outside B are checked: when t loops on itself, by walking
+        from t the distinct suffixes left after each token's looping run, else B's "rest" trie.
         Inside a key that may be a known name or any other string, t is "some other key"."""
         machine = self.machine
         row = machine.compute_row(state)
@@ -175,9 +176,11 @@ class TokenMasker:
             if chain is None:
                 continue
             loop, length = chain
-            # a true self-loop that also loops on every non-ASCII character (a free string body)
-            multibyte = length is None and bool((machine.compute_row(t)[loop] == t).all()) and self._loops_on_utf8(t)
-            inside, rest = self.trie.loop_split(bytes(loop.astype(np.uint8)), multibyte)
+            loop_key = bytes(loop.astype(np.uint8))
+            self_loop = length is None and bool((machine.compute_row(t)[loop] == t).all())
+            # a free string body also loops on every non-ASCII character
+            multibyte = self_loop and self._loops_on_utf8(t)
+            inside, rest = self.trie.loop_split(loop_key, multibyte)
             if rest is None:
                 continue
             if multibyte and t == state:
@@ -187,9 +190,9 @@ class TokenMasker:
             if length is not None:
                 allowed &= self.trie.token_lengths <= length
             allowed[self._live_tokens(state, self.trie, ~first)] = True
-            if length is None and rest.num_text_tokens <= MAX_SUFFIX_TOKENS and bool((machine.compute_row(t)[loop] == t).all()):
+            if self_loop and rest.num_text_tokens <= MAX_SUFFIX_TOKENS:
                 # t loops: only what follows each token's run of loop bytes needs walking, from t
-                suffixes, owner, empty = self.trie.loop_suffixes(bytes(loop.astype(np.uint8)), multibyte, skip_first=t != state)
+                suffixes, owner, empty = self.trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
                 tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
                 allowed[tokens[first[first_bytes[tokens]]]] = True
             else:
