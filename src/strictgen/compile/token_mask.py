@@ -65,7 +65,7 @@ class TokenMasker:
         self.max_cached = max_cached
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-        self._utf8_loops: dict[int, bool] = {}
+        self._utf8_targets: dict[int, int | None] = {}
         self.eos_only = self._with_eos(np.zeros(vocab_size, dtype=bool))
 
     def _with_eos(self, allowed: np.ndarray) -> np.ndarray:
@@ -164,7 +164,9 @@ class TokenMasker:
         chain is then allowed without looking at it; only tokens with another first byte (walked in
         the full trie) or with some byte outside B are checked: when t loops on itself, by walking
         from t the distinct suffixes left after each token's looping run, else B's "rest" trie.
-        Inside a key that may be a known name or any other string, t is "some other key"."""
+        Inside a key that may be a known name or any other string, t is "some other key". When t
+        also loops on every non-ASCII character, tokens may enter t through one too: from t itself,
+        or from a state whose every such character leads to t (a key's first character)."""
         machine = self.machine
         row = machine.compute_row(state)
         targets, counts = np.unique(row[row != DEAD], return_counts=True)
@@ -179,47 +181,57 @@ class TokenMasker:
             loop_key = bytes(loop.astype(np.uint8))
             self_loop = length is None and bool((machine.compute_row(t)[loop] == t).all())
             # a free string body also loops on every non-ASCII character
-            multibyte = self_loop and self._loops_on_utf8(t)
+            multibyte = self_loop and self._utf8_target(t) == t
             inside, rest = self.trie.loop_split(loop_key, multibyte)
             if rest is None:
                 continue
+            trie, first_bytes = self.trie, self.trie.first_bytes
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            first_bytes = self.trie.first_bytes
-            allowed = inside & first[first_bytes]
+            walk_first = ~first
+            enters = first[first_bytes]
+            allowed = np.zeros(self.vocab_size, dtype=bool)
+            if multibyte and t != state and self._utf8_target(state) == t:
+                # whole first characters enter t: only tokens cut inside their first one are walked
+                enters |= trie.starts_whole_char
+                walk_first &= ~_UTF8_LEADS
+                allowed[self._live_tokens(state, trie.split_lead_trie)] = True
+            allowed |= inside & enters
             if length is not None:
-                allowed &= self.trie.token_lengths <= length
-            allowed[self._live_tokens(state, self.trie, ~first)] = True
+                allowed &= trie.token_lengths <= length
+            allowed[self._live_tokens(state, trie, walk_first)] = True
             if self_loop and rest.num_text_tokens <= MAX_SUFFIX_TOKENS:
                 # t loops: only what follows each token's run of loop bytes needs walking, from t
-                suffixes, owner, empty = self.trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
+                suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
                 tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
-                allowed[tokens[first[first_bytes[tokens]]]] = True
+                allowed[tokens[enters[tokens]]] = True
             else:
-                allowed[self._live_tokens(state, rest, first)] = True
+                allowed[self._live_tokens(state, rest, ~walk_first)] = True
             return allowed
         allowed = np.zeros(self.vocab_size, dtype=bool)
         allowed[self._live_tokens(state, self.trie)] = True
         return allowed
 
-    def _loops_on_utf8(self, state: int) -> bool:
-        """Does every valid multi-byte UTF-8 character lead from `state` back to `state`? (memoised)"""
-        got = self._utf8_loops.get(state)
-        if got is None:
-            got = self._utf8_loops[state] = self._check_utf8_loop(state)
-        return got
+    def _utf8_target(self, state: int) -> int | None:
+        """The one state every valid multi-byte UTF-8 character leads to from `state`, or None
+        (memoised)."""
+        if state not in self._utf8_targets:
+            self._utf8_targets[state] = self._find_utf8_target(state)
+        return self._utf8_targets[state]
 
-    def _check_utf8_loop(self, state: int) -> bool:
+    def _find_utf8_target(self, state: int) -> int | None:
         rows = self.machine.compute_row
+        reached: set[int] = set()
         for lead_lo, lead_hi, cont_lo, cont_hi, more in _UTF8_FORMS:
             frontier = set(rows(state)[lead_lo : lead_hi + 1].tolist())
             for lo, hi in [(cont_lo, cont_hi)] + [(0x80, 0xBF)] * (more - 1):
                 if DEAD in frontier:
-                    return False
+                    return None
                 frontier = {t for x in frontier for t in rows(x)[lo : hi + 1].tolist()}
-            if frontier != {state}:
-                return False
-        return True
+            reached |= frontier
+            if len(reached) > 1 or DEAD in reached:
+                return None
+        return reached.pop()
 
     def _chain(self, t: int) -> tuple[np.ndarray, int | None] | None:
         """(B, K) for the chain that starts at t: K = None when it loops, else the longest token

@@ -219,10 +219,28 @@ class VocabTrie:
 
         return np.fromiter((whole(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
 
+    @functools.cached_property
+    def starts_whole_char(self) -> np.ndarray:
+        """Per token: it starts with a whole, valid multi-byte UTF-8 character."""
+
+        def whole_first(data: bytes) -> bool:
+            if not data or not 0xC2 <= data[0] <= 0xF4:
+                return False
+            return _whole_char(data[: 2 if data[0] <= 0xDF else 3 if data[0] <= 0xEF else 4])
+
+        return np.fromiter((whole_first(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
+
+    @functools.cached_property
+    def split_lead_trie(self) -> "VocabTrie":
+        """The tokens that start with a UTF-8 lead byte but not with a whole character (a byte
+        fallback cut inside a character): the few that `starts_whole_char` shortcuts cannot cover."""
+        lead = (self.first_bytes >= 0xC2) & (self.first_bytes <= 0xF4)
+        return self.subtrie(lead & ~self.starts_whole_char)
+
     def loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple["VocabTrie", np.ndarray, np.ndarray]:
         """For the tokens outside `loop_split(loop_bytes, multibyte)`: what is left of each after
         its longest leading run of loop bytes (or, with `multibyte`, whole non-ASCII characters),
-        the first byte not counted when `skip_first`. From a state that loops on them, a token is
+        the first byte (with `multibyte`, a whole first character) not counted when `skip_first`. From a state that loops on them, a token is
         valid exactly when that suffix is; suffixes repeat a lot (`",`, `":`, `"}` end thousands
         of tokens), so they are walked as a trie of their own. Returns (suffix trie, the
         token owning each suffix (the trie's "token" ids are suffix indices), the tokens whose
@@ -237,7 +255,12 @@ class VocabTrie:
         owner: list[int] = []
         for tid in np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes)).tolist():
             data = self._token_bytes[tid]
-            i = 1 if skip_first else 0
+            i = 0
+            if skip_first:
+                i = 1
+                if multibyte and 0xC2 <= data[0] <= 0xF4:
+                    width = 2 if data[0] <= 0xDF else 3 if data[0] <= 0xEF else 4
+                    i = width if _whole_char(data[:width]) else 1
             while i < len(data):
                 b = data[i]
                 if b in looping:
