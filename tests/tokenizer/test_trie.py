@@ -1,4 +1,4 @@
-"""VocabTrie: the numpy-built sub-trie equals a trie built from scratch over the same tokens."""
+"""VocabTrie: the flat arrays spell the tokens; the numpy-built sub-trie equals a trie built from scratch."""
 
 import numpy as np
 import pytest
@@ -13,24 +13,25 @@ def _same(a: VocabTrie, b: VocabTrie) -> None:
     for d in range(a.depth - 1):
         assert np.array_equal(a.child_start[d], b.child_start[d]) and np.array_equal(a.child_end[d], b.child_end[d])
     assert np.array_equal(a.token_node, b.token_node)
-    for d in range(a.depth):
-        assert np.array_equal(a.text_lo[d], b.text_lo[d]) and np.array_equal(a.text_hi[d], b.text_hi[d])
-    assert np.array_equal(a.text_token, b.text_token)
+    assert np.array_equal(a.node_byte, b.node_byte) and np.array_equal(a.roots, b.roots)
+    assert np.array_equal(a.flat_child_start, b.flat_child_start) and np.array_equal(a.flat_child_end, b.flat_child_end)
 
 
-def test_text_ranges_enumerate_each_subtree(vocab):
-    """The texts numbered text_lo..text_hi under a node are exactly the token texts with its prefix."""
+def test_flat_arrays_spell_every_token(vocab):
+    """Following flat child ranges from the roots spells each token's bytes down to its end node."""
     _, tok = vocab
     trie = tok.trie
-    texts = sorted({tok.token_bytes(t) for t in range(tok.vocab_size) if trie.token_node[t] < trie.num_nodes})
-    assert [tok.token_bytes(int(t)) for t in trie.text_token] == texts
     rng = np.random.default_rng(0)
-    for d in [0, 1, 2, 5]:
-        for i in rng.choice(len(trie.bytes[d]), 20):
-            k = int(trie.text_lo[d][i])
-            prefix = texts[k][: d + 1]
-            under = [t for t in texts if t.startswith(prefix)]
-            assert texts[k : int(trie.text_hi[d][i])] == under
+    for tid in rng.choice(np.flatnonzero(trie.token_node < trie.num_nodes), 300):
+        data = tok.token_bytes(int(tid))
+        lo, hi = 0, len(trie.roots)
+        node = -1
+        for b in data:
+            kids = [c for c in range(lo, hi) if trie.node_byte[c] == b]
+            assert len(kids) == 1
+            node = kids[0]
+            lo, hi = int(trie.flat_child_start[node]), int(trie.flat_child_end[node])
+        assert node == trie.token_node[tid]
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -140,6 +140,11 @@ class PushdownMachine:
             rows[state] = row
             return rows[state]
 
+    def table_after(self, state: int) -> np.ndarray:
+        """The whole table once `state`'s row is in it (the C trie walk's callback)."""
+        self.compute_row(state)
+        return self.rows
+
     def step(self, state: int, byte: int) -> int:
         nxt = int(self.rows[state, byte])
         if nxt == UNKNOWN:

@@ -1,8 +1,9 @@
 """Token masks per machine state: which vocabulary tokens keep the output valid.
 
-A mask is computed by walking the vocabulary trie together with the machine, one trie depth at a
-time in numpy (never a Python loop over the vocabulary), then cached per machine state: states
-are shared by every matcher of the grammar, so each distinct state pays for its sweep once.
+A mask is computed by walking the vocabulary trie together with the machine (a depth-first loop
+in C, `_walk.c`; never a Python loop over the vocabulary), with shortcuts that allow whole
+classes of tokens in string-like states unseen, then cached per machine state: states are shared
+by every matcher of the grammar, so each distinct state pays for its walk once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from strictgen.tokenizer.trie import VocabTrie
 
+from . import _walk
 from .machine import DEAD, PushdownMachine
 
 
@@ -29,12 +31,6 @@ def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
     return np.packbits(padded, bitorder="little").view("<i4").astype(np.int32, copy=False)
 
 
-# finishing a thin frontier token by token: relative costs of one token text in Python and of one
-# numpy round per depth, tuned on the bench workload with the Qwen vocabulary (A/B of the
-# first-pass mean: 3:40 → 0.9 ms, never → 0.49 ms, 40:40 → 0.45 ms)
-TEXT_COST = 40
-LEVEL_COST = 40
-TAIL_NODES = 512
 MAX_SUFFIX_TOKENS = 20_000  # suffix tries are built in Python: only for the small rests of wide loops
 
 
@@ -90,45 +86,16 @@ class TokenMasker:
     def live_node_ids(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
         """Flat ids of the trie nodes whose prefix is still valid from `state`.
 
-        Exact for the nodes where tokens end (all that masks read). The walk goes a depth at a time
-        in numpy; once the frontier is thin enough that finishing its token texts one by one is
-        cheaper than the numpy rounds for the depths below it, they are (long, thin chains: runs of
-        spaces, dashes). `first_bytes` (bool per byte value) restricts the walk to tokens starting
-        with those bytes."""
+        A depth-first walk in C (`_walk.c`) that prunes a subtree as soon as its prefix is
+        rejected; rows of the machine not computed yet are computed on the way. `first_bytes`
+        (bool per byte value) restricts the walk to tokens starting with those bytes."""
         trie = trie or self.trie
-        machine = self.machine
-        found: list[np.ndarray] = []
-        if trie.depth == 0:
-            return np.zeros(0, dtype=np.int64)
-        nodes = np.arange(len(trie.bytes[0]))
-        if first_bytes is not None:
-            nodes = nodes[first_bytes[trie.bytes[0]]]
-        states = machine.step_many(np.full(len(nodes), state, dtype=np.int64), trie.bytes[0][nodes])
-        for d in range(trie.depth):
-            keep = states != DEAD
-            nodes, states = nodes[keep], states[keep]
-            if not len(nodes):
-                break
-            found.append(trie.offsets[d] + nodes)
-            if d + 1 == trie.depth:
-                break
-            if len(nodes) <= TAIL_NODES:
-                # a thin frontier: finishing its texts one by one (~TEXT_COST) beats a numpy round
-                # per remaining depth (~LEVEL_COST each)
-                texts = int(trie.text_count[d][nodes].sum())
-                if texts * TEXT_COST <= LEVEL_COST * int(trie.height[d][nodes].max()):
-                    lo = trie.text_lo[d][nodes]
-                    found.append(self._finish_texts(trie, d, states.tolist(), lo.tolist(), (lo + trie.text_count[d][nodes]).tolist()))
-                    break
-            starts, counts = trie.child_start[d][nodes], trie.child_count[d][nodes]
-            total = int(counts.sum())
-            if not total:
-                break
-            # positions of all children of the live nodes, in one vector
-            first = np.cumsum(counts) - counts
-            nodes = np.repeat(starts - first, counts) + np.arange(total)
-            states = machine.step_many(np.repeat(states, counts), trie.bytes[d + 1][nodes])
-        return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        roots = trie.roots if first_bytes is None else trie.roots[first_bytes[trie.bytes[0]]] if trie.depth else trie.roots
+        out = np.empty(trie.num_nodes, dtype=np.int64)
+        found = _walk.walk(
+            self.machine.rows, self.machine.table_after, trie.flat_child_start, trie.flat_child_end, trie.node_byte, roots, state, out
+        )
+        return out[:found]
 
     def live_nodes(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
         """Bool over trie nodes (plus one never-live slot): `live_node_ids` as a mask."""
@@ -140,18 +107,6 @@ class TokenMasker:
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
         """Ids of the tokens of `trie` valid from `state` (a sub-trie's ids are the vocabulary's)."""
         return trie.tokens_at(self.live_node_ids(state, trie, first_bytes))
-
-    def _finish_texts(self, trie: VocabTrie, depth: int, states: list, los: list, his: list) -> np.ndarray:
-        """End nodes of the texts under frontier nodes at `depth` that the machine accepts."""
-        step_bytes = self.machine.step_bytes
-        token_bytes = trie.token_bytes
-        ends: list[int] = []
-        for st, lo, hi in zip(states, los, his):
-            for k in range(lo, hi):
-                tid = int(trie.text_token[k])
-                if step_bytes(st, token_bytes[tid][depth + 1 :]) != DEAD:
-                    ends.append(int(trie.token_node[tid]))
-        return np.asarray(ends, dtype=np.int64)
 
     def _allowed(self, state: int) -> np.ndarray:
         """Bool per token, with a shortcut for string-like states.

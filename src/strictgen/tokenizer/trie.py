@@ -1,9 +1,9 @@
 """The vocabulary as a trie in flat numpy arrays, one set of arrays per depth.
 
-Mask computation walks this trie breadth-first together with the grammar's automaton, a whole
-depth at a time in numpy, pruning subtrees whose prefix is already rejected. Nodes of one depth
-are stored in lexicographic order, so the children of a node are one contiguous slice of the next
-depth: that is what lets numpy expand all live nodes' children at once.
+Mask computation walks this trie together with the grammar's automaton (depth first, in C:
+compile/_walk.c), pruning subtrees whose prefix is already rejected. Nodes of one depth are stored
+in lexicographic order, so the children of a node are one contiguous slice of the next depth, and
+sub-tries (the tokens a state does not loop on) are derived from these arrays in numpy.
 """
 
 from __future__ import annotations
@@ -90,6 +90,12 @@ class VocabTrie:
             ids = np.arange(sizes[d])
             self.child_start.append(np.searchsorted(self.parent[d + 1], ids, "left"))
             self.child_end.append(np.searchsorted(self.parent[d + 1], ids, "right"))
+        # the same, by flat node id (offsets[d] + index within depth d), for the C walk
+        self.node_byte = np.concatenate([np.zeros(0, dtype=np.uint8)] + level_bytes)
+        leaves = [np.zeros(sizes[-1], dtype=np.int64)] if sizes else []  # the deepest nodes have no children
+        self.flat_child_start = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + s for d, s in enumerate(self.child_start)] + leaves)
+        self.flat_child_end = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + e for d, e in enumerate(self.child_end)] + leaves)
+        self.roots = np.arange(sizes[0] if sizes else 0, dtype=np.int64)  # the depth-0 nodes' flat ids
         # every token's end node as a flat index; excluded tokens point at an extra, never-live slot
         present = token_node >= 0
         self.token_node = np.full(len(token_node), self.num_nodes, dtype=np.int64)
@@ -102,43 +108,6 @@ class VocabTrie:
         self.node_tokens = ids[np.argsort(self.token_node[ids], kind="stable")]
         counts = np.bincount(self.token_node[ids], minlength=self.num_nodes + 1)
         self.node_token_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self._index_texts(present)
-
-    def _index_texts(self, present: np.ndarray) -> None:
-        """Number the distinct token texts in sorted order (= preorder of their end nodes) and give
-        every node the range of texts below it, so a small frontier can be finished token by token.
-
-        text_lo[d][i]:text_hi[d][i] are the texts under node i of depth d (its own first, if it is
-        one); text_token[k] is a token id spelling text k."""
-        sizes = [len(b) for b in self.bytes]
-        ids = np.flatnonzero(present)
-        ends = self._lengths[ids] - 1
-        is_end = [np.zeros(n, dtype=np.int64) for n in sizes]
-        for d in range(self.depth):
-            is_end[d][self._local_node[ids[ends == d]]] = 1
-        count = [e.copy() for e in is_end]  # texts in each node's subtree
-        for d in range(self.depth - 1, 0, -1):
-            count[d - 1] += np.bincount(self.parent[d], weights=count[d], minlength=sizes[d - 1]).astype(np.int64)
-        self.text_lo: list[np.ndarray] = []
-        for d in range(self.depth):
-            before = np.cumsum(count[d]) - count[d]  # texts in earlier nodes of this depth
-            if d == 0:
-                lo = before
-            else:
-                par = self.parent[d]
-                first_sibling = self.child_start[d - 1][par]
-                lo = self.text_lo[d - 1][par] + is_end[d - 1][par] + before - before[first_sibling]
-            self.text_lo.append(lo)
-        self.text_hi = [lo + c for lo, c in zip(self.text_lo, count)]
-        self.text_count = count
-        self.child_count = [e - b for b, e in zip(self.child_start, self.child_end)]
-        # height[d][i]: how many depths below node i its deepest descendant lies
-        self.height = [np.zeros(n, dtype=np.int64) for n in sizes]
-        for d in range(self.depth - 1, 0, -1):
-            np.maximum.at(self.height[d - 1], self.parent[d], self.height[d] + 1)
-        self.text_token = np.zeros(int(count[0].sum()) if self.depth else 0, dtype=np.int64)
-        if len(ids):
-            self.text_token[_per_depth(self.text_lo, ends, self._local_node[ids])] = ids
 
     def subtrie(self, keep: np.ndarray) -> "VocabTrie":
         """The trie of the tokens where `keep` is True (and already in this trie), built from this
