@@ -72,3 +72,63 @@ def test_byte_sets_match_token_bytes(qwen):
         for b in qwen.token_bytes(tid):
             expected[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
         assert np.array_equal(sets[tid], expected)
+
+
+TWO_LONG_STRINGS = {
+    "type": "object",
+    "properties": {"a": {"type": "string", "maxLength": 400}, "b": {"type": "string", "maxLength": 400}},
+    "required": ["a", "b"],
+}
+
+
+def _packed_reference(grammar, tok, state) -> np.ndarray:
+    allowed = _token_by_token(grammar, tok, state)
+    if grammar.machine.accepting[state]:
+        allowed[list(tok.eos_token_ids)] = True
+    return sg.compile.token_mask.pack_bits(allowed, tok.vocab_size)
+
+
+def test_horizon_keys_share_masks_only_where_no_token_can_tell(vocab):
+    """Inside a long counted string, positions with more characters left than any token is long
+    share one mask (one horizon key); near the end they do not, and every mask served, shared or
+    not, equals the token-by-token reference."""
+    _, tok = vocab
+    grammar = sg.GrammarCompiler(tok).compile_json_schema(TWO_LONG_STRINGS)
+    masker, horizon = grammar.masker, grammar.masker._horizon
+    assert horizon.active
+    depth = tok.trie.depth
+    text = ("ab中c" * 200)[:400]
+    keys = {}
+    for counted in sorted({0, 1, 2, 7, 100, 400 - depth - 3, 400 - depth - 1, 400 - depth, 400 - depth + 1, 398, 399, 400}):
+        for prefix in ('{"a": "', '{"a": "x", "b": "'):
+            m = sg.GrammarMatcher(grammar)
+            assert m.accept_string(prefix + text[:counted])
+            keys[prefix, counted] = horizon.key(m.state)
+            assert np.array_equal(masker.mask(m.state), _packed_reference(grammar, tok, m.state)), (prefix, counted)
+    for prefix in ('{"a": "', '{"a": "x", "b": "'):
+        far = [keys[prefix, c] for c in (1, 2, 7, 100)]
+        assert len(set(far)) == 1  # all far from the end: one shared mask
+        near = [keys[prefix, c] for c in (400 - depth + 1, 398, 399, 400)]  # a token can see the end
+        assert len(set(near)) == len(near) and not set(near) & set(far)
+    assert keys['{"a": "', 100] != keys['{"a": "x", "b": "', 100]  # what follows the string differs
+
+
+def test_horizon_classes_of_a_counter():
+    from strictgen.compile.automaton import compile_automaton, horizon_classes, nullable_rules
+    from strictgen.grammar.ir import Grammar
+    from strictgen.grammar.regex import parse_regex
+
+    dfa = compile_automaton(Grammar({"root": parse_regex("[a-z]{0,60}!")})).rules[0]
+    classes = horizon_classes(dfa, 10)
+    # states with more than 10 letters left agree on every input of 10 steps; the last ones do not
+    assert classes is not None and len(set(classes.tolist())) < dfa.num_states
+    m = {}
+    state = 0
+    for i in range(61):
+        m[i] = int(classes[state])
+        state = next(t for t, bs in dfa.byte_groups[state] if ord("a") in bs) if i < 60 else state
+    assert len({m[i] for i in range(0, 50)}) == 1
+    assert len({m[i] for i in range(50, 61)}) == 11
+    assert horizon_classes(dfa, 100) is None  # nothing merges within the whole counter
+    json_rules = compile_automaton(sg.GrammarCompiler(sg.TokenizerInfo.from_name("smollm2")).compile_json().grammar).rules
+    assert 0 not in nullable_rules(json_rules)  # a JSON value reads at least one byte

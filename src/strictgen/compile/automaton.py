@@ -39,6 +39,7 @@ class RuleDFA:
     accepting: list[bool]
     byte_groups: list[list[tuple[int, tuple[int, ...]]]]  # state → [(target, bytes going there)]
     calls: list[list[tuple[int, int]]]  # state → [(callee rule index, return state)]
+    refine_rounds: int | None = None  # minimal, and partition refinement tells all states apart in this many rounds
 
     @property
     def num_states(self) -> int:
@@ -396,17 +397,40 @@ def _determinize(nfa: _NFA, start: int, final: int, name: str) -> RuleDFA:
 # ---- trimming and checks --------------------------------------------------------------------------
 
 
-def _productive_rules(rules: list[RuleDFA]) -> set[int]:
-    """Rules that derive at least one finite string (fixed point)."""
-    productive: set[int] = set()
+def _rules_where(rules: list[RuleDFA], holds) -> set[int]:
+    """The least set of rules closed under `holds(dfa, rules found so far)` (a fixed point)."""
+    found: set[int] = set()
     changed = True
     while changed:
         changed = False
         for r, dfa in enumerate(rules):
-            if r not in productive and _can_finish(dfa, productive)[0]:
-                productive.add(r)
+            if r not in found and holds(dfa, found):
+                found.add(r)
                 changed = True
-    return productive
+    return found
+
+
+def _productive_rules(rules: list[RuleDFA]) -> set[int]:
+    """Rules that derive at least one finite string."""
+    return _rules_where(rules, lambda dfa, productive: _can_finish(dfa, productive)[0])
+
+
+def nullable_rules(rules: list[RuleDFA]) -> set[int]:
+    """The rules that can finish without reading a byte (through calls of such rules)."""
+    return _rules_where(rules, _finishes_without_bytes)
+
+
+def _finishes_without_bytes(dfa: RuleDFA, nullable: set[int]) -> bool:
+    seen, work = {0}, [0]
+    while work:
+        s = work.pop()
+        if dfa.accepting[s]:
+            return True
+        for callee, ret in dfa.calls[s]:
+            if callee in nullable and ret not in seen:
+                seen.add(ret)
+                work.append(ret)
+    return False
 
 
 def _can_finish(dfa: RuleDFA, productive: set[int]) -> list[bool]:
@@ -463,6 +487,100 @@ def _distinct_columns(table: np.ndarray) -> np.ndarray:
     return reduced
 
 
+class _Refiner:
+    """One DFA's transitions in the arrays Moore's partition refinement works on: a byte table
+    without repeated columns (n = the implicit dead state) and the call edges grouped by state."""
+
+    def __init__(self, dfa: RuleDFA):
+        n = self.n = dfa.num_states
+        table = np.full((n, 256), n, dtype=np.int64)
+        for s_, groups in enumerate(dfa.byte_groups):
+            for target, byte_values in groups:
+                table[s_, list(byte_values)] = target
+        self.table = _distinct_columns(table)
+        self.weights = _HASH_WEIGHTS[: self.table.shape[1]]
+        self.call_keys = [tuple(calls) for calls in dfa.calls]
+        self.call_state = np.array([s_ for s_ in range(n) for _ in self.call_keys[s_]], dtype=np.int64)
+        self.call_callee = np.array([c for s_ in range(n) for c, _ in self.call_keys[s_]], dtype=np.int64)
+        self.call_return = np.array([r for s_ in range(n) for _, r in self.call_keys[s_]], dtype=np.int64)
+        self.group_start = np.flatnonzero(np.diff(self.call_state, prepend=-1)) if len(self.call_state) else self.call_state
+        # the initial partition: accepting flag and which rules are called from the state
+        first: dict[tuple, int] = {}
+        classes = np.zeros(n + 1, dtype=np.int64)
+        for s_ in range(n):
+            classes[s_] = first.setdefault((dfa.accepting[s_], tuple(c for c, _ in self.call_keys[s_])), len(first))
+        classes[n] = len(first)
+        self.initial = classes
+
+    def refine(self, classes: np.ndarray) -> np.ndarray:
+        """One round: states stay together when their class, their targets' classes and their
+        calls' return classes agree (compared by a wrapping 64-bit hash; callers verify)."""
+        n = self.n
+        sig = (classes[self.table] * self.weights).sum(axis=1) + classes[:n] * np.int64(0x9E3779B97F4A7C15 - 2**64)
+        if len(self.call_state):
+            per_call = (self.call_callee + 1) * _CALL_WEIGHTS[0] + classes[self.call_return] * _CALL_WEIGHTS[1]
+            per_call ^= per_call >> 29  # mix, so that sums of different call lists rarely agree
+            sig[self.call_state[self.group_start]] ^= np.add.reduceat(per_call * _CALL_WEIGHTS[2], self.group_start)
+        _, new = np.unique(sig, return_inverse=True)
+        new = new.reshape(-1)
+        return np.append(new, int(new.max()) + 1)
+
+    def settle(self, rounds: int, verify: bool) -> tuple[np.ndarray | None, int | None]:
+        """Refine from the initial partition for at most `rounds` rounds: (the classes, the round
+        after which they stopped changing, or None if they never did). With `verify`, every round
+        is checked (`agrees`) and a hash collision gives (None, None)."""
+        classes = self.initial
+        count = int(classes.max()) + 1
+        for done in range(1, rounds + 1):
+            deadline.check()
+            refined = self.refine(classes)
+            if verify and not self.agrees(refined, classes):
+                return None, None
+            classes = refined
+            if int(classes.max()) + 1 == count:
+                return classes, done
+            count = int(classes.max()) + 1
+        return classes, None
+
+    def agrees(self, classes: np.ndarray, before: np.ndarray) -> bool:
+        """Do states of one class in `classes` have equal `before` classes, targets' `before`
+        classes and calls (in order, with `before` classes of their returns)? False on a hash
+        collision. Vectorised: it runs once per refinement round."""
+        n = self.n
+        _, first = np.unique(classes[:n], return_index=True)
+        rank = np.searchsorted(np.unique(classes[:n]), classes[:n])
+        reps = first[rank]
+        mapped = before[self.table]
+        if not (mapped == mapped[reps]).all() or not (before[:n] == before[reps]).all():
+            return False
+        if not len(self.call_state):
+            return True
+        count = np.bincount(self.call_state, minlength=n)
+        if not (count == count[reps]).all():
+            return False
+        start = np.cumsum(count) - count  # each state's first call edge
+        edge = np.arange(len(self.call_state))
+        partner = start[reps[self.call_state]] + (edge - start[self.call_state])
+        return bool(
+            (self.call_callee == self.call_callee[partner]).all()
+            and (before[self.call_return] == before[self.call_return[partner]]).all()
+        )
+
+
+def horizon_classes(dfa: RuleDFA, horizon: int) -> np.ndarray | None:
+    """Classes of the states that no input of at most `horizon` steps (bytes or calls) tells
+    apart, or None when that is just every state on its own (or the check met a hash collision).
+
+    A minimised DFA still keeps the states of a long counter apart (`maxLength: 4096` counts to
+    4096), yet two of them with more than `horizon` steps left agree on everything a token can
+    see: token masks can then be shared between them (see machine.HorizonKeys)."""
+    n = dfa.num_states
+    if n <= horizon + 1 or n > MAX_MINIMIZE_STATES or (dfa.refine_rounds is not None and dfa.refine_rounds <= horizon):
+        return None  # refinement tells every state apart within the horizon: nothing to merge
+    classes, _ = _Refiner(dfa).settle(horizon, verify=True)
+    return None if classes is None or int(classes.max()) == n else classes[:n]
+
+
 def _minimize(dfa: RuleDFA) -> RuleDFA:
     """Merge states with the same future (Moore's partition refinement, vectorised with row hashes).
 
@@ -471,55 +589,11 @@ def _minimize(dfa: RuleDFA) -> RuleDFA:
     n = dfa.num_states
     if n <= 1 or n > MAX_MINIMIZE_STATES:
         return dfa
-    table = np.full((n, 256), n, dtype=np.int64)  # n = the (implicit) dead state
-    for s_, groups in enumerate(dfa.byte_groups):
-        for target, byte_values in groups:
-            table[s_, list(byte_values)] = target
-    call_keys = [tuple(calls) for calls in dfa.calls]
-    table = _distinct_columns(table)
-    weights = _HASH_WEIGHTS[: table.shape[1]]
-    classes = np.zeros(n + 1, dtype=np.int64)
-    # initial partition: accepting flag and which rules are called from the state
-    first: dict[tuple, int] = {}
-    for s_ in range(n):
-        key = (dfa.accepting[s_], tuple(c for c, _ in call_keys[s_]))
-        classes[s_] = first.setdefault(key, len(first))
-    classes[n] = len(first)
-    count = len(first) + 1
-    # calls as flat arrays grouped by state, so each round hashes them in numpy
-    call_state = np.array([s_ for s_ in range(n) for _ in call_keys[s_]], dtype=np.int64)
-    call_callee = np.array([c for s_ in range(n) for c, _ in call_keys[s_]], dtype=np.int64)
-    call_return = np.array([r for s_ in range(n) for _, r in call_keys[s_]], dtype=np.int64)
-    group_start = np.flatnonzero(np.diff(call_state, prepend=-1)) if len(call_state) else call_state
-    for _ in range(MAX_MINIMIZE_ROUNDS):
-        deadline.check()
-        # one wrapping 64-bit hash of (class, classes of the row's targets, calls' return classes)
-        sig = (classes[table] * weights).sum(axis=1) + classes[:n] * np.int64(0x9E3779B97F4A7C15 - 2**64)
-        if len(call_state):
-            per_call = (call_callee + 1) * _CALL_WEIGHTS[0] + classes[call_return] * _CALL_WEIGHTS[1]
-            per_call ^= per_call >> 29  # mix, so that sums of different call lists rarely agree
-            sig[call_state[group_start]] ^= np.add.reduceat(per_call * _CALL_WEIGHTS[2], group_start)
-        _, new = np.unique(sig, return_inverse=True)
-        new = new.reshape(-1)
-        refined = int(new.max()) + 2
-        classes = np.append(new, refined - 1)
-        if refined == count:
-            break
-        count = refined
-    else:
+    refiner = _Refiner(dfa)
+    classes, rounds = refiner.settle(MAX_MINIMIZE_ROUNDS, verify=False)
+    if rounds is None:
         return dfa  # long chains refine slowly; an unminimised DFA is still exact
-    # the row hash could in principle collide: check that merged states really agree
-    mapped = classes[table]
-    first_of = {}
-    for s_ in range(n):
-        first_of.setdefault(int(classes[s_]), s_)
-    reps = np.array([first_of[int(c)] for c in classes[:n]])
-    same_calls = all(
-        tuple((c, int(classes[r])) for c, r in call_keys[s_]) == tuple((c, int(classes[r])) for c, r in call_keys[reps[s_]])
-        for s_ in range(n)
-        if call_keys[s_]
-    )
-    if not (mapped == mapped[reps]).all() or not same_calls:
+    if not refiner.agrees(classes, classes):  # the row hash could in principle collide
         return dfa
     # renumber so that the start state's class is 0, in order of first appearance
     order: dict[int, int] = {}
@@ -534,29 +608,13 @@ def _minimize(dfa: RuleDFA) -> RuleDFA:
         [dfa.accepting[rep[c]] for c in range(len(rep))],
         [[(new_id[t], bs) for t, bs in dfa.byte_groups[rep[c]]] for c in range(len(rep))],
         [[(callee, new_id[t]) for callee, t in dfa.calls[rep[c]]] for c in range(len(rep))],
+        rounds,
     )
 
 
 def _check_left_recursion(rules: list[RuleDFA]) -> None:
     """Refuse grammars where a rule can call itself before consuming a byte (the stack would grow forever)."""
-    nullable: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r, dfa in enumerate(rules):
-            if r in nullable:
-                continue
-            seen, work = {0}, [0]
-            while work:
-                s = work.pop()
-                if dfa.accepting[s]:
-                    nullable.add(r)
-                    changed = True
-                    break
-                for callee, t in dfa.calls[s]:
-                    if callee in nullable and t not in seen:
-                        seen.add(t)
-                        work.append(t)
+    nullable = nullable_rules(rules)
     left_calls: list[set[int]] = []
     for dfa in rules:
         calls: set[int] = set()

@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from .automaton import CompiledAutomaton
+from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
 
 DEAD = 0
 UNKNOWN = -1
@@ -183,3 +183,59 @@ class PushdownMachine:
             out.append(int(live[0]))
             state = int(row[live[0]])
         return bytes(out)
+
+
+def _steps_per_byte(dfa, nullable: set[int]) -> int | None:
+    """At most how many refinement steps (bytes, calls) a frame of `dfa` takes per byte of input:
+    1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
+    follow each other without a byte between; None otherwise (the rule keeps exact states)."""
+    may_skip = [any(callee in nullable for callee, _ in calls) for calls in dfa.calls]
+    if not any(may_skip):
+        return 1
+    if any(may_skip[ret] for calls in dfa.calls for callee, ret in calls if callee in nullable):
+        return None
+    return 2
+
+
+class HorizonKeys:
+    """Keys that are equal for machine states no input of at most `horizon` bytes tells apart.
+
+    A key maps every frame of every stack to (its canonical parent, rule, horizon class of its
+    DFA state) (automaton.horizon_classes), refined for as many steps as `horizon` bytes can take:
+    a byte is one step, a call one step paid for by the callee's bytes, a call of a rule that may
+    read nothing (whitespace) one step paid for by the next byte when such calls never follow each
+    other (`_steps_per_byte`). Frames that agree for that many steps agree on every token of at
+    most `horizon` bytes. Other rules keep exact states. Token masks are shared by
+    equal keys: the states of a long counted string (`maxLength: 4096`) share one mask while more
+    than a token's length is left."""
+
+    def __init__(self, machine: PushdownMachine, horizon: int):
+        self.machine = machine
+        rules = machine.automaton.rules
+        nullable = nullable_rules(rules)
+        self.classes: list[np.ndarray | None] = []
+        for dfa in rules:
+            steps = _steps_per_byte(dfa, nullable)
+            self.classes.append(None if steps is None else horizon_classes(dfa, steps * horizon + 1))
+        self.active = any(c is not None for c in self.classes)
+        self._canonical: dict[int, int] = {EMPTY_STACK: EMPTY_STACK}
+        self._ids: dict[tuple[int, int, int], int] = {}
+
+    def key(self, state: int):
+        """A hashable key for `state` (the state itself when no rule merges anything)."""
+        if not self.active:
+            return state
+        with self.machine._lock:
+            return frozenset(self._node(n) for n in self.machine._states[state])
+
+    def _node(self, node: int) -> int:
+        path = []
+        while node not in self._canonical:  # iterative: stacks of recursive grammars run deep
+            path.append(node)
+            node = self.machine._nodes[node][0]
+        for n in reversed(path):
+            parent, rule, dfa_state = self.machine._nodes[n]
+            classes = self.classes[rule]
+            key = (self._canonical[parent], rule, dfa_state if classes is None else int(classes[dfa_state]))
+            self._canonical[n] = self._ids.setdefault(key, len(self._ids) + 1)
+        return self._canonical[path[0]] if path else self._canonical[node]

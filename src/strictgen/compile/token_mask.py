@@ -16,7 +16,7 @@ import numpy as np
 from strictgen.tokenizer.trie import VocabTrie
 
 from . import _walk
-from .machine import DEAD, PushdownMachine
+from .machine import DEAD, HorizonKeys, PushdownMachine
 
 
 def words_for(vocab_size: int) -> int:
@@ -59,9 +59,10 @@ class TokenMasker:
         self.vocab_size = vocab_size
         self.eos = np.asarray(sorted(eos_token_ids), dtype=np.int64)
         self.max_cached = max_cached
-        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[object, np.ndarray] = OrderedDict()  # by state, and by horizon key
         self._lock = threading.Lock()
         self._utf8_targets: dict[int, int | None] = {}
+        self._horizon = HorizonKeys(machine, trie.depth + 1)  # a token reads at most trie.depth bytes
         self.eos_only = self._with_eos(np.zeros(vocab_size, dtype=bool))
 
     def _with_eos(self, allowed: np.ndarray) -> np.ndarray:
@@ -75,11 +76,18 @@ class TokenMasker:
             if got is not None:
                 self._cache.move_to_end(state)
                 return got
-        got = self._compute(state)
-        got.setflags(write=False)
+        # states that no token can tell apart (a long counted string, a token further on) share one
+        key = self._horizon.key(state)
         with self._lock:
-            self._cache[state] = got
-            if len(self._cache) > self.max_cached:
+            got = self._cache.get(key) if key != state else None
+        if got is None:
+            got = self._compute(state)
+            got.setflags(write=False)
+        with self._lock:
+            for k in (state, key):
+                self._cache[k] = got
+                self._cache.move_to_end(k)
+            while len(self._cache) > self.max_cached:
                 self._cache.popitem(last=False)
         return got
 
@@ -96,13 +104,6 @@ class TokenMasker:
             self.machine.rows, self.machine.table_after, trie.flat_child_start, trie.flat_child_end, trie.node_byte, roots, state, out
         )
         return out[:found]
-
-    def live_nodes(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
-        """Bool over trie nodes (plus one never-live slot): `live_node_ids` as a mask."""
-        trie = trie or self.trie
-        live = np.zeros(trie.num_nodes + 1, dtype=bool)
-        live[self.live_node_ids(state, trie, first_bytes)] = True
-        return live
 
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
         """Ids of the tokens of `trie` valid from `state` (a sub-trie's ids are the vocabulary's)."""
@@ -140,26 +141,24 @@ class TokenMasker:
             inside, rest = self.trie.loop_split(loop_key, multibyte)
             if rest is None:
                 continue
-            trie, first_bytes = self.trie, self.trie.first_bytes
+            trie = self.trie
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            walk_first = ~first
-            enters = first[first_bytes]
-            allowed = np.zeros(self.vocab_size, dtype=bool)
-            if multibyte and t != state and self._utf8_target(state) == t:
-                # whole first characters enter t: only tokens cut inside their first one are walked
-                enters |= trie.starts_whole_char
-                walk_first &= ~_UTF8_LEADS
+            # from a key's first character on, whole characters enter t too
+            by_char = multibyte and t != state and self._utf8_target(state) == t
+            walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
+            allowed = trie.loop_entries(loop_key, multibyte, first, by_char, length).copy()
+            if by_char:  # only tokens cut inside their first character need walking
                 allowed[self._live_tokens(state, trie.split_lead_trie)] = True
-            allowed |= inside & enters
-            if length is not None:
-                allowed &= trie.token_lengths <= length
             allowed[self._live_tokens(state, trie, walk_first)] = True
             if self_loop and rest.num_text_tokens <= MAX_SUFFIX_TOKENS:
                 # t loops: only what follows each token's run of loop bytes needs walking, from t
                 suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
                 tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
-                allowed[tokens[enters[tokens]]] = True
+                enters = first[trie.first_bytes[tokens]]
+                if by_char:
+                    enters |= trie.starts_whole_char[tokens]
+                allowed[tokens[enters]] = True
             else:
                 allowed[self._live_tokens(state, rest, ~walk_first)] = True
             return allowed

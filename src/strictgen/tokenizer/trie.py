@@ -246,6 +246,25 @@ class VocabTrie:
         trie = VocabTrie(suffixes, empty)
         return self._remember(key, (trie, owners, owners[empty]))
 
+    def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool, length: int | None) -> np.ndarray:
+        """The tokens a string-like state allows without looking at them (read-only, cached):
+        made only of loop bytes (`loop_split`), entering the loop by a first byte where `first`
+        (bool per byte value) holds or, with `by_char`, by a whole first character, and at most
+        `length` bytes long (None: any). Every string of a kind shares one such set."""
+        key = ("entries", loop_bytes, multibyte, first.tobytes(), by_char, length)
+        got = self._recall(key)
+        if got is not None:
+            return got
+        inside, _ = self.loop_split(loop_bytes, multibyte)
+        enters = first[self.first_bytes]
+        if by_char:
+            enters |= self.starts_whole_char
+        entries = inside & enters
+        if length is not None:
+            entries &= self._lengths <= length
+        entries.setflags(write=False)
+        return self._remember(key, entries)
+
     def loop_split(self, loop_bytes: bytes, multibyte: bool = False, min_fraction: float = 0.2) -> tuple[np.ndarray, "VocabTrie | None"]:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
         character): (bool mask of the text tokens made only of those bytes or characters, a trie
@@ -280,6 +299,6 @@ class VocabTrie:
     def _remember(self, key, value):
         with self._lock:
             self._splits[key] = value
-            while len(self._splits) > 32:
+            while len(self._splits) > 64:
                 self._splits.popitem(last=False)
         return value
