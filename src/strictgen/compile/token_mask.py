@@ -32,6 +32,7 @@ def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
 
 
 MAX_SUFFIX_TOKENS = 20_000  # suffix tries are built in Python: only for the small rests of wide loops
+MIN_INSIDE_FRACTION = 0.2  # string-like shortcuts pay when at least this share of tokens is skipped
 
 
 # valid multi-byte UTF-8 (RFC 3629): lead bytes, the range of the first continuation byte, and how
@@ -138,9 +139,10 @@ class TokenMasker:
             self_loop = length is None and bool((machine.compute_row(t)[loop] == t).all())
             # a free string body also loops on every non-ASCII character
             multibyte = self_loop and self._utf8_target(t) == t
-            inside, rest = self.trie.loop_split(loop_key, multibyte)
-            if rest is None:
-                continue
+            _, inside_count = self.trie.loop_inside(loop_key, multibyte)
+            if inside_count < MIN_INSIDE_FRACTION * self.trie.num_text_tokens:
+                continue  # too few tokens to skip: the full walk is as good
+            rest_count = self.trie.num_text_tokens - inside_count
             trie = self.trie
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
@@ -151,7 +153,7 @@ class TokenMasker:
             if by_char:  # only tokens cut inside their first character need walking
                 allowed[self._live_tokens(state, trie.split_lead_trie)] = True
             allowed[self._live_tokens(state, trie, walk_first)] = True
-            if self_loop and rest.num_text_tokens <= MAX_SUFFIX_TOKENS:
+            if self_loop and rest_count <= MAX_SUFFIX_TOKENS:
                 # t loops: only what follows each token's run of loop bytes needs walking, from t
                 suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
                 tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
@@ -160,7 +162,7 @@ class TokenMasker:
                     enters |= trie.starts_whole_char[tokens]
                 allowed[tokens[enters]] = True
             else:
-                allowed[self._live_tokens(state, rest, ~walk_first)] = True
+                allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
             return allowed
         allowed = np.zeros(self.vocab_size, dtype=bool)
         allowed[self._live_tokens(state, self.trie)] = True

@@ -207,7 +207,7 @@ class VocabTrie:
         return self.subtrie(lead & ~self.starts_whole_char)
 
     def loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple["VocabTrie", np.ndarray, np.ndarray]:
-        """For the tokens outside `loop_split(loop_bytes, multibyte)`: what is left of each after
+        """For the tokens outside `loop_inside(loop_bytes, multibyte)`: what is left of each after
         its longest leading run of loop bytes (or, with `multibyte`, whole non-ASCII characters),
         the first byte (with `multibyte`, a whole first character) not counted when `skip_first`. From a state that loops on them, a token is
         valid exactly when that suffix is; suffixes repeat a lot (`",`, `":`, `"}` end thousands
@@ -218,7 +218,7 @@ class VocabTrie:
         got = self._recall(key)
         if got is not None:
             return got
-        inside, _ = self.loop_split(loop_bytes, multibyte)
+        inside, _ = self.loop_inside(loop_bytes, multibyte)
         looping = set(loop_bytes)
         suffixes: list[bytes] = []
         owner: list[int] = []
@@ -248,14 +248,14 @@ class VocabTrie:
 
     def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool, length: int | None) -> np.ndarray:
         """The tokens a string-like state allows without looking at them (read-only, cached):
-        made only of loop bytes (`loop_split`), entering the loop by a first byte where `first`
+        made only of loop bytes (`loop_inside`), entering the loop by a first byte where `first`
         (bool per byte value) holds or, with `by_char`, by a whole first character, and at most
         `length` bytes long (None: any). Every string of a kind shares one such set."""
         key = ("entries", loop_bytes, multibyte, first.tobytes(), by_char, length)
         got = self._recall(key)
         if got is not None:
             return got
-        inside, _ = self.loop_split(loop_bytes, multibyte)
+        inside, _ = self.loop_inside(loop_bytes, multibyte)
         enters = first[self.first_bytes]
         if by_char:
             enters |= self.starts_whole_char
@@ -265,13 +265,12 @@ class VocabTrie:
         entries.setflags(write=False)
         return self._remember(key, entries)
 
-    def loop_split(self, loop_bytes: bytes, multibyte: bool = False, min_fraction: float = 0.2) -> tuple[np.ndarray, "VocabTrie | None"]:
+    def loop_inside(self, loop_bytes: bytes, multibyte: bool = False) -> tuple[np.ndarray, int]:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
-        character): (bool mask of the text tokens made only of those bytes or characters, a trie
-        of every other text token). Tokens of the first kind are allowed from such a state without
-        looking at them; only the second trie needs walking. The trie is None when the first kind
-        is under `min_fraction` of the vocabulary: then the full trie is as good. Cached per key."""
-        key = (loop_bytes, multibyte)
+        character): (bool mask of the text tokens made only of those bytes or characters, how many
+        there are). Such tokens are allowed from the state without looking at them; the others are
+        walked (`loop_rest`, `loop_suffixes`). Cached per key."""
+        key = ("inside", loop_bytes, multibyte)
         got = self._recall(key)
         if got is not None:
             return got
@@ -285,8 +284,17 @@ class VocabTrie:
             inside |= self.complete_utf8 & ~(outside[:, :2] != 0).any(axis=1)
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
-        rest = self.subtrie(~inside) if inside.sum() >= min_fraction * len(inside) else None
-        return self._remember(key, (inside, rest))
+        inside.setflags(write=False)
+        return self._remember(key, (inside, int(inside.sum())))
+
+    def loop_rest(self, loop_bytes: bytes, multibyte: bool = False) -> "VocabTrie":
+        """The trie of the text tokens outside `loop_inside(loop_bytes, multibyte)` (cached): built
+        only for states that must walk them all (the suffix walk usually does with less)."""
+        key = ("rest", loop_bytes, multibyte)
+        got = self._recall(key)
+        if got is None:
+            got = self._remember(key, self.subtrie(~self.loop_inside(loop_bytes, multibyte)[0]))
+        return got
 
     def _recall(self, key):
         """A cached split (LRU, shared by threads), or None."""
