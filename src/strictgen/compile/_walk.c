@@ -6,14 +6,16 @@
  * time). The machine's transition table stays owned by Python: a row not computed yet is asked
  * for through a callback, so the lazy determinisation in machine.py is unchanged.
  *
- * walk(rows, compute, child_start, child_end, node_byte, roots, state, out) -> n
+ * walk(rows, compute, child_start, child_end, node_byte, token_start, tokens, roots, state, out) -> n
  *   rows        int32 [states, 256] C-contiguous: the machine's table (-1 = not computed yet)
  *   compute     callable(state) -> the table after computing that state's row (it may grow)
  *   child_start int64 [nodes]: flat id of a node's first child (child_end: one past its last)
  *   node_byte   uint8 [nodes]: the byte on the edge into each node
+ *   token_start int64 [>= nodes + 1]: the tokens ending at node i are tokens[token_start[i]:token_start[i + 1]]
  *   roots       int64: the flat ids of the depth-0 nodes to start from
  *   state       the machine state before the token's first byte
- *   out         int64 [>= nodes]: receives the flat ids of the live nodes; n of them are written
+ *   out         int64 [>= len(tokens)]: receives the ids of the tokens whose bytes the machine
+ *               accepts from `state`; n of them are written
  * The GIL is released while walking and taken back only for the callback.
  */
 #define PY_SSIZE_T_CLEAN
@@ -85,12 +87,12 @@ static int32_t step(Table *table, PyObject *compute, int32_t state, uint8_t byte
 }
 
 static PyObject *walk(PyObject *self, PyObject *args) {
-    PyObject *rows, *compute, *start_obj, *end_obj, *byte_obj, *roots_obj, *out_obj;
+    PyObject *rows, *compute, *start_obj, *end_obj, *byte_obj, *tstart_obj, *tokens_obj, *roots_obj, *out_obj;
     int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOiO", &rows, &compute, &start_obj, &end_obj, &byte_obj, &roots_obj, &state, &out_obj))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOiO", &rows, &compute, &start_obj, &end_obj, &byte_obj, &tstart_obj, &tokens_obj, &roots_obj, &state, &out_obj))
         return NULL;
     Table table;
-    Py_buffer start_view, end_view, byte_view, roots_view, out_view;
+    Py_buffer start_view, end_view, byte_view, tstart_view, tokens_view, roots_view, out_view;
     int got = 0;
     if (table_get(&table, rows) < 0)
         return NULL;
@@ -105,14 +107,21 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     got = 5;
     if (buffer_of(out_obj, &out_view, 8, 1, "out") < 0) goto fail;
     got = 6;
+    if (buffer_of(tstart_obj, &tstart_view, 8, 0, "token_start") < 0) goto fail;
+    got = 7;
+    if (buffer_of(tokens_obj, &tokens_view, 8, 0, "tokens") < 0) goto fail;
+    got = 8;
 
     const int64_t *child_start = (const int64_t *)start_view.buf;
     const int64_t *child_end = (const int64_t *)end_view.buf;
     const uint8_t *node_byte = (const uint8_t *)byte_view.buf;
     const int64_t *roots = (const int64_t *)roots_view.buf;
+    const int64_t *token_start = (const int64_t *)tstart_view.buf;
+    const int64_t *tokens = (const int64_t *)tokens_view.buf;
     int64_t *out = (int64_t *)out_view.buf;
     Py_ssize_t num_nodes = byte_view.shape[0], capacity = out_view.shape[0], num_roots = roots_view.shape[0];
-    if (capacity < num_nodes || start_view.shape[0] != num_nodes || end_view.shape[0] != num_nodes) {
+    if (capacity < tokens_view.shape[0] || start_view.shape[0] != num_nodes || end_view.shape[0] != num_nodes
+        || tstart_view.shape[0] < num_nodes + 1 || (num_nodes && token_start[num_nodes] > tokens_view.shape[0])) {
         PyErr_SetString(PyExc_ValueError, "array lengths do not match the trie");
         goto fail;
     }
@@ -150,7 +159,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         while (top) {
             int64_t n = stack_node[--top];
             int32_t s = stack_state[top];
-            out[found++] = n;
+            for (int64_t k = token_start[n]; k < token_start[n + 1]; k++)
+                out[found++] = tokens[k];
             for (int64_t c = child_start[n]; c < child_end[n]; c++) {
                 int32_t t = step(&table, compute, s, node_byte[c], &saved);
                 if (t == -2) {
@@ -172,6 +182,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "root node out of range");
     if (error)
         goto fail;
+    PyBuffer_Release(&tokens_view);
+    PyBuffer_Release(&tstart_view);
     PyBuffer_Release(&out_view);
     PyBuffer_Release(&roots_view);
     PyBuffer_Release(&byte_view);
@@ -181,6 +193,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(found);
 
 fail:
+    if (got >= 8) PyBuffer_Release(&tokens_view);
+    if (got >= 7) PyBuffer_Release(&tstart_view);
     if (got >= 6) PyBuffer_Release(&out_view);
     if (got >= 5) PyBuffer_Release(&roots_view);
     if (got >= 4) PyBuffer_Release(&byte_view);
@@ -191,7 +205,7 @@ fail:
 }
 
 static PyMethodDef methods[] = {
-    {"walk", walk, METH_VARARGS, "Flat ids of the trie nodes whose prefix the machine accepts from a state."},
+    {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
     {NULL, NULL, 0, NULL},
 };
 

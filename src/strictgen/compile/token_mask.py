@@ -92,23 +92,28 @@ class TokenMasker:
                 self._cache.popitem(last=False)
         return got
 
-    def live_node_ids(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None) -> np.ndarray:
-        """Flat ids of the trie nodes whose prefix is still valid from `state`.
+    def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
+        """Ids of the tokens of `trie` whose bytes are valid from `state` (a sub-trie's ids are the
+        vocabulary's; a suffix trie's are suffix indices).
 
         A depth-first walk in C (`_walk.c`) that prunes a subtree as soon as its prefix is
         rejected; rows of the machine not computed yet are computed on the way. `first_bytes`
         (bool per byte value) restricts the walk to tokens starting with those bytes."""
-        trie = trie or self.trie
-        roots = trie.roots if first_bytes is None else trie.roots[first_bytes[trie.bytes[0]]] if trie.depth else trie.roots
-        out = np.empty(trie.num_nodes, dtype=np.int64)
+        roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
+        out = np.empty(len(trie.node_tokens), dtype=np.int64)
         found = _walk.walk(
-            self.machine.rows, self.machine.table_after, trie.flat_child_start, trie.flat_child_end, trie.node_byte, roots, state, out
+            self.machine.rows,
+            self.machine.table_after,
+            trie.flat_child_start,
+            trie.flat_child_end,
+            trie.node_byte,
+            trie.node_token_start,
+            trie.node_tokens,
+            roots,
+            state,
+            out,
         )
         return out[:found]
-
-    def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
-        """Ids of the tokens of `trie` valid from `state` (a sub-trie's ids are the vocabulary's)."""
-        return trie.tokens_at(self.live_node_ids(state, trie, first_bytes))
 
     def _allowed(self, state: int) -> np.ndarray:
         """Bool per token, with a shortcut for string-like states.

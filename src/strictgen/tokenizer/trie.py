@@ -142,14 +142,6 @@ class VocabTrie:
         """Each token's first byte (0 for empty tokens, which are never text)."""
         return np.fromiter((t[0] if t else 0 for t in self._token_bytes), dtype=np.uint8, count=len(self._token_bytes))
 
-    def tokens_at(self, node_ids: np.ndarray) -> np.ndarray:
-        """The ids of the tokens ending at the given flat node ids."""
-        starts = self.node_token_start[node_ids]
-        counts = self.node_token_start[node_ids + 1] - starts
-        total = int(counts.sum())
-        first = np.cumsum(counts) - counts
-        return self.node_tokens[np.repeat(starts - first, counts) + np.arange(total)]
-
     @property
     def token_lengths(self) -> np.ndarray:
         """Each token's length in bytes."""
