@@ -41,6 +41,7 @@ class PushdownMachine:
         self._nodes: list[tuple[int, int, int]] = [(-1, -1, -1)]  # id → (parent, rule, state)
         self._node_ids: dict[tuple[int, int, int], int] = {}
         self._closures: dict[int, frozenset[int]] = {}
+        self._byte_set_cache: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
         self._state_ids: dict[tuple[int, ...], int] = {(): DEAD}
         self._states: list[tuple[int, ...]] = [()]
         self.accepting: list[bool] = [False]
@@ -107,6 +108,14 @@ class PushdownMachine:
     def num_states(self) -> int:
         return len(self._states)
 
+    def _byte_sets(self, rule: int, dfa_state: int) -> list[tuple[int, frozenset[int]]]:
+        """A DFA state's byte groups with the bytes as frozensets (memoised)."""
+        key = (rule, dfa_state)
+        got = self._byte_set_cache.get(key)
+        if got is None:
+            got = self._byte_set_cache[key] = [(target, frozenset(bs)) for target, bs in self._groups[rule][dfa_state]]
+        return got
+
     def compute_row(self, state: int) -> np.ndarray:
         """Fill (once) and return the transition row of `state`."""
         with self._lock:
@@ -121,21 +130,28 @@ class PushdownMachine:
                 for target, byte_values in self._groups[rule][dfa_state]:
                     row[list(byte_values)] = self._intern_state(self._closure(self._node(parent, rule, target)))
             else:
-                per_byte: list[frozenset[int] | None] = [None] * 256
+                # several stacks: split the byte line into cells that go to the same union of
+                # closures (set operations on byte groups, not a loop over 256 bytes)
+                cells: list[tuple[frozenset[int], frozenset[int]]] = []
                 for n in stacks:
                     parent, rule, dfa_state = self._nodes[n]
-                    for target, byte_values in self._groups[rule][dfa_state]:
+                    for target, byte_values in self._byte_sets(rule, dfa_state):
                         reached = self._closure(self._node(parent, rule, target))
-                        for b in byte_values:
-                            cur = per_byte[b]
-                            per_byte[b] = reached if cur is None else cur | reached
-                ids: dict[frozenset[int], int] = {}
-                for b, reached in enumerate(per_byte):
-                    if reached:
-                        got = ids.get(reached)
-                        if got is None:
-                            got = ids[reached] = self._intern_state(reached)
-                        row[b] = got
+                        split: list[tuple[frozenset[int], frozenset[int]]] = []
+                        for cell, before in cells:
+                            both = cell & byte_values
+                            if not both:
+                                split.append((cell, before))
+                                continue
+                            split.append((both, before | reached))
+                            if len(both) < len(cell):
+                                split.append((cell - both, before))
+                            byte_values = byte_values - both
+                        if byte_values:
+                            split.append((byte_values, reached))
+                        cells = split
+                for cell, reached in cells:
+                    row[list(cell)] = self._intern_state(reached)
             rows = self.rows  # interning may have grown the table
             rows[state] = row
             return rows[state]
