@@ -16,8 +16,7 @@ def test_loop_split_equals_full_trie_walk(qwen, prefix):
     loop = np.flatnonzero(grammar.machine.compute_row(state) == state)
     assert len(loop) > 90  # inside a string: the state loops on every ASCII byte but quote and backslash
     inside, count = qwen.trie.loop_inside(bytes(loop.astype(np.uint8)))
-    rest = qwen.trie.loop_rest(bytes(loop.astype(np.uint8)))
-    assert count == inside.sum() > 50_000 and rest.num_text_tokens == qwen.trie.num_text_tokens - count
+    assert count == inside.sum() > 50_000
     shortcut = masker._allowed(state)
     assert np.array_equal(shortcut, _token_by_token(grammar, qwen, state))
 

@@ -1,4 +1,4 @@
-/* The vocabulary-trie walk of token_mask.py, as a depth-first loop in C.
+/* The vocabulary-trie walk of token_mask.py, as a loop in C.
  *
  * Why C: the walk visits each live trie node once and does one table lookup per child. In numpy
  * it had to go a whole depth at a time, and the ~20 array operations per depth cost more than the
@@ -129,19 +129,26 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "state out of range");
         goto fail;
     }
-    /* the stack of (node, state) pairs still to visit: never more than the nodes of the trie */
-    int64_t *stack_node = (int64_t *)malloc(sizeof(int64_t) * (size_t)(num_nodes + 1));
-    int32_t *stack_state = (int32_t *)malloc(sizeof(int32_t) * (size_t)(num_nodes + 1));
-    if (!stack_node || !stack_state) {
-        free(stack_node);
-        free(stack_state);
+    /* breadth first, one depth at a time: the nodes of a depth are stored in order and children
+     * are contiguous, so each level is read front to back (a depth-first order jumped between the
+     * depth arrays and missed the cache on every step). Two frontiers of (node, state) pairs; a
+     * frontier never holds more than the nodes of the trie. */
+    int64_t *cur_node = (int64_t *)malloc(sizeof(int64_t) * (size_t)(num_nodes + 1));
+    int32_t *cur_state = (int32_t *)malloc(sizeof(int32_t) * (size_t)(num_nodes + 1));
+    int64_t *next_node = (int64_t *)malloc(sizeof(int64_t) * (size_t)(num_nodes + 1));
+    int32_t *next_state = (int32_t *)malloc(sizeof(int32_t) * (size_t)(num_nodes + 1));
+    if (!cur_node || !cur_state || !next_node || !next_state) {
+        free(cur_node);
+        free(cur_state);
+        free(next_node);
+        free(next_state);
         PyErr_NoMemory();
         goto fail;
     }
-    Py_ssize_t found = 0, top = 0;
+    Py_ssize_t found = 0, width = 0;
     int error = 0;
     PyThreadState *saved = PyEval_SaveThread();
-    for (Py_ssize_t r = 0; r < num_roots && !error; r++) {
+    for (Py_ssize_t r = 0; r < num_roots; r++) {
         int64_t node = roots[r];
         if (node < 0 || node >= num_nodes) {
             error = 1;
@@ -152,32 +159,43 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             error = 2;
             break;
         }
-        if (next == DEAD)
-            continue;
-        stack_node[top] = node;
-        stack_state[top++] = next;
-        while (top) {
-            int64_t n = stack_node[--top];
-            int32_t s = stack_state[top];
+        if (next != DEAD) {
+            cur_node[width] = node;
+            cur_state[width++] = next;
+        }
+    }
+    while (width && !error) {
+        Py_ssize_t next_width = 0;
+        for (Py_ssize_t i = 0; i < width && !error; i++) {
+            int64_t n = cur_node[i];
+            int32_t s = cur_state[i];
             for (int64_t k = token_start[n]; k < token_start[n + 1]; k++)
                 out[found++] = tokens[k];
             for (int64_t c = child_start[n]; c < child_end[n]; c++) {
                 int32_t t = step(&table, compute, s, node_byte[c], &saved);
                 if (t == -2) {
                     error = 2;
-                    top = 0;
                     break;
                 }
                 if (t != DEAD) {
-                    stack_node[top] = c;
-                    stack_state[top++] = t;
+                    next_node[next_width] = c;
+                    next_state[next_width++] = t;
                 }
             }
         }
+        int64_t *swap_node = cur_node;
+        int32_t *swap_state = cur_state;
+        cur_node = next_node;
+        cur_state = next_state;
+        next_node = swap_node;
+        next_state = swap_state;
+        width = next_width;
     }
     PyEval_RestoreThread(saved);
-    free(stack_node);
-    free(stack_state);
+    free(cur_node);
+    free(cur_state);
+    free(next_node);
+    free(next_state);
     if (error == 1)
         PyErr_SetString(PyExc_ValueError, "root node out of range");
     if (error)

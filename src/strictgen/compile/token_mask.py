@@ -118,59 +118,50 @@ class TokenMasker:
     def _allowed(self, state: int) -> np.ndarray:
         """Bool per token, with a shortcut for string-like states.
 
-        Take the state t that most bytes lead to from here (first bytes B1), and the set B of bytes
-        that t sends to one common next state. Follow that chain while every byte of B goes to one
-        live state: it either loops (inside a free string body the chain is t → t → ...) or ends
-        after K steps where every byte of B is dead (a string with characters left to count). A
-        token whose first byte is in B1, whose other bytes are all in B and whose length fits the
-        chain is then allowed without looking at it; only tokens with another first byte (walked in
-        the full trie) or with some byte outside B are checked: when t loops on itself, by walking
-        from t the distinct suffixes left after each token's looping run, else B's "rest" trie.
-        Inside a key that may be a known name or any other string, t is "some other key". When t
-        also loops on every non-ASCII character, tokens may enter t through one too: from t itself,
-        or from a state whose every such character leads to t (a key's first character)."""
-        machine = self.machine
+        Take a state t that many bytes lead to from here (first bytes B1) and that loops on a set
+        B of bytes (inside a free string body, t is the body; inside a key that may be a known
+        name or any other string, t is "some other key"). A token whose first byte is in B1 and
+        whose other bytes are all in B stays on t: it is allowed without looking at it (one cached
+        set per kind of string, `VocabTrie.loop_entries`). The rest is walked: tokens with another
+        first byte from here, and, from t, only the distinct suffixes left after each token's run
+        of loop bytes (`",`, `":`, `"}` end thousands of tokens). When t also loops on every
+        non-ASCII character, tokens may enter t through one too: from t itself, or from a state
+        whose every such character leads to t (a key's first character). Other states walk the
+        whole trie."""
+        machine, trie = self.machine, self.trie
         row = machine.compute_row(state)
         targets, counts = np.unique(row[row != DEAD], return_counts=True)
         for t in targets[np.argsort(-counts)][:2].tolist():
             first = row == t
             if first.sum() < 8:
                 break
-            chain = self._chain(t)
-            if chain is None:
+            loop = np.flatnonzero(machine.compute_row(t) == t)
+            if len(loop) < 8:
                 continue
-            loop, length = chain
             loop_key = bytes(loop.astype(np.uint8))
-            self_loop = length is None and bool((machine.compute_row(t)[loop] == t).all())
-            # a free string body also loops on every non-ASCII character
-            multibyte = self_loop and self._utf8_target(t) == t
-            _, inside_count = self.trie.loop_inside(loop_key, multibyte)
-            if inside_count < MIN_INSIDE_FRACTION * self.trie.num_text_tokens:
-                continue  # too few tokens to skip: the full walk is as good
-            rest_count = self.trie.num_text_tokens - inside_count
-            trie = self.trie
+            multibyte = self._utf8_target(t) == t  # a free string body loops on every character
+            _, inside_count = trie.loop_inside(loop_key, multibyte)
+            if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens or trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:
+                continue  # too little to skip, or too much left to walk as suffixes: the full walk is as good
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
             # from a key's first character on, whole characters enter t too
             by_char = multibyte and t != state and self._utf8_target(state) == t
             walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
-            allowed = trie.loop_entries(loop_key, multibyte, first, by_char, length).copy()
+            allowed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
             if by_char:  # only tokens cut inside their first character need walking
                 allowed[self._live_tokens(state, trie.split_lead_trie)] = True
             allowed[self._live_tokens(state, trie, walk_first)] = True
-            if self_loop and rest_count <= MAX_SUFFIX_TOKENS:
-                # t loops: only what follows each token's run of loop bytes needs walking, from t
-                suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
-                tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
-                enters = first[trie.first_bytes[tokens]]
-                if by_char:
-                    enters |= trie.starts_whole_char[tokens]
-                allowed[tokens[enters]] = True
-            else:
-                allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
+            # only what follows each token's run of loop bytes needs walking, from t
+            suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
+            tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
+            enters = first[trie.first_bytes[tokens]]
+            if by_char:
+                enters |= trie.starts_whole_char[tokens]
+            allowed[tokens[enters]] = True
             return allowed
         allowed = np.zeros(self.vocab_size, dtype=bool)
-        allowed[self._live_tokens(state, self.trie)] = True
+        allowed[self._live_tokens(state, trie)] = True
         return allowed
 
     def _utf8_target(self, state: int) -> int | None:
@@ -193,32 +184,6 @@ class TokenMasker:
             if len(reached) > 1 or DEAD in reached:
                 return None
         return reached.pop()
-
-    def _chain(self, t: int) -> tuple[np.ndarray, int | None] | None:
-        """(B, K) for the chain that starts at t: K = None when it loops, else the longest token
-        (first byte included) whose B-bytes stay on the chain; None when there is no such chain
-        (B has under 8 bytes, or the chain ends in a mixed state)."""
-        machine = self.machine
-        row = machine.compute_row(t)
-        nxt, counts = np.unique(row[row != DEAD], return_counts=True)
-        if not len(nxt):
-            return None
-        loop_bytes = np.flatnonzero(row == nxt[np.argmax(counts)])
-        if len(loop_bytes) < 8:
-            return None
-        cur, steps, seen = t, 0, {t}
-        for _ in range(self.trie.depth + 1):
-            targets = machine.compute_row(cur)[loop_bytes]
-            if (targets == DEAD).all():
-                return loop_bytes, steps + 1  # the first byte, then `steps` bytes of B
-            if not (targets == targets[0]).all():
-                return None
-            cur = int(targets[0])
-            steps += 1
-            if cur in seen:
-                return loop_bytes, None
-            seen.add(cur)
-        return loop_bytes, None  # longer than any token: as good as a loop
 
     def _compute(self, state: int) -> np.ndarray:
         if state == DEAD:

@@ -238,12 +238,12 @@ class VocabTrie:
         trie = VocabTrie(suffixes, empty)
         return self._remember(key, (trie, owners, owners[empty]))
 
-    def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool, length: int | None) -> np.ndarray:
+    def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool) -> np.ndarray:
         """The tokens a string-like state allows without looking at them (read-only, cached):
         made only of loop bytes (`loop_inside`), entering the loop by a first byte where `first`
-        (bool per byte value) holds or, with `by_char`, by a whole first character, and at most
-        `length` bytes long (None: any). Every string of a kind shares one such set."""
-        key = ("entries", loop_bytes, multibyte, first.tobytes(), by_char, length)
+        (bool per byte value) holds or, with `by_char`, by a whole first character. Every string
+        of a kind shares one such set."""
+        key = ("entries", loop_bytes, multibyte, first.tobytes(), by_char)
         got = self._recall(key)
         if got is not None:
             return got
@@ -252,8 +252,6 @@ class VocabTrie:
         if by_char:
             enters |= self.starts_whole_char
         entries = inside & enters
-        if length is not None:
-            entries &= self._lengths <= length
         entries.setflags(write=False)
         return self._remember(key, entries)
 
@@ -261,7 +259,7 @@ class VocabTrie:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
         character): (bool mask of the text tokens made only of those bytes or characters, how many
         there are). Such tokens are allowed from the state without looking at them; the others are
-        walked (`loop_rest`, `loop_suffixes`). Cached per key."""
+        walked (`loop_suffixes`, or the whole trie). Cached per key."""
         key = ("inside", loop_bytes, multibyte)
         got = self._recall(key)
         if got is not None:
@@ -278,15 +276,6 @@ class VocabTrie:
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         inside.setflags(write=False)
         return self._remember(key, (inside, int(inside.sum())))
-
-    def loop_rest(self, loop_bytes: bytes, multibyte: bool = False) -> "VocabTrie":
-        """The trie of the text tokens outside `loop_inside(loop_bytes, multibyte)` (cached): built
-        only for states that must walk them all (the suffix walk usually does with less)."""
-        key = ("rest", loop_bytes, multibyte)
-        got = self._recall(key)
-        if got is None:
-            got = self._remember(key, self.subtrie(~self.loop_inside(loop_bytes, multibyte)[0]))
-        return got
 
     def _recall(self, key):
         """A cached split (LRU, shared by threads), or None."""
