@@ -47,6 +47,10 @@ SHORTCUT_CASES = [
     ({"type": "string", "maxLength": 12}, '"'),  # a counted chain: tokens of up to 12 plain characters
     ({"type": "string", "minLength": 3, "maxLength": 300}, '"x'),  # long bounds count through a called character rule
     ({"type": "string", "pattern": "^[a-z]{3,8}$"}, '"ab'),
+    ({"type": "string", "maxLength": 7}, '"中'),  # characters, not bytes, are counted
+    ({"type": "string", "maxLength": 200}, '"ab中'),
+    ({"type": "string", "maxLength": 20}, '"' + "x" * 17),  # three characters left
+    ({"type": "object", "properties": {"k": {"type": "string", "maxLength": 64}}}, '{"k": "+1-'),
     ({"type": "array", "items": {"type": "string", "maxLength": 4}}, '["abc", "d'),
     ({"type": "array", "items": {"type": "number"}}, "[1.5, -"),
     ({"enum": ["alpha", "alphabet", "beta"]}, '"alph'),

@@ -137,6 +137,9 @@ class TokenMasker:
                 break
             loop = np.flatnonzero(machine.compute_row(t) == t)
             if len(loop) < 8:
+                counted = self._counted_allowed(state, t, first)
+                if counted is not None:
+                    return counted
                 continue
             loop_key = bytes(loop.astype(np.uint8))
             multibyte = self._utf8_target(t) == t  # a free string body loops on every character
@@ -162,6 +165,52 @@ class TokenMasker:
             return allowed
         allowed = np.zeros(self.vocab_size, dtype=bool)
         allowed[self._live_tokens(state, trie)] = True
+        return allowed
+
+    def _counted_allowed(self, state: int, t: int, first: np.ndarray) -> np.ndarray | None:
+        """The mask of a state before a counted string (`maxLength`), or None when t is not one.
+
+        From t, the bytes B of t's widest byte group step along a chain c0 = t → c1 → ... → cL-1,
+        after which every byte of B is dead (or the chain is longer than any token). When every
+        multi-byte character also steps one place along it (JSON Schema counts characters), a
+        token of B bytes and whole characters entering t from here is allowed exactly when it
+        has at most L characters: such tokens are allowed unseen; the others (a quote, an escape,
+        a cut character, another first byte) are walked."""
+        machine, trie = self.machine, self.trie
+        row_t = machine.compute_row(t)
+        nexts, counts = np.unique(row_t[row_t != DEAD], return_counts=True)
+        if not len(nexts):
+            return None
+        loop = np.flatnonzero(row_t == nexts[np.argmax(counts)])
+        if len(loop) < 8:
+            return None
+        chain = [t]
+        for _ in range(trie.depth):
+            targets = machine.compute_row(chain[-1])[loop]
+            if (targets == DEAD).all():
+                break
+            if not (targets == targets[0]).all():
+                return None
+            chain.append(int(targets[0]))
+        length = len(chain) if len(chain) <= trie.depth else None  # None: longer than any token
+        # multi-byte characters count one place each, for as many places as a token has characters
+        places = min(len(chain), trie.max_multibyte_chars)
+        multibyte = all(self._utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
+        if multibyte and length is not None and length <= trie.max_multibyte_chars:
+            multibyte = bool((machine.compute_row(chain[-1])[0xC2:0xF5] == DEAD).all())  # no character past the end
+        loop_key = bytes(loop.astype(np.uint8))
+        _, inside_count = trie.loop_inside(loop_key, multibyte)
+        if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
+            return None
+        by_char = multibyte and self._utf8_target(state) == t
+        walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
+        allowed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
+        if length is not None:
+            allowed &= trie.char_counts <= length
+        if by_char:  # only tokens cut inside their first character need walking
+            allowed[self._live_tokens(state, trie.split_lead_trie)] = True
+        allowed[self._live_tokens(state, trie, walk_first)] = True
+        allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
         return allowed
 
     def _utf8_target(self, state: int) -> int | None:

@@ -192,6 +192,20 @@ class VocabTrie:
         return np.fromiter((whole_first(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
 
     @functools.cached_property
+    def char_counts(self) -> np.ndarray:
+        """Per token: its number of characters when it is whole UTF-8, else its length in bytes."""
+        flat = np.frombuffer(b"".join(self._token_bytes), dtype=np.uint8)
+        owner = np.repeat(np.arange(len(self._lengths)), self._lengths)
+        chars = np.bincount(owner, weights=(flat & 0xC0) != 0x80, minlength=len(self._lengths)).astype(np.int64)
+        return np.where(self.complete_utf8, chars, self._lengths)  # a character starts at every non-continuation byte
+
+    @functools.cached_property
+    def max_multibyte_chars(self) -> int:
+        """The most characters in a whole-UTF-8 token that has a non-ASCII character."""
+        multibyte = self.complete_utf8 & (self.char_counts < self._lengths)
+        return int(self.char_counts[multibyte].max()) if multibyte.any() else 0
+
+    @functools.cached_property
     def split_lead_trie(self) -> "VocabTrie":
         """The tokens that start with a UTF-8 lead byte but not with a whole character (a byte
         fallback cut inside a character): the few that `starts_whole_char` shortcuts cannot cover."""
@@ -276,6 +290,14 @@ class VocabTrie:
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         inside.setflags(write=False)
         return self._remember(key, (inside, int(inside.sum())))
+
+    def loop_rest(self, loop_bytes: bytes, multibyte: bool = False) -> "VocabTrie":
+        """The trie of the text tokens outside `loop_inside(loop_bytes, multibyte)` (cached)."""
+        key = ("rest", loop_bytes, multibyte)
+        got = self._recall(key)
+        if got is None:
+            got = self._remember(key, self.subtrie(~self.loop_inside(loop_bytes, multibyte)[0]))
+        return got
 
     def _recall(self, key):
         """A cached split (LRU, shared by threads), or None."""
