@@ -67,9 +67,13 @@ static int32_t step(Table *table, PyObject *compute, int32_t state, uint8_t byte
     PyObject *rows = PyObject_CallFunction(compute, "i", (int)state);
     int failed = rows == NULL;
     if (!failed) {
-        PyBuffer_Release(&table->view);
-        failed = table_get(table, rows) < 0;
+        Table fresh; /* the table may have grown: hold the new buffer before letting go of the old */
+        failed = table_get(&fresh, rows) < 0;
         Py_DECREF(rows);
+        if (!failed) {
+            PyBuffer_Release(&table->view);
+            *table = fresh;
+        }
     }
     if (!failed && state >= table->states) {
         PyErr_SetString(PyExc_RuntimeError, "the transition table lost a state");
@@ -86,95 +90,99 @@ static int32_t step(Table *table, PyObject *compute, int32_t state, uint8_t byte
     return failed ? -2 : next;
 }
 
-static PyObject *walk(PyObject *self, PyObject *args) {
-    PyObject *rows, *compute, *start_obj, *end_obj, *byte_obj, *tstart_obj, *tokens_obj, *roots_obj, *out_obj;
-    int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOiO", &rows, &compute, &start_obj, &end_obj, &byte_obj, &tstart_obj, &tokens_obj, &roots_obj, &state, &out_obj))
-        return NULL;
-    Table table;
-    Py_buffer start_view, end_view, byte_view, tstart_view, tokens_view, roots_view, out_view;
-    int got = 0;
-    if (table_get(&table, rows) < 0)
-        return NULL;
-    got = 1;
-    if (buffer_of(start_obj, &start_view, 8, 0, "child_start") < 0) goto fail;
-    got = 2;
-    if (buffer_of(end_obj, &end_view, 8, 0, "child_end") < 0) goto fail;
-    got = 3;
-    if (buffer_of(byte_obj, &byte_view, 1, 0, "node_byte") < 0) goto fail;
-    got = 4;
-    if (buffer_of(roots_obj, &roots_view, 8, 0, "roots") < 0) goto fail;
-    got = 5;
-    if (buffer_of(out_obj, &out_view, 8, 1, "out") < 0) goto fail;
-    got = 6;
-    if (buffer_of(tstart_obj, &tstart_view, 8, 0, "token_start") < 0) goto fail;
-    got = 7;
-    if (buffer_of(tokens_obj, &tokens_view, 8, 0, "tokens") < 0) goto fail;
-    got = 8;
+/* The 1-D arrays walk() reads (and the one it writes), in argument order after rows and compute. */
+enum { CHILD_START, CHILD_END, NODE_BYTE, TOKEN_START, TOKENS, ROOTS, OUT, NUM_ARRAYS };
+static const struct {
+    const char *name;
+    Py_ssize_t itemsize;
+    int writable;
+} ARRAYS[NUM_ARRAYS] = {
+    {"child_start", 8, 0}, {"child_end", 8, 0}, {"node_byte", 1, 0}, {"token_start", 8, 0},
+    {"tokens", 8, 0},      {"roots", 8, 0},     {"out", 8, 1},
+};
 
-    const int64_t *child_start = (const int64_t *)start_view.buf;
-    const int64_t *child_end = (const int64_t *)end_view.buf;
-    const uint8_t *node_byte = (const uint8_t *)byte_view.buf;
-    const int64_t *roots = (const int64_t *)roots_view.buf;
-    const int64_t *token_start = (const int64_t *)tstart_view.buf;
-    const int64_t *tokens = (const int64_t *)tokens_view.buf;
-    int64_t *out = (int64_t *)out_view.buf;
-    Py_ssize_t num_nodes = byte_view.shape[0], capacity = out_view.shape[0], num_roots = roots_view.shape[0];
-    if (capacity < tokens_view.shape[0] || start_view.shape[0] != num_nodes || end_view.shape[0] != num_nodes
-        || tstart_view.shape[0] < num_nodes + 1 || (num_nodes && token_start[num_nodes] > tokens_view.shape[0])) {
+/* The frontiers of the breadth-first walk: (node, state) pairs of this depth and of the next. */
+typedef struct {
+    int64_t *node[2];
+    int32_t *state[2];
+} Frontiers;
+
+static void frontiers_free(Frontiers *f) {
+    for (int i = 0; i < 2; i++) {
+        free(f->node[i]);
+        free(f->state[i]);
+    }
+}
+
+static int frontiers_alloc(Frontiers *f, Py_ssize_t size) {
+    for (int i = 0; i < 2; i++) {
+        f->node[i] = (int64_t *)malloc(sizeof(int64_t) * (size_t)size);
+        f->state[i] = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
+    }
+    for (int i = 0; i < 2; i++)
+        if (!f->node[i] || !f->state[i]) {
+            frontiers_free(f);
+            return -1;
+        }
+    return 0;
+}
+
+/* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
+ * a Python error set. Called with the GIL; releases it while walking. */
+static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views, int32_t state) {
+    const int64_t *child_start = (const int64_t *)views[CHILD_START].buf;
+    const int64_t *child_end = (const int64_t *)views[CHILD_END].buf;
+    const uint8_t *node_byte = (const uint8_t *)views[NODE_BYTE].buf;
+    const int64_t *token_start = (const int64_t *)views[TOKEN_START].buf;
+    const int64_t *tokens = (const int64_t *)views[TOKENS].buf;
+    const int64_t *roots = (const int64_t *)views[ROOTS].buf;
+    int64_t *out = (int64_t *)views[OUT].buf;
+    Py_ssize_t num_nodes = views[NODE_BYTE].shape[0], num_roots = views[ROOTS].shape[0];
+    if (views[OUT].shape[0] < views[TOKENS].shape[0] || views[CHILD_START].shape[0] != num_nodes
+        || views[CHILD_END].shape[0] != num_nodes || views[TOKEN_START].shape[0] < num_nodes + 1
+        || (num_nodes && token_start[num_nodes] > views[TOKENS].shape[0])) {
         PyErr_SetString(PyExc_ValueError, "array lengths do not match the trie");
-        goto fail;
+        return -1;
     }
-    if (state < 0 || state >= table.states) {
+    if (state < 0 || state >= table->states) {
         PyErr_SetString(PyExc_ValueError, "state out of range");
-        goto fail;
+        return -1;
     }
+    for (Py_ssize_t r = 0; r < num_roots; r++)
+        if (roots[r] < 0 || roots[r] >= num_nodes) {
+            PyErr_SetString(PyExc_ValueError, "root node out of range");
+            return -1;
+        }
     /* breadth first, one depth at a time: the nodes of a depth are stored in order and children
      * are contiguous, so each level is read front to back (a depth-first order jumped between the
-     * depth arrays and missed the cache on every step). Two frontiers of (node, state) pairs; a
-     * frontier never holds more than the nodes of the trie. */
-    int64_t *cur_node = (int64_t *)malloc(sizeof(int64_t) * (size_t)(num_nodes + 1));
-    int32_t *cur_state = (int32_t *)malloc(sizeof(int32_t) * (size_t)(num_nodes + 1));
-    int64_t *next_node = (int64_t *)malloc(sizeof(int64_t) * (size_t)(num_nodes + 1));
-    int32_t *next_state = (int32_t *)malloc(sizeof(int32_t) * (size_t)(num_nodes + 1));
-    if (!cur_node || !cur_state || !next_node || !next_state) {
-        free(cur_node);
-        free(cur_state);
-        free(next_node);
-        free(next_state);
+     * depth arrays and missed the cache on every step). A frontier never holds more than the
+     * nodes of the trie. The roots are the first level, expanded from `state` like children. */
+    Frontiers f;
+    if (frontiers_alloc(&f, num_nodes + 1) < 0) {
         PyErr_NoMemory();
-        goto fail;
+        return -1;
     }
-    Py_ssize_t found = 0, width = 0;
-    int error = 0;
+    Py_ssize_t found = 0, width = 1;
+    int cur = 0, failed = 0, first_level = 1;
+    f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
+    f.state[cur][0] = state;
     PyThreadState *saved = PyEval_SaveThread();
-    for (Py_ssize_t r = 0; r < num_roots; r++) {
-        int64_t node = roots[r];
-        if (node < 0 || node >= num_nodes) {
-            error = 1;
-            break;
-        }
-        int32_t next = step(&table, compute, (int32_t)state, node_byte[node], &saved);
-        if (next == -2) {
-            error = 2;
-            break;
-        }
-        if (next != DEAD) {
-            cur_node[width] = node;
-            cur_state[width++] = next;
-        }
-    }
-    while (width && !error) {
+    while (width && !failed) {
         Py_ssize_t next_width = 0;
-        for (Py_ssize_t i = 0; i < width && !error; i++) {
-            int64_t n = cur_node[i];
-            int32_t s = cur_state[i];
-            for (int64_t k = token_start[n]; k < token_start[n + 1]; k++)
-                out[found++] = tokens[k];
-            for (int64_t c = child_start[n]; c < child_end[n]; c++) {
-                int32_t t = step(&table, compute, s, node_byte[c], &saved);
+        int64_t *next_node = f.node[1 - cur];
+        int32_t *next_state = f.state[1 - cur];
+        for (Py_ssize_t i = 0; i < width && !failed; i++) {
+            int64_t n = f.node[cur][i];
+            int32_t s = f.state[cur][i];
+            if (!first_level)
+                for (int64_t k = token_start[n]; k < token_start[n + 1]; k++)
+                    out[found++] = tokens[k];
+            int64_t lo = first_level ? 0 : child_start[n], hi = first_level ? num_roots : child_end[n];
+            for (int64_t j = lo; j < hi; j++) {
+                int64_t c = first_level ? roots[j] : j;
+                int32_t t = step(table, compute, s, node_byte[c], &saved);
                 if (t == -2) {
-                    error = 2;
+                    failed = 1;
                     break;
                 }
                 if (t != DEAD) {
@@ -183,43 +191,35 @@ static PyObject *walk(PyObject *self, PyObject *args) {
                 }
             }
         }
-        int64_t *swap_node = cur_node;
-        int32_t *swap_state = cur_state;
-        cur_node = next_node;
-        cur_state = next_state;
-        next_node = swap_node;
-        next_state = swap_state;
+        cur = 1 - cur;
         width = next_width;
+        first_level = 0;
     }
     PyEval_RestoreThread(saved);
-    free(cur_node);
-    free(cur_state);
-    free(next_node);
-    free(next_state);
-    if (error == 1)
-        PyErr_SetString(PyExc_ValueError, "root node out of range");
-    if (error)
-        goto fail;
-    PyBuffer_Release(&tokens_view);
-    PyBuffer_Release(&tstart_view);
-    PyBuffer_Release(&out_view);
-    PyBuffer_Release(&roots_view);
-    PyBuffer_Release(&byte_view);
-    PyBuffer_Release(&end_view);
-    PyBuffer_Release(&start_view);
-    PyBuffer_Release(&table.view);
-    return PyLong_FromSsize_t(found);
+    frontiers_free(&f);
+    return failed ? -1 : found;
+}
 
-fail:
-    if (got >= 8) PyBuffer_Release(&tokens_view);
-    if (got >= 7) PyBuffer_Release(&tstart_view);
-    if (got >= 6) PyBuffer_Release(&out_view);
-    if (got >= 5) PyBuffer_Release(&roots_view);
-    if (got >= 4) PyBuffer_Release(&byte_view);
-    if (got >= 3) PyBuffer_Release(&end_view);
-    if (got >= 2) PyBuffer_Release(&start_view);
-    if (got >= 1) PyBuffer_Release(&table.view);
-    return NULL;
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *rows, *compute, *objs[NUM_ARRAYS];
+    int state;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOiO", &rows, &compute, &objs[CHILD_START], &objs[CHILD_END], &objs[NODE_BYTE],
+                          &objs[TOKEN_START], &objs[TOKENS], &objs[ROOTS], &state, &objs[OUT]))
+        return NULL;
+    Table table;
+    if (table_get(&table, rows) < 0)
+        return NULL;
+    Py_buffer views[NUM_ARRAYS];
+    int got = 0;
+    Py_ssize_t found = -1;
+    while (got < NUM_ARRAYS && buffer_of(objs[got], &views[got], ARRAYS[got].itemsize, ARRAYS[got].writable, ARRAYS[got].name) == 0)
+        got++;
+    if (got == NUM_ARRAYS)
+        found = walk_levels(&table, compute, views, (int32_t)state);
+    while (got)
+        PyBuffer_Release(&views[--got]);
+    PyBuffer_Release(&table.view);
+    return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
 static PyMethodDef methods[] = {
