@@ -1,7 +1,7 @@
 """Token masks per machine state: which vocabulary tokens keep the output valid.
 
-A mask is computed by walking the vocabulary trie together with the machine (a depth-first loop
-in C, `_walk.c`; never a Python loop over the vocabulary), with shortcuts that allow whole
+A mask is computed by walking the vocabulary trie together with the machine (a breadth-first
+loop in C, `_walk.c`; never a Python loop over the vocabulary), with shortcuts that allow whole
 classes of tokens in string-like states unseen, then cached per machine state: states are shared
 by every matcher of the grammar, so each distinct state pays for its walk once.
 """
@@ -96,7 +96,7 @@ class TokenMasker:
         """Ids of the tokens of `trie` whose bytes are valid from `state` (a sub-trie's ids are the
         vocabulary's; a suffix trie's are suffix indices).
 
-        A depth-first walk in C (`_walk.c`) that prunes a subtree as soon as its prefix is
+        A breadth-first walk in C (`_walk.c`) that prunes a subtree as soon as its prefix is
         rejected; rows of the machine not computed yet are computed on the way. `first_bytes`
         (bool per byte value) restricts the walk to tokens starting with those bytes."""
         roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
@@ -148,13 +148,7 @@ class TokenMasker:
                 continue  # too little to skip, or too much left to walk as suffixes: the full walk is as good
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            # from a key's first character on, whole characters enter t too
-            by_char = multibyte and t != state and self._utf8_target(state) == t
-            walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
-            allowed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
-            if by_char:  # only tokens cut inside their first character need walking
-                allowed[self._live_tokens(state, trie.split_lead_trie)] = True
-            allowed[self._live_tokens(state, trie, walk_first)] = True
+            allowed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
             # only what follows each token's run of loop bytes needs walking, from t
             suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
             tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
@@ -202,16 +196,27 @@ class TokenMasker:
         _, inside_count = trie.loop_inside(loop_key, multibyte)
         if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
             return None
-        by_char = multibyte and self._utf8_target(state) == t
+        allowed, walk_first, _ = self._entering(state, t, first, loop_key, multibyte, length)
+        allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
+        return allowed
+
+    def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None):
+        """What both string shortcuts share: the tokens that enter t from `state` and stay on its
+        loop bytes (and whole characters, with `multibyte`), at most `length` characters long,
+        allowed unseen; every token whose first byte does not enter t walked. From a key's first
+        character on, whole characters enter t too (`by_char`): then only the tokens cut inside
+        their first character are walked among those. Returns (allowed, the first bytes walked,
+        by_char)."""
+        trie = self.trie
+        by_char = multibyte and t != state and self._utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
         allowed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
         if length is not None:
             allowed &= trie.char_counts <= length
-        if by_char:  # only tokens cut inside their first character need walking
+        if by_char:
             allowed[self._live_tokens(state, trie.split_lead_trie)] = True
         allowed[self._live_tokens(state, trie, walk_first)] = True
-        allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
-        return allowed
+        return allowed, walk_first, by_char
 
     def _utf8_target(self, state: int) -> int | None:
         """The one state every valid multi-byte UTF-8 character leads to from `state`, or None
