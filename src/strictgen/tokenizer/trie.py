@@ -1,6 +1,6 @@
 """The vocabulary as a trie in flat numpy arrays, one set of arrays per depth.
 
-Mask computation walks this trie together with the grammar's automaton (depth first, in C:
+Mask computation walks this trie together with the grammar's automaton (breadth first, in C:
 compile/_walk.c), pruning subtrees whose prefix is already rejected. Nodes of one depth are stored
 in lexicographic order, so the children of a node are one contiguous slice of the next depth, and
 sub-tries (the tokens a state does not loop on) are derived from these arrays in numpy.
@@ -24,11 +24,16 @@ def _per_depth(new_index: list[np.ndarray], depths: np.ndarray, nodes: np.ndarra
     return out
 
 
-def _whole_char(data: bytes) -> bool:
+def _char_width(data: bytes, i: int) -> int:
+    """The length of the whole, valid multi-byte UTF-8 character at data[i], or 0 if none is there."""
+    b = data[i]
+    width = 2 if 0xC2 <= b <= 0xDF else 3 if 0xE0 <= b <= 0xEF else 4 if 0xF0 <= b <= 0xF4 else 0
+    if not width:
+        return 0
     try:
-        return len(data.decode("utf-8")) == 1
+        return width if len(data[i : i + width].decode("utf-8")) == 1 else 0
     except UnicodeDecodeError:
-        return False
+        return 0
 
 
 class VocabTrie:
@@ -183,13 +188,7 @@ class VocabTrie:
     @functools.cached_property
     def starts_whole_char(self) -> np.ndarray:
         """Per token: it starts with a whole, valid multi-byte UTF-8 character."""
-
-        def whole_first(data: bytes) -> bool:
-            if not data or not 0xC2 <= data[0] <= 0xF4:
-                return False
-            return _whole_char(data[: 2 if data[0] <= 0xDF else 3 if data[0] <= 0xEF else 4])
-
-        return np.fromiter((whole_first(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
+        return np.fromiter((bool(t) and _char_width(t, 0) > 0 for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
 
     @functools.cached_property
     def char_counts(self) -> np.ndarray:
@@ -230,19 +229,13 @@ class VocabTrie:
         owner: list[int] = []
         for tid in np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes)).tolist():
             data = self._token_bytes[tid]
-            i = 0
-            if skip_first:
-                i = 1
-                if multibyte and 0xC2 <= data[0] <= 0xF4:
-                    width = 2 if data[0] <= 0xDF else 3 if data[0] <= 0xEF else 4
-                    i = width if _whole_char(data[:width]) else 1
+            i = ((multibyte and _char_width(data, 0)) or 1) if skip_first else 0
             while i < len(data):
-                b = data[i]
-                if b in looping:
+                if data[i] in looping:
                     i += 1
                     continue
-                width = 2 if 0xC2 <= b <= 0xDF else 3 if 0xE0 <= b <= 0xEF else 4 if 0xF0 <= b <= 0xF4 else 0
-                if not multibyte or not width or not _whole_char(data[i : i + width]):
+                width = _char_width(data, i) if multibyte else 0
+                if not width:
                     break
                 i += width
             suffixes.append(data[i:])
@@ -273,7 +266,7 @@ class VocabTrie:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
         character): (bool mask of the text tokens made only of those bytes or characters, how many
         there are). Such tokens are allowed from the state without looking at them; the others are
-        walked (`loop_suffixes`, or the whole trie). Cached per key."""
+        walked (`loop_suffixes`, `loop_rest`, or the whole trie). Cached per key."""
         key = ("inside", loop_bytes, multibyte)
         got = self._recall(key)
         if got is not None:
