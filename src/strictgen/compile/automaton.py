@@ -547,9 +547,8 @@ class _Refiner:
         classes and calls (in order, with `before` classes of their returns)? False on a hash
         collision. Vectorised: it runs once per refinement round."""
         n = self.n
-        _, first = np.unique(classes[:n], return_index=True)
-        rank = np.searchsorted(np.unique(classes[:n]), classes[:n])
-        reps = first[rank]
+        _, first, inverse = np.unique(classes[:n], return_index=True, return_inverse=True)
+        reps = first[inverse.reshape(-1)]  # each state's class representative
         mapped = before[self.table]
         if not (mapped == mapped[reps]).all() or not (before[:n] == before[reps]).all():
             return False
