@@ -1,7 +1,8 @@
-"""Build script for the one C extension (metadata lives in pyproject.toml).
+"""Build script for the C extensions (metadata lives in pyproject.toml).
 
-strictgen.compile._walk is the vocabulary-trie walk of token masks (DESIGN.md §5 allows a small
-C extension for a profiled hot loop numpy cannot vectorise well); it is built from source here.
+DESIGN.md §5 allows small C extensions for profiled hot loops numpy cannot vectorise well; both
+are built from source here: strictgen.compile._walk is the vocabulary-trie walk of token masks,
+strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for).
 """
 
 from setuptools import Extension, setup
@@ -9,5 +10,6 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._machine", ["src/strictgen/compile/_machine.c"], extra_compile_args=["-O2"]),
     ]
 )

@@ -7,158 +7,104 @@ for a byte. States are interned as integers too; state 0 is dead. Rows of the tr
 (state × 256 bytes → state) are computed on first use and then shared by every matcher of the
 grammar, which makes the machine a deterministic automaton wherever the input has gone before.
 
-The table is a cache: growing it is guarded by a lock, and readers see either the old or the new
-array, both valid, so matchers on different threads never need to coordinate.
+The table is a cache: it grows inside C calls that hold the GIL (the GIL is the lock), and readers
+see either the old or the new array, both valid, so matchers on different threads never need to
+coordinate.
 """
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
+from . import _machine
 from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
 
 DEAD = 0
 UNKNOWN = -1
 EMPTY_STACK = 0
+ACCEPTING, WAITS, FINAL_ONLY = 1, 2, 4  # frame flags of _machine.c
+
+
+class _Accepting:
+    """`machine.accepting[state]`: whether the root may have finished in `state`."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def __getitem__(self, state: int) -> bool:
+        return self._core.is_accepting(state)
 
 
 class PushdownMachine:
+    """The machine of one compiled grammar. Determinisation runs in C (`_machine.c`: the same
+    algorithm in flat arrays, since computing rows in Python was half of the first-pass mask
+    time); this class gives it the rule DFAs as arrays and the table as a numpy view."""
+
     def __init__(self, automaton: CompiledAutomaton):
         self.automaton = automaton
         rules = automaton.rules
-        self._accepting = [dfa.accepting for dfa in rules]
-        self._groups = [dfa.byte_groups for dfa in rules]
-        self._calls = [dfa.calls for dfa in rules]
-        # a frame whose state is accepting and has no way forward pops at once: calls returning
-        # there push directly on the parent (tail calls), so right recursion keeps stacks flat
-        self._final_only = [
-            [acc and not g and not c for acc, g, c in zip(dfa.accepting, dfa.byte_groups, dfa.calls)]
-            for dfa in rules
-        ]
-        self._lock = threading.RLock()
-        self._nodes: list[tuple[int, int, int]] = [(-1, -1, -1)]  # id → (parent, rule, state)
-        self._node_ids: dict[tuple[int, int, int], int] = {}
-        self._closures: dict[int, frozenset[int]] = {}
-        self._byte_set_cache: dict[tuple[int, int], list[tuple[int, frozenset[int]]]] = {}
-        self._state_ids: dict[tuple[int, ...], int] = {(): DEAD}
-        self._states: list[tuple[int, ...]] = [()]
-        self.accepting: list[bool] = [False]
-        self.rows = np.full((64, 256), UNKNOWN, dtype=np.int32)
-        self.rows[DEAD] = DEAD
-        self.start = self._intern_state(self._closure(self._node(EMPTY_STACK, 0, 0)))
+        sizes = [dfa.num_states for dfa in rules]
+        base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+        frames = int(sum(sizes))
+        dfa_table = np.full((frames, 256), -1, dtype=np.int32)
+        flags = np.zeros(frames, dtype=np.uint8)
+        rule_of = np.repeat(np.arange(len(rules), dtype=np.int32), sizes)
+        call_counts = np.zeros(frames, dtype=np.int32)
+        callees: list[int] = []
+        returns: list[int] = []
+        for r, dfa in enumerate(rules):
+            b = int(base[r])
+            for s_, (accepting, groups, calls) in enumerate(zip(dfa.accepting, dfa.byte_groups, dfa.calls)):
+                g = b + s_
+                for target, byte_values in groups:
+                    dfa_table[g, list(byte_values)] = b + target
+                # a frame whose state accepts and has no way forward pops at once: calls returning
+                # there push nothing on the parent (tail calls), so right recursion keeps stacks flat
+                flags[g] = accepting * ACCEPTING | bool(groups) * WAITS | (accepting and not groups and not calls) * FINAL_ONLY
+                call_counts[g] = len(calls)
+                for callee, ret in calls:
+                    callees.append(int(base[callee]))
+                    returns.append(b + ret)
+        call_start = np.concatenate([[0], np.cumsum(call_counts)]).astype(np.int32)
+        self._core = _machine.Machine(
+            dfa_table.reshape(-1), flags, rule_of, base, call_start,
+            np.array(callees, dtype=np.int32), np.array(returns, dtype=np.int32),
+        )
+        self._table = None
+        self._rows = np.empty((0, 256), dtype=np.int32)
+        self.start = self._core.start
+        self.accepting = _Accepting(self._core)
 
-    # ---- stacks ----
-
-    def _node(self, parent: int, rule: int, state: int) -> int:
-        key = (parent, rule, state)
-        got = self._node_ids.get(key)
-        if got is None:
-            got = self._node_ids[key] = len(self._nodes)
-            self._nodes.append(key)
-        return got
-
-    def _closure(self, node: int) -> frozenset[int]:
-        """The stacks reachable from `node` without consuming a byte whose top waits for a byte
-        (plus EMPTY_STACK when the root can finish)."""
-        got = self._closures.get(node)
-        if got is not None:
-            return got
-        result: set[int] = set()
-        seen = {node}
-        work = [node]
-        while work:
-            n = work.pop()
-            if n == EMPTY_STACK:
-                result.add(EMPTY_STACK)
-                continue
-            parent, rule, state = self._nodes[n]
-            nexts = []
-            if self._groups[rule][state]:
-                result.add(n)
-            for callee, ret in self._calls[rule][state]:
-                below = parent if self._final_only[rule][ret] else self._node(parent, rule, ret)
-                nexts.append(self._node(below, callee, 0))
-            if self._accepting[rule][state]:
-                nexts.append(parent)
-            for m in nexts:
-                if m not in seen:
-                    seen.add(m)
-                    work.append(m)
-        got = self._closures[node] = frozenset(result)
-        return got
-
-    # ---- states ----
-
-    def _intern_state(self, stacks) -> int:
-        key = tuple(sorted(stacks))
-        got = self._state_ids.get(key)
-        if got is None:
-            got = self._state_ids[key] = len(self._states)
-            self._states.append(key)
-            self.accepting.append(EMPTY_STACK in key)
-            if got >= len(self.rows):
-                grown = np.full((2 * len(self.rows), 256), UNKNOWN, dtype=np.int32)
-                grown[: len(self.rows)] = self.rows
-                self.rows = grown
-        return got
+    @property
+    def rows(self) -> np.ndarray:
+        """The transition table (states × 256, UNKNOWN where not computed yet): a view of the C
+        machine's current bytearray; a grown table is a new one, so an old view stays valid."""
+        table = self._core.table
+        if table is not self._table:
+            self._rows = np.frombuffer(table, dtype=np.int32).reshape(-1, 256)
+            self._table = table
+        return self._rows
 
     @property
     def num_states(self) -> int:
-        return len(self._states)
+        return self._core.num_states
 
-    def _byte_sets(self, rule: int, dfa_state: int) -> list[tuple[int, frozenset[int]]]:
-        """A DFA state's byte groups with the bytes as frozensets (memoised)."""
-        key = (rule, dfa_state)
-        got = self._byte_set_cache.get(key)
-        if got is None:
-            got = self._byte_set_cache[key] = [(target, frozenset(bs)) for target, bs in self._groups[rule][dfa_state]]
-        return got
+    def stacks(self, state: int) -> tuple[int, ...]:
+        """The sorted stacks (node ids; EMPTY_STACK when the root may have finished) of `state`."""
+        return self._core.stacks(state)
+
+    def node(self, node: int) -> tuple[int, int, int]:
+        """(parent node, rule, DFA state) of a stack other than EMPTY_STACK."""
+        return self._core.node(node)
 
     def compute_row(self, state: int) -> np.ndarray:
         """Fill (once) and return the transition row of `state`."""
-        with self._lock:
-            rows = self.rows
-            if rows[state, 0] != UNKNOWN:
-                return rows[state]
-            stacks = [n for n in self._states[state] if n != EMPTY_STACK]
-            row = np.zeros(256, dtype=np.int32)
-            if len(stacks) == 1:
-                # one stack (the common case): each byte group goes to one state, no unions needed
-                parent, rule, dfa_state = self._nodes[stacks[0]]
-                for target, byte_values in self._groups[rule][dfa_state]:
-                    row[list(byte_values)] = self._intern_state(self._closure(self._node(parent, rule, target)))
-            else:
-                # several stacks: split the byte line into cells that go to the same union of
-                # closures (set operations on byte groups, not a loop over 256 bytes)
-                cells: list[tuple[frozenset[int], frozenset[int]]] = []
-                for n in stacks:
-                    parent, rule, dfa_state = self._nodes[n]
-                    for target, byte_values in self._byte_sets(rule, dfa_state):
-                        reached = self._closure(self._node(parent, rule, target))
-                        split: list[tuple[frozenset[int], frozenset[int]]] = []
-                        for cell, before in cells:
-                            both = cell & byte_values
-                            if not both:
-                                split.append((cell, before))
-                                continue
-                            split.append((both, before | reached))
-                            if len(both) < len(cell):
-                                split.append((cell - both, before))
-                            byte_values = byte_values - both
-                        if byte_values:
-                            split.append((byte_values, reached))
-                        cells = split
-                for cell, reached in cells:
-                    row[list(cell)] = self._intern_state(reached)
-            rows = self.rows  # interning may have grown the table
-            rows[state] = row
-            return rows[state]
+        self._core.compute(state)
+        return self.rows[state]
 
     def table_after(self, state: int) -> np.ndarray:
         """The whole table once `state`'s row is in it (the C trie walk's callback)."""
-        self.compute_row(state)
+        self._core.compute(state)
         return self.rows
 
     def step(self, state: int, byte: int) -> int:
@@ -241,16 +187,15 @@ class HorizonKeys:
         """A hashable key for `state` (the state itself when no rule merges anything)."""
         if not self.active:
             return state
-        with self.machine._lock:
-            return frozenset(self._node(n) for n in self.machine._states[state])
+        return frozenset(self._node(n) for n in self.machine.stacks(state))
 
     def _node(self, node: int) -> int:
         path = []
         while node not in self._canonical:  # iterative: stacks of recursive grammars run deep
             path.append(node)
-            node = self.machine._nodes[node][0]
+            node = self.machine.node(node)[0]
         for n in reversed(path):
-            parent, rule, dfa_state = self.machine._nodes[n]
+            parent, rule, dfa_state = self.machine.node(n)
             classes = self.classes[rule]
             key = (self._canonical[parent], rule, dfa_state if classes is None else int(classes[dfa_state]))
             self._canonical[n] = self._ids.setdefault(key, len(self._ids) + 1)

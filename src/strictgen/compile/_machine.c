@@ -1,0 +1,562 @@
+/* The pushdown machine's lazy determinisation (machine.py), as a C type.
+ *
+ * Why C: a token-mask walk asks for the transition row of every machine state a token prefix
+ * reaches, and computing a row in Python (interning stacks and sets of stacks in dicts) was half
+ * of the first-pass mask time (profiled: ~9 µs per row, ~80k rows over the bench workload). The
+ * algorithm is the one machine.py describes; this file only stores it in flat arrays:
+ *
+ *   frames  a rule's DFA state as one global index g (rule base + local state); the byte table
+ *           dfa[g * 256 + b] gives the global target or -1, flags[g] whether g accepts, waits for
+ *           a byte, or only finishes (a call returning there pushes nothing: tail calls), and
+ *           call_*[call_start[g]:call_start[g + 1]] the (callee's start, return frame) calls.
+ *   nodes   interned stacks: node id -> (parent node, frame); node 0 is the empty stack.
+ *   states  interned sorted sets of nodes, each expanded until its top waits for a byte (or is
+ *           the empty stack: the root finished); state 0, the empty set, is dead.
+ *   table   the rows, states x 256 int32 (-1 = not computed yet), in a bytearray that is replaced
+ *           (never resized) when it grows: a reader holding the old one still reads valid rows.
+ *
+ * Every method runs with the GIL held and never calls back into Python, so the GIL is the lock.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNKNOWN (-1)
+#define ACCEPTING 1
+#define WAITS 2
+#define FINAL_ONLY 4
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static int vec_reserve(Vec *v, Py_ssize_t need) {
+    if (need <= v->cap)
+        return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 16;
+    while (cap < need)
+        cap *= 2;
+    int32_t *data = (int32_t *)realloc(v->data, sizeof(int32_t) * (size_t)cap);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->data = data;
+    v->cap = cap;
+    return 0;
+}
+
+static int vec_push(Vec *v, int32_t x) {
+    if (vec_reserve(v, v->len + 1) < 0)
+        return -1;
+    v->data[v->len++] = x;
+    return 0;
+}
+
+static uint64_t mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+typedef struct {
+    PyObject_HEAD
+    /* the grammar, read-only after construction */
+    int32_t *dfa, *rule_of, *base, *call_start, *call_callee, *call_ret;
+    uint8_t *flags;
+    Py_ssize_t num_frames, num_rules;
+    /* nodes: parent and frame per id; a hash table of ids keyed by (parent, frame) */
+    Vec node_parent, node_frame;
+    int32_t *node_slots;
+    Py_ssize_t node_mask;
+    /* closures per node (start in closure_pool or -1, and length) */
+    Vec closure_start, closure_len, closure_pool;
+    /* states: sorted node sets in state_pool; a hash table of ids keyed by content */
+    Vec state_start, state_len, state_pool;
+    int32_t *state_slots;
+    Py_ssize_t state_mask;
+    Vec accepting, computed;
+    /* the transition table */
+    PyObject *table;
+    Py_ssize_t capacity;
+    /* scratch: a mark per node (stamped with `stamp`), work lists */
+    Vec mark, work, found;
+    int32_t stamp;
+    int32_t start;
+} Machine;
+
+static int32_t *rows_of(Machine *m) { return (int32_t *)PyByteArray_AS_STRING(m->table); }
+
+/* An open-addressing table of `count` ids (slots of -1 are free) at twice the size, each id
+ * placed by hash(m, id); the tables of nodes and of states grow this way at half load. */
+static int rehash(Machine *m, int32_t **slots, Py_ssize_t *mask, int32_t count, uint64_t (*hash)(Machine *, int32_t)) {
+    Py_ssize_t size = 2 * (*mask + 1);
+    int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
+    if (!grown) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(grown, 0xff, sizeof(int32_t) * (size_t)size);
+    for (int32_t id = 0; id < count; id++) {
+        Py_ssize_t j = (Py_ssize_t)(hash(m, id) & (uint64_t)(size - 1));
+        while (grown[j] >= 0)
+            j = (j + 1) & (size - 1);
+        grown[j] = id;
+    }
+    free(*slots);
+    *slots = grown;
+    *mask = size - 1;
+    return 0;
+}
+
+/* ---- nodes ---- */
+
+static uint64_t node_key_hash(int32_t parent, int32_t frame) { return mix(((uint64_t)(uint32_t)parent << 32) | (uint32_t)frame); }
+
+static uint64_t node_hash(Machine *m, int32_t id) { return node_key_hash(m->node_parent.data[id], m->node_frame.data[id]); }
+
+static int32_t node_lookup(Machine *m, int32_t parent, int32_t frame) {
+    Py_ssize_t i = (Py_ssize_t)(node_key_hash(parent, frame) & (uint64_t)m->node_mask);
+    for (;;) {
+        int32_t id = m->node_slots[i];
+        if (id < 0)
+            break;
+        if (m->node_parent.data[id] == parent && m->node_frame.data[id] == frame)
+            return id;
+        i = (i + 1) & m->node_mask;
+    }
+    /* a new node (the slots grow at half load) */
+    int32_t id = (int32_t)m->node_parent.len;
+    if (vec_push(&m->node_parent, parent) < 0 || vec_push(&m->node_frame, frame) < 0 || vec_push(&m->closure_start, -1) < 0
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0)
+        return -1;
+    if (2 * (Py_ssize_t)m->node_parent.len > m->node_mask + 1)
+        return rehash(m, &m->node_slots, &m->node_mask, (int32_t)m->node_parent.len, node_hash) < 0 ? -1 : id;
+    m->node_slots[i] = id;
+    return id;
+}
+
+static int next_stamp(Machine *m) {
+    if (++m->stamp == INT32_MAX) {
+        memset(m->mark.data, 0, sizeof(int32_t) * (size_t)m->mark.len);
+        m->stamp = 1;
+    }
+    return m->stamp;
+}
+
+static int cmp_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The stacks reachable from `node` without reading a byte whose top waits for a byte (node 0 when
+ * the root can finish), sorted, memoised in closure_pool. Returns 0, or -1 on error. */
+static int closure(Machine *m, int32_t node) {
+    if (m->closure_start.data[node] >= 0)
+        return 0;
+    int32_t stamp = next_stamp(m);
+    m->work.len = 0;
+    Py_ssize_t begin = m->closure_pool.len;
+    if (vec_push(&m->work, node) < 0)
+        return -1;
+    m->mark.data[node] = stamp;
+    while (m->work.len) {
+        int32_t n = m->work.data[--m->work.len];
+        if (n == 0) {
+            if (vec_push(&m->closure_pool, 0) < 0)
+                return -1;
+            continue;
+        }
+        int32_t parent = m->node_parent.data[n], frame = m->node_frame.data[n];
+        uint8_t flags = m->flags[frame];
+        if (flags & WAITS && vec_push(&m->closure_pool, n) < 0)
+            return -1;
+        for (int32_t c = m->call_start[frame]; c < m->call_start[frame + 1]; c++) {
+            int32_t ret = m->call_ret[c];
+            int32_t below = (m->flags[ret] & FINAL_ONLY) ? parent : node_lookup(m, parent, ret);
+            if (below < 0)
+                return -1;
+            int32_t pushed = node_lookup(m, below, m->call_callee[c]);
+            if (pushed < 0)
+                return -1;
+            if (m->mark.data[pushed] != stamp) {
+                m->mark.data[pushed] = stamp;
+                if (vec_push(&m->work, pushed) < 0)
+                    return -1;
+            }
+        }
+        if (flags & ACCEPTING && m->mark.data[parent] != stamp) {
+            m->mark.data[parent] = stamp;
+            if (vec_push(&m->work, parent) < 0)
+                return -1;
+        }
+    }
+    Py_ssize_t len = m->closure_pool.len - begin;
+    qsort(m->closure_pool.data + begin, (size_t)len, sizeof(int32_t), cmp_int32);
+    m->closure_start.data[node] = (int32_t)begin;
+    m->closure_len.data[node] = (int32_t)len;
+    return 0;
+}
+
+/* ---- states ---- */
+
+static uint64_t hash_nodes(const int32_t *nodes, Py_ssize_t len) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = mix(h ^ (uint32_t)nodes[i]) + 0x632BE59BD9B4E019ULL;
+    return h;
+}
+
+static uint64_t state_hash(Machine *m, int32_t id) {
+    return hash_nodes(m->state_pool.data + m->state_start.data[id], m->state_len.data[id]);
+}
+
+static int same_nodes(Machine *m, int32_t state, const int32_t *nodes, Py_ssize_t len) {
+    return m->state_len.data[state] == len
+           && (len == 0 || !memcmp(m->state_pool.data + m->state_start.data[state], nodes, sizeof(int32_t) * (size_t)len));
+}
+
+static int grow_table(Machine *m, Py_ssize_t need) {
+    Py_ssize_t cap = m->capacity;
+    while (cap < need)
+        cap *= 2;
+    PyObject *table = PyByteArray_FromStringAndSize(NULL, cap * 256 * (Py_ssize_t)sizeof(int32_t));
+    if (!table)
+        return -1;
+    char *data = PyByteArray_AS_STRING(table);
+    Py_ssize_t old = m->table ? m->capacity * 256 * (Py_ssize_t)sizeof(int32_t) : 0;
+    if (old)
+        memcpy(data, PyByteArray_AS_STRING(m->table), (size_t)old);
+    memset(data + old, 0xff, (size_t)(cap * 256 * (Py_ssize_t)sizeof(int32_t) - old)); /* -1: unknown */
+    Py_XSETREF(m->table, table);
+    m->capacity = cap;
+    return 0;
+}
+
+/* The id of the state holding `nodes` (sorted, distinct), interned on first sight; -1 on error.
+ * `nodes` must not point into state_pool. */
+static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
+    uint64_t h = hash_nodes(nodes, len);
+    Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)m->state_mask);
+    for (;;) {
+        int32_t id = m->state_slots[i];
+        if (id < 0)
+            break;
+        if (same_nodes(m, id, nodes, len))
+            return id;
+        i = (i + 1) & m->state_mask;
+    }
+    int32_t id = (int32_t)m->state_start.len;
+    if (vec_push(&m->state_start, (int32_t)m->state_pool.len) < 0 || vec_push(&m->state_len, (int32_t)len) < 0
+        || vec_reserve(&m->state_pool, m->state_pool.len + len) < 0
+        || vec_push(&m->accepting, len > 0 && nodes[0] == 0) < 0 || vec_push(&m->computed, 0) < 0)
+        return -1;
+    if (len)
+        memcpy(m->state_pool.data + m->state_pool.len, nodes, sizeof(int32_t) * (size_t)len);
+    m->state_pool.len += len;
+    if (id >= m->capacity && grow_table(m, (Py_ssize_t)id + 1) < 0)
+        return -1;
+    if (2 * (Py_ssize_t)m->state_start.len > m->state_mask + 1)
+        return rehash(m, &m->state_slots, &m->state_mask, (int32_t)m->state_start.len, state_hash) < 0 ? -1 : id;
+    m->state_slots[i] = id;
+    return id;
+}
+
+/* Fill the row of `state` once. Bytes whose targets (one per stack) equal an earlier byte's share
+ * its result, so each distinct union of closures is built and interned once per row. */
+static int compute_row(Machine *m, int32_t state) {
+    if (state < 0 || state >= (int32_t)m->state_start.len) {
+        PyErr_SetString(PyExc_ValueError, "state out of range");
+        return -1;
+    }
+    if (m->computed.data[state])
+        return 0;
+    int32_t row[256];
+    Py_ssize_t len = m->state_len.data[state];
+    /* the stacks (copied: interning may move state_pool), without the empty stack */
+    Vec stacks = {NULL, 0, 0};
+    Vec seen = {NULL, 0, 0}; /* distinct target vectors of this row, k each, and their states */
+    Vec seen_state = {NULL, 0, 0};
+    int failed = vec_reserve(&stacks, len + 1) < 0;
+    for (Py_ssize_t i = 0; !failed && i < len; i++) {
+        int32_t n = m->state_pool.data[m->state_start.data[state] + i];
+        if (n != 0)
+            stacks.data[stacks.len++] = n;
+    }
+    Py_ssize_t k = stacks.len;
+    int32_t *targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)(k ? k : 1));
+    if (!targets) {
+        PyErr_NoMemory();
+        failed = 1;
+    }
+    for (int b = 0; b < 256 && !failed; b++) {
+        int live = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            targets[i] = m->dfa[(Py_ssize_t)m->node_frame.data[stacks.data[i]] * 256 + b];
+            live |= targets[i] >= 0;
+        }
+        if (!live) {
+            row[b] = 0;
+            continue;
+        }
+        Py_ssize_t j = seen_state.len;
+        if (j && !memcmp(seen.data + (j - 1) * k, targets, sizeof(int32_t) * (size_t)k))
+            j--; /* the same as the byte before (the usual case: byte groups are ranges) */
+        else
+            for (j = 0; j < seen_state.len; j++)
+                if (!memcmp(seen.data + j * k, targets, sizeof(int32_t) * (size_t)k))
+                    break;
+        if (j < seen_state.len) {
+            row[b] = seen_state.data[j];
+            continue;
+        }
+        /* a new union: the closures of every stack's next node */
+        m->found.len = 0;
+        for (Py_ssize_t i = 0; i < k && !failed; i++) {
+            if (targets[i] < 0)
+                continue;
+            int32_t node = node_lookup(m, m->node_parent.data[stacks.data[i]], targets[i]);
+            if (node < 0 || closure(m, node) < 0 || vec_reserve(&m->found, m->found.len + m->closure_len.data[node]) < 0) {
+                failed = 1;
+                break;
+            }
+            memcpy(m->found.data + m->found.len, m->closure_pool.data + m->closure_start.data[node],
+                   sizeof(int32_t) * (size_t)m->closure_len.data[node]);
+            m->found.len += m->closure_len.data[node];
+        }
+        if (failed)
+            break;
+        Py_ssize_t count = m->found.len;
+        if (k > 1) { /* one closure is sorted and distinct already */
+            qsort(m->found.data, (size_t)count, sizeof(int32_t), cmp_int32);
+            Py_ssize_t w = 0;
+            for (Py_ssize_t r = 0; r < count; r++)
+                if (!w || m->found.data[r] != m->found.data[w - 1])
+                    m->found.data[w++] = m->found.data[r];
+            count = w;
+        }
+        int32_t target = intern_state(m, m->found.data, count);
+        if (target < 0 || vec_reserve(&seen, (seen_state.len + 1) * k) < 0 || vec_push(&seen_state, target) < 0) {
+            failed = 1;
+            break;
+        }
+        memcpy(seen.data + (seen_state.len - 1) * k, targets, sizeof(int32_t) * (size_t)k);
+        row[b] = target;
+    }
+    free(targets);
+    free(stacks.data);
+    free(seen.data);
+    free(seen_state.data);
+    if (failed)
+        return -1;
+    memcpy(rows_of(m) + (Py_ssize_t)state * 256, row, sizeof(row));
+    m->computed.data[state] = 1;
+    return 0;
+}
+
+/* ---- the Python type ---- */
+
+static int copy_array(PyObject *obj, void **dest, Py_ssize_t itemsize, Py_ssize_t *len, const char *name) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view.ndim != 1 || view.itemsize != itemsize) {
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError, "%s must be a contiguous 1-D array of %zd-byte items", name, itemsize);
+        return -1;
+    }
+    *len = view.shape[0];
+    *dest = malloc((size_t)(view.len ? view.len : 1));
+    if (!*dest) {
+        PyBuffer_Release(&view);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(*dest, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+static void machine_free_arrays(Machine *m) {
+    void *blocks[] = {m->dfa,         m->rule_of,        m->base,          m->call_start,         m->call_callee,
+                      m->call_ret,    m->flags,          m->node_slots,    m->state_slots,        m->node_parent.data,
+                      m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_pool.data, m->state_start.data,
+                      m->state_len.data, m->state_pool.data, m->accepting.data, m->computed.data, m->mark.data,
+                      m->work.data, m->found.data};
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+        free(blocks[i]);
+}
+
+static void Machine_dealloc(Machine *m) {
+    machine_free_arrays(m);
+    Py_XDECREF(m->table);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+/* Machine(dfa, flags, rule_of, base, call_start, call_callee, call_ret): int32 arrays except
+ * flags (uint8); see the file's docstring. */
+static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
+    PyObject *objs[7];
+    if (m->dfa) {
+        PyErr_SetString(PyExc_RuntimeError, "Machine is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return -1;
+    Py_ssize_t n_dfa, n_flags, n_rule_of, n_starts, n_callee, n_ret;
+    if (copy_array(objs[0], (void **)&m->dfa, 4, &n_dfa, "dfa") < 0 || copy_array(objs[1], (void **)&m->flags, 1, &n_flags, "flags") < 0
+        || copy_array(objs[2], (void **)&m->rule_of, 4, &n_rule_of, "rule_of") < 0
+        || copy_array(objs[3], (void **)&m->base, 4, &m->num_rules, "base") < 0
+        || copy_array(objs[4], (void **)&m->call_start, 4, &n_starts, "call_start") < 0
+        || copy_array(objs[5], (void **)&m->call_callee, 4, &n_callee, "call_callee") < 0
+        || copy_array(objs[6], (void **)&m->call_ret, 4, &n_ret, "call_ret") < 0)
+        return -1;
+    Py_ssize_t frames = m->num_frames = n_flags;
+    int ok = frames > 0 && n_dfa == frames * 256 && n_rule_of == frames && n_starts == frames + 1 && n_callee == n_ret
+             && m->num_rules > 0 && m->call_start[0] == 0 && m->call_start[frames] == n_callee;
+    for (Py_ssize_t i = 0; ok && i < n_dfa; i++)
+        ok = m->dfa[i] >= -1 && m->dfa[i] < frames;
+    for (Py_ssize_t i = 0; ok && i < frames; i++)
+        ok = m->call_start[i] <= m->call_start[i + 1] && m->rule_of[i] >= 0 && m->rule_of[i] < m->num_rules;
+    for (Py_ssize_t i = 0; ok && i < n_callee; i++)
+        ok = m->call_callee[i] >= 0 && m->call_callee[i] < frames && m->call_ret[i] >= 0 && m->call_ret[i] < frames;
+    for (Py_ssize_t i = 0; ok && i < m->num_rules; i++)
+        ok = m->base[i] >= 0 && m->base[i] < frames;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent machine arrays");
+        return -1;
+    }
+    m->node_mask = 1023;
+    m->state_mask = 1023;
+    m->node_slots = (int32_t *)malloc(sizeof(int32_t) * 1024);
+    m->state_slots = (int32_t *)malloc(sizeof(int32_t) * 1024);
+    if (!m->node_slots || !m->state_slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(m->node_slots, 0xff, sizeof(int32_t) * 1024);
+    memset(m->state_slots, 0xff, sizeof(int32_t) * 1024);
+    m->capacity = 64;
+    if (grow_table(m, 64) < 0)
+        return -1;
+    /* node 0: the empty stack; state 0: dead, its row all dead */
+    if (vec_push(&m->node_parent, -1) < 0 || vec_push(&m->node_frame, -1) < 0 || vec_push(&m->closure_start, -1) < 0
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0 || intern_state(m, NULL, 0) != 0)
+        return -1;
+    memset(rows_of(m), 0, 256 * sizeof(int32_t));
+    m->computed.data[0] = 1;
+    int32_t first = node_lookup(m, 0, m->base[0]);
+    if (first < 0 || closure(m, first) < 0)
+        return -1;
+    Vec start = {NULL, 0, 0};
+    if (vec_reserve(&start, m->closure_len.data[first] + 1) < 0)
+        return -1;
+    memcpy(start.data, m->closure_pool.data + m->closure_start.data[first], sizeof(int32_t) * (size_t)m->closure_len.data[first]);
+    m->start = intern_state(m, start.data, m->closure_len.data[first]);
+    free(start.data);
+    return m->start < 0 ? -1 : 0;
+}
+
+static int state_arg(Machine *m, PyObject *arg, int32_t *state) {
+    long s = PyLong_AsLong(arg);
+    if (s == -1 && PyErr_Occurred())
+        return -1;
+    if (s < 0 || s >= (long)m->state_start.len) {
+        PyErr_SetString(PyExc_ValueError, "state out of range");
+        return -1;
+    }
+    *state = (int32_t)s;
+    return 0;
+}
+
+static PyObject *Machine_compute(Machine *m, PyObject *arg) {
+    int32_t state;
+    if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Machine_stacks(Machine *m, PyObject *arg) {
+    int32_t state;
+    if (state_arg(m, arg, &state) < 0)
+        return NULL;
+    Py_ssize_t len = m->state_len.data[state];
+    PyObject *out = PyTuple_New(len);
+    for (Py_ssize_t i = 0; out && i < len; i++) {
+        PyObject *x = PyLong_FromLong(m->state_pool.data[m->state_start.data[state] + i]);
+        if (!x) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+static PyObject *Machine_node(Machine *m, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n <= 0 || n >= (long)m->node_parent.len) {
+        PyErr_SetString(PyExc_ValueError, "node out of range (the empty stack has no frame)");
+        return NULL;
+    }
+    int32_t frame = m->node_frame.data[n], rule = m->rule_of[frame];
+    return Py_BuildValue("(iii)", m->node_parent.data[n], rule, frame - m->base[rule]);
+}
+
+static PyObject *Machine_is_accepting(Machine *m, PyObject *arg) {
+    int32_t state;
+    if (state_arg(m, arg, &state) < 0)
+        return NULL;
+    return PyBool_FromLong(m->accepting.data[state]);
+}
+
+static PyObject *Machine_get_table(Machine *m, void *closure) { return Py_NewRef(m->table); }
+static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_FromLong(m->start); }
+static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
+
+static PyMethodDef Machine_methods[] = {
+    {"compute", (PyCFunction)Machine_compute, METH_O, "Fill the row of a state (once)."},
+    {"stacks", (PyCFunction)Machine_stacks, METH_O, "The sorted node ids of a state (0: the empty stack)."},
+    {"node", (PyCFunction)Machine_node, METH_O, "(parent node, rule, DFA state) of a node other than 0."},
+    {"is_accepting", (PyCFunction)Machine_is_accepting, METH_O, "Whether the root may have finished in a state."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Machine_getset[] = {
+    {"table", (getter)Machine_get_table, NULL, "The rows as a bytearray of int32, capacity x 256 (-1: not computed).", NULL},
+    {"start", (getter)Machine_get_start, NULL, "The start state.", NULL},
+    {"num_states", (getter)Machine_get_num_states, NULL, "States interned so far (dead included).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject MachineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "strictgen.compile._machine.Machine",
+    .tp_basicsize = sizeof(Machine),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A pushdown machine determinised lazily into a table of states x bytes.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Machine_init,
+    .tp_dealloc = (destructor)Machine_dealloc,
+    .tp_methods = Machine_methods,
+    .tp_getset = Machine_getset,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_machine", "The pushdown machine's determinisation, in C.", -1, NULL};
+
+PyMODINIT_FUNC PyInit__machine(void) {
+    if (PyType_Ready(&MachineType) < 0)
+        return NULL;
+    PyObject *mod = PyModule_Create(&module);
+    if (mod && PyModule_AddObjectRef(mod, "Machine", (PyObject *)&MachineType) < 0)
+        Py_CLEAR(mod);
+    return mod;
+}

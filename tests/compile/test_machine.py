@@ -1,0 +1,98 @@
+"""The C determinisation (`_machine.c`) against a plain Python simulation of the same pushdown
+machine (sets of stacks as tuples, nothing interned), and its errors on bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strictgen.compile import _machine
+from strictgen.compile.automaton import compile_automaton
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.grammar.ir import Grammar, RuleRef, alt, lit, opt, repeat, seq
+
+GRAMMARS = {
+    "parens": Grammar({"root": RuleRef("p"), "p": alt(lit(""), seq(lit("("), RuleRef("p"), lit(")"), RuleRef("p")))}),
+    "lists": Grammar(
+        {
+            "root": RuleRef("v"),
+            "v": alt(lit("x"), seq(lit("["), opt(RuleRef("ws")), opt(seq(RuleRef("v"), repeat(seq(lit(","), opt(RuleRef("ws")), RuleRef("v"))))), lit("]"))),
+            "ws": seq(lit(" "), opt(RuleRef("ws"))),
+        }
+    ),
+    "tail": Grammar({"root": seq(RuleRef("list"), lit("!")), "list": alt(lit("."), seq(lit("a"), RuleRef("list")))}),
+}
+
+
+def reference_stacks(automaton, stacks):
+    """Expand stacks (tuples of (rule, state), top last) until each top waits for a byte; () is a
+    finished root. The machine's definition, without interning or tail calls."""
+    out, work, seen = set(), list(stacks), set(stacks)
+    while work:
+        stack = work.pop()
+        if not stack:
+            out.add(stack)
+            continue
+        rule, state = stack[-1]
+        dfa = automaton.rules[rule]
+        nexts = [stack[:-1] + ((rule, ret), (callee, 0)) for callee, ret in dfa.calls[state]]
+        if dfa.byte_groups[state]:
+            out.add(stack)
+        if dfa.accepting[state]:
+            nexts.append(stack[:-1])
+        for s in nexts:
+            if s not in seen:
+                seen.add(s)
+                work.append(s)
+    return out
+
+
+def reference_step(automaton, stacks, byte):
+    moved = set()
+    for stack in stacks:
+        if stack:
+            rule, state = stack[-1]
+            for target, byte_values in automaton.rules[rule].byte_groups[state]:
+                if byte in byte_values:
+                    moved.add(stack[:-1] + ((rule, target),))
+    return reference_stacks(automaton, moved)
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(GRAMMARS)), data=st.lists(st.sampled_from(b"()[]x, a.!"), max_size=40))
+def test_rows_agree_with_a_plain_simulation(name, data):
+    automaton = compile_automaton(GRAMMARS[name])
+    machine = PushdownMachine(automaton)
+    state, stacks = machine.start, reference_stacks(automaton, {((0, 0),)})
+    for byte in data:
+        row = machine.compute_row(state)
+        live = {b for b in range(256) if reference_step(automaton, stacks, b)}
+        assert set(np.flatnonzero(row != DEAD).tolist()) == live
+        assert machine.accepting[state] == (() in stacks)
+        state, stacks = int(row[byte]), reference_step(automaton, stacks, byte)
+        if state == DEAD:
+            assert not stacks
+            break
+
+
+def test_an_old_table_view_stays_valid_when_the_table_grows():
+    machine = PushdownMachine(compile_automaton(GRAMMARS["parens"]))
+    state = machine.step_bytes(machine.start, b"(")
+    before = machine.rows
+    deep = machine.step_bytes(state, b"(" * 300)  # hundreds of new states: the table is replaced
+    assert deep != DEAD and machine.rows is not before and len(machine.rows) > len(before)
+    assert (before[state] == machine.rows[state]).all()
+
+
+def test_bad_arrays_and_states_are_refused():
+    machine = PushdownMachine(compile_automaton(GRAMMARS["parens"]))
+    with pytest.raises(ValueError, match="state out of range"):
+        machine.compute_row(10**6)
+    with pytest.raises(ValueError, match="node out of range"):
+        machine.node(0)
+    i32 = lambda *v: np.array(v, dtype=np.int32)  # noqa: E731
+    table = np.full(256, -1, dtype=np.int32)
+    with pytest.raises(ValueError, match="inconsistent"):  # a call to a frame that does not exist
+        _machine.Machine(table, np.zeros(1, dtype=np.uint8), i32(0), i32(0), i32(0, 1), i32(7), i32(0))
+    with pytest.raises(ValueError, match="1-D array of 4-byte"):
+        _machine.Machine(table.astype(np.int64), np.zeros(1, dtype=np.uint8), i32(0), i32(0), i32(0, 0), i32(), i32())
