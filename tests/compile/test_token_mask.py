@@ -5,6 +5,7 @@ import pytest
 
 import strictgen as sg
 from strictgen.compile.machine import DEAD
+from strictgen.compile.token_mask import pack_bits
 
 
 @pytest.mark.parametrize("prefix", ['{"key": "va', '["x", "', '{"a": [1, {"b": "\\u00e9 ', '"'])
@@ -18,7 +19,7 @@ def test_loop_split_equals_full_trie_walk(qwen, prefix):
     inside, count = qwen.trie.loop_inside(bytes(loop.astype(np.uint8)))
     assert count == inside.sum() > 50_000
     shortcut = masker._allowed(state)
-    assert np.array_equal(shortcut, _token_by_token(grammar, qwen, state))
+    assert np.array_equal(shortcut, pack_bits(_token_by_token(grammar, qwen, state), qwen.vocab_size))
 
 
 def _token_by_token(grammar, tok, state) -> np.ndarray:
@@ -65,7 +66,7 @@ def test_mask_equals_token_by_token(qwen, schema, prefix):
     grammar = sg.GrammarCompiler(qwen).compile_json_schema(schema)
     m = sg.GrammarMatcher(grammar)
     assert m.accept_string(prefix)
-    assert np.array_equal(grammar.masker._allowed(m.state), _token_by_token(grammar, qwen, m.state))
+    assert np.array_equal(grammar.masker._allowed(m.state), pack_bits(_token_by_token(grammar, qwen, m.state), qwen.vocab_size))
 
 
 def test_byte_sets_match_token_bytes(qwen):
@@ -89,7 +90,7 @@ def _packed_reference(grammar, tok, state) -> np.ndarray:
     allowed = _token_by_token(grammar, tok, state)
     if grammar.machine.accepting[state]:
         allowed[list(tok.eos_token_ids)] = True
-    return sg.compile.token_mask.pack_bits(allowed, tok.vocab_size)
+    return pack_bits(allowed, tok.vocab_size)
 
 
 def test_horizon_keys_share_masks_only_where_no_token_can_tell(vocab):

@@ -360,6 +360,66 @@ static int compute_row(Machine *m, int32_t state) {
     return 0;
 }
 
+/* ---- questions the token masks ask about a state ---- */
+
+/* Valid multi-byte UTF-8 (RFC 3629): lead bytes, the range of the first continuation byte, and
+ * how many continuation bytes follow the lead in all. */
+static const uint8_t UTF8_FORMS[8][5] = {
+    {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2}, {0xED, 0xED, 0x80, 0x9F, 2},
+    {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3}, {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3},
+};
+
+/* Add the states that bytes lo..hi lead to from each of `from` to `to` (distinct); 1 if one is
+ * dead, -1 on error, else 0. */
+static int spread(Machine *m, const Vec *from, uint8_t lo, uint8_t hi, Vec *to) {
+    to->len = 0;
+    for (Py_ssize_t i = 0; i < from->len; i++) {
+        if (compute_row(m, from->data[i]) < 0)
+            return -1;
+        const int32_t *row = rows_of(m) + (Py_ssize_t)from->data[i] * 256;
+        for (int b = lo; b <= hi; b++) {
+            if (row[b] == 0)
+                return 1;
+            Py_ssize_t j = 0;
+            while (j < to->len && to->data[j] != row[b])
+                j++;
+            if (j == to->len && vec_push(to, row[b]) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The one state every valid multi-byte UTF-8 character leads to from `state`, 0 if there is none
+ * (some character is dead, or characters end in different states), -1 on error. */
+static int32_t utf8_target(Machine *m, int32_t state) {
+    Vec a = {NULL, 0, 0}, b = {NULL, 0, 0};
+    int32_t reached = 0;
+    int status = 0;
+    for (int f = 0; f < 8 && status == 0; f++) {
+        a.len = 0;
+        if (vec_push(&a, state) < 0) {
+            status = -1;
+            break;
+        }
+        Vec *from = &a, *to = &b;
+        status = spread(m, from, UTF8_FORMS[f][0], UTF8_FORMS[f][1], to);
+        for (int k = 0; k < UTF8_FORMS[f][4] && status == 0; k++) {
+            Vec *t = from;
+            from = to;
+            to = t;
+            status = k ? spread(m, from, 0x80, 0xBF, to) : spread(m, from, UTF8_FORMS[f][2], UTF8_FORMS[f][3], to);
+        }
+        if (status == 0 && (to->len != 1 || (reached && to->data[0] != reached)))
+            status = 1;
+        if (status == 0)
+            reached = to->data[0];
+    }
+    free(a.data);
+    free(b.data);
+    return status < 0 ? -1 : status ? 0 : reached;
+}
+
 /* ---- the Python type ---- */
 
 static int copy_array(PyObject *obj, void **dest, Py_ssize_t itemsize, Py_ssize_t *len, const char *name) {
@@ -518,6 +578,60 @@ static PyObject *Machine_is_accepting(Machine *m, PyObject *arg) {
     return PyBool_FromLong(m->accepting.data[state]);
 }
 
+static PyObject *Machine_utf8_target(Machine *m, PyObject *arg) {
+    int32_t state;
+    if (state_arg(m, arg, &state) < 0)
+        return NULL;
+    int32_t target = utf8_target(m, state);
+    if (target < 0)
+        return NULL;
+    if (target == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(target);
+}
+
+/* The targets of `state`'s row other than dead, most bytes first (ties: lower state first), as
+ * (target, bytes) pairs, at most `limit` of them. */
+static PyObject *Machine_widest(Machine *m, PyObject *args) {
+    int s, limit;
+    if (!PyArg_ParseTuple(args, "ii", &s, &limit))
+        return NULL;
+    int32_t state;
+    PyObject *boxed = PyLong_FromLong(s);
+    int bad = !boxed || state_arg(m, boxed, &state) < 0;
+    Py_XDECREF(boxed);
+    if (bad || compute_row(m, state) < 0)
+        return NULL;
+    const int32_t *row = rows_of(m) + (Py_ssize_t)state * 256;
+    int32_t targets[256];
+    int counts[256], n = 0;
+    for (int b = 0; b < 256; b++) {
+        if (row[b] == 0)
+            continue;
+        int j = 0;
+        while (j < n && targets[j] != row[b])
+            j++;
+        if (j == n) {
+            targets[n] = row[b];
+            counts[n++] = 0;
+        }
+        counts[j]++;
+    }
+    PyObject *out = PyList_New(0);
+    for (int taken = 0; out && taken < limit && taken < n; taken++) {
+        int best = -1;
+        for (int j = 0; j < n; j++)
+            if (counts[j] > 0 && (best < 0 || counts[j] > counts[best] || (counts[j] == counts[best] && targets[j] < targets[best])))
+                best = j;
+        PyObject *pair = Py_BuildValue("(ii)", targets[best], counts[best]);
+        counts[best] = 0;
+        if (!pair || PyList_Append(out, pair) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(pair);
+    }
+    return out;
+}
+
 static PyObject *Machine_get_table(Machine *m, void *closure) { return Py_NewRef(m->table); }
 static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_FromLong(m->start); }
 static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
@@ -527,6 +641,8 @@ static PyMethodDef Machine_methods[] = {
     {"stacks", (PyCFunction)Machine_stacks, METH_O, "The sorted node ids of a state (0: the empty stack)."},
     {"node", (PyCFunction)Machine_node, METH_O, "(parent node, rule, DFA state) of a node other than 0."},
     {"is_accepting", (PyCFunction)Machine_is_accepting, METH_O, "Whether the root may have finished in a state."},
+    {"utf8_target", (PyCFunction)Machine_utf8_target, METH_O, "The one state every valid multi-byte character leads to, or None."},
+    {"widest", (PyCFunction)Machine_widest, METH_VARARGS, "widest(state, limit): [(target, bytes)] of the row, most bytes first."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,6 +16,9 @@
  *   state       the machine state before the token's first byte
  *   out         int64 [>= len(tokens)]: receives the ids of the tokens whose bytes the machine
  *               accepts from `state`; n of them are written
+ * walk_bits(...) takes the same arguments but sets the tokens' bits in `out`, an int32 bitmask
+ * (bit i of word i // 32 is token i, as token masks are packed), and returns how many it set;
+ * the plain mask of a state needs no id list, no bool vector and no packing then.
  * The GIL is released while walking and taken back only for the callback.
  */
 #define PY_SSIZE_T_CLEAN
@@ -129,7 +132,7 @@ static int frontiers_alloc(Frontiers *f, Py_ssize_t size) {
 
 /* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
  * a Python error set. Called with the GIL; releases it while walking. */
-static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views, int32_t state) {
+static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views, int32_t state, int as_bits) {
     const int64_t *child_start = (const int64_t *)views[CHILD_START].buf;
     const int64_t *child_end = (const int64_t *)views[CHILD_END].buf;
     const uint8_t *node_byte = (const uint8_t *)views[NODE_BYTE].buf;
@@ -137,8 +140,10 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
     const int64_t *tokens = (const int64_t *)views[TOKENS].buf;
     const int64_t *roots = (const int64_t *)views[ROOTS].buf;
     int64_t *out = (int64_t *)views[OUT].buf;
+    uint32_t *bits = (uint32_t *)views[OUT].buf;
     Py_ssize_t num_nodes = views[NODE_BYTE].shape[0], num_roots = views[ROOTS].shape[0];
-    if (views[OUT].shape[0] < views[TOKENS].shape[0] || views[CHILD_START].shape[0] != num_nodes
+    uint64_t num_bits = (uint64_t)views[OUT].shape[0] * 32;
+    if ((!as_bits && views[OUT].shape[0] < views[TOKENS].shape[0]) || views[CHILD_START].shape[0] != num_nodes
         || views[CHILD_END].shape[0] != num_nodes || views[TOKEN_START].shape[0] < num_nodes + 1
         || (num_nodes && token_start[num_nodes] > views[TOKENS].shape[0])) {
         PyErr_SetString(PyExc_ValueError, "array lengths do not match the trie");
@@ -163,7 +168,7 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
         return -1;
     }
     Py_ssize_t found = 0, width = 1;
-    int cur = 0, failed = 0, first_level = 1;
+    int cur = 0, failed = 0, first_level = 1, out_of_range = 0;
     f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
     f.state[cur][0] = state;
     PyThreadState *saved = PyEval_SaveThread();
@@ -175,8 +180,14 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
             int64_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
             if (!first_level)
-                for (int64_t k = token_start[n]; k < token_start[n + 1]; k++)
-                    out[found++] = tokens[k];
+                for (int64_t k = token_start[n]; k < token_start[n + 1]; k++, found++) {
+                    if (!as_bits)
+                        out[found] = tokens[k];
+                    else if ((uint64_t)tokens[k] < num_bits)
+                        bits[tokens[k] >> 5] |= (uint32_t)1 << (tokens[k] & 31);
+                    else
+                        out_of_range = 1;
+                }
             int64_t lo = first_level ? 0 : child_start[n], hi = first_level ? num_roots : child_end[n];
             for (int64_t j = lo; j < hi; j++) {
                 int64_t c = first_level ? roots[j] : j;
@@ -197,10 +208,14 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
     }
     PyEval_RestoreThread(saved);
     frontiers_free(&f);
+    if (out_of_range && !failed) {
+        PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask");
+        failed = 1;
+    }
     return failed ? -1 : found;
 }
 
-static PyObject *walk(PyObject *self, PyObject *args) {
+static PyObject *walk_into(PyObject *args, int as_bits) {
     PyObject *rows, *compute, *objs[NUM_ARRAYS];
     int state;
     if (!PyArg_ParseTuple(args, "OOOOOOOOiO", &rows, &compute, &objs[CHILD_START], &objs[CHILD_END], &objs[NODE_BYTE],
@@ -212,18 +227,24 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer views[NUM_ARRAYS];
     int got = 0;
     Py_ssize_t found = -1;
-    while (got < NUM_ARRAYS && buffer_of(objs[got], &views[got], ARRAYS[got].itemsize, ARRAYS[got].writable, ARRAYS[got].name) == 0)
+    while (got < NUM_ARRAYS && buffer_of(objs[got], &views[got], got == OUT && as_bits ? 4 : ARRAYS[got].itemsize,
+                                         ARRAYS[got].writable, ARRAYS[got].name) == 0)
         got++;
     if (got == NUM_ARRAYS)
-        found = walk_levels(&table, compute, views, (int32_t)state);
+        found = walk_levels(&table, compute, views, (int32_t)state, as_bits);
     while (got)
         PyBuffer_Release(&views[--got]);
     PyBuffer_Release(&table.view);
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
+static PyObject *walk(PyObject *self, PyObject *args) { return walk_into(args, 0); }
+
+static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(args, 1); }
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
+    {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
     {NULL, NULL, 0, NULL},
 };
 

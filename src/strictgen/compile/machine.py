@@ -97,6 +97,15 @@ class PushdownMachine:
         """(parent node, rule, DFA state) of a stack other than EMPTY_STACK."""
         return self._core.node(node)
 
+    def utf8_target(self, state: int) -> int | None:
+        """The one state every valid multi-byte UTF-8 character leads to from `state`, or None
+        (string bodies loop on every character; a key's first character enters one)."""
+        return self._core.utf8_target(state)
+
+    def widest(self, state: int, limit: int) -> list[tuple[int, int]]:
+        """The live targets of `state`'s row as (target, number of bytes), most bytes first."""
+        return self._core.widest(state, limit)
+
     def compute_row(self, state: int) -> np.ndarray:
         """Fill (once) and return the transition row of `state`."""
         self._core.compute(state)

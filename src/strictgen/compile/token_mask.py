@@ -35,18 +35,7 @@ MAX_SUFFIX_TOKENS = 20_000  # suffix tries are built in Python: only for the sma
 MIN_INSIDE_FRACTION = 0.2  # string-like shortcuts pay when at least this share of tokens is skipped
 
 
-# valid multi-byte UTF-8 (RFC 3629): lead bytes, the range of the first continuation byte, and how
-# many continuation bytes follow the lead in all
-_UTF8_FORMS = [
-    (0xC2, 0xDF, 0x80, 0xBF, 1),
-    (0xE0, 0xE0, 0xA0, 0xBF, 2),
-    (0xE1, 0xEC, 0x80, 0xBF, 2),
-    (0xED, 0xED, 0x80, 0x9F, 2),
-    (0xEE, 0xEF, 0x80, 0xBF, 2),
-    (0xF0, 0xF0, 0x90, 0xBF, 3),
-    (0xF1, 0xF3, 0x80, 0xBF, 3),
-    (0xF4, 0xF4, 0x80, 0x8F, 3),
-]
+# the lead bytes of valid multi-byte UTF-8 characters (RFC 3629)
 _UTF8_LEADS = np.zeros(256, dtype=bool)
 _UTF8_LEADS[0xC2:0xF5] = True
 
@@ -62,13 +51,13 @@ class TokenMasker:
         self.max_cached = max_cached
         self._cache: OrderedDict[object, np.ndarray] = OrderedDict()  # by state, and by horizon key
         self._lock = threading.Lock()
-        self._utf8_targets: dict[int, int | None] = {}
         self._horizon = HorizonKeys(machine, trie.depth + 1)  # a token reads at most trie.depth bytes
-        self.eos_only = self._with_eos(np.zeros(vocab_size, dtype=bool))
+        self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
 
-    def _with_eos(self, allowed: np.ndarray) -> np.ndarray:
-        allowed[self.eos] = True
-        return pack_bits(allowed, self.vocab_size)
+    def _with_eos(self, packed: np.ndarray) -> np.ndarray:
+        words = packed.view(np.uint32)
+        np.bitwise_or.at(words, self.eos >> 5, np.left_shift(np.uint32(1), (self.eos & 31).astype(np.uint32)))
+        return packed
 
     def mask(self, state: int) -> np.ndarray:
         """The packed mask of `state` (read-only; shared)."""
@@ -99,9 +88,18 @@ class TokenMasker:
         A breadth-first walk in C (`_walk.c`) that prunes a subtree as soon as its prefix is
         rejected; rows of the machine not computed yet are computed on the way. `first_bytes`
         (bool per byte value) restricts the walk to tokens starting with those bytes."""
-        roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
         out = np.empty(len(trie.node_tokens), dtype=np.int64)
-        found = _walk.walk(
+        return out[: _walk.walk(*self._walk_args(state, trie, first_bytes), out)]
+
+    def _live_bits(self, state: int) -> np.ndarray:
+        """The packed mask of the vocabulary tokens valid from `state`: the same walk, writing bits."""
+        packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
+        _walk.walk_bits(*self._walk_args(state, self.trie, None), packed)
+        return packed
+
+    def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:
+        roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
+        return (
             self.machine.rows,
             self.machine.table_after,
             trie.flat_child_start,
@@ -111,12 +109,10 @@ class TokenMasker:
             trie.node_tokens,
             roots,
             state,
-            out,
         )
-        return out[:found]
 
     def _allowed(self, state: int) -> np.ndarray:
-        """Bool per token, with a shortcut for string-like states.
+        """The packed mask of the tokens valid from `state`, with a shortcut for string-like states.
 
         Take a state t that many bytes lead to from here (first bytes B1) and that loops on a set
         B of bytes (inside a free string body, t is the body; inside a key that may be a known
@@ -129,12 +125,10 @@ class TokenMasker:
         whose every such character leads to t (a key's first character). Other states walk the
         whole trie."""
         machine, trie = self.machine, self.trie
-        row = machine.compute_row(state)
-        targets, counts = np.unique(row[row != DEAD], return_counts=True)
-        for t in targets[np.argsort(-counts)][:2].tolist():
-            first = row == t
-            if first.sum() < 8:
+        for t, width in machine.widest(state, 2):
+            if width < 8:
                 break
+            first = machine.compute_row(state) == t
             loop = np.flatnonzero(machine.compute_row(t) == t)
             if len(loop) < 8:
                 counted = self._counted_allowed(state, t, first)
@@ -142,7 +136,7 @@ class TokenMasker:
                     return counted
                 continue
             loop_key = bytes(loop.astype(np.uint8))
-            multibyte = self._utf8_target(t) == t  # a free string body loops on every character
+            multibyte = machine.utf8_target(t) == t  # a free string body loops on every character
             _, inside_count = trie.loop_inside(loop_key, multibyte)
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens or trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:
                 continue  # too little to skip, or too much left to walk as suffixes: the full walk is as good
@@ -156,10 +150,8 @@ class TokenMasker:
             if by_char:
                 enters |= trie.starts_whole_char[tokens]
             allowed[tokens[enters]] = True
-            return allowed
-        allowed = np.zeros(self.vocab_size, dtype=bool)
-        allowed[self._live_tokens(state, trie)] = True
-        return allowed
+            return pack_bits(allowed, self.vocab_size)
+        return self._live_bits(state)
 
     def _counted_allowed(self, state: int, t: int, first: np.ndarray) -> np.ndarray | None:
         """The mask of a state before a counted string (`maxLength`), or None when t is not one.
@@ -189,7 +181,7 @@ class TokenMasker:
         length = len(chain) if len(chain) <= trie.depth else None  # None: longer than any token
         # multi-byte characters count one place each, for as many places as a token has characters
         places = min(len(chain), trie.max_multibyte_chars)
-        multibyte = all(self._utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
+        multibyte = all(machine.utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
         if multibyte and length is not None and length <= trie.max_multibyte_chars:
             multibyte = bool((machine.compute_row(chain[-1])[0xC2:0xF5] == DEAD).all())  # no character past the end
         loop_key = bytes(loop.astype(np.uint8))
@@ -198,7 +190,7 @@ class TokenMasker:
             return None
         allowed, walk_first, _ = self._entering(state, t, first, loop_key, multibyte, length)
         allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
-        return allowed
+        return pack_bits(allowed, self.vocab_size)
 
     def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None):
         """What both string shortcuts share: the tokens that enter t from `state` and stay on its
@@ -208,7 +200,7 @@ class TokenMasker:
         their first character are walked among those. Returns (allowed, the first bytes walked,
         by_char)."""
         trie = self.trie
-        by_char = multibyte and t != state and self._utf8_target(state) == t
+        by_char = multibyte and t != state and self.machine.utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
         allowed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
         if length is not None:
@@ -218,31 +210,8 @@ class TokenMasker:
         allowed[self._live_tokens(state, trie, walk_first)] = True
         return allowed, walk_first, by_char
 
-    def _utf8_target(self, state: int) -> int | None:
-        """The one state every valid multi-byte UTF-8 character leads to from `state`, or None
-        (memoised)."""
-        if state not in self._utf8_targets:
-            self._utf8_targets[state] = self._find_utf8_target(state)
-        return self._utf8_targets[state]
-
-    def _find_utf8_target(self, state: int) -> int | None:
-        rows = self.machine.compute_row
-        reached: set[int] = set()
-        for lead_lo, lead_hi, cont_lo, cont_hi, more in _UTF8_FORMS:
-            frontier = set(rows(state)[lead_lo : lead_hi + 1].tolist())
-            for lo, hi in [(cont_lo, cont_hi)] + [(0x80, 0xBF)] * (more - 1):
-                if DEAD in frontier:
-                    return None
-                frontier = {t for x in frontier for t in rows(x)[lo : hi + 1].tolist()}
-            reached |= frontier
-            if len(reached) > 1 or DEAD in reached:
-                return None
-        return reached.pop()
-
     def _compute(self, state: int) -> np.ndarray:
         if state == DEAD:
-            return pack_bits(np.zeros(self.vocab_size, dtype=bool), self.vocab_size)
-        allowed = self._allowed(state)
-        if self.machine.accepting[state]:
-            return self._with_eos(allowed)
-        return pack_bits(allowed, self.vocab_size)
+            return np.zeros(words_for(self.vocab_size), dtype=np.int32)
+        packed = self._allowed(state)
+        return self._with_eos(packed) if self.machine.accepting[state] else packed
