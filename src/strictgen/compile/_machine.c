@@ -578,6 +578,17 @@ static PyObject *Machine_is_accepting(Machine *m, PyObject *arg) {
     return PyBool_FromLong(m->accepting.data[state]);
 }
 
+static int row_arg(Machine *m, int s, const int32_t **row) {
+    PyObject *boxed = PyLong_FromLong(s);
+    int32_t state;
+    int bad = !boxed || state_arg(m, boxed, &state) < 0;
+    Py_XDECREF(boxed);
+    if (bad || compute_row(m, state) < 0)
+        return -1;
+    *row = rows_of(m) + (Py_ssize_t)state * 256;
+    return 0;
+}
+
 static PyObject *Machine_utf8_target(Machine *m, PyObject *arg) {
     int32_t state;
     if (state_arg(m, arg, &state) < 0)
@@ -594,15 +605,9 @@ static PyObject *Machine_utf8_target(Machine *m, PyObject *arg) {
  * (target, bytes) pairs, at most `limit` of them. */
 static PyObject *Machine_widest(Machine *m, PyObject *args) {
     int s, limit;
-    if (!PyArg_ParseTuple(args, "ii", &s, &limit))
+    const int32_t *row;
+    if (!PyArg_ParseTuple(args, "ii", &s, &limit) || row_arg(m, s, &row) < 0)
         return NULL;
-    int32_t state;
-    PyObject *boxed = PyLong_FromLong(s);
-    int bad = !boxed || state_arg(m, boxed, &state) < 0;
-    Py_XDECREF(boxed);
-    if (bad || compute_row(m, state) < 0)
-        return NULL;
-    const int32_t *row = rows_of(m) + (Py_ssize_t)state * 256;
     int32_t targets[256];
     int counts[256], n = 0;
     for (int b = 0; b < 256; b++) {
@@ -632,6 +637,67 @@ static PyObject *Machine_widest(Machine *m, PyObject *args) {
     return out;
 }
 
+/* The bytes that lead from `state` to `target`, as a bytes object in increasing order. */
+static PyObject *Machine_group(Machine *m, PyObject *args) {
+    int s, target;
+    const int32_t *row;
+    if (!PyArg_ParseTuple(args, "ii", &s, &target) || row_arg(m, s, &row) < 0)
+        return NULL;
+    char bytes[256];
+    Py_ssize_t n = 0;
+    for (int b = 0; b < 256; b++)
+        if (row[b] == target)
+            bytes[n++] = (char)b;
+    return PyBytes_FromStringAndSize(bytes, n);
+}
+
+/* chain(state, loop, limit): from `state`, the states c0 = state, c1, ... that the bytes of `loop`
+ * (a bytes object) step along together, for at most `limit` steps, ending where every loop byte
+ * is dead; None when the loop bytes part ways (or some die and others not) before that. */
+static PyObject *Machine_chain(Machine *m, PyObject *args) {
+    int s, limit;
+    const char *loop;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "iy#i", &s, &loop, &n, &limit))
+        return NULL;
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "chain() needs at least one loop byte");
+        return NULL;
+    }
+    PyObject *chain = PyList_New(0);
+    int32_t cur = s;
+    for (int step = 0; chain; step++) {
+        PyObject *x = PyLong_FromLong(cur);
+        if (!x || PyList_Append(chain, x) < 0) {
+            Py_XDECREF(x);
+            Py_CLEAR(chain);
+            break;
+        }
+        Py_DECREF(x);
+        const int32_t *row;
+        if (step == limit)
+            break;
+        if (row_arg(m, cur, &row) < 0) {
+            Py_CLEAR(chain);
+            break;
+        }
+        int32_t next = row[(uint8_t)loop[0]];
+        int same = 1, all_dead = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            same &= row[(uint8_t)loop[i]] == next;
+            all_dead &= row[(uint8_t)loop[i]] == 0;
+        }
+        if (all_dead)
+            break;
+        if (!same) {
+            Py_DECREF(chain);
+            Py_RETURN_NONE;
+        }
+        cur = next;
+    }
+    return chain;
+}
+
 static PyObject *Machine_get_table(Machine *m, void *closure) { return Py_NewRef(m->table); }
 static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_FromLong(m->start); }
 static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
@@ -643,6 +709,8 @@ static PyMethodDef Machine_methods[] = {
     {"is_accepting", (PyCFunction)Machine_is_accepting, METH_O, "Whether the root may have finished in a state."},
     {"utf8_target", (PyCFunction)Machine_utf8_target, METH_O, "The one state every valid multi-byte character leads to, or None."},
     {"widest", (PyCFunction)Machine_widest, METH_VARARGS, "widest(state, limit): [(target, bytes)] of the row, most bytes first."},
+    {"group", (PyCFunction)Machine_group, METH_VARARGS, "group(state, target): the bytes leading from state to target."},
+    {"chain", (PyCFunction)Machine_chain, METH_VARARGS, "chain(state, loop, limit): the states the loop bytes step along together, or None."},
     {NULL, NULL, 0, NULL},
 };
 

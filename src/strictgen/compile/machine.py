@@ -106,6 +106,15 @@ class PushdownMachine:
         """The live targets of `state`'s row as (target, number of bytes), most bytes first."""
         return self._core.widest(state, limit)
 
+    def group(self, state: int, target: int) -> bytes:
+        """The bytes leading from `state` to `target` (a string body's loop bytes: group(t, t))."""
+        return self._core.group(state, target)
+
+    def chain(self, state: int, loop: bytes, limit: int) -> list[int] | None:
+        """The states that the bytes of `loop` step along together from `state` (a `maxLength`
+        counter), at most `limit` steps, until all are dead; None if they part ways first."""
+        return self._core.chain(state, loop, limit)
+
     def compute_row(self, state: int) -> np.ndarray:
         """Fill (once) and return the transition row of `state`."""
         self._core.compute(state)

@@ -128,18 +128,17 @@ class TokenMasker:
         for t, width in machine.widest(state, 2):
             if width < 8:
                 break
-            first = machine.compute_row(state) == t
-            loop = np.flatnonzero(machine.compute_row(t) == t)
-            if len(loop) < 8:
-                counted = self._counted_allowed(state, t, first)
+            loop_key = machine.group(t, t)
+            if len(loop_key) < 8:
+                counted = self._counted_allowed(state, t)
                 if counted is not None:
                     return counted
                 continue
-            loop_key = bytes(loop.astype(np.uint8))
             multibyte = machine.utf8_target(t) == t  # a free string body loops on every character
-            _, inside_count = trie.loop_inside(loop_key, multibyte)
+            inside_count = trie.loop_inside_count(loop_key, multibyte)
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens or trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:
                 continue  # too little to skip, or too much left to walk as suffixes: the full walk is as good
+            first = machine.compute_row(state) == t
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
             allowed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
@@ -153,7 +152,7 @@ class TokenMasker:
             return pack_bits(allowed, self.vocab_size)
         return self._live_bits(state)
 
-    def _counted_allowed(self, state: int, t: int, first: np.ndarray) -> np.ndarray | None:
+    def _counted_allowed(self, state: int, t: int) -> np.ndarray | None:
         """The mask of a state before a counted string (`maxLength`), or None when t is not one.
 
         From t, the bytes B of t's widest byte group step along a chain c0 = t → c1 → ... → cL-1,
@@ -163,31 +162,23 @@ class TokenMasker:
         has at most L characters: such tokens are allowed unseen; the others (a quote, an escape,
         a cut character, another first byte) are walked."""
         machine, trie = self.machine, self.trie
-        row_t = machine.compute_row(t)
-        nexts, counts = np.unique(row_t[row_t != DEAD], return_counts=True)
-        if not len(nexts):
+        widest = machine.widest(t, 1)
+        if not widest or widest[0][1] < 8:
             return None
-        loop = np.flatnonzero(row_t == nexts[np.argmax(counts)])
-        if len(loop) < 8:
+        loop_key = machine.group(t, widest[0][0])
+        chain = machine.chain(t, loop_key, trie.depth)
+        if chain is None:
             return None
-        chain = [t]
-        for _ in range(trie.depth):
-            targets = machine.compute_row(chain[-1])[loop]
-            if (targets == DEAD).all():
-                break
-            if not (targets == targets[0]).all():
-                return None
-            chain.append(int(targets[0]))
         length = len(chain) if len(chain) <= trie.depth else None  # None: longer than any token
         # multi-byte characters count one place each, for as many places as a token has characters
         places = min(len(chain), trie.max_multibyte_chars)
         multibyte = all(machine.utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
         if multibyte and length is not None and length <= trie.max_multibyte_chars:
             multibyte = bool((machine.compute_row(chain[-1])[0xC2:0xF5] == DEAD).all())  # no character past the end
-        loop_key = bytes(loop.astype(np.uint8))
-        _, inside_count = trie.loop_inside(loop_key, multibyte)
+        inside_count = trie.loop_inside_count(loop_key, multibyte)
         if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
             return None
+        first = machine.compute_row(state) == t
         allowed, walk_first, _ = self._entering(state, t, first, loop_key, multibyte, length)
         allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
         return pack_bits(allowed, self.vocab_size)

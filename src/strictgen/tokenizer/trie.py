@@ -43,6 +43,7 @@ class VocabTrie:
         self._excluded = np.asarray(excluded, dtype=bool)
         self._byte_sets: np.ndarray | None = None
         self._splits: OrderedDict[bytes, tuple[np.ndarray, VocabTrie | None]] = OrderedDict()
+        self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
         by_text: dict[bytes, list[int]] = {}
         for tid, data in enumerate(token_bytes):
@@ -223,7 +224,7 @@ class VocabTrie:
         got = self._recall(key)
         if got is not None:
             return got
-        inside, _ = self.loop_inside(loop_bytes, multibyte)
+        inside = self.loop_inside(loop_bytes, multibyte)
         looping = set(loop_bytes)
         suffixes: list[bytes] = []
         owner: list[int] = []
@@ -254,7 +255,7 @@ class VocabTrie:
         got = self._recall(key)
         if got is not None:
             return got
-        inside, _ = self.loop_inside(loop_bytes, multibyte)
+        inside = self.loop_inside(loop_bytes, multibyte)
         enters = first[self.first_bytes]
         if by_char:
             enters |= self.starts_whole_char
@@ -262,11 +263,22 @@ class VocabTrie:
         entries.setflags(write=False)
         return self._remember(key, entries)
 
-    def loop_inside(self, loop_bytes: bytes, multibyte: bool = False) -> tuple[np.ndarray, int]:
+    def loop_inside_count(self, loop_bytes: bytes, multibyte: bool = False) -> int:
+        """How many tokens `loop_inside` holds: whether a shortcut pays is asked of many more
+        states than take one, so the counts have their own cache (the masks' LRU churns)."""
+        key = (loop_bytes, multibyte)
+        got = self._inside_counts.get(key)
+        if got is None:
+            if len(self._inside_counts) >= 4096:
+                self._inside_counts.clear()
+            got = self._inside_counts[key] = int(self.loop_inside(loop_bytes, multibyte).sum())
+        return got
+
+    def loop_inside(self, loop_bytes: bytes, multibyte: bool = False) -> np.ndarray:
         """For a state that loops on `loop_bytes` (and, with `multibyte`, on every non-ASCII
-        character): (bool mask of the text tokens made only of those bytes or characters, how many
-        there are). Such tokens are allowed from the state without looking at them; the others are
-        walked (`loop_suffixes`, `loop_rest`, or the whole trie). Cached per key."""
+        character): the bool mask of the text tokens made only of those bytes or characters. Such
+        tokens are allowed from the state without looking at them; the others are walked
+        (`loop_suffixes`, `loop_rest`, or the whole trie). Cached per key."""
         key = ("inside", loop_bytes, multibyte)
         got = self._recall(key)
         if got is not None:
@@ -282,14 +294,14 @@ class VocabTrie:
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         inside.setflags(write=False)
-        return self._remember(key, (inside, int(inside.sum())))
+        return self._remember(key, inside)
 
     def loop_rest(self, loop_bytes: bytes, multibyte: bool = False) -> "VocabTrie":
         """The trie of the text tokens outside `loop_inside(loop_bytes, multibyte)` (cached)."""
         key = ("rest", loop_bytes, multibyte)
         got = self._recall(key)
         if got is None:
-            got = self._remember(key, self.subtrie(~self.loop_inside(loop_bytes, multibyte)[0]))
+            got = self._remember(key, self.subtrie(~self.loop_inside(loop_bytes, multibyte)))
         return got
 
     def _recall(self, key):
