@@ -104,29 +104,40 @@ static const struct {
     {"tokens", 8, 0},      {"roots", 8, 0},     {"out", 8, 1},
 };
 
-/* The frontiers of the breadth-first walk: (node, state) pairs of this depth and of the next. */
+/* The frontiers of the breadth-first walk: (node, state) pairs of this depth and of the next.
+ * They start small and double when full: most states' frontiers are a few nodes, and buffers
+ * sized for the whole trie cost a fresh mapping (and its page faults) on every walk. */
 typedef struct {
     int64_t *node[2];
     int32_t *state[2];
+    Py_ssize_t cap[2];
 } Frontiers;
 
 static void frontiers_free(Frontiers *f) {
     for (int i = 0; i < 2; i++) {
         free(f->node[i]);
         free(f->state[i]);
+        f->node[i] = NULL;
+        f->state[i] = NULL;
     }
 }
 
-static int frontiers_alloc(Frontiers *f, Py_ssize_t size) {
-    for (int i = 0; i < 2; i++) {
-        f->node[i] = (int64_t *)malloc(sizeof(int64_t) * (size_t)size);
-        f->state[i] = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
-    }
-    for (int i = 0; i < 2; i++)
-        if (!f->node[i] || !f->state[i]) {
-            frontiers_free(f);
-            return -1;
-        }
+/* Make room for `size` entries in frontier i, keeping its contents; 0, or -1 when out of memory. */
+static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
+    if (size <= f->cap[i])
+        return 0;
+    Py_ssize_t cap = f->cap[i] ? 2 * f->cap[i] : 1024;
+    while (cap < size)
+        cap *= 2;
+    int64_t *node = (int64_t *)realloc(f->node[i], sizeof(int64_t) * (size_t)cap);
+    if (node)
+        f->node[i] = node;
+    int32_t *state = (int32_t *)realloc(f->state[i], sizeof(int32_t) * (size_t)cap);
+    if (state)
+        f->state[i] = state;
+    if (!node || !state)
+        return -1;
+    f->cap[i] = cap;
     return 0;
 }
 
@@ -160,22 +171,21 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
         }
     /* breadth first, one depth at a time: the nodes of a depth are stored in order and children
      * are contiguous, so each level is read front to back (a depth-first order jumped between the
-     * depth arrays and missed the cache on every step). A frontier never holds more than the
-     * nodes of the trie. The roots are the first level, expanded from `state` like children. */
-    Frontiers f;
-    if (frontiers_alloc(&f, num_nodes + 1) < 0) {
+     * depth arrays and missed the cache on every step). The roots are the first level, expanded
+     * from `state` like children. */
+    Frontiers f = {{NULL, NULL}, {NULL, NULL}, {0, 0}};
+    if (frontier_reserve(&f, 0, 1) < 0 || frontier_reserve(&f, 1, 1) < 0) {
+        frontiers_free(&f);
         PyErr_NoMemory();
         return -1;
     }
     Py_ssize_t found = 0, width = 1;
-    int cur = 0, failed = 0, first_level = 1, out_of_range = 0;
+    int cur = 0, failed = 0, first_level = 1, out_of_range = 0, out_of_memory = 0;
     f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
     f.state[cur][0] = state;
     PyThreadState *saved = PyEval_SaveThread();
     while (width && !failed) {
         Py_ssize_t next_width = 0;
-        int64_t *next_node = f.node[1 - cur];
-        int32_t *next_state = f.state[1 - cur];
         for (Py_ssize_t i = 0; i < width && !failed; i++) {
             int64_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
@@ -189,6 +199,12 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
                         out_of_range = 1;
                 }
             int64_t lo = first_level ? 0 : child_start[n], hi = first_level ? num_roots : child_end[n];
+            if (frontier_reserve(&f, 1 - cur, next_width + (hi - lo)) < 0) {
+                out_of_memory = failed = 1;
+                break;
+            }
+            int64_t *next_node = f.node[1 - cur];
+            int32_t *next_state = f.state[1 - cur];
             for (int64_t j = lo; j < hi; j++) {
                 int64_t c = first_level ? roots[j] : j;
                 int32_t t = step(table, compute, s, node_byte[c], &saved);
@@ -208,6 +224,8 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
     }
     PyEval_RestoreThread(saved);
     frontiers_free(&f);
+    if (out_of_memory)
+        PyErr_NoMemory();
     if (out_of_range && !failed) {
         PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask");
         failed = 1;
