@@ -5,7 +5,7 @@ import pytest
 
 import strictgen as sg
 from strictgen.compile.machine import DEAD
-from strictgen.compile.token_mask import pack_bits
+from strictgen.tokenizer.trie import pack_bits
 
 
 @pytest.mark.parametrize("prefix", ['{"key": "va', '["x", "', '{"a": [1, {"b": "\\u00e9 ', '"'])

@@ -256,6 +256,37 @@ static PyObject *walk_into(PyObject *args, int as_bits) {
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
+/* set_bits(packed, ids): set the bits of token ids (int64) in an int32 bitmask. */
+static PyObject *set_bits(PyObject *self, PyObject *args) {
+    PyObject *packed_obj, *ids_obj;
+    if (!PyArg_ParseTuple(args, "OO", &packed_obj, &ids_obj))
+        return NULL;
+    Py_buffer packed, ids;
+    if (buffer_of(packed_obj, &packed, 4, 1, "packed") < 0)
+        return NULL;
+    if (buffer_of(ids_obj, &ids, 8, 0, "ids") < 0) {
+        PyBuffer_Release(&packed);
+        return NULL;
+    }
+    uint32_t *bits = (uint32_t *)packed.buf;
+    const int64_t *id = (const int64_t *)ids.buf;
+    uint64_t num_bits = (uint64_t)packed.shape[0] * 32;
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < ids.shape[0]; i++) {
+        if ((uint64_t)id[i] < num_bits)
+            bits[id[i] >> 5] |= (uint32_t)1 << (id[i] & 31);
+        else
+            bad = 1;
+    }
+    PyBuffer_Release(&packed);
+    PyBuffer_Release(&ids);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *walk(PyObject *self, PyObject *args) { return walk_into(args, 0); }
 
 static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(args, 1); }
@@ -263,6 +294,7 @@ static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(ar
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
     {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
+    {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,22 +13,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from strictgen.tokenizer.trie import VocabTrie
+from strictgen.tokenizer.trie import VocabTrie, words_for
 
 from . import _walk
 from .machine import DEAD, HorizonKeys, PushdownMachine
-
-
-def words_for(vocab_size: int) -> int:
-    """int32 words in one bitmask row."""
-    return (vocab_size + 31) // 32
-
-
-def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
-    """A bool vector (length ≥ vocab_size) as an int32 bitmask row: bit i of word i//32 is token i."""
-    padded = np.zeros(words_for(vocab_size) * 32, dtype=bool)
-    padded[:vocab_size] = allowed[:vocab_size]
-    return np.packbits(padded, bitorder="little").view("<i4").astype(np.int32, copy=False)
 
 
 MAX_SUFFIX_TOKENS = 20_000  # suffix tries are built in Python: only for the small rests of wide loops
@@ -91,10 +79,13 @@ class TokenMasker:
         out = np.empty(len(trie.node_tokens), dtype=np.int64)
         return out[: _walk.walk(*self._walk_args(state, trie, first_bytes), out)]
 
-    def _live_bits(self, state: int) -> np.ndarray:
-        """The packed mask of the vocabulary tokens valid from `state`: the same walk, writing bits."""
-        packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
-        _walk.walk_bits(*self._walk_args(state, self.trie, None), packed)
+    def _live_bits(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None, packed: np.ndarray | None = None) -> np.ndarray:
+        """The same walk over a trie of vocabulary ids (the whole vocabulary by default), setting
+        the valid tokens' bits in a packed mask (a new one by default): no id list, no bool
+        vector, no packing."""
+        if packed is None:
+            packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
+        _walk.walk_bits(*self._walk_args(state, self.trie if trie is None else trie, first_bytes), packed)
         return packed
 
     def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:
@@ -141,15 +132,15 @@ class TokenMasker:
             first = machine.compute_row(state) == t
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            allowed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+            packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
             # only what follows each token's run of loop bytes needs walking, from t
             suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
             tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
             enters = first[trie.first_bytes[tokens]]
             if by_char:
                 enters |= trie.starts_whole_char[tokens]
-            allowed[tokens[enters]] = True
-            return pack_bits(allowed, self.vocab_size)
+            _walk.set_bits(packed, tokens[enters])
+            return packed
         return self._live_bits(state)
 
     def _counted_allowed(self, state: int, t: int) -> np.ndarray | None:
@@ -179,27 +170,26 @@ class TokenMasker:
         if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
             return None
         first = machine.compute_row(state) == t
-        allowed, walk_first, _ = self._entering(state, t, first, loop_key, multibyte, length)
-        allowed[self._live_tokens(state, trie.loop_rest(loop_key, multibyte), ~walk_first)] = True
-        return pack_bits(allowed, self.vocab_size)
+        packed, walk_first, _ = self._entering(state, t, first, loop_key, multibyte, length)
+        return self._live_bits(state, trie.loop_rest(loop_key, multibyte), ~walk_first, packed)
 
     def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None):
         """What both string shortcuts share: the tokens that enter t from `state` and stay on its
         loop bytes (and whole characters, with `multibyte`), at most `length` characters long,
         allowed unseen; every token whose first byte does not enter t walked. From a key's first
         character on, whole characters enter t too (`by_char`): then only the tokens cut inside
-        their first character are walked among those. Returns (allowed, the first bytes walked,
-        by_char)."""
+        their first character are walked among those. Returns (the packed mask so far, the first
+        bytes walked, by_char)."""
         trie = self.trie
         by_char = multibyte and t != state and self.machine.utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
-        allowed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
+        packed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
         if length is not None:
-            allowed &= trie.char_counts <= length
+            packed &= trie.at_most_chars(length)
         if by_char:
-            allowed[self._live_tokens(state, trie.split_lead_trie)] = True
-        allowed[self._live_tokens(state, trie, walk_first)] = True
-        return allowed, walk_first, by_char
+            self._live_bits(state, trie.split_lead_trie, None, packed)
+        self._live_bits(state, trie, walk_first, packed)
+        return packed, walk_first, by_char
 
     def _compute(self, state: int) -> np.ndarray:
         if state == DEAD:

@@ -15,6 +15,18 @@ from collections import OrderedDict
 import numpy as np
 
 
+def words_for(vocab_size: int) -> int:
+    """int32 words in one token bitmask row."""
+    return (vocab_size + 31) // 32
+
+
+def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
+    """A bool vector (length ≥ vocab_size) as an int32 bitmask row: bit i of word i//32 is token i."""
+    padded = np.zeros(words_for(vocab_size) * 32, dtype=bool)
+    padded[:vocab_size] = allowed[:vocab_size]
+    return np.packbits(padded, bitorder="little").view("<i4").astype(np.int32, copy=False)
+
+
 def _per_depth(new_index: list[np.ndarray], depths: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """new_index[depths[i]][nodes[i]] for every i."""
     out = np.empty(len(nodes), dtype=np.int64)
@@ -247,10 +259,10 @@ class VocabTrie:
         return self._remember(key, (trie, owners, owners[empty]))
 
     def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool) -> np.ndarray:
-        """The tokens a string-like state allows without looking at them (read-only, cached):
-        made only of loop bytes (`loop_inside`), entering the loop by a first byte where `first`
-        (bool per byte value) holds or, with `by_char`, by a whole first character. Every string
-        of a kind shares one such set."""
+        """The tokens a string-like state allows without looking at them, as a packed bitmask
+        (`pack_bits`; read-only, cached): made only of loop bytes (`loop_inside`), entering the
+        loop by a first byte where `first` (bool per byte value) holds or, with `by_char`, by a
+        whole first character. Every string of a kind shares one such set."""
         key = ("entries", loop_bytes, multibyte, first.tobytes(), by_char)
         got = self._recall(key)
         if got is not None:
@@ -259,9 +271,19 @@ class VocabTrie:
         enters = first[self.first_bytes]
         if by_char:
             enters |= self.starts_whole_char
-        entries = inside & enters
+        entries = pack_bits(inside & enters, len(self._token_bytes))
         entries.setflags(write=False)
         return self._remember(key, entries)
+
+    def at_most_chars(self, length: int) -> np.ndarray:
+        """The packed bitmask of the tokens of at most `length` characters (`char_counts`; cached)."""
+        key = ("chars", length)
+        got = self._recall(key)
+        if got is None:
+            got = pack_bits(self.char_counts <= length, len(self._token_bytes))
+            got.setflags(write=False)
+            got = self._remember(key, got)
+        return got
 
     def loop_inside_count(self, loop_bytes: bytes, multibyte: bool = False) -> int:
         """How many tokens `loop_inside` holds: whether a shortcut pays is asked of many more
