@@ -542,6 +542,13 @@ static PyObject *Machine_compute(Machine *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Machine_table_after(Machine *m, PyObject *arg) {
+    int32_t state;
+    if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
+        return NULL;
+    return Py_NewRef(m->table);
+}
+
 static PyObject *Machine_stacks(Machine *m, PyObject *arg) {
     int32_t state;
     if (state_arg(m, arg, &state) < 0)
@@ -704,6 +711,7 @@ static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLo
 
 static PyMethodDef Machine_methods[] = {
     {"compute", (PyCFunction)Machine_compute, METH_O, "Fill the row of a state (once)."},
+    {"table_after", (PyCFunction)Machine_table_after, METH_O, "The table once a state's row is in it (the trie walk's callback)."},
     {"stacks", (PyCFunction)Machine_stacks, METH_O, "The sorted node ids of a state (0: the empty stack)."},
     {"node", (PyCFunction)Machine_node, METH_O, "(parent node, rule, DFA state) of a node other than 0."},
     {"is_accepting", (PyCFunction)Machine_is_accepting, METH_O, "Whether the root may have finished in a state."},

@@ -7,7 +7,7 @@
  * for through a callback, so the lazy determinisation in machine.py is unchanged.
  *
  * walk(rows, compute, child_start, child_end, node_byte, token_start, tokens, roots, state, out) -> n
- *   rows        int32 [states, 256] C-contiguous: the machine's table (-1 = not computed yet)
+ *   rows        int32 [states, 256] C-contiguous, or its bytes: the machine's table (-1 = not computed yet)
  *   compute     callable(state) -> the table after computing that state's row (it may grow)
  *   child_start int64 [nodes]: flat id of a node's first child (child_end: one past its last)
  *   node_byte   uint8 [nodes]: the byte on the edge into each node
@@ -38,13 +38,16 @@ typedef struct {
 static int table_get(Table *table, PyObject *rows) {
     if (PyObject_GetBuffer(rows, &table->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (table->view.ndim != 2 || table->view.itemsize != 4 || table->view.shape[1] != 256) {
-        PyBuffer_Release(&table->view);
-        PyErr_SetString(PyExc_ValueError, "rows must be a C-contiguous int32 array of shape (states, 256)");
+    Py_buffer *v = &table->view;
+    int rows_2d = v->ndim == 2 && v->itemsize == 4 && v->shape[1] == 256;
+    int raw = v->ndim == 1 && v->itemsize == 1 && v->len % 1024 == 0; /* the C machine's bytearray */
+    if (!rows_2d && !raw) {
+        PyBuffer_Release(v);
+        PyErr_SetString(PyExc_ValueError, "rows must be a C-contiguous int32 array of shape (states, 256) or its raw bytes");
         return -1;
     }
-    table->data = (const int32_t *)table->view.buf;
-    table->states = table->view.shape[0];
+    table->data = (const int32_t *)v->buf;
+    table->states = v->len / 1024;
     return 0;
 }
 

@@ -74,6 +74,9 @@ class PushdownMachine:
         self._rows = np.empty((0, 256), dtype=np.int32)
         self.start = self._core.start
         self.accepting = _Accepting(self._core)
+        # table_after(state): the raw table once `state`'s row is in it, the C trie walk's
+        # callback; the C method itself, so a row asked for mid-walk costs no Python frame
+        self.table_after = self._core.table_after
 
     @property
     def rows(self) -> np.ndarray:
@@ -120,10 +123,10 @@ class PushdownMachine:
         self._core.compute(state)
         return self.rows[state]
 
-    def table_after(self, state: int) -> np.ndarray:
-        """The whole table once `state`'s row is in it (the C trie walk's callback)."""
-        self._core.compute(state)
-        return self.rows
+    @property
+    def table(self) -> bytearray:
+        """The table's raw bytes (what the C trie walk reads; `rows` is the same as numpy)."""
+        return self._core.table
 
     def step(self, state: int, byte: int) -> int:
         nxt = int(self.rows[state, byte])
