@@ -268,8 +268,37 @@ static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
     return id;
 }
 
+/* The state of the union of the closures of each stack's next node (-1 for a stack whose
+ * target is dead), interned; -1 on error. */
+static int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k) {
+    m->found.len = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (targets[i] < 0)
+            continue;
+        int32_t node = node_lookup(m, m->node_parent.data[stacks[i]], targets[i]);
+        if (node < 0 || closure(m, node) < 0 || vec_reserve(&m->found, m->found.len + m->closure_len.data[node]) < 0)
+            return -1;
+        memcpy(m->found.data + m->found.len, m->closure_pool.data + m->closure_start.data[node],
+               sizeof(int32_t) * (size_t)m->closure_len.data[node]);
+        m->found.len += m->closure_len.data[node];
+    }
+    Py_ssize_t count = m->found.len;
+    if (k > 1) { /* one closure is sorted and distinct already */
+        qsort(m->found.data, (size_t)count, sizeof(int32_t), cmp_int32);
+        Py_ssize_t w = 0;
+        for (Py_ssize_t r = 0; r < count; r++)
+            if (!w || m->found.data[r] != m->found.data[w - 1])
+                m->found.data[w++] = m->found.data[r];
+        count = w;
+    }
+    return intern_state(m, m->found.data, count);
+}
+
+#define LOCAL_STACKS 8
+
 /* Fill the row of `state` once. Bytes whose targets (one per stack) equal an earlier byte's share
- * its result, so each distinct union of closures is built and interned once per row. */
+ * its result, so each distinct union of closures is built and interned once per row; the DFA
+ * rows of the stacks' top frames are looked up once, not per byte. */
 static int compute_row(Machine *m, int32_t state) {
     if (state < 0 || state >= (int32_t)m->state_start.len) {
         PyErr_SetString(PyExc_ValueError, "state out of range");
@@ -279,80 +308,89 @@ static int compute_row(Machine *m, int32_t state) {
         return 0;
     int32_t row[256];
     Py_ssize_t len = m->state_len.data[state];
-    /* the stacks (copied: interning may move state_pool), without the empty stack */
-    Vec stacks = {NULL, 0, 0};
-    Vec seen = {NULL, 0, 0}; /* distinct target vectors of this row, k each, and their states */
-    Vec seen_state = {NULL, 0, 0};
-    int failed = vec_reserve(&stacks, len + 1) < 0;
-    for (Py_ssize_t i = 0; !failed && i < len; i++) {
+    /* the stacks without the empty one (copied: interning may move state_pool), their frames'
+     * DFA rows, and the distinct target vectors met so far with their states (k + 1 ints each) */
+    int32_t stacks_local[LOCAL_STACKS], targets_local[LOCAL_STACKS], seen_local[(LOCAL_STACKS + 1) * 16];
+    const int32_t *dfa_local[LOCAL_STACKS];
+    int32_t *stacks = stacks_local, *targets = targets_local, *seen = seen_local;
+    const int32_t **dfa_rows = dfa_local;
+    Py_ssize_t seen_cap = 16, num_seen = 0, k = 0;
+    if (len > LOCAL_STACKS) {
+        stacks = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
+        targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
+        dfa_rows = (const int32_t **)malloc(sizeof(int32_t *) * (size_t)len);
+        seen = (int32_t *)malloc(sizeof(int32_t) * (size_t)(len + 1) * 16);
+        if (!stacks || !targets || !dfa_rows || !seen) {
+            free(stacks), free(targets), free((void *)dfa_rows), free(seen);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
         int32_t n = m->state_pool.data[m->state_start.data[state] + i];
-        if (n != 0)
-            stacks.data[stacks.len++] = n;
+        if (n != 0) {
+            stacks[k] = n;
+            dfa_rows[k++] = m->dfa + (Py_ssize_t)m->node_frame.data[n] * 256;
+        }
     }
-    Py_ssize_t k = stacks.len;
-    int32_t *targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)(k ? k : 1));
-    if (!targets) {
-        PyErr_NoMemory();
-        failed = 1;
-    }
+    int failed = 0;
+    Py_ssize_t width = k + 1;
     for (int b = 0; b < 256 && !failed; b++) {
         int live = 0;
         for (Py_ssize_t i = 0; i < k; i++) {
-            targets[i] = m->dfa[(Py_ssize_t)m->node_frame.data[stacks.data[i]] * 256 + b];
+            targets[i] = dfa_rows[i][b];
             live |= targets[i] >= 0;
         }
         if (!live) {
             row[b] = 0;
             continue;
         }
-        Py_ssize_t j = seen_state.len;
-        if (j && !memcmp(seen.data + (j - 1) * k, targets, sizeof(int32_t) * (size_t)k))
-            j--; /* the same as the byte before (the usual case: byte groups are ranges) */
-        else
-            for (j = 0; j < seen_state.len; j++)
-                if (!memcmp(seen.data + j * k, targets, sizeof(int32_t) * (size_t)k))
-                    break;
-        if (j < seen_state.len) {
-            row[b] = seen_state.data[j];
-            continue;
-        }
-        /* a new union: the closures of every stack's next node */
-        m->found.len = 0;
-        for (Py_ssize_t i = 0; i < k && !failed; i++) {
-            if (targets[i] < 0)
-                continue;
-            int32_t node = node_lookup(m, m->node_parent.data[stacks.data[i]], targets[i]);
-            if (node < 0 || closure(m, node) < 0 || vec_reserve(&m->found, m->found.len + m->closure_len.data[node]) < 0) {
-                failed = 1;
+        /* the byte before's vector first (byte groups are mostly ranges), then the others */
+        Py_ssize_t j = num_seen;
+        for (Py_ssize_t tries = 0; tries < num_seen; tries++) {
+            Py_ssize_t c = tries == 0 ? num_seen - 1 : tries - 1;
+            const int32_t *vec = seen + c * width;
+            Py_ssize_t i = 0;
+            while (i < k && vec[i] == targets[i])
+                i++;
+            if (i == k) {
+                j = c;
                 break;
             }
-            memcpy(m->found.data + m->found.len, m->closure_pool.data + m->closure_start.data[node],
-                   sizeof(int32_t) * (size_t)m->closure_len.data[node]);
-            m->found.len += m->closure_len.data[node];
         }
-        if (failed)
-            break;
-        Py_ssize_t count = m->found.len;
-        if (k > 1) { /* one closure is sorted and distinct already */
-            qsort(m->found.data, (size_t)count, sizeof(int32_t), cmp_int32);
-            Py_ssize_t w = 0;
-            for (Py_ssize_t r = 0; r < count; r++)
-                if (!w || m->found.data[r] != m->found.data[w - 1])
-                    m->found.data[w++] = m->found.data[r];
-            count = w;
+        if (j < num_seen) {
+            row[b] = seen[j * width + k];
+            continue;
         }
-        int32_t target = intern_state(m, m->found.data, count);
-        if (target < 0 || vec_reserve(&seen, (seen_state.len + 1) * k) < 0 || vec_push(&seen_state, target) < 0) {
+        int32_t target = union_state(m, stacks, targets, k);
+        if (target < 0) {
             failed = 1;
             break;
         }
-        memcpy(seen.data + (seen_state.len - 1) * k, targets, sizeof(int32_t) * (size_t)k);
+        if (num_seen == seen_cap) {
+            int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)(width * seen_cap * 2));
+            if (!grown) {
+                PyErr_NoMemory();
+                failed = 1;
+                break;
+            }
+            memcpy(grown, seen, sizeof(int32_t) * (size_t)(width * seen_cap));
+            if (seen != seen_local)
+                free(seen);
+            seen = grown;
+            seen_cap *= 2;
+        }
+        memcpy(seen + num_seen * width, targets, sizeof(int32_t) * (size_t)k);
+        seen[num_seen++ * width + k] = target;
         row[b] = target;
     }
-    free(targets);
-    free(stacks.data);
-    free(seen.data);
-    free(seen_state.data);
+    if (stacks != stacks_local) {
+        free(stacks);
+        free(targets);
+        free((void *)dfa_rows);
+    }
+    if (seen != seen_local)
+        free(seen);
     if (failed)
         return -1;
     memcpy(rows_of(m) + (Py_ssize_t)state * 256, row, sizeof(row));
