@@ -12,8 +12,11 @@
  *   nodes   interned stacks: node id -> (parent node, frame); node 0 is the empty stack.
  *   states  interned sorted sets of nodes, each expanded until its top waits for a byte (or is
  *           the empty stack: the root finished); state 0, the empty set, is dead.
- *   table   the rows, states x 256 int32 (-1 = not computed yet), in a bytearray that is replaced
- *           (never resized) when it grows: a reader holding the old one still reads valid rows.
+ *   rows    the transition rows computed so far, in the order computed: `table` holds them (rows x
+ *           256 int32 next states), `index` maps each state to its row (int32, -1 = not computed
+ *           yet). Most states a row reaches never get a row of their own (a token's last byte), so
+ *           rows are stored per computed row, not per state. Both are bytearrays that are replaced
+ *           (never resized) when they grow: a reader holding the old ones still reads valid rows.
  *
  * Every method runs with the GIL held and never calls back into Python, so the GIL is the lock.
  */
@@ -23,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNKNOWN (-1)
 #define ACCEPTING 1
 #define WAITS 2
 #define FINAL_ONLY 4
@@ -81,17 +83,22 @@ typedef struct {
     Vec state_start, state_len, state_pool;
     int32_t *state_slots;
     Py_ssize_t state_mask;
-    Vec accepting, computed;
-    /* the transition table */
-    PyObject *table;
-    Py_ssize_t capacity;
+    Vec accepting;
+    /* the transition rows and each state's row (see above), with their capacities */
+    PyObject *table, *index;
+    Py_ssize_t table_capacity, index_capacity, num_rows;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
     Vec mark, work, found;
     int32_t stamp;
     int32_t start;
 } Machine;
 
-static int32_t *rows_of(Machine *m) { return (int32_t *)PyByteArray_AS_STRING(m->table); }
+static int32_t *index_of(Machine *m) { return (int32_t *)PyByteArray_AS_STRING(m->index); }
+
+/* The row of a state whose row is computed. */
+static const int32_t *row_of(Machine *m, int32_t state) {
+    return (const int32_t *)PyByteArray_AS_STRING(m->table) + (Py_ssize_t)index_of(m)[state] * 256;
+}
 
 /* An open-addressing table of `count` ids (slots of -1 are free) at twice the size, each id
  * placed by hash(m, id); the tables of nodes and of states grow this way at half load. */
@@ -222,20 +229,23 @@ static int same_nodes(Machine *m, int32_t state, const int32_t *nodes, Py_ssize_
            && (len == 0 || !memcmp(m->state_pool.data + m->state_start.data[state], nodes, sizeof(int32_t) * (size_t)len));
 }
 
-static int grow_table(Machine *m, Py_ssize_t need) {
-    Py_ssize_t cap = m->capacity;
+/* Replace *array (a bytearray of `*capacity` items of `item` bytes, the first `used` of them in
+ * use) by one of at least `need` items (doubling), the used items copied and the rest filled
+ * with `fill` bytes. The old bytearray lives on while a reader holds it. */
+static int grow_array(PyObject **array, Py_ssize_t *capacity, Py_ssize_t used, Py_ssize_t need, Py_ssize_t item, int fill) {
+    Py_ssize_t cap = *capacity ? *capacity : 64;
     while (cap < need)
         cap *= 2;
-    PyObject *table = PyByteArray_FromStringAndSize(NULL, cap * 256 * (Py_ssize_t)sizeof(int32_t));
-    if (!table)
+    PyObject *grown = PyByteArray_FromStringAndSize(NULL, cap * item);
+    if (!grown)
         return -1;
-    char *data = PyByteArray_AS_STRING(table);
-    Py_ssize_t old = m->table ? m->capacity * 256 * (Py_ssize_t)sizeof(int32_t) : 0;
-    if (old)
-        memcpy(data, PyByteArray_AS_STRING(m->table), (size_t)old);
-    memset(data + old, 0xff, (size_t)(cap * 256 * (Py_ssize_t)sizeof(int32_t) - old)); /* -1: unknown */
-    Py_XSETREF(m->table, table);
-    m->capacity = cap;
+    char *data = PyByteArray_AS_STRING(grown);
+    if (used)
+        memcpy(data, PyByteArray_AS_STRING(*array), (size_t)(used * item));
+    if (fill >= 0)
+        memset(data + used * item, fill, (size_t)((cap - used) * item));
+    Py_XSETREF(*array, grown);
+    *capacity = cap;
     return 0;
 }
 
@@ -255,13 +265,13 @@ static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
     int32_t id = (int32_t)m->state_start.len;
     if (vec_push(&m->state_start, (int32_t)m->state_pool.len) < 0 || vec_push(&m->state_len, (int32_t)len) < 0
         || vec_reserve(&m->state_pool, m->state_pool.len + len) < 0
-        || vec_push(&m->accepting, len > 0 && nodes[0] == 0) < 0 || vec_push(&m->computed, 0) < 0)
+        || vec_push(&m->accepting, len > 0 && nodes[0] == 0) < 0)
         return -1;
     if (len)
         memcpy(m->state_pool.data + m->state_pool.len, nodes, sizeof(int32_t) * (size_t)len);
     m->state_pool.len += len;
-    if (id >= m->capacity && grow_table(m, (Py_ssize_t)id + 1) < 0)
-        return -1;
+    if (id >= m->index_capacity && grow_array(&m->index, &m->index_capacity, id, (Py_ssize_t)id + 1, 4, 0xff) < 0)
+        return -1; /* the new states' rows: -1, not computed */
     if (2 * (Py_ssize_t)m->state_start.len > m->state_mask + 1)
         return rehash(m, &m->state_slots, &m->state_mask, (int32_t)m->state_start.len, state_hash) < 0 ? -1 : id;
     m->state_slots[i] = id;
@@ -304,7 +314,7 @@ static int compute_row(Machine *m, int32_t state) {
         PyErr_SetString(PyExc_ValueError, "state out of range");
         return -1;
     }
-    if (m->computed.data[state])
+    if (index_of(m)[state] >= 0)
         return 0;
     int32_t row[256];
     Py_ssize_t len = m->state_len.data[state];
@@ -393,8 +403,11 @@ static int compute_row(Machine *m, int32_t state) {
         free(seen);
     if (failed)
         return -1;
-    memcpy(rows_of(m) + (Py_ssize_t)state * 256, row, sizeof(row));
-    m->computed.data[state] = 1;
+    if (m->num_rows == m->table_capacity
+        && grow_array(&m->table, &m->table_capacity, m->num_rows, m->num_rows + 1, sizeof(row), -1) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(m->table) + m->num_rows * (Py_ssize_t)sizeof(row), row, sizeof(row));
+    index_of(m)[state] = (int32_t)m->num_rows++;
     return 0;
 }
 
@@ -414,7 +427,7 @@ static int spread(Machine *m, const Vec *from, uint8_t lo, uint8_t hi, Vec *to) 
     for (Py_ssize_t i = 0; i < from->len; i++) {
         if (compute_row(m, from->data[i]) < 0)
             return -1;
-        const int32_t *row = rows_of(m) + (Py_ssize_t)from->data[i] * 256;
+        const int32_t *row = row_of(m, from->data[i]);
         for (int b = lo; b <= hi; b++) {
             if (row[b] == 0)
                 return 1;
@@ -485,7 +498,7 @@ static void machine_free_arrays(Machine *m) {
     void *blocks[] = {m->dfa,         m->rule_of,        m->base,          m->call_start,         m->call_callee,
                       m->call_ret,    m->flags,          m->node_slots,    m->state_slots,        m->node_parent.data,
                       m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_pool.data, m->state_start.data,
-                      m->state_len.data, m->state_pool.data, m->accepting.data, m->computed.data, m->mark.data,
+                      m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data};
     for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
         free(blocks[i]);
@@ -494,6 +507,7 @@ static void machine_free_arrays(Machine *m) {
 static void Machine_dealloc(Machine *m) {
     machine_free_arrays(m);
     Py_XDECREF(m->table);
+    Py_XDECREF(m->index);
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
@@ -540,15 +554,13 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     }
     memset(m->node_slots, 0xff, sizeof(int32_t) * 1024);
     memset(m->state_slots, 0xff, sizeof(int32_t) * 1024);
-    m->capacity = 64;
-    if (grow_table(m, 64) < 0)
-        return -1;
+
     /* node 0: the empty stack; state 0: dead, its row all dead */
     if (vec_push(&m->node_parent, -1) < 0 || vec_push(&m->node_frame, -1) < 0 || vec_push(&m->closure_start, -1) < 0
         || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0 || intern_state(m, NULL, 0) != 0)
         return -1;
-    memset(rows_of(m), 0, 256 * sizeof(int32_t));
-    m->computed.data[0] = 1;
+    if (compute_row(m, 0) < 0) /* no stacks: every byte dead */
+        return -1;
     int32_t first = node_lookup(m, 0, m->base[0]);
     if (first < 0 || closure(m, first) < 0)
         return -1;
@@ -561,15 +573,28 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     return m->start < 0 ? -1 : 0;
 }
 
-static int state_arg(Machine *m, PyObject *arg, int32_t *state) {
-    long s = PyLong_AsLong(arg);
-    if (s == -1 && PyErr_Occurred())
-        return -1;
+static int check_state(Machine *m, long s, int32_t *state) {
     if (s < 0 || s >= (long)m->state_start.len) {
         PyErr_SetString(PyExc_ValueError, "state out of range");
         return -1;
     }
     *state = (int32_t)s;
+    return 0;
+}
+
+static int state_arg(Machine *m, PyObject *arg, int32_t *state) {
+    long s = PyLong_AsLong(arg);
+    if (s == -1 && PyErr_Occurred())
+        return -1;
+    return check_state(m, s, state);
+}
+
+/* The row of state `s`, computed if needed. */
+static int row_arg(Machine *m, long s, const int32_t **row) {
+    int32_t state;
+    if (check_state(m, s, &state) < 0 || compute_row(m, state) < 0)
+        return -1;
+    *row = row_of(m, state);
     return 0;
 }
 
@@ -580,11 +605,40 @@ static PyObject *Machine_compute(Machine *m, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Machine_get_tables(Machine *m, void *closure) { return PyTuple_Pack(2, m->index, m->table); }
+
 static PyObject *Machine_table_after(Machine *m, PyObject *arg) {
     int32_t state;
     if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
         return NULL;
-    return Py_NewRef(m->table);
+    return Machine_get_tables(m, NULL);
+}
+
+/* A copy of a state's row (computed if needed): 256 int32 next states. */
+static PyObject *Machine_row(Machine *m, PyObject *arg) {
+    int32_t state;
+    if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
+        return NULL;
+    return PyBytes_FromStringAndSize((const char *)row_of(m, state), 256 * sizeof(int32_t));
+}
+
+/* step_bytes(state, data): the state after `data`, or 0 (dead). */
+static PyObject *Machine_step_bytes(Machine *m, PyObject *args) {
+    int s;
+    const char *data;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "iy#", &s, &data, &n))
+        return NULL;
+    int32_t state;
+    if (check_state(m, s, &state) < 0)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n && state != 0; i++) {
+        const int32_t *row;
+        if (row_arg(m, state, &row) < 0)
+            return NULL;
+        state = row[(uint8_t)data[i]];
+    }
+    return PyLong_FromLong(state);
 }
 
 static PyObject *Machine_stacks(Machine *m, PyObject *arg) {
@@ -623,16 +677,6 @@ static PyObject *Machine_is_accepting(Machine *m, PyObject *arg) {
     return PyBool_FromLong(m->accepting.data[state]);
 }
 
-static int row_arg(Machine *m, int s, const int32_t **row) {
-    PyObject *boxed = PyLong_FromLong(s);
-    int32_t state;
-    int bad = !boxed || state_arg(m, boxed, &state) < 0;
-    Py_XDECREF(boxed);
-    if (bad || compute_row(m, state) < 0)
-        return -1;
-    *row = rows_of(m) + (Py_ssize_t)state * 256;
-    return 0;
-}
 
 static PyObject *Machine_utf8_target(Machine *m, PyObject *arg) {
     int32_t state;
@@ -743,13 +787,14 @@ static PyObject *Machine_chain(Machine *m, PyObject *args) {
     return chain;
 }
 
-static PyObject *Machine_get_table(Machine *m, void *closure) { return Py_NewRef(m->table); }
 static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_FromLong(m->start); }
 static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
 
 static PyMethodDef Machine_methods[] = {
     {"compute", (PyCFunction)Machine_compute, METH_O, "Fill the row of a state (once)."},
-    {"table_after", (PyCFunction)Machine_table_after, METH_O, "The table once a state's row is in it (the trie walk's callback)."},
+    {"table_after", (PyCFunction)Machine_table_after, METH_O, "`tables` once a state's row is in them (the trie walk's callback)."},
+    {"row", (PyCFunction)Machine_row, METH_O, "A copy of a state's row as bytes (256 int32)."},
+    {"step_bytes", (PyCFunction)Machine_step_bytes, METH_VARARGS, "step_bytes(state, data): the state after data, 0 if dead."},
     {"stacks", (PyCFunction)Machine_stacks, METH_O, "The sorted node ids of a state (0: the empty stack)."},
     {"node", (PyCFunction)Machine_node, METH_O, "(parent node, rule, DFA state) of a node other than 0."},
     {"is_accepting", (PyCFunction)Machine_is_accepting, METH_O, "Whether the root may have finished in a state."},
@@ -761,7 +806,7 @@ static PyMethodDef Machine_methods[] = {
 };
 
 static PyGetSetDef Machine_getset[] = {
-    {"table", (getter)Machine_get_table, NULL, "The rows as a bytearray of int32, capacity x 256 (-1: not computed).", NULL},
+    {"tables", (getter)Machine_get_tables, NULL, "(index, table): each state's row number (int32, -1: none yet), the rows (int32 x 256).", NULL},
     {"start", (getter)Machine_get_start, NULL, "The start state.", NULL},
     {"num_states", (getter)Machine_get_num_states, NULL, "States interned so far (dead included).", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -3,12 +3,13 @@
  * Why C: the walk visits each live trie node once and does one table lookup per child. In numpy
  * it had to go a whole depth at a time, and the ~20 array operations per depth cost more than the
  * work itself for the small frontiers of most grammar states (profiled: ~60% of first-pass mask
- * time). The machine's transition table stays owned by Python: a row not computed yet is asked
- * for through a callback, so the lazy determinisation in machine.py is unchanged.
+ * time). The machine's rows stay owned by the machine (`_machine.c`): a row not computed yet is
+ * asked for through a callback, so the determinisation stays lazy.
  *
- * walk(rows, compute, child_start, child_end, node_byte, token_start, tokens, roots, state, out) -> n
- *   rows        int32 [states, 256] C-contiguous, or its bytes: the machine's table (-1 = not computed yet)
- *   compute     callable(state) -> the table after computing that state's row (it may grow)
+ * walk(tables, compute, child_start, child_end, node_byte, token_start, tokens, roots, state, out) -> n
+ *   tables      (index, rows), raw int32 bytes: each state's row number (-1 = not computed yet) and
+ *               the rows, 256 next states each (the C machine's `tables`)
+ *   compute     callable(state) -> `tables` after computing that state's row (they may be replaced)
  *   child_start int64 [nodes]: flat id of a node's first child (child_end: one past its last)
  *   node_byte   uint8 [nodes]: the byte on the edge into each node
  *   token_start int64 [>= nodes + 1]: the tokens ending at node i are tokens[token_start[i]:token_start[i + 1]]
@@ -27,27 +28,40 @@
 #include <stdlib.h>
 
 #define DEAD 0
-#define UNKNOWN (-1)
 
+/* The machine's rows as the walk reads them: each state's row number (`index`) and the rows. */
 typedef struct {
-    Py_buffer view;
-    const int32_t *data;
-    Py_ssize_t states;
+    Py_buffer index_view, rows_view;
+    const int32_t *index, *rows;
+    Py_ssize_t states, num_rows;
 } Table;
 
-static int table_get(Table *table, PyObject *rows) {
-    if (PyObject_GetBuffer(rows, &table->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    Py_buffer *v = &table->view;
-    int rows_2d = v->ndim == 2 && v->itemsize == 4 && v->shape[1] == 256;
-    int raw = v->ndim == 1 && v->itemsize == 1 && v->len % 1024 == 0; /* the C machine's bytearray */
-    if (!rows_2d && !raw) {
-        PyBuffer_Release(v);
-        PyErr_SetString(PyExc_ValueError, "rows must be a C-contiguous int32 array of shape (states, 256) or its raw bytes");
+static void table_release(Table *table) {
+    PyBuffer_Release(&table->index_view);
+    PyBuffer_Release(&table->rows_view);
+}
+
+/* Hold the buffers of `tables`, a pair (index, rows) of raw int32 bytes. */
+static int table_get(Table *table, PyObject *tables) {
+    if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 2) {
+        PyErr_SetString(PyExc_TypeError, "tables must be a pair (index, rows)");
         return -1;
     }
-    table->data = (const int32_t *)v->buf;
-    table->states = v->len / 1024;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, 0), &table->index_view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, 1), &table->rows_view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&table->index_view);
+        return -1;
+    }
+    if (table->index_view.len % 4 || table->rows_view.len % 1024) {
+        table_release(table);
+        PyErr_SetString(PyExc_ValueError, "index must hold int32 items and rows 256 int32 each");
+        return -1;
+    }
+    table->index = (const int32_t *)table->index_view.buf;
+    table->rows = (const int32_t *)table->rows_view.buf;
+    table->states = table->index_view.len / 4;
+    table->num_rows = table->rows_view.len / 1024;
     return 0;
 }
 
@@ -63,37 +77,33 @@ static int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int wr
     return 0;
 }
 
-/* The state after `byte` from `state`; computes the row through the callback when needed.
- * Returns -2 with a Python error set when the callback failed. Called without the GIL. */
-static int32_t step(Table *table, PyObject *compute, int32_t state, uint8_t byte, PyThreadState **saved) {
-    int32_t next = table->data[(Py_ssize_t)state * 256 + byte];
-    if (next != UNKNOWN)
-        return next;
+/* The row of `state`, computed through the callback when needed (which may replace the
+ * tables). Returns NULL with a Python error set when that failed. Called without the GIL. */
+static const int32_t *row_of(Table *table, PyObject *compute, int32_t state, PyThreadState **saved) {
+    if (state >= 0 && state < table->states) {
+        int32_t r = table->index[state];
+        if (r >= 0 && r < table->num_rows)
+            return table->rows + (Py_ssize_t)r * 256;
+    }
     PyEval_RestoreThread(*saved);
-    PyObject *rows = PyObject_CallFunction(compute, "i", (int)state);
-    int failed = rows == NULL;
-    if (!failed) {
-        Table fresh; /* the table may have grown: hold the new buffer before letting go of the old */
-        failed = table_get(&fresh, rows) < 0;
-        Py_DECREF(rows);
-        if (!failed) {
-            PyBuffer_Release(&table->view);
+    const int32_t *row = NULL;
+    PyObject *tables = PyObject_CallFunction(compute, "i", (int)state);
+    if (tables) {
+        Table fresh; /* the tables may have grown: hold the new buffers before letting go of the old */
+        int got = table_get(&fresh, tables) == 0;
+        Py_DECREF(tables);
+        if (got) {
+            table_release(table);
             *table = fresh;
-        }
-    }
-    if (!failed && state >= table->states) {
-        PyErr_SetString(PyExc_RuntimeError, "the transition table lost a state");
-        failed = 1;
-    }
-    if (!failed) {
-        next = table->data[(Py_ssize_t)state * 256 + byte];
-        if (next == UNKNOWN) {
-            PyErr_SetString(PyExc_RuntimeError, "compute() left the row unknown");
-            failed = 1;
+            int32_t r = state >= 0 && state < table->states ? table->index[state] : -1;
+            if (r >= 0 && r < table->num_rows)
+                row = table->rows + (Py_ssize_t)r * 256;
+            else
+                PyErr_SetString(PyExc_RuntimeError, "compute() left the row unknown");
         }
     }
     *saved = PyEval_SaveThread();
-    return failed ? -2 : next;
+    return row;
 }
 
 /* The 1-D arrays walk() reads (and the one it writes), in argument order after rows and compute. */
@@ -163,10 +173,6 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
         PyErr_SetString(PyExc_ValueError, "array lengths do not match the trie");
         return -1;
     }
-    if (state < 0 || state >= table->states) {
-        PyErr_SetString(PyExc_ValueError, "state out of range");
-        return -1;
-    }
     for (Py_ssize_t r = 0; r < num_roots; r++)
         if (roots[r] < 0 || roots[r] >= num_nodes) {
             PyErr_SetString(PyExc_ValueError, "root node out of range");
@@ -202,19 +208,22 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
                         out_of_range = 1;
                 }
             int64_t lo = first_level ? 0 : child_start[n], hi = first_level ? num_roots : child_end[n];
+            if (lo >= hi)
+                continue; /* a leaf: its state's row is not needed */
             if (frontier_reserve(&f, 1 - cur, next_width + (hi - lo)) < 0) {
                 out_of_memory = failed = 1;
+                break;
+            }
+            const int32_t *row = row_of(table, compute, s, &saved);
+            if (!row) {
+                failed = 1;
                 break;
             }
             int64_t *next_node = f.node[1 - cur];
             int32_t *next_state = f.state[1 - cur];
             for (int64_t j = lo; j < hi; j++) {
                 int64_t c = first_level ? roots[j] : j;
-                int32_t t = step(table, compute, s, node_byte[c], &saved);
-                if (t == -2) {
-                    failed = 1;
-                    break;
-                }
+                int32_t t = row[node_byte[c]];
                 if (t != DEAD) {
                     next_node[next_width] = c;
                     next_state[next_width++] = t;
@@ -255,7 +264,7 @@ static PyObject *walk_into(PyObject *args, int as_bits) {
         found = walk_levels(&table, compute, views, (int32_t)state, as_bits);
     while (got)
         PyBuffer_Release(&views[--got]);
-    PyBuffer_Release(&table.view);
+    table_release(&table);
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 

@@ -20,7 +20,6 @@ from . import _machine
 from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
 
 DEAD = 0
-UNKNOWN = -1
 EMPTY_STACK = 0
 ACCEPTING, WAITS, FINAL_ONLY = 1, 2, 4  # frame flags of _machine.c
 
@@ -70,23 +69,19 @@ class PushdownMachine:
             dfa_table.reshape(-1), flags, rule_of, base, call_start,
             np.array(callees, dtype=np.int32), np.array(returns, dtype=np.int32),
         )
-        self._table = None
-        self._rows = np.empty((0, 256), dtype=np.int32)
         self.start = self._core.start
         self.accepting = _Accepting(self._core)
-        # table_after(state): the raw table once `state`'s row is in it, the C trie walk's
-        # callback; the C method itself, so a row asked for mid-walk costs no Python frame
+        # table_after(state): `tables` once `state`'s row is in them, the C trie walk's callback;
+        # the C method itself, so a row asked for mid-walk costs no Python frame
         self.table_after = self._core.table_after
+        self.step_bytes = self._core.step_bytes
 
     @property
-    def rows(self) -> np.ndarray:
-        """The transition table (states × 256, UNKNOWN where not computed yet): a view of the C
-        machine's current bytearray; a grown table is a new one, so an old view stays valid."""
-        table = self._core.table
-        if table is not self._table:
-            self._rows = np.frombuffer(table, dtype=np.int32).reshape(-1, 256)
-            self._table = table
-        return self._rows
+    def tables(self) -> tuple[bytearray, bytearray]:
+        """(index, rows) as raw int32 bytes, what the C trie walk reads: each state's row number
+        (-1 while not computed) and the rows computed so far, 256 next states each. Growing
+        replaces them; a reader holding the old pair still reads valid rows."""
+        return self._core.tables
 
     @property
     def num_states(self) -> int:
@@ -119,47 +114,19 @@ class PushdownMachine:
         return self._core.chain(state, loop, limit)
 
     def compute_row(self, state: int) -> np.ndarray:
-        """Fill (once) and return the transition row of `state`."""
-        self._core.compute(state)
-        return self.rows[state]
+        """The transition row of `state` (computed once): 256 next states, read-only."""
+        return np.frombuffer(self._core.row(state), dtype=np.int32)
 
-    @property
-    def table(self) -> bytearray:
-        """The table's raw bytes (what the C trie walk reads; `rows` is the same as numpy)."""
-        return self._core.table
+    # step_bytes(state, data): the state after `data`, or DEAD (the C method, set in __init__)
 
     def step(self, state: int, byte: int) -> int:
-        nxt = int(self.rows[state, byte])
-        if nxt == UNKNOWN:
-            nxt = int(self.compute_row(state)[byte])
-        return nxt
-
-    def step_bytes(self, state: int, data: bytes) -> int:
-        """The state after `data`, or DEAD."""
-        for b in data:
-            state = self.step(state, b)
-            if state == DEAD:
-                return DEAD
-        return state
-
-    def step_many(self, states: np.ndarray, byte_values: np.ndarray) -> np.ndarray:
-        """Vectorised step for parallel arrays of states and bytes."""
-        rows = self.rows
-        nxt = rows[states, byte_values]
-        unknown = nxt == UNKNOWN
-        if unknown.any():
-            for s in np.unique(states[unknown]):
-                self.compute_row(int(s))
-            nxt = self.rows[states, byte_values]
-        return nxt
+        return self._core.step_bytes(state, bytes((byte,)))
 
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
         """Bytes the grammar forces from `state`: while it cannot end here and exactly one byte continues."""
         out = bytearray()
         while len(out) < limit and not self.accepting[state]:
-            row = self.rows[state]
-            if row[0] == UNKNOWN:
-                row = self.compute_row(state)
+            row = self.compute_row(state)
             live = np.flatnonzero(row)
             if len(live) != 1:
                 break

@@ -91,7 +91,7 @@ class TokenMasker:
     def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:
         roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
         return (
-            self.machine.table,
+            self.machine.tables,
             self.machine.table_after,
             trie.flat_child_start,
             trie.flat_child_end,
