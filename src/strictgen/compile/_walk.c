@@ -6,13 +6,14 @@
  * time). The machine's rows stay owned by the machine (`_machine.c`): a row not computed yet is
  * asked for through a callback, so the determinisation stays lazy.
  *
- * walk(tables, compute, child_start, child_end, node_byte, token_start, tokens, roots, state, out) -> n
+ * walk(tables, compute, nodes, node_byte, tokens, roots, state, out) -> n
  *   tables      (index, rows), raw int32 bytes: each state's row number (-1 = not computed yet) and
  *               the rows, 256 next states each (the C machine's `tables`)
  *   compute     callable(state) -> `tables` after computing that state's row (they may be replaced)
- *   child_start int64 [nodes]: flat id of a node's first child (child_end: one past its last)
+ *   nodes       int32 [nodes, 4]: per flat node id, its children's ids [start, end) and the slice
+ *               [start, end) of `tokens` ending at it (one record: the walk reads a node at once)
  *   node_byte   uint8 [nodes]: the byte on the edge into each node
- *   token_start int64 [>= nodes + 1]: the tokens ending at node i are tokens[token_start[i]:token_start[i + 1]]
+ *   tokens      int64: token ids grouped by end node
  *   roots       int64: the flat ids of the depth-0 nodes to start from
  *   state       the machine state before the token's first byte
  *   out         int64 [>= len(tokens)]: receives the ids of the tokens whose bytes the machine
@@ -106,22 +107,22 @@ static const int32_t *row_of(Table *table, PyObject *compute, int32_t state, PyT
     return row;
 }
 
-/* The 1-D arrays walk() reads (and the one it writes), in argument order after rows and compute. */
-enum { CHILD_START, CHILD_END, NODE_BYTE, TOKEN_START, TOKENS, ROOTS, OUT, NUM_ARRAYS };
+/* The arrays walk() reads (and the one it writes), in argument order after tables and compute;
+ * `nodes` is read as a flat array of 4 int32 per node. */
+enum { NODES, NODE_BYTE, TOKENS, ROOTS, OUT, NUM_ARRAYS };
 static const struct {
     const char *name;
     Py_ssize_t itemsize;
     int writable;
 } ARRAYS[NUM_ARRAYS] = {
-    {"child_start", 8, 0}, {"child_end", 8, 0}, {"node_byte", 1, 0}, {"token_start", 8, 0},
-    {"tokens", 8, 0},      {"roots", 8, 0},     {"out", 8, 1},
+    {"nodes", 4, 0}, {"node_byte", 1, 0}, {"tokens", 8, 0}, {"roots", 8, 0}, {"out", 8, 1},
 };
 
 /* The frontiers of the breadth-first walk: (node, state) pairs of this depth and of the next.
  * They start small and double when full: most states' frontiers are a few nodes, and buffers
  * sized for the whole trie cost a fresh mapping (and its page faults) on every walk. */
 typedef struct {
-    int64_t *node[2];
+    int32_t *node[2];
     int32_t *state[2];
     Py_ssize_t cap[2];
 } Frontiers;
@@ -142,7 +143,7 @@ static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
     Py_ssize_t cap = f->cap[i] ? 2 * f->cap[i] : 1024;
     while (cap < size)
         cap *= 2;
-    int64_t *node = (int64_t *)realloc(f->node[i], sizeof(int64_t) * (size_t)cap);
+    int32_t *node = (int32_t *)realloc(f->node[i], sizeof(int32_t) * (size_t)cap);
     if (node)
         f->node[i] = node;
     int32_t *state = (int32_t *)realloc(f->state[i], sizeof(int32_t) * (size_t)cap);
@@ -157,19 +158,15 @@ static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
 /* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
  * a Python error set. Called with the GIL; releases it while walking. */
 static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views, int32_t state, int as_bits) {
-    const int64_t *child_start = (const int64_t *)views[CHILD_START].buf;
-    const int64_t *child_end = (const int64_t *)views[CHILD_END].buf;
+    const int32_t *nodes = (const int32_t *)views[NODES].buf;
     const uint8_t *node_byte = (const uint8_t *)views[NODE_BYTE].buf;
-    const int64_t *token_start = (const int64_t *)views[TOKEN_START].buf;
     const int64_t *tokens = (const int64_t *)views[TOKENS].buf;
     const int64_t *roots = (const int64_t *)views[ROOTS].buf;
     int64_t *out = (int64_t *)views[OUT].buf;
     uint32_t *bits = (uint32_t *)views[OUT].buf;
-    Py_ssize_t num_nodes = views[NODE_BYTE].shape[0], num_roots = views[ROOTS].shape[0];
+    Py_ssize_t num_nodes = views[NODE_BYTE].shape[0], num_roots = views[ROOTS].shape[0], num_tokens = views[TOKENS].shape[0];
     uint64_t num_bits = (uint64_t)views[OUT].shape[0] * 32;
-    if ((!as_bits && views[OUT].shape[0] < views[TOKENS].shape[0]) || views[CHILD_START].shape[0] != num_nodes
-        || views[CHILD_END].shape[0] != num_nodes || views[TOKEN_START].shape[0] < num_nodes + 1
-        || (num_nodes && token_start[num_nodes] > views[TOKENS].shape[0])) {
+    if ((!as_bits && views[OUT].shape[0] < num_tokens) || views[NODES].len != 16 * num_nodes || num_nodes >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "array lengths do not match the trie");
         return -1;
     }
@@ -189,17 +186,25 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
         return -1;
     }
     Py_ssize_t found = 0, width = 1;
-    int cur = 0, failed = 0, first_level = 1, out_of_range = 0, out_of_memory = 0;
+    int cur = 0, failed = 0, first_level = 1, out_of_range = 0, out_of_memory = 0, bad_trie = 0;
     f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
     f.state[cur][0] = state;
     PyThreadState *saved = PyEval_SaveThread();
     while (width && !failed) {
         Py_ssize_t next_width = 0;
         for (Py_ssize_t i = 0; i < width && !failed; i++) {
-            int64_t n = f.node[cur][i];
+            int32_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
-            if (!first_level)
-                for (int64_t k = token_start[n]; k < token_start[n + 1]; k++, found++) {
+            Py_ssize_t lo = 0, hi = num_roots;
+            if (!first_level) {
+                const int32_t *record = nodes + 4 * (Py_ssize_t)n;
+                lo = record[0], hi = record[1];
+                Py_ssize_t k = record[2], end = record[3];
+                if (k < 0 || end > num_tokens || (lo < hi && (lo < 0 || hi > num_nodes))) {
+                    bad_trie = failed = 1;
+                    break;
+                }
+                for (; k < end; k++, found++) {
                     if (!as_bits)
                         out[found] = tokens[k];
                     else if ((uint64_t)tokens[k] < num_bits)
@@ -207,7 +212,7 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
                     else
                         out_of_range = 1;
                 }
-            int64_t lo = first_level ? 0 : child_start[n], hi = first_level ? num_roots : child_end[n];
+            }
             if (lo >= hi)
                 continue; /* a leaf: its state's row is not needed */
             if (frontier_reserve(&f, 1 - cur, next_width + (hi - lo)) < 0) {
@@ -219,10 +224,10 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
                 failed = 1;
                 break;
             }
-            int64_t *next_node = f.node[1 - cur];
+            int32_t *next_node = f.node[1 - cur];
             int32_t *next_state = f.state[1 - cur];
-            for (int64_t j = lo; j < hi; j++) {
-                int64_t c = first_level ? roots[j] : j;
+            for (Py_ssize_t j = lo; j < hi; j++) {
+                int32_t c = (int32_t)(first_level ? roots[j] : j);
                 int32_t t = row[node_byte[c]];
                 if (t != DEAD) {
                     next_node[next_width] = c;
@@ -238,6 +243,8 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
     frontiers_free(&f);
     if (out_of_memory)
         PyErr_NoMemory();
+    if (bad_trie)
+        PyErr_SetString(PyExc_ValueError, "a trie node points outside the trie");
     if (out_of_range && !failed) {
         PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask");
         failed = 1;
@@ -248,8 +255,8 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
 static PyObject *walk_into(PyObject *args, int as_bits) {
     PyObject *rows, *compute, *objs[NUM_ARRAYS];
     int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOiO", &rows, &compute, &objs[CHILD_START], &objs[CHILD_END], &objs[NODE_BYTE],
-                          &objs[TOKEN_START], &objs[TOKENS], &objs[ROOTS], &state, &objs[OUT]))
+    if (!PyArg_ParseTuple(args, "OOOOOOiO", &rows, &compute, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
+                          &state, &objs[OUT]))
         return NULL;
     Table table;
     if (table_get(&table, rows) < 0)

@@ -93,10 +93,8 @@ class TokenMasker:
         return (
             self.machine.tables,
             self.machine.table_after,
-            trie.flat_child_start,
-            trie.flat_child_end,
+            trie.walk_nodes,
             trie.node_byte,
-            trie.node_token_start,
             trie.node_tokens,
             roots,
             state,
