@@ -15,6 +15,11 @@ from collections import OrderedDict
 import numpy as np
 
 
+# how many splits of each kind a trie keeps (the LRU of `_recall`): packed masks are small (a bit
+# per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
+_SPLITS_KEPT = {"entries": 1024, "chars": 256}
+
+
 def words_for(vocab_size: int) -> int:
     """int32 words in one token bitmask row."""
     return (vocab_size + 31) // 32
@@ -54,7 +59,7 @@ class VocabTrie:
         self._token_bytes = token_bytes
         self._excluded = np.asarray(excluded, dtype=bool)
         self._byte_sets: np.ndarray | None = None
-        self._splits: OrderedDict[bytes, tuple[np.ndarray, VocabTrie | None]] = OrderedDict()
+        self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
         by_text: dict[bytes, list[int]] = {}
@@ -155,7 +160,7 @@ class VocabTrie:
         out._token_bytes = self._token_bytes
         out._excluded = self._excluded | ~keep
         out._byte_sets = self._byte_sets
-        out._splits = OrderedDict()
+        out._splits = {}
         out._inside_counts = {}
         out._lock = threading.Lock()
         out._set_levels(level_bytes, level_parent, token_node, self._lengths)
@@ -333,16 +338,18 @@ class VocabTrie:
         return got
 
     def _recall(self, key):
-        """A cached split (LRU, shared by threads), or None."""
+        """A cached split (an LRU per kind, shared by threads), or None."""
         with self._lock:
-            got = self._splits.get(key)
+            lru = self._splits.get(key[0])
+            got = None if lru is None else lru.get(key)
             if got is not None:
-                self._splits.move_to_end(key)
+                lru.move_to_end(key)
             return got
 
     def _remember(self, key, value):
         with self._lock:
-            self._splits[key] = value
-            while len(self._splits) > 64:
-                self._splits.popitem(last=False)
+            lru = self._splits.setdefault(key[0], OrderedDict())
+            lru[key] = value
+            while len(lru) > _SPLITS_KEPT.get(key[0], 64):
+                lru.popitem(last=False)
         return value
