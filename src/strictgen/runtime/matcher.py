@@ -107,7 +107,7 @@ class GrammarMatcher:
             target[: len(row)] = row
         else:
             target[index, : len(row)] = row
-        return bool((row != -1).any())
+        return bool(row[0] != -1) or bool((row != -1).any())  # the first word settles it almost always
 
     def find_jump_forward_string(self) -> str:
         """The longest text the grammar forces next ("" if none); the matcher does not advance."""
