@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strictgen.compile import _machine
 from strictgen.compile.automaton import compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
-from strictgen.grammar.ir import Grammar, RuleRef, alt, lit, opt, repeat, seq
+from strictgen.grammar.ir import Grammar, RuleRef, alt, charset, lit, opt, repeat, seq
 
 GRAMMARS = {
     "parens": Grammar({"root": RuleRef("p"), "p": alt(lit(""), seq(lit("("), RuleRef("p"), lit(")"), RuleRef("p")))}),
@@ -99,3 +99,55 @@ def test_bad_arrays_and_states_are_refused():
         _machine.Machine(table, np.zeros(1, dtype=np.uint8), i32(0), i32(0), i32(0, 1), i32(7), i32(0))
     with pytest.raises(ValueError, match="1-D array of 4-byte"):
         _machine.Machine(table.astype(np.int64), np.zeros(1, dtype=np.uint8), i32(0), i32(0), i32(0, 0), i32(), i32())
+
+
+# ---- what the token masks ask the C machine, against the same questions asked of its rows ----
+
+QUESTION_GRAMMARS = {
+    "string": Grammar({"root": seq(lit('"'), repeat(charset([(0x20, 0x21), (0x23, 0x10FFFF)])), lit('"'))}),
+    "counter": Grammar({"root": seq(lit('"'), repeat(charset([(ord("a"), ord("z"))]), 0, 5), lit('"'))}),
+    "lists": GRAMMARS["lists"],
+}
+
+
+def reachable_states(machine, limit=60):
+    seen, work = [machine.start], [machine.start]
+    while work and len(seen) < limit:
+        for t in np.unique(machine.compute_row(work.pop())).tolist():
+            if t != DEAD and t not in seen:
+                seen.append(t)
+                work.append(t)
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(QUESTION_GRAMMARS))
+def test_row_questions_agree_with_the_rows(name):
+    machine = PushdownMachine(compile_automaton(QUESTION_GRAMMARS[name]))
+    states = reachable_states(machine)
+    if name == "string":  # the body loops on every character: its own UTF-8 target
+        assert any(machine.utf8_target(s) == s for s in states)
+    for state in states:
+        row = machine.compute_row(state)
+        targets, counts = np.unique(row[row != DEAD], return_counts=True)
+        order = np.lexsort((targets, -counts))
+        assert machine.widest(state, 3) == [(int(targets[i]), int(counts[i])) for i in order[:3]]
+        for t in targets.tolist():
+            assert machine.group(state, t) == bytes(np.flatnonzero(row == t).tolist())
+        # every valid multi-byte character (here: é, 中, an emoji) from `state` ends in one state
+        ends = {machine.step_bytes(state, ch.encode()) for ch in "\u00e9\u00ff\u4e2d\u20ac\U0001f600"}
+        expected = ends.pop() if len(ends) == 1 and DEAD not in ends else None
+        got = machine.utf8_target(state)
+        assert got == expected or (expected is not None and got is None)  # None: some other character differs
+
+
+def test_chain_follows_a_counter_and_stops_where_bytes_part_ways():
+    machine = PushdownMachine(compile_automaton(QUESTION_GRAMMARS["counter"]))
+    body = machine.step_bytes(machine.start, b'"')
+    letters = bytes(range(ord("a"), ord("z") + 1))
+    chain = machine.chain(body, letters, 64)
+    assert len(chain) == 6 and chain[0] == body  # five letters at most, then every letter is dead
+    assert [machine.step_bytes(body, b"x" * i) for i in range(6)] == chain
+    assert machine.chain(body, letters, 2) == chain[:3]  # at most `limit` steps
+    assert machine.chain(machine.start, b'"a', 8) is None  # '"' goes on, 'a' is dead: they part ways
+    with pytest.raises(ValueError):
+        machine.chain(body, b"", 8)

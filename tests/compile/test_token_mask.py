@@ -138,3 +138,25 @@ def test_horizon_classes_of_a_counter():
     assert horizon_classes(dfa, 100) is None  # nothing merges within the whole counter
     json_rules = compile_automaton(sg.GrammarCompiler(sg.TokenizerInfo.from_name("smollm2")).compile_json().grammar).rules
     assert 0 not in nullable_rules(json_rules)  # a JSON value reads at least one byte
+
+
+def test_the_c_walk_refuses_arrays_that_do_not_fit(qwen):
+    """Bad input to the C walk is a ValueError, never a write outside an array."""
+    from strictgen.compile import _walk
+
+    grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "string"})
+    masker, trie, state = grammar.masker, qwen.trie, grammar.machine.start
+    args = masker._walk_args(state, trie, None)
+    with pytest.raises(ValueError, match="does not fit"):
+        _walk.walk_bits(*args, np.zeros(4, dtype=np.int32))  # a bitmask of 128 tokens
+    with pytest.raises(ValueError, match="does not fit"):
+        _walk.set_bits(np.zeros(4, dtype=np.int32), np.array([5, 500], dtype=np.int64))
+    nodes = trie.walk_nodes.copy()
+    nodes[4 * int(trie.roots[ord('"')]) + 1] = len(trie.node_byte) + 10  # children past the end
+    bad = (args[0], args[1], nodes) + args[3:]
+    with pytest.raises(ValueError, match="outside the trie"):
+        _walk.walk_bits(*bad, np.zeros(len(masker.eos_only), dtype=np.int32))
+    # and the good arrays give the mask
+    packed = np.zeros(len(masker.eos_only), dtype=np.int32)
+    _walk.walk_bits(*args, packed)
+    assert np.array_equal(packed, pack_bits(_token_by_token(grammar, qwen, state), qwen.vocab_size))
