@@ -407,6 +407,8 @@ static int compute_row(Machine *m, int32_t state) {
         && grow_array(&m->table, &m->table_capacity, m->num_rows, m->num_rows + 1, sizeof(row), -1) < 0)
         return -1;
     memcpy(PyByteArray_AS_STRING(m->table) + m->num_rows * (Py_ssize_t)sizeof(row), row, sizeof(row));
+    /* a walk on another thread (without the GIL) that sees the index entry must see the row */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     index_of(m)[state] = (int32_t)m->num_rows++;
     return 0;
 }
@@ -598,13 +600,6 @@ static int row_arg(Machine *m, long s, const int32_t **row) {
     return 0;
 }
 
-static PyObject *Machine_compute(Machine *m, PyObject *arg) {
-    int32_t state;
-    if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 static PyObject *Machine_get_tables(Machine *m, void *closure) { return PyTuple_Pack(2, m->index, m->table); }
 
 static PyObject *Machine_table_after(Machine *m, PyObject *arg) {
@@ -791,7 +786,6 @@ static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_Fr
 static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
 
 static PyMethodDef Machine_methods[] = {
-    {"compute", (PyCFunction)Machine_compute, METH_O, "Fill the row of a state (once)."},
     {"table_after", (PyCFunction)Machine_table_after, METH_O, "`tables` once a state's row is in them (the trie walk's callback)."},
     {"row", (PyCFunction)Machine_row, METH_O, "A copy of a state's row as bytes (256 int32)."},
     {"step_bytes", (PyCFunction)Machine_step_bytes, METH_VARARGS, "step_bytes(state, data): the state after data, 0 if dead."},

@@ -82,7 +82,7 @@ static int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int wr
  * tables). Returns NULL with a Python error set when that failed. Called without the GIL. */
 static const int32_t *row_of(Table *table, PyObject *compute, int32_t state, PyThreadState **saved) {
     if (state >= 0 && state < table->states) {
-        int32_t r = table->index[state];
+        int32_t r = __atomic_load_n(table->index + state, __ATOMIC_ACQUIRE); /* pairs with the machine's release */
         if (r >= 0 && r < table->num_rows)
             return table->rows + (Py_ssize_t)r * 256;
     }

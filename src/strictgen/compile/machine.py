@@ -7,9 +7,9 @@ for a byte. States are interned as integers too; state 0 is dead. Rows of the tr
 (state × 256 bytes → state) are computed on first use and then shared by every matcher of the
 grammar, which makes the machine a deterministic automaton wherever the input has gone before.
 
-The table is a cache: it grows inside C calls that hold the GIL (the GIL is the lock), and readers
-see either the old or the new array, both valid, so matchers on different threads never need to
-coordinate.
+The rows are a cache: they grow inside C calls that hold the GIL (the GIL is the lock), and
+readers see either the old or the new tables, both valid, so matchers on different threads never
+need to coordinate.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class _Accepting:
 class PushdownMachine:
     """The machine of one compiled grammar. Determinisation runs in C (`_machine.c`: the same
     algorithm in flat arrays, since computing rows in Python was half of the first-pass mask
-    time); this class gives it the rule DFAs as arrays and the table as a numpy view."""
+    time); this class hands it the rule DFAs as arrays and reads rows back as numpy."""
 
     def __init__(self, automaton: CompiledAutomaton):
         self.automaton = automaton
