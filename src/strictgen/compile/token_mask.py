@@ -131,13 +131,13 @@ class TokenMasker:
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
             packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
-            # only what follows each token's run of loop bytes needs walking, from t
-            suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first=t != state)
-            tokens = np.concatenate([owner[self._live_tokens(t, suffixes)], empty])
-            enters = first[trie.first_bytes[tokens]]
-            if by_char:
-                enters |= trie.starts_whole_char[tokens]
-            _walk.set_bits(packed, tokens[enters])
+            # only what follows each token's run of loop bytes needs walking, from t; tokens with
+            # nothing left after it (cached per kind) are allowed when they enter
+            skip_first = t != state
+            suffixes, owner, _ = trie.loop_suffixes(loop_key, multibyte, skip_first)
+            packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char)
+            tokens = owner[self._live_tokens(t, suffixes)]
+            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)])
             return packed
         return self._live_bits(state)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 # how many splits of each kind a trie keeps (the LRU of `_recall`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
-_SPLITS_KEPT = {"entries": 1024, "chars": 256}
+_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256}
 
 
 def words_for(vocab_size: int) -> int:
@@ -279,12 +279,32 @@ class VocabTrie:
         if got is not None:
             return got
         inside = self.loop_inside(loop_bytes, multibyte)
-        enters = first[self.first_bytes]
-        if by_char:
-            enters |= self.starts_whole_char
-        entries = pack_bits(inside & enters, len(self._token_bytes))
+        entries = pack_bits(inside & self.entering(first, by_char), len(self._token_bytes))
         entries.setflags(write=False)
         return self._remember(key, entries)
+
+    def entering(self, first: np.ndarray, by_char: bool, tokens: np.ndarray | None = None) -> np.ndarray:
+        """Per token (of `tokens`, or of the vocabulary): it enters a loop by its first byte (where
+        `first`, bool per byte value, holds) or, with `by_char`, by a whole first character."""
+        enters = first[self.first_bytes if tokens is None else self.first_bytes[tokens]]
+        if by_char:
+            enters |= self.starts_whole_char if tokens is None else self.starts_whole_char[tokens]
+        return enters
+
+    def loop_suffix_entries(self, loop_bytes: bytes, multibyte: bool, skip_first: bool, first: np.ndarray, by_char: bool) -> np.ndarray:
+        """The tokens of `loop_suffixes` whose suffix is empty (after their first character, they
+        stay on the loop) and that enter it (`entering`), as a packed bitmask (read-only, cached):
+        allowed unseen like `loop_entries`; only the others' suffixes are walked."""
+        key = ("empty", loop_bytes, multibyte, skip_first, first.tobytes(), by_char)
+        got = self._recall(key)
+        if got is not None:
+            return got
+        _, _, empty = self.loop_suffixes(loop_bytes, multibyte, skip_first)
+        keep = np.zeros(len(self._token_bytes), dtype=bool)
+        keep[empty[self.entering(first, by_char, empty)]] = True
+        got = pack_bits(keep, len(self._token_bytes))
+        got.setflags(write=False)
+        return self._remember(key, got)
 
     def at_most_chars(self, length: int) -> np.ndarray:
         """The packed bitmask of the tokens of at most `length` characters (`char_counts`; cached)."""
