@@ -1,4 +1,4 @@
-"""VocabTrie: the flat arrays spell the tokens; the numpy-built sub-trie equals a trie built from scratch."""
+"""VocabTrie: the walk's node records spell the tokens; the numpy-built sub-trie equals a trie built from scratch."""
 
 import numpy as np
 import pytest
@@ -14,11 +14,12 @@ def _same(a: VocabTrie, b: VocabTrie) -> None:
         assert np.array_equal(a.child_start[d], b.child_start[d]) and np.array_equal(a.child_end[d], b.child_end[d])
     assert np.array_equal(a.token_node, b.token_node)
     assert np.array_equal(a.node_byte, b.node_byte) and np.array_equal(a.roots, b.roots)
-    assert np.array_equal(a.flat_child_start, b.flat_child_start) and np.array_equal(a.flat_child_end, b.flat_child_end)
+    assert np.array_equal(a.walk_nodes, b.walk_nodes) and np.array_equal(a.node_tokens, b.node_tokens)
 
 
-def test_flat_arrays_spell_every_token(vocab):
-    """Following flat child ranges from the roots spells each token's bytes down to its end node."""
+def test_walk_records_spell_every_token(vocab):
+    """Following the walk's child ranges from the roots spells each token's bytes down to its end
+    node, whose token slice holds the token."""
     _, tok = vocab
     trie = tok.trie
     rng = np.random.default_rng(0)
@@ -30,8 +31,10 @@ def test_flat_arrays_spell_every_token(vocab):
             kids = [c for c in range(lo, hi) if trie.node_byte[c] == b]
             assert len(kids) == 1
             node = kids[0]
-            lo, hi = int(trie.flat_child_start[node]), int(trie.flat_child_end[node])
+            lo, hi = (int(x) for x in trie.walk_nodes[4 * node : 4 * node + 2])
         assert node == trie.token_node[tid]
+        start, end = trie.walk_nodes[4 * node + 2 : 4 * node + 4]
+        assert tid in trie.node_tokens[start:end]
 
 
 @pytest.mark.parametrize("seed", range(4))

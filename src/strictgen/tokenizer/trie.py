@@ -116,8 +116,8 @@ class VocabTrie:
         # the same, by flat node id (offsets[d] + index within depth d), for the C walk
         self.node_byte = np.concatenate([np.zeros(0, dtype=np.uint8)] + level_bytes)
         leaves = [np.zeros(sizes[-1], dtype=np.int64)] if sizes else []  # the deepest nodes have no children
-        self.flat_child_start = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + s for d, s in enumerate(self.child_start)] + leaves)
-        self.flat_child_end = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + e for d, e in enumerate(self.child_end)] + leaves)
+        flat_child_start = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + s for d, s in enumerate(self.child_start)] + leaves)
+        flat_child_end = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + e for d, e in enumerate(self.child_end)] + leaves)
         self.roots = np.arange(sizes[0] if sizes else 0, dtype=np.int64)  # the depth-0 nodes' flat ids
         # every token's end node as a flat index; excluded tokens point at an extra, never-live slot
         present = token_node >= 0
@@ -126,16 +126,15 @@ class VocabTrie:
         self._local_node = token_node
         self.num_tokens = len(token_node)
         self.num_text_tokens = int(present.sum())
-        # tokens by end node (CSR): the tokens of node i are node_tokens[node_token_start[i]:node_token_start[i + 1]]
+        # the text tokens grouped by end node
         ids = np.flatnonzero(present)
         self.node_tokens = ids[np.argsort(self.token_node[ids], kind="stable")]
-        counts = np.bincount(self.token_node[ids], minlength=self.num_nodes + 1)
-        self.node_token_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        token_start = np.concatenate([[0], np.cumsum(np.bincount(self.token_node[ids], minlength=self.num_nodes + 1))])
         # what the C walk reads of a node, side by side (one cache line, not four arrays): 4 int32
         # per flat node id, its children's flat ids [start, end) and its slice of node_tokens
-        starts = self.node_token_start[: self.num_nodes]
-        ends = self.node_token_start[1 : self.num_nodes + 1]
-        self.walk_nodes = np.stack([self.flat_child_start, self.flat_child_end, starts, ends], axis=1).astype(np.int32).reshape(-1)
+        self.walk_nodes = np.stack(
+            [flat_child_start, flat_child_end, token_start[: self.num_nodes], token_start[1 : self.num_nodes + 1]], axis=1
+        ).astype(np.int32).reshape(-1)
 
     def subtrie(self, keep: np.ndarray) -> "VocabTrie":
         """The trie of the tokens where `keep` is True (and already in this trie), built from this
