@@ -43,8 +43,7 @@ class TokenMasker:
         self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
 
     def _with_eos(self, packed: np.ndarray) -> np.ndarray:
-        words = packed.view(np.uint32)
-        np.bitwise_or.at(words, self.eos >> 5, np.left_shift(np.uint32(1), (self.eos & 31).astype(np.uint32)))
+        _walk.set_bits(packed, self.eos)
         return packed
 
     def mask(self, state: int) -> np.ndarray:

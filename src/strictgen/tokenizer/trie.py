@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 
 
-# how many splits of each kind a trie keeps (the LRU of `_recall`): packed masks are small (a bit
+# how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
 _SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256}
 
@@ -242,10 +242,9 @@ class VocabTrie:
         of tokens), so they are walked as a trie of their own. Returns (suffix trie, the
         token owning each suffix (the trie's "token" ids are suffix indices), the tokens whose
         suffix is empty, i.e. that end inside the loop)."""
-        key = ("suffixes", loop_bytes, multibyte, skip_first)
-        got = self._recall(key)
-        if got is not None:
-            return got
+        return self._cached(("suffixes", loop_bytes, multibyte, skip_first), lambda: self._loop_suffixes(loop_bytes, multibyte, skip_first))
+
+    def _loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool):
         inside = self.loop_inside(loop_bytes, multibyte)
         looping = set(loop_bytes)
         suffixes: list[bytes] = []
@@ -265,22 +264,17 @@ class VocabTrie:
             owner.append(tid)
         owners = np.asarray(owner, dtype=np.int64)
         empty = np.fromiter((not x for x in suffixes), dtype=bool, count=len(suffixes))
-        trie = VocabTrie(suffixes, empty)
-        return self._remember(key, (trie, owners, owners[empty]))
+        return VocabTrie(suffixes, empty), owners, owners[empty]
 
     def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool) -> np.ndarray:
         """The tokens a string-like state allows without looking at them, as a packed bitmask
         (`pack_bits`; read-only, cached): made only of loop bytes (`loop_inside`), entering the
         loop by a first byte where `first` (bool per byte value) holds or, with `by_char`, by a
         whole first character. Every string of a kind shares one such set."""
-        key = ("entries", loop_bytes, multibyte, first.tobytes(), by_char)
-        got = self._recall(key)
-        if got is not None:
-            return got
-        inside = self.loop_inside(loop_bytes, multibyte)
-        entries = pack_bits(inside & self.entering(first, by_char), len(self._token_bytes))
-        entries.setflags(write=False)
-        return self._remember(key, entries)
+        return self._cached(
+            ("entries", loop_bytes, multibyte, first.tobytes(), by_char),
+            lambda: pack_bits(self.loop_inside(loop_bytes, multibyte) & self.entering(first, by_char), len(self._token_bytes)),
+        )
 
     def entering(self, first: np.ndarray, by_char: bool, tokens: np.ndarray | None = None) -> np.ndarray:
         """Per token (of `tokens`, or of the vocabulary): it enters a loop by its first byte (where
@@ -294,26 +288,18 @@ class VocabTrie:
         """The tokens of `loop_suffixes` whose suffix is empty (after their first character, they
         stay on the loop) and that enter it (`entering`), as a packed bitmask (read-only, cached):
         allowed unseen like `loop_entries`; only the others' suffixes are walked."""
-        key = ("empty", loop_bytes, multibyte, skip_first, first.tobytes(), by_char)
-        got = self._recall(key)
-        if got is not None:
-            return got
-        _, _, empty = self.loop_suffixes(loop_bytes, multibyte, skip_first)
-        keep = np.zeros(len(self._token_bytes), dtype=bool)
-        keep[empty[self.entering(first, by_char, empty)]] = True
-        got = pack_bits(keep, len(self._token_bytes))
-        got.setflags(write=False)
-        return self._remember(key, got)
+
+        def build() -> np.ndarray:
+            _, _, empty = self.loop_suffixes(loop_bytes, multibyte, skip_first)
+            keep = np.zeros(len(self._token_bytes), dtype=bool)
+            keep[empty[self.entering(first, by_char, empty)]] = True
+            return pack_bits(keep, len(self._token_bytes))
+
+        return self._cached(("empty", loop_bytes, multibyte, skip_first, first.tobytes(), by_char), build)
 
     def at_most_chars(self, length: int) -> np.ndarray:
         """The packed bitmask of the tokens of at most `length` characters (`char_counts`; cached)."""
-        key = ("chars", length)
-        got = self._recall(key)
-        if got is None:
-            got = pack_bits(self.char_counts <= length, len(self._token_bytes))
-            got.setflags(write=False)
-            got = self._remember(key, got)
-        return got
+        return self._cached(("chars", length), lambda: pack_bits(self.char_counts <= length, len(self._token_bytes)))
 
     def loop_inside_count(self, loop_bytes: bytes, multibyte: bool = False) -> int:
         """How many tokens `loop_inside` holds: whether a shortcut pays is asked of many more
@@ -331,10 +317,9 @@ class VocabTrie:
         character): the bool mask of the text tokens made only of those bytes or characters. Such
         tokens are allowed from the state without looking at them; the others are walked
         (`loop_suffixes`, `loop_rest`, or the whole trie). Cached per key."""
-        key = ("inside", loop_bytes, multibyte)
-        got = self._recall(key)
-        if got is not None:
-            return got
+        return self._cached(("inside", loop_bytes, multibyte), lambda: self._loop_inside(loop_bytes, multibyte))
+
+    def _loop_inside(self, loop_bytes: bytes, multibyte: bool) -> np.ndarray:
         want = np.zeros(4, dtype=np.uint64)
         for b in loop_bytes:
             want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
@@ -345,30 +330,28 @@ class VocabTrie:
             inside |= self.complete_utf8 & ~(outside[:, :2] != 0).any(axis=1)
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
-        inside.setflags(write=False)
-        return self._remember(key, inside)
+        return inside
 
     def loop_rest(self, loop_bytes: bytes, multibyte: bool = False) -> "VocabTrie":
         """The trie of the text tokens outside `loop_inside(loop_bytes, multibyte)` (cached)."""
-        key = ("rest", loop_bytes, multibyte)
-        got = self._recall(key)
-        if got is None:
-            got = self._remember(key, self.subtrie(~self.loop_inside(loop_bytes, multibyte)))
-        return got
+        return self._cached(("rest", loop_bytes, multibyte), lambda: self.subtrie(~self.loop_inside(loop_bytes, multibyte)))
 
-    def _recall(self, key):
-        """A cached split (an LRU per kind, shared by threads), or None."""
+    def _cached(self, key, build):
+        """The split `key` (an LRU per kind, key[0], shared by threads), built on a miss; arrays
+        are made read-only, since every grammar shares them. Two threads missing at once both
+        build, and the results are equal."""
         with self._lock:
             lru = self._splits.get(key[0])
             got = None if lru is None else lru.get(key)
             if got is not None:
                 lru.move_to_end(key)
-            return got
-
-    def _remember(self, key, value):
+                return got
+        got = build()
+        if isinstance(got, np.ndarray):
+            got.setflags(write=False)
         with self._lock:
             lru = self._splits.setdefault(key[0], OrderedDict())
-            lru[key] = value
+            lru[key] = got
             while len(lru) > _SPLITS_KEPT.get(key[0], 64):
                 lru.popitem(last=False)
-        return value
+        return got
