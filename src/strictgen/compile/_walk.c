@@ -10,8 +10,8 @@
  *   tables      (index, rows), raw int32 bytes: each state's row number (-1 = not computed yet) and
  *               the rows, 256 next states each (the C machine's `tables`)
  *   compute     callable(state) -> `tables` after computing that state's row (they may be replaced)
- *   nodes       int32 [nodes, 4]: per flat node id, its children's ids [start, end) and the slice
- *               [start, end) of `tokens` ending at it (one record: the walk reads a node at once)
+ *   nodes       int32, 4 per flat node id (a flat array): its children's ids [start, end) and the
+ *               slice [start, end) of `tokens` ending at it (one record: the walk reads a node at once)
  *   node_byte   uint8 [nodes]: the byte on the edge into each node
  *   tokens      int64: token ids grouped by end node
  *   roots       int64: the flat ids of the depth-0 nodes to start from
