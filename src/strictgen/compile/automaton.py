@@ -17,7 +17,7 @@ from strictgen import deadline
 from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, StrictgenError
 from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Grammar, Intersect, Literal, Repeat, RuleRef, Seq, recursive_rules
 
-from .utf8 import utf8_sequences
+from strictgen.regular.utf8 import utf8_sequences
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
