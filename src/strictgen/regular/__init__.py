@@ -14,6 +14,7 @@ message. The work is in `_regular.c`; this module only translates arguments and 
 
 from __future__ import annotations
 
+import array
 from typing import Iterable, Sequence
 
 from strictgen import deadline
@@ -89,13 +90,13 @@ def is_empty(languages: Sequence[tuple[Lazy, bool]], max_states: int = -1) -> bo
     return find_member(languages, max_states) is None
 
 
-def from_table(rows: Iterable[Sequence[int]], accepting: Iterable[bool]) -> DFA:
-    """A DFA without calls from rows of 256 next states each (-1 = dead); state 0 is the start."""
-    import array
-
+def from_table(rows: Iterable[Sequence[int]], accepting: Iterable[bool], classmap: bytes | None = None) -> DFA:
+    """A DFA without calls from rows of next states (-1 = dead); state 0 is the start. Rows have
+    256 entries, or with `classmap` (each byte's class, 256 bytes) one entry per class."""
+    width = 256 if classmap is None else max(classmap) + 1
     table = array.array("i")
     for row in rows:
-        if len(row) != 256:
-            raise ValueError("every row needs 256 next states")
+        if len(row) != width:
+            raise ValueError(f"every row needs {width} next states")
         table.extend(row)
-    return _from_table(table.tobytes(), bytes(bool(a) for a in accepting))
+    return _from_table(table.tobytes(), bytes(bool(a) for a in accepting), classmap)

@@ -836,46 +836,63 @@ static int DFA_init(DFA *d, PyObject *args, PyObject *kwds) {
     return -1;
 }
 
-/* from_table(table, accepting): a DFA without calls from n x 256 int32 next states (-1 dead). */
+/* from_table(table, accepting, classmap=None): a DFA without calls from n rows of next states
+ * (int32, -1 dead): 256 per row, or with `classmap` (256 bytes: each byte's class) one per class. */
 static PyObject *mod_from_table(PyObject *self, PyObject *args) {
-    Py_buffer tb, ab;
-    if (!PyArg_ParseTuple(args, "y*y*", &tb, &ab))
+    Py_buffer tb, ab, cb = {0};
+    PyObject *cm = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*|O", &tb, &ab, &cm))
         return NULL;
     PyObject *out = NULL;
     Py_ssize_t n = ab.len;
-    if (tb.len != n * 256 * (Py_ssize_t)sizeof(int32_t) || n < 1 || n > INT32_MAX / 256) {
-        PyErr_SetString(PyExc_ValueError, "from_table needs n x 256 int32 targets and n accepting flags, n >= 1");
+    int k = 0, rep[256];
+    uint8_t classmap[256];
+    if (cm != Py_None) {
+        if (PyObject_GetBuffer(cm, &cb, PyBUF_SIMPLE) < 0)
+            goto done;
+        if (cb.len != 256) {
+            PyErr_SetString(PyExc_ValueError, "from_table: classmap needs 256 bytes");
+            goto done;
+        }
+        memcpy(classmap, cb.buf, 256);
+        for (int b = 0; b < 256; b++)
+            if (classmap[b] + 1 > k)
+                k = classmap[b] + 1;
+    }
+    Py_ssize_t width = cm != Py_None ? k : 256;
+    if (tb.len != n * width * (Py_ssize_t)sizeof(int32_t) || n < 1 || n > INT32_MAX / 256) {
+        PyErr_SetString(PyExc_ValueError, "from_table needs n rows of int32 targets and n accepting flags, n >= 1");
         goto done;
     }
     const int32_t *t = (const int32_t *)tb.buf;
-    for (Py_ssize_t i = 0; i < n * 256; i++) {
+    for (Py_ssize_t i = 0; i < n * width; i++) {
         if (t[i] < -1 || t[i] >= n) {
             PyErr_SetString(PyExc_ValueError, "from_table: a target out of range");
             goto done;
         }
     }
-    /* byte classes: bytes whose columns agree (compared by hash, then verified) */
-    int k = 0, rep[256];
-    uint8_t classmap[256];
-    uint64_t colhash[256];
-    for (int b = 0; b < 256; b++) {
-        uint64_t h = 0;
-        for (Py_ssize_t s = 0; s < n; s++)
-            h = mix(h ^ (uint32_t)t[s * 256 + b]) + (uint64_t)s;
-        colhash[b] = h;
-    }
-    for (int b = 0; b < 256; b++) {
-        int found = -1;
-        for (int c = 0; c < k && found < 0; c++) {
-            int same = colhash[b] == colhash[rep[c]];
-            for (Py_ssize_t s = 0; s < n && same; s++)
-                same = t[s * 256 + b] == t[s * 256 + rep[c]];
-            if (same)
-                found = c;
+    if (cm == Py_None) {
+        /* byte classes: bytes whose columns agree (compared by hash, then verified) */
+        uint64_t colhash[256];
+        for (int b = 0; b < 256; b++) {
+            uint64_t h = 0;
+            for (Py_ssize_t s = 0; s < n; s++)
+                h = mix(h ^ (uint32_t)t[s * 256 + b]) + (uint64_t)s;
+            colhash[b] = h;
         }
-        if (found < 0)
-            rep[k] = b, found = k++;
-        classmap[b] = (uint8_t)found;
+        for (int b = 0; b < 256; b++) {
+            int found = -1;
+            for (int c = 0; c < k && found < 0; c++) {
+                int same = colhash[b] == colhash[rep[c]];
+                for (Py_ssize_t s = 0; s < n && same; s++)
+                    same = t[s * 256 + b] == t[s * 256 + rep[c]];
+                if (same)
+                    found = c;
+            }
+            if (found < 0)
+                rep[k] = b, found = k++;
+            classmap[b] = (uint8_t)found;
+        }
     }
     DFA *d = dfa_new((int32_t)n, k, 0);
     if (!d)
@@ -883,13 +900,15 @@ static PyObject *mod_from_table(PyObject *self, PyObject *args) {
     memcpy(d->classmap, classmap, 256);
     for (Py_ssize_t s = 0; s < n; s++) {
         for (int c = 0; c < k; c++)
-            d->table[s * k + c] = t[s * 256 + rep[c]];
+            d->table[s * k + c] = cm != Py_None ? t[s * k + c] : t[s * 256 + rep[c]];
         d->acc[s] = ((const uint8_t *)ab.buf)[s] != 0;
     }
     out = (PyObject *)d;
 done:
     PyBuffer_Release(&tb);
     PyBuffer_Release(&ab);
+    if (cb.obj)
+        PyBuffer_Release(&cb);
     return out;
 }
 
@@ -1632,7 +1651,7 @@ static PyTypeObject DFAType = {
 static PyMethodDef module_methods[] = {
     {"lazy", (PyCFunction)mod_lazy, METH_VARARGS, "lazy(nfa, start, final, max_states=-1): a Lazy subset construction."},
     {"find_member", (PyCFunction)mod_find_member, METH_VARARGS, "find_member([(lazy, positive)], max_states=-1, deadline=0)."},
-    {"from_table", (PyCFunction)mod_from_table, METH_VARARGS, "from_table(table, accepting): a DFA from n x 256 int32 targets."},
+    {"from_table", (PyCFunction)mod_from_table, METH_VARARGS, "from_table(table, accepting, classmap=None): a DFA from rows of int32 targets."},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_regular", "The regular-language core, in C.", -1, module_methods};
