@@ -133,16 +133,17 @@ class PushdownMachine:
         return bytes(out)
 
 
-def _steps_per_byte(dfa, nullable: set[int]) -> int | None:
-    """At most how many refinement steps (bytes, calls) a frame of `dfa` takes per byte of input:
+def _steps_per_byte(rule, nullable: set[int]) -> int | None:
+    """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
     follow each other without a byte between; None otherwise (the rule keeps exact states)."""
-    may_skip = [any(callee in nullable for callee, _ in calls) for calls in dfa.calls]
-    if not any(may_skip):
+    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
+    skips = np.isin(callee, np.fromiter(nullable, dtype=np.int32, count=len(nullable)))  # per call edge
+    if not skips.any():
         return 1
-    if any(may_skip[ret] for calls in dfa.calls for callee, ret in calls if callee in nullable):
-        return None
-    return 2
+    may_skip = np.zeros(rule.num_states, dtype=bool)  # per state: a call that may read nothing
+    may_skip[np.repeat(np.arange(rule.num_states), np.diff(start))[skips]] = True
+    return None if may_skip[ret[skips]].any() else 2
 
 
 class HorizonKeys:
