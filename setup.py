@@ -2,14 +2,19 @@
 
 DESIGN.md §5 allows small C extensions for profiled hot loops numpy cannot vectorise well; both
 are built from source here: strictgen.compile._walk is the vocabulary-trie walk of token masks,
-strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for).
+strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for),
+strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
+emptiness) beneath grammar/ and compile/.
 """
 
 from setuptools import Extension, setup
 
+VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays both C files share
+
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], extra_compile_args=["-O2"]),
-        Extension("strictgen.compile._machine", ["src/strictgen/compile/_machine.c"], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._machine", ["src/strictgen/compile/_machine.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._regular", ["src/strictgen/regular/_regular.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
     ]
 )

@@ -39,3 +39,10 @@ def check() -> None:
             f"compiling took longer than the {limit[1]:g} s limit (GrammarCompiler(compile_timeout=...)); "
             "the format is too large or too intricate to compile here"
         )
+
+
+def expires_at() -> float:
+    """The current compile's deadline on the `time.monotonic` clock, or 0.0 when there is none
+    (what the C loops of `strictgen.regular` compare their clock against)."""
+    limit = _deadline.get()
+    return limit[0] if limit is not None else 0.0

@@ -26,46 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../regular/_vec.h"
+
 #define ACCEPTING 1
 #define WAITS 2
 #define FINAL_ONLY 4
 
-typedef struct {
-    int32_t *data;
-    Py_ssize_t len, cap;
-} Vec;
-
-static int vec_reserve(Vec *v, Py_ssize_t need) {
-    if (need <= v->cap)
-        return 0;
-    Py_ssize_t cap = v->cap ? v->cap : 16;
-    while (cap < need)
-        cap *= 2;
-    int32_t *data = (int32_t *)realloc(v->data, sizeof(int32_t) * (size_t)cap);
-    if (!data) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    v->data = data;
-    v->cap = cap;
-    return 0;
-}
-
-static int vec_push(Vec *v, int32_t x) {
-    if (vec_reserve(v, v->len + 1) < 0)
-        return -1;
-    v->data[v->len++] = x;
-    return 0;
-}
-
-static uint64_t mix(uint64_t h) {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
 
 typedef struct {
     PyObject_HEAD

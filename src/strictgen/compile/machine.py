@@ -42,32 +42,30 @@ class PushdownMachine:
     def __init__(self, automaton: CompiledAutomaton):
         self.automaton = automaton
         rules = automaton.rules
-        sizes = [dfa.num_states for dfa in rules]
+        sizes = [r.num_states for r in rules]
         base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-        frames = int(sum(sizes))
-        dfa_table = np.full((frames, 256), -1, dtype=np.int32)
-        flags = np.zeros(frames, dtype=np.uint8)
-        rule_of = np.repeat(np.arange(len(rules), dtype=np.int32), sizes)
-        call_counts = np.zeros(frames, dtype=np.int32)
-        callees: list[int] = []
-        returns: list[int] = []
-        for r, dfa in enumerate(rules):
+        tables, flag_parts, call_counts, callees, returns = [], [], [], [], []
+        for r, rule in enumerate(rules):
             b = int(base[r])
-            for s_, (accepting, groups, calls) in enumerate(zip(dfa.accepting, dfa.byte_groups, dfa.calls)):
-                g = b + s_
-                for target, byte_values in groups:
-                    dfa_table[g, list(byte_values)] = b + target
-                # a frame whose state accepts and has no way forward pops at once: calls returning
-                # there push nothing on the parent (tail calls), so right recursion keeps stacks flat
-                flags[g] = accepting * ACCEPTING | bool(groups) * WAITS | (accepting and not groups and not calls) * FINAL_ONLY
-                call_counts[g] = len(calls)
-                for callee, ret in calls:
-                    callees.append(int(base[callee]))
-                    returns.append(b + ret)
-        call_start = np.concatenate([[0], np.cumsum(call_counts)]).astype(np.int32)
+            table = np.frombuffer(rule.dfa.table256(), dtype=np.int32).reshape(-1, 256)
+            tables.append(np.where(table >= 0, table + b, -1))
+            accepting = np.frombuffer(rule.dfa.accepting(), dtype=np.uint8).astype(bool)
+            start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
+            counts = np.diff(start)
+            waits = (table >= 0).any(axis=1)
+            # a frame whose state accepts and has no way forward pops at once: calls returning
+            # there push nothing on the parent (tail calls), so right recursion keeps stacks flat
+            flag_parts.append(accepting * ACCEPTING | waits * WAITS | (accepting & ~waits & (counts == 0)) * FINAL_ONLY)
+            call_counts.append(counts)
+            callees.append(base[callee])
+            returns.append(ret + b)
+        dfa_table = np.concatenate(tables).astype(np.int32)
+        flags = np.concatenate(flag_parts).astype(np.uint8)
+        rule_of = np.repeat(np.arange(len(rules), dtype=np.int32), sizes)
+        call_start = np.concatenate([[0], np.cumsum(np.concatenate(call_counts))]).astype(np.int32)
         self._core = _machine.Machine(
             dfa_table.reshape(-1), flags, rule_of, base, call_start,
-            np.array(callees, dtype=np.int32), np.array(returns, dtype=np.int32),
+            np.concatenate(callees).astype(np.int32), np.concatenate(returns).astype(np.int32),
         )
         self.start = self._core.start
         self.accepting = _Accepting(self._core)
@@ -135,16 +133,17 @@ class PushdownMachine:
         return bytes(out)
 
 
-def _steps_per_byte(dfa, nullable: set[int]) -> int | None:
-    """At most how many refinement steps (bytes, calls) a frame of `dfa` takes per byte of input:
+def _steps_per_byte(rule, nullable: set[int]) -> int | None:
+    """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
     follow each other without a byte between; None otherwise (the rule keeps exact states)."""
-    may_skip = [any(callee in nullable for callee, _ in calls) for calls in dfa.calls]
-    if not any(may_skip):
+    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
+    skips = np.isin(callee, np.fromiter(nullable, dtype=np.int32, count=len(nullable)))  # per call edge
+    if not skips.any():
         return 1
-    if any(may_skip[ret] for calls in dfa.calls for callee, ret in calls if callee in nullable):
-        return None
-    return 2
+    may_skip = np.zeros(rule.num_states, dtype=bool)  # per state: a call that may read nothing
+    may_skip[np.repeat(np.arange(rule.num_states), np.diff(start))[skips]] = True
+    return None if may_skip[ret[skips]].any() else 2
 
 
 class HorizonKeys:

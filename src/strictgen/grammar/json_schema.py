@@ -81,6 +81,7 @@ from typing import Any
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError, StrictgenError
 
+from .automata import Language, dfa_size
 from .ir import (
     MAX_CODEPOINT,
     NOTHING,
@@ -283,7 +284,7 @@ class SchemaEmitter:
         self._names: dict[Formula, str] = {}
         self._pending: list[Formula] = []
         self._str_cache: dict[tuple, Expr] = {}
-        self._machines: dict[tuple, Any] = {}
+        self._languages: dict[tuple, Language] = {}
         self._string_rules: dict[tuple, str] = {}
         self._counter = 0
         self.ws = style.ws()
@@ -555,21 +556,10 @@ class SchemaEmitter:
         """The raw-character language of a conjunction of string atoms."""
         return string_language(atoms)
 
-    def _machine(self, atoms: tuple):
-        got = self._machines.get(atoms)
+    def _language(self, atoms: tuple) -> Language:
+        got = self._languages.get(atoms)
         if got is None:
-            from strictgen.compile.automaton import compile_automaton
-            from strictgen.compile.machine import PushdownMachine
-
-            try:
-                got = PushdownMachine(compile_automaton(Grammar({"root": self.str_lang(atoms)})))
-            except CompileTimeoutError:
-                raise
-            except StrictgenError as e:
-                if "accepts no string" not in str(e):
-                    raise
-                got = False
-            self._machines[atoms] = got
+            got = self._languages[atoms] = Language(self.str_lang(atoms))
         return got
 
     def str_member(self, atoms: tuple, s: str) -> bool:
@@ -587,17 +577,13 @@ class SchemaEmitter:
                 simple = False
         if simple:
             return True
-        from strictgen.compile.machine import DEAD
-
-        m = self._machine(atoms)
-        if m is False:
-            return False
-        state = m.step_bytes(m.start, s.encode("utf-8"))
-        return state != DEAD and bool(m.accepting[state])
+        return self._language(atoms).accepts(s.encode("utf-8"))
 
     def str_language_empty(self, atoms: tuple) -> bool:
+        """Is the conjunction empty? Decided lazily (the core stops at the first member); a
+        language too big to decide counts as not empty, which only costs a disjointness proof."""
         try:
-            return self._machine(atoms) is False
+            return self._language(atoms).is_empty()
         except CompileTimeoutError:
             raise
         except (StrictgenError, TypeError):
@@ -988,15 +974,13 @@ class SchemaEmitter:
         return self._empty(intersect(self.allowed_keys(a), self.allowed_keys(b)))
 
     def _empty(self, lang: Expr) -> bool:
-        from strictgen.compile.automaton import compile_automaton
-
+        """Is the raw language empty (decided lazily; too big to decide counts as not empty)?"""
         try:
-            compile_automaton(Grammar({"root": lang}))
+            return Language(lang).is_empty()
         except CompileTimeoutError:
             raise
-        except StrictgenError as e:
-            return "accepts no string" in str(e)
-        return False
+        except StrictgenError:
+            return False
 
     def _additional(self, o: ObjP, names: list[str], exists: list) -> list[tuple[Expr, int]]:
         """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
@@ -1050,11 +1034,10 @@ def string_language(atoms: tuple) -> Expr:
 
 @functools.lru_cache(maxsize=1024)
 def _escaped_states(atoms: tuple) -> int | None:
-    """DFA states of the canonically escaped language of the atoms (None: empty language)."""
-    from strictgen.compile.automaton import compile_automaton
-
+    """DFA states of the canonically escaped language of the atoms (None: empty language, or
+    too big to build: then the length product is left to the compiler's own limits)."""
     try:
-        return sum(r.num_states for r in compile_automaton(Grammar({"root": json_escape(string_language(atoms))})).rules)
+        return dfa_size(json_escape(string_language(atoms)))
     except CompileTimeoutError:
         raise
     except StrictgenError:

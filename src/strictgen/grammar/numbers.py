@@ -39,8 +39,12 @@ import math
 from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
+
+from strictgen import deadline, regular
 from strictgen.errors import GrammarTooLargeError, SchemaError
 
+from .automata import regular_dfa
 from .ir import (
     EMPTY,
     NOTHING,
@@ -520,7 +524,7 @@ def number_range(
     return _checked(_decimal_range(lo, ls, hi, hs, max_fraction_digits))
 
 
-# ---- small DFAs over the number alphabet ------------------------------------------------------------
+# ---- small DFAs over the number alphabet (the automaton work is the regular core's) --------------
 
 _ALPHA = b"-.0123456789"
 _SYM = {b: i for i, b in enumerate(_ALPHA)}
@@ -530,172 +534,19 @@ _MINUS = _SYM[ord("-")]
 _D0 = _SYM[ord("0")]
 
 
-def _to_dfa(expr: Expr) -> tuple[list[list[int]], list[bool]]:
-    """Subset construction for an IR expression over `_ALPHA` (no rules, no CharSet). -1 = dead."""
-    eps: list[list[int]] = []
-    edges: list[list[tuple[int, int]]] = []
-
-    def new() -> int:
-        eps.append([])
-        edges.append([])
-        return len(eps) - 1
-
-    def build(e: Expr, s: int, t: int) -> None:
-        if isinstance(e, Literal):
-            cur = s
-            for i, b in enumerate(e.data):
-                nxt = t if i == len(e.data) - 1 else new()
-                edges[cur].append((_SYM[b], nxt))
-                cur = nxt
-            if not e.data:
-                eps[s].append(t)
-        elif isinstance(e, ByteSet):
-            for lo, hi in e.ranges:
-                for b in range(lo, hi + 1):
-                    edges[s].append((_SYM[b], t))
-        elif isinstance(e, Seq):
-            if not e.items:
-                eps[s].append(t)
-            cur = s
-            for i, item in enumerate(e.items):
-                nxt = t if i == len(e.items) - 1 else new()
-                build(item, cur, nxt)
-                cur = nxt
-        elif isinstance(e, Alt):
-            for item in e.items:
-                build(item, s, t)
-        elif isinstance(e, Repeat):
-            cur = s
-            for _ in range(e.min):
-                nxt = new()
-                build(e.item, cur, nxt)
-                cur = nxt
-            if e.max is None:
-                a, b = new(), new()
-                eps[cur].append(a)
-                build(e.item, a, b)
-                eps[b].append(a)
-                eps[b].append(t)
-                eps[cur].append(t)
-            else:
-                for _ in range(e.max - e.min):
-                    nxt = new()
-                    eps[cur].append(t)
-                    build(e.item, cur, nxt)
-                    cur = nxt
-                eps[cur].append(t)
-        else:
-            raise TypeError(f"unexpected expression in a number language: {e!r}")
-
-    start, final = new(), new()
-    build(expr, start, final)
-
-    def closure(states) -> frozenset[int]:
-        seen = set(states)
-        work = list(states)
-        while work:
-            for u in eps[work.pop()]:
-                if u not in seen:
-                    seen.add(u)
-                    work.append(u)
-        return frozenset(seen)
-
-    ids: dict[frozenset[int], int] = {}
-    subsets: list[frozenset[int]] = []
-    trans: list[list[int]] = []
-    accepting: list[bool] = []
-
-    def intern(sub: frozenset[int]) -> int:
-        got = ids.get(sub)
-        if got is None:
-            if len(subsets) >= MAX_PRODUCT_STATES * 10:
-                raise GrammarTooLargeError("number range automaton too large")
-            got = ids[sub] = len(subsets)
-            subsets.append(sub)
-        return got
-
-    intern(closure([start]))
-    i = 0
-    while i < len(subsets):
-        sub = subsets[i]
-        i += 1
-        targets: list[set[int]] = [set() for _ in range(_NSYM)]
-        for u in sub:
-            for c, v in edges[u]:
-                targets[c].add(v)
-        trans.append([intern(closure(ts)) if ts else -1 for ts in targets])
-        accepting.append(final in sub)
-    return trans, accepting
+# the bytes of _ALPHA are the byte classes 0.._NSYM-1 of the core's tables; other bytes, class _NSYM, are dead
+_CLASSMAP = bytes(_SYM.get(b, _NSYM) for b in range(256))
 
 
-def _minimize(trans: list[list[int]], accepting: list[bool]) -> tuple[list[list[int]], list[bool]]:
-    """Hopcroft minimisation; the result has start 0, only useful states, -1 = dead (maybe empty)."""
-    # reachable states, renumbered in BFS order
-    order = [0]
-    index = {0: 0}
-    for s in order:
-        for t in trans[s]:
-            if t >= 0 and t not in index:
-                index[t] = len(order)
-                order.append(t)
-    n = len(order)
-    sink = n
-    full = [[index[t] if t >= 0 else sink for t in trans[s]] for s in order] + [[sink] * _NSYM]
-    acc = [accepting[s] for s in order] + [False]
-    inv: list[list[list[int]]] = [[[] for _ in range(n + 1)] for _ in range(_NSYM)]
-    for s, row in enumerate(full):
-        for c, t in enumerate(row):
-            inv[c][t].append(s)
-    block = [0 if a else 1 for a in acc]
-    blocks: list[set[int]] = [{s for s in range(n + 1) if acc[s]}, {s for s in range(n + 1) if not acc[s]}]
-    if not blocks[0]:
+def _symbol_rows(dfa: regular.DFA) -> tuple[list[list[int]], list[bool]]:
+    """A trimmed core DFA as rows over `_ALPHA` (start 0, -1 = dead); ([], []) when it is empty."""
+    if not dfa.can_finish():
         return [], []
-    work = {0, 1}
-    while work:
-        splitter = list(blocks[work.pop()])
-        for c in range(_NSYM):
-            inv_c = inv[c]
-            touched: dict[int, list[int]] = {}
-            for t in splitter:
-                for s in inv_c[t]:
-                    touched.setdefault(block[s], []).append(s)
-            for y, members in touched.items():
-                if len(members) == len(blocks[y]):
-                    continue
-                z = len(blocks)
-                part = set(members)
-                blocks[y] -= part
-                blocks.append(part)
-                for s in part:
-                    block[s] = z
-                if y in work or len(part) <= len(blocks[y]):
-                    work.add(z)
-                else:
-                    work.add(y)
-    dead = block[sink]
-    if block[0] == dead:
-        return [], []
-    new_id = {block[0]: 0}
-    rep = [0]
-    out_trans: list[list[int]] = []
-    out_acc: list[bool] = []
-    for b_rep in rep:
-        row = []
-        for t in full[b_rep]:
-            bt = block[t]
-            if bt == dead:
-                row.append(-1)
-                continue
-            if bt not in new_id:
-                new_id[bt] = len(rep)
-                rep.append(t)
-            row.append(new_id[bt])
-        out_trans.append(row)
-        out_acc.append(acc[b_rep])
-    return out_trans, out_acc
+    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(-1, 256)[:, list(_ALPHA)]
+    return table.tolist(), [bool(a) for a in dfa.accepting()]
 
 
-def _tracker(p: int, n: int, fraction: bool) -> tuple[list[list[int]], list[bool]]:
+def _tracker(p: int, n: int, fraction: bool) -> regular.DFA:
     """DFA over `_ALPHA` accepting texts whose value * 10**n is a multiple of p (syntax unchecked).
 
     State phase * p + r: phase 0 reads the integer part (r = its value mod p), phase 1 + t has read
@@ -706,6 +557,7 @@ def _tracker(p: int, n: int, fraction: bool) -> tuple[list[list[int]], list[bool
     trans: list[list[int]] = []
     accepting: list[bool] = []
     for phase in range(phases):
+        deadline.check()  # up to MAX_TRACKER_STATES rows are built here, p at a time
         t = phase - 1
         weight = pow(10, n - t if phase else n, p)
         for r in range(p):
@@ -721,9 +573,9 @@ def _tracker(p: int, n: int, fraction: bool) -> tuple[list[list[int]], list[bool
                     row[_D0 + d] = (phase + 1) * p + (10 * r + d) % p
                 elif d == 0:
                     row[_D0] = phase * p + r
-            trans.append(row)
+            trans.append(row + [-1])  # the last class: bytes outside _ALPHA
             accepting.append(r * weight % p == 0)
-    return trans, accepting
+    return regular.from_table(trans, accepting, _CLASSMAP)
 
 
 def _sccs_cyclic(trans: list[list[int]]) -> list[bool]:
@@ -880,37 +732,18 @@ def _product(range_expr: Expr, p: int, n: int, prefix: str) -> tuple[Expr, dict[
     """Texts of `range_expr` (plain decimals) whose value * 10**n is a multiple of p."""
     if range_expr == NOTHING:
         return NOTHING, {}
-    r_trans, r_acc = _minimize(*_to_dfa(range_expr))
+    ranges = regular_dfa(range_expr)
+    r_trans, _ = _symbol_rows(ranges)
     if not r_trans:
         return NOTHING, {}
     fraction = any(row[_DOT] >= 0 for row in r_trans)
-    t_trans, t_acc = _minimize(*_tracker(p, n, fraction))
-    ids = {(0, 0): 0}
-    pairs = [(0, 0)]
-    trans: list[list[int]] = []
-    accepting: list[bool] = []
-    i = 0
-    while i < len(pairs):
-        q, t = pairs[i]
-        i += 1
-        row = []
-        for c in range(_NSYM):
-            q2, t2 = r_trans[q][c], t_trans[t][c]
-            if q2 < 0 or t2 < 0:
-                row.append(-1)
-                continue
-            got = ids.get((q2, t2))
-            if got is None:
-                if len(pairs) >= MAX_PRODUCT_STATES:
-                    raise GrammarTooLargeError(
-                        f"multipleOf {Decimal(p).scaleb(-n)} together with these bounds needs more than {MAX_PRODUCT_STATES} automaton states"
-                    )
-                got = ids[(q2, t2)] = len(pairs)
-                pairs.append((q2, t2))
-            row.append(got)
-        trans.append(row)
-        accepting.append(r_acc[q] and t_acc[t])
-    return _emit(*_minimize(trans, accepting), prefix)
+    both = regular.product(
+        ranges,
+        regular.minimal(_tracker(p, n, fraction)),
+        max_states=MAX_PRODUCT_STATES,
+        too_large=f"multipleOf {Decimal(p).scaleb(-n)} together with these bounds needs more than {MAX_PRODUCT_STATES} automaton states",
+    )
+    return _emit(*_symbol_rows(regular.minimal(both)), prefix)
 
 
 # ---- multipleOf ------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strictgen.compile.utf8 import utf8_sequences
+from strictgen.regular.utf8 import utf8_sequences
 
 
 def spelled(lo: int, hi: int) -> set[bytes]:

@@ -1,0 +1,102 @@
+"""The regular-language core beneath grammar/ and compile/: byte-interval automata in C.
+
+One face for both layers (DESIGN.md §1): an `NFA` is built edge by edge (byte ranges, epsilon
+edges, call edges for the pushdown machine's rules); `determinize` turns it into a `DFA`, lazily
+row by row on the way (`lazy`); DFAs are trimmed, minimised (Hopcroft) and combined (`product`:
+intersection and difference). Questions about languages (`find_member`: is an intersection of
+languages and complements empty, and if not, a shortest member) search the product on the fly
+and stop at the first witness, without building whole DFAs.
+
+Every operation takes the compile deadline (`strictgen.deadline`) and a state budget: past the
+deadline it raises CompileTimeoutError, past the budget GrammarTooLargeError with the caller's
+message. The work is in `_regular.c`; this module only translates arguments and errors.
+"""
+
+from __future__ import annotations
+
+import array
+from typing import Iterable, Sequence
+
+from strictgen import deadline
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
+
+from ._regular import DFA, NFA, Lazy, Limit
+from ._regular import find_member as _find_member
+from ._regular import from_table as _from_table
+from ._regular import lazy as _lazy
+
+__all__ = ["DFA", "NFA", "Lazy", "determinize", "find_member", "from_table", "is_empty", "lazy", "minimal", "minimize", "product"]
+
+
+def _raise(exc: Limit, too_large: str) -> None:
+    if exc.args and exc.args[0] == "time":
+        deadline.check()  # raises: the same clock said the deadline has passed
+        raise CompileTimeoutError("compiling took longer than its time limit") from None
+    raise GrammarTooLargeError(too_large) from None
+
+
+def lazy(nfa: NFA, start: int, final: int, max_states: int = -1, too_large: str = "automaton too large") -> Lazy:
+    """The subset construction of `nfa` from `start` to `final`, computed row by row on demand
+    (at most `max_states` subsets, -1 = no bound)."""
+    try:
+        return _lazy(nfa, start, final, max_states)
+    except Limit as exc:
+        _raise(exc, too_large)
+
+
+def determinize(nfa: NFA, start: int, final: int, max_states: int = -1, too_large: str = "automaton too large") -> DFA:
+    """The DFA of the paths start → final (state 0 is the start); call edges become DFA call edges
+    (callee, the subset they return to)."""
+    try:
+        return _lazy(nfa, start, final, max_states).determinize(deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, too_large)
+
+
+def minimize(dfa: DFA) -> DFA:
+    """The minimal DFA of a trimmed `dfa` (call edges are letters: callee and return state)."""
+    try:
+        return dfa.minimize(deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, "automaton too large to minimise")
+
+
+def minimal(dfa: DFA, productive: bytes | None = None) -> DFA:
+    """Trim (calls only of the rules flagged in `productive`), then minimise."""
+    return minimize(dfa.trim(productive))
+
+
+def product(a: DFA, b: DFA, difference: bool = False, max_states: int = -1, too_large: str = "automaton too large") -> DFA:
+    """The pair automaton of a and b (no call edges): `a ∩ b`, or `a − b` with `difference`.
+    Not trimmed or minimised (`minimal` does that)."""
+    try:
+        return a.product(b, difference, max_states, deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, too_large)
+
+
+def find_member(languages: Sequence[tuple[Lazy, bool]], max_states: int = -1) -> bytes | None:
+    """A shortest byte string in every language paired with True and in none paired with False,
+    or None. Searches the product breadth first, computing only the rows it reaches; past
+    `max_states` product states it raises GrammarTooLargeError."""
+    try:
+        return _find_member(list(languages), max_states, deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, f"deciding emptiness needs more than {max_states} product states")
+
+
+def is_empty(languages: Sequence[tuple[Lazy, bool]], max_states: int = -1) -> bool:
+    """Is the intersection of the languages (complemented where paired with False) empty?"""
+    return find_member(languages, max_states) is None
+
+
+def from_table(rows: Iterable[Sequence[int]], accepting: Iterable[bool], classmap: bytes | None = None) -> DFA:
+    """A DFA without calls from rows of next states (-1 = dead); state 0 is the start. Rows have
+    256 entries, or with `classmap` (each byte's class, 256 bytes) one entry per class."""
+    width = 256 if classmap is None else max(classmap) + 1
+    table = array.array("i")
+    for row in rows:
+        if len(row) != width:
+            raise ValueError(f"every row needs {width} next states")
+        table.extend(row)
+    return _from_table(table.tobytes(), bytes(bool(a) for a in accepting), classmap)

@@ -1,0 +1,50 @@
+/* Growable int32 arrays and a 64-bit mixer, shared by the C extensions (_regular.c, _machine.c).
+ * Needs Python.h first (allocation failures set MemoryError). */
+#ifndef STRICTGEN_VEC_H
+#define STRICTGEN_VEC_H
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static inline int vec_reserve(Vec *v, Py_ssize_t need) {
+    if (need <= v->cap)
+        return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 16;
+    while (cap < need)
+        cap *= 2;
+    int32_t *data = (int32_t *)realloc(v->data, sizeof(int32_t) * (size_t)cap);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    v->data = data;
+    v->cap = cap;
+    return 0;
+}
+
+static inline int vec_push(Vec *v, int32_t x) {
+    if (v->len >= v->cap && vec_reserve(v, v->len + 1) < 0)
+        return -1;
+    v->data[v->len++] = x;
+    return 0;
+}
+
+static inline void vec_free(Vec *v) {
+    free(v->data);
+    v->data = NULL;
+    v->len = v->cap = 0;
+}
+
+static inline uint64_t mix(uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+#endif

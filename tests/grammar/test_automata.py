@@ -1,0 +1,133 @@
+"""IR → core automata, and the language questions front ends ask (grammar/automata.py), against a
+direct interpreter of the IR (intersection and difference included) on random expressions."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from strictgen.errors import StrictgenError
+from strictgen.grammar.automata import Language, dfa_size, regular_dfa
+from strictgen.grammar.ir import (
+    Alt,
+    ByteSet,
+    Difference,
+    Expr,
+    Grammar,
+    Intersect,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+    alt,
+    intersect,
+    lit,
+    repeat,
+    seq,
+)
+
+ALPHABET = b"abc"
+WORDS = [bytes(w) for n in range(6) for w in itertools.product(ALPHABET, repeat=n)]
+
+
+def matches(expr: Expr, data: bytes) -> bool:
+    """Reference: positions where a match of expr starting at i can end (memoised per call)."""
+
+    def step(e: Expr, starts) -> frozenset[int]:
+        return frozenset(j for p in starts for j in ends(e, p))
+
+    @functools.lru_cache(maxsize=None)
+    def ends(e: Expr, i: int) -> frozenset[int]:
+        if isinstance(e, Literal):
+            return frozenset([i + len(e.data)]) if data.startswith(e.data, i) else frozenset()
+        if isinstance(e, ByteSet):
+            return frozenset([i + 1]) if i < len(data) and any(lo <= data[i] <= hi for lo, hi in e.ranges) else frozenset()
+        if isinstance(e, Seq):
+            cur = frozenset([i])
+            for item in e.items:
+                cur = step(item, cur)
+            return cur
+        if isinstance(e, Alt):
+            return frozenset(j for item in e.items for j in ends(item, i))
+        if isinstance(e, Repeat):
+            cur = frozenset([i])
+            for _ in range(e.min):
+                cur = step(e.item, cur)
+            out = set(cur)
+            if e.max is None:
+                frontier = set(cur)
+                while frontier:
+                    frontier = step(e.item, frontier) - out
+                    out |= frontier
+            else:
+                for _ in range(e.max - e.min):
+                    cur = step(e.item, cur)
+                    out |= cur
+            return frozenset(out)
+        if isinstance(e, Intersect):
+            sets = [ends(item, i) for item in e.items]
+            return frozenset.intersection(*sets)
+        if isinstance(e, Difference):
+            return ends(e.base, i) - ends(e.minus, i)
+        raise TypeError(e)
+
+    return len(data) in ends(expr, 0)
+
+
+leaves = st.one_of(
+    st.sampled_from([lit("a"), lit("b"), lit("ab"), lit(""), ByteSet(((0x61, 0x62),)), ByteSet(((0x61, 0x63),))]),
+)
+
+
+def _combine(children):
+    return st.one_of(
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: seq(*xs)),
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: alt(*xs)),
+        st.tuples(children, st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3))).map(lambda t: repeat(t[0], t[1], t[2])),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: intersect(*xs)),
+        st.tuples(children, children).map(lambda t: Difference(t[0], t[1])),
+    )
+
+
+exprs = st.recursive(leaves, _combine, max_leaves=8)
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(exprs)
+def test_language_questions_agree_with_the_interpreter(expr):
+    lang = Language(expr)
+    dfa = regular_dfa(expr)
+    inside = [w for w in WORDS if matches(expr, w)]
+    for w in WORDS:
+        want = w in inside
+        assert lang.accepts(w) == want, w
+        s = dfa.step(0, w)
+        assert (s >= 0 and dfa.is_accepting(s)) == want, w
+    got = lang.shortest()
+    if got is None:
+        assert not inside and dfa_size(expr) is None and lang.is_empty()
+    else:
+        assert matches(expr, got) and not lang.is_empty()
+        assert not any(len(w) < len(got) for w in inside)  # a shortest member
+        assert dfa_size(expr) == dfa.num_states
+
+
+def test_difference_of_patterns_is_decided_without_text_matching():
+    digits = repeat(ByteSet(((0x30, 0x39),)), 1)
+    assert Language(Difference(digits, repeat(lit("0"), 1))).shortest() == b"1"
+    assert Language(intersect(seq(lit("a"), repeat(lit("b"))), seq(repeat(lit("a")), lit("c")))).is_empty()
+    # (ab)* minus everything of even length over {a, b}: empty
+    even = repeat(seq(ByteSet(((0x61, 0x62),)), ByteSet(((0x61, 0x62),))))
+    assert Language(Difference(repeat(lit("ab")), even)).is_empty()
+
+
+def test_recursive_rules_are_refused_in_regular_questions():
+    rules = {"p": alt(lit("x"), seq(lit("("), RuleRef("p"), lit(")")))}
+    with pytest.raises(StrictgenError, match="only combine regular languages"):
+        Language(intersect(RuleRef("p"), lit("x")), rules)
+    assert Grammar(rules, "p").rules  # (the rules themselves are fine as a grammar)
