@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from strictgen import deadline
 from strictgen.errors import StrictgenError
 
 MAX_CODEPOINT = 0x10FFFF
@@ -129,12 +130,56 @@ def seq(*items: Expr) -> Expr:
 
 
 def alt(*items: Expr) -> Expr:
-    flat: list[Expr] = []
-    for item in items:
+    """Alternation, flattened and without repeats (first occurrence kept; linear: expressions
+    are hashable, so a 100,000-way choice costs 100,000 set look-ups, not 10^10 comparisons)."""
+    flat: dict[Expr, None] = {}
+    for n, item in enumerate(items):
+        if not n & 4095:
+            deadline.check()
         for sub in item.items if isinstance(item, Alt) else (item,):
-            if sub not in flat:
-                flat.append(sub)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+            flat.setdefault(sub, None)
+    out = tuple(flat)
+    return out[0] if len(out) == 1 else Alt(out)
+
+
+def literal_trie(strings) -> Expr:
+    """Exactly one of `strings` (str as UTF-8, or bytes), as a tree of shared prefixes: each
+    alternative of an Alt starts with its own byte, so the automaton built from it has one state
+    per trie node and determinising it is linear in the total length, where a flat Alt of n
+    literals makes every early DFA state a set of n NFA states. Built from the sorted strings
+    with an explicit stack (no recursion, however long a shared prefix is)."""
+    words = sorted({s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in strings})
+    if not words:
+        return NOTHING
+    stack: list[tuple[int, list[Expr]]] = [(0, [])]  # open nodes on the path of `prev`: (depth, alternatives)
+
+    def close_above(level: int, prev: bytes) -> None:
+        """Close the open nodes deeper than `level`, adding a node at `level` where the next
+        string branches off inside an edge."""
+        while stack[-1][0] > level:
+            depth, alts = stack.pop()
+            if stack[-1][0] < level:
+                stack.append((level, []))
+            parent = stack[-1][0]
+            stack[-1][1].append(seq(Literal(prev[parent:depth]), alts[0] if len(alts) == 1 else Alt(tuple(alts))))
+
+    prev = b""
+    for n, word in enumerate(words):
+        if not n & 4095:
+            deadline.check()
+        if not word:  # sorts first: the root itself accepts
+            stack[0][1].append(EMPTY)
+            continue
+        common = 0
+        limit = min(len(prev), len(word))
+        while common < limit and prev[common] == word[common]:
+            common += 1
+        close_above(common, prev)
+        stack.append((len(word), [EMPTY]))
+        prev = word
+    close_above(0, prev)
+    alts = stack[0][1]
+    return alts[0] if len(alts) == 1 else Alt(tuple(alts))
 
 
 def repeat(item: Expr, lo: int = 0, hi: int | None = None) -> Expr:

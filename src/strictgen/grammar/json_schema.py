@@ -101,6 +101,7 @@ from .ir import (
     difference,
     intersect,
     lit,
+    literal_trie,
     normalize_ranges,
     opt,
     recursive_rules,
@@ -359,7 +360,11 @@ class SchemaEmitter:
 
     def conj(self, c: Conj) -> Expr:
         if c.values is not None:
-            return alt(*(self.value(v) for v in c.values))
+            # values spelled by one literal (strings, true, false, null) share prefixes in a trie:
+            # an enum of 50,000 strings stays linear to compile
+            spelled = [v for v in c.values if v is None or isinstance(v, (str, bool))]
+            rest = [self.value(v) for v in c.values if not (v is None or isinstance(v, (str, bool)))]
+            return alt(literal_trie(json.dumps(v, ensure_ascii=False) for v in spelled), *rest)
         if c.is_top:
             return self._any()
         parts: list[Expr] = []
@@ -489,7 +494,7 @@ class SchemaEmitter:
             common = frozenset.intersection(*ins)
             rest = tuple(a for a in atoms if a[0] != "in")
             kept = sorted(s for s in common if not rest or self.str_member(rest, s))
-            return alt(*(lit(json.dumps(s, ensure_ascii=False)) for s in kept)) if kept else NOTHING
+            return literal_trie(json.dumps(s, ensure_ascii=False) for s in kept)
         name = self._string_rules.get(atoms)
         if name is not None:
             return RuleRef(name)
@@ -971,7 +976,7 @@ class SchemaEmitter:
         """The raw language of the keys an object of `o` may have (for disjointness checks)."""
         names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
         allowed = [lit(k) for k in names if not self.is_empty(self.norm.value_formula(o, k))]
-        named = alt(*(lit(k) for k in names)) if names else NOTHING
+        named = literal_trie(names)
         for vf, keys in self._regions(o):
             allowed.append(difference(keys if keys is not None else ANY_STRING, named))
         return alt(*allowed) if allowed else NOTHING
@@ -1002,7 +1007,7 @@ class SchemaEmitter:
         """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
         norm = self.norm
         members: list[tuple[Expr, int]] = []
-        named = alt(*(lit(k) for k in sorted(names))) if names else NOTHING
+        named = literal_trie(names)
         for vf, keys in self._regions(o):
             if keys is None and not names:
                 key_expr = json_string()
@@ -1081,7 +1086,7 @@ def _atom_lang(a: tuple) -> Expr:
             e = intersect(e, repeat(ANY_CHAR, 0, 253))
         return e
     if kind == "in":
-        return alt(*(lit(s) for s in sorted(a[1]))) if a[1] else NOTHING
+        return literal_trie(a[1])
     if kind == "not":
         return difference(ANY_STRING, string_language(a[1]))
     raise AssertionError(a)

@@ -185,11 +185,14 @@ def json_type(v: Any) -> str:
 
 
 def dedupe_values(values: Iterable[Any]) -> tuple:
-    out: list = []
-    for v in values:
-        if not any(json_equal(v, w) for w in out):
-            out.append(v)
-    return tuple(out)
+    """The values without JSON-equal repeats, first occurrence kept; by `value_key`, so linear
+    (an enum of 50,000 values is 50,000 look-ups, not 10^9 comparisons)."""
+    out: dict[str, Any] = {}
+    for n, v in enumerate(values):
+        if not n & 4095:
+            deadline.check()
+        out.setdefault(value_key(v), v)
+    return tuple(out.values())
 
 
 def value_key(v: Any) -> str:
@@ -864,6 +867,7 @@ class Normalizer:
             return not self.holds(f.args[0], value)
         if f.kind == "const":
             return json_equal(self._const_values[f.key], value)
+        deadline.check()
         self._enum_checks += 1
         if self._enum_checks > MAX_ENUM_FILTER:
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
@@ -954,12 +958,18 @@ class Normalizer:
         equal to the whole conjunction): their values are kept when the jsonschema judge accepts them."""
         values: list = []
         has_finite = False
+        finite_factors = 0
+        others_true = True  # every factor without values is true (checks nothing)
         acc: list[Conj] = [TOP]
         for d in factors:
             fin = [c for c in d if c.values is not None]
             non = [c for c in d if c.values is None]
             if fin:
                 has_finite = True
+                finite_factors += 1
+            elif not (len(non) == 1 and non[0].is_top):
+                others_true = False
+            if fin:
                 for c in fin:
                     values.extend(c.values)
             nxt: dict[Conj, None] = {}
@@ -981,7 +991,13 @@ class Normalizer:
         if has_finite:
             if whole is None:
                 raise AssertionError("finite conjuncts need the whole formula to filter them")
-            kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
+            if finite_factors == 1 and others_true and not self._uses_unevaluated:
+                # the values come from one factor, which holds for them, and no other factor
+                # asserts anything: no need to ask the judge (an anyOf of 2,000 consts would
+                # check every value against every branch)
+                kept = dedupe_values(values)
+            else:
+                kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
             if kept:
                 out = out + [Conj(values=kept)]
         return out
@@ -1531,7 +1547,20 @@ class Normalizer:
         for v in values:
             if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
                 raise invalid("enum/const values must be JSON values (no NaN or Infinity)", "enum", f.src.pointer)
-        kept = tuple(v for v in dedupe_values(values) if self.holds(f, v))
+        values = list(dedupe_values(values))
+        others = [k for k in s if k in _ALL_KEYWORDS and k not in ("enum", "const")]
+        if others == ["type"] and isinstance(s["type"], (str, list)) and all(isinstance(t, str) for t in ([s["type"]] if isinstance(s["type"], str) else s["type"])):
+            # the common `type` + `enum`: the judge's type check alone, not its O(n) enum scan per value
+            checker = self._validator(f)
+            types = [s["type"]] if isinstance(s["type"], str) else s["type"]
+            try:
+                kept = tuple(v for v in values if any(checker.is_type(v, t) for t in types))
+            except Exception:  # an unknown type name: let the judge report it
+                kept = tuple(v for v in values if self.holds(f, v))
+        elif others:
+            kept = tuple(v for v in values if self.holds(f, v))
+        else:  # nothing but enum/const (and annotations): every listed value holds
+            kept = tuple(values)
         return [Conj(values=kept)] if kept else []
 
     def _ref(self, f: Formula, ref: Any, kw: str) -> Formula:
