@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from strictgen import deadline
+
 from . import _machine
 from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
 
@@ -55,6 +57,8 @@ class PushdownMachine:
             b = int(base[r])
             for s_, (accepting, groups, calls) in enumerate(zip(dfa.accepting, dfa.byte_groups, dfa.calls)):
                 g = b + s_
+                if not g & 1023:
+                    deadline.check()
                 for target, byte_values in groups:
                     dfa_table[g, list(byte_values)] = b + target
                 # a frame whose state accepts and has no way forward pops at once: calls returning

@@ -92,6 +92,9 @@ class Difference(Expr):
     minus: Expr
 
 
+_LEAVES = (Literal, ByteSet, CharSet, RuleRef)
+MAX_TRIE_NESTING = 64  # nested Alt levels literal_trie builds; deeper, it is a flat Alt
+
 EMPTY = Seq(())
 NOTHING = Alt(())
 
@@ -129,16 +132,34 @@ def seq(*items: Expr) -> Expr:
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 
+def _shallow_key(e: Expr):
+    """A hashable key, equal for equal expressions whose children are equal leaves or the same
+    objects: it looks one level down only. The dataclass hash is not cached and recomputes every
+    shared sub-expression of a DAG (exponential); equality is quadratic over many alternatives."""
+    if isinstance(e, _LEAVES):
+        return e
+    if isinstance(e, Repeat):
+        return (Repeat, _child_key(e.item), e.min, e.max)
+    if isinstance(e, Difference):
+        return (Difference, _child_key(e.base), _child_key(e.minus))
+    return (type(e), tuple(_child_key(c) for c in e.items))
+
+
+def _child_key(e: Expr):
+    return e if isinstance(e, _LEAVES) else id(e)
+
+
 def alt(*items: Expr) -> Expr:
-    """Alternation, flattened and without repeats (first occurrence kept; linear: expressions
-    are hashable, so a 100,000-way choice costs 100,000 set look-ups, not 10^10 comparisons)."""
-    flat: dict[Expr, None] = {}
+    """Alternation, flattened and without repeats (first occurrence kept), in linear time: a
+    repeat is found by `_shallow_key` (every equal leaf, every equal composite built from equal
+    leaves or shared parts; a deeply equal copy may stay, which changes no language)."""
+    flat: dict = {}
     for n, item in enumerate(items):
         if not n & 4095:
             deadline.check()
         for sub in item.items if isinstance(item, Alt) else (item,):
-            flat.setdefault(sub, None)
-    out = tuple(flat)
+            flat.setdefault(_shallow_key(sub), sub)
+    out = tuple(flat.values())
     return out[0] if len(out) == 1 else Alt(out)
 
 
@@ -147,7 +168,8 @@ def literal_trie(strings) -> Expr:
     alternative of an Alt starts with its own byte, so the automaton built from it has one state
     per trie node and determinising it is linear in the total length, where a flat Alt of n
     literals makes every early DFA state a set of n NFA states. Built from the sorted strings
-    with an explicit stack (no recursion, however long a shared prefix is)."""
+    with an explicit stack (no recursion, however long a shared prefix is). Where choices nest in
+    one another more than MAX_TRIE_NESTING deep it stays a flat Alt."""
     words = sorted({s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in strings})
     if not words:
         return NOTHING
@@ -175,6 +197,8 @@ def literal_trie(strings) -> Expr:
         while common < limit and prev[common] == word[common]:
             common += 1
         close_above(common, prev)
+        if len(stack) > MAX_TRIE_NESTING:  # choices nested in each other hundreds deep: the
+            return Alt(tuple(Literal(w) for w in words))  # automaton builder recurses per level
         stack.append((len(word), [EMPTY]))
         prev = word
     close_above(0, prev)
@@ -283,6 +307,8 @@ def rule_references(expr: Expr) -> set[str]:
         if id(e) in seen:
             continue
         seen.add(id(e))
+        if not len(seen) & 4095:
+            deadline.check()
         if isinstance(e, RuleRef):
             out.add(e.name)
         elif isinstance(e, (Seq, Alt)):

@@ -79,6 +79,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError, StrictgenError
 
 from .ir import (
@@ -138,6 +139,7 @@ MAX_RULES = 20_000
 LONG_STRING = 48  # length bounds above this count characters through a called rule
 MAX_LENGTH_PRODUCT = 60_000  # pattern/format states × length bound, at most
 BIG_RULE = 4_000  # rules whose inlined automaton would be bigger are kept as calls
+MAX_INLINE_DEPTH = 24  # rules inlined inside one another, at most (the automaton builder recurses per level)
 
 ANY_CHAR = charset([(0, MAX_CODEPOINT)])
 ANY_STRING = repeat(ANY_CHAR)
@@ -362,9 +364,12 @@ class SchemaEmitter:
         if c.values is not None:
             # values spelled by one literal (strings, true, false, null) share prefixes in a trie:
             # an enum of 50,000 strings stays linear to compile
+            # (the values are distinct JSON values: their spellings need no deduplication)
             spelled = [v for v in c.values if v is None or isinstance(v, (str, bool))]
             rest = [self.value(v) for v in c.values if not (v is None or isinstance(v, (str, bool)))]
-            return alt(literal_trie(json.dumps(v, ensure_ascii=False) for v in spelled), *rest)
+            trie = literal_trie(json.dumps(v, ensure_ascii=False) for v in spelled)
+            parts = ([trie] if trie != NOTHING else []) + rest
+            return parts[0] if len(parts) == 1 else Alt(tuple(parts))
         if c.is_top:
             return self._any()
         parts: list[Expr] = []
@@ -1127,7 +1132,9 @@ def _call_big_rules(grammar: Grammar) -> None:
             elif child not in seen and child in grammar.rules:
                 seen.add(child)
                 stack.append((child, iter(sorted(rule_references(grammar.rules[child])))))
+    inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
     for n in order:
+        deadline.check()
         for _ in range(64):
             sz = _expr_size(grammar.rules[n], rule_size)
             if sz <= BIG_RULE:
@@ -1143,6 +1150,12 @@ def _call_big_rules(grammar: Grammar) -> None:
         sizes[n] = _expr_size(grammar.rules[n], rule_size)
         if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
             make_called(n)
+        # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
+        # deep expression: every MAX_INLINE_DEPTH levels, one rule becomes a call
+        depth = 1 + max((inline_depth.get(r, 0) for r in rule_references(grammar.rules[n]) if r not in called), default=0)
+        if depth > MAX_INLINE_DEPTH and n != grammar.root and n not in called:
+            make_called(n)
+        inline_depth[n] = 0 if n in called else depth
 
 
 def _ref_copies(e: Expr) -> dict[str, int]:
