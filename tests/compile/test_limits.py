@@ -162,3 +162,22 @@ def test_internal_slips_reach_users_as_strictgen_errors(qwen):
     with pytest.raises(sg.GrammarTooLargeError, match="memory"):
         with user_errors("regex"):
             raise MemoryError()
+
+
+def test_server_tool_schemas_are_bounded_and_clear(qwen):
+    """The server compiles tool parameters itself (serve/formats.py): they run under the compiler's
+    time limit, and a malformed one is a RequestError naming the keyword, with no Python text."""
+    from strictgen.serve.formats import GrammarFactory, RequestError, Tool
+
+    factory = GrammarFactory(sg.GrammarCompiler(qwen, compile_timeout=LIMIT))
+    slow = Tool("pick", {"type": "object", "properties": {"x": {"anyOf": [{"const": {"id": i, "name": f"n{i}"}} for i in range(2000)]}}})
+    t0 = time.perf_counter()
+    try:
+        factory.tool_calls([slow], mode="required", parallel=False, reasoning=False)
+    except RequestError as exc:
+        assert "limit" in str(exc)
+    assert time.perf_counter() - t0 <= LIMIT * 1.1 + SLACK
+    bad = Tool("bad", {"type": "object", "properties": []})
+    with pytest.raises(RequestError) as info:
+        factory.tool_calls([bad], mode="required", parallel=False, reasoning=False)
+    assert "properties must be an object" in str(info.value) and "attribute" not in str(info.value)
