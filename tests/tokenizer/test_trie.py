@@ -54,3 +54,41 @@ def test_subtrie_of_nothing_is_empty(vocab):
     _, tok = vocab
     sub = tok.trie.subtrie(np.zeros(tok.vocab_size, dtype=bool))
     assert sub.depth == 0 and sub.num_nodes == 0 and (sub.token_node == 0).all()
+
+
+def _reference_levels(token_bytes, excluded):
+    """Obviously right: depth d holds the sorted distinct (d+1)-byte prefixes of the text tokens."""
+    texts = {t for i, t in enumerate(token_bytes) if t and not excluded[i]}
+    prefixes = sorted({t[: d + 1] for t in texts for d in range(len(t))})
+    by_depth: dict[int, list[bytes]] = {}
+    for p in prefixes:
+        by_depth.setdefault(len(p) - 1, []).append(p)
+    index = {p: i for ps in by_depth.values() for i, p in enumerate(ps)}
+    levels = [by_depth[d] for d in range(len(by_depth))]
+    return levels, index
+
+
+@pytest.mark.parametrize("which", ["synthetic", "smollm2"])
+def test_trie_levels_equal_sorted_prefixes(which):
+    """The numpy construction (one sort per depth) against the prefixes of the tokens, on a real
+    vocabulary and on one with duplicates, NUL bytes, prefixes of prefixes and excluded tokens."""
+    if which == "smollm2":
+        import strictgen as sg
+
+        tok = sg.TokenizerInfo.from_name("smollm2")
+        token_bytes, excluded = list(tok.all_token_bytes), tok.is_special
+    else:
+        token_bytes = [b"ab", b"a", b"\x00", b"a\x00", b"abc", b"ab", b"", b"b\xff", b"zz", b"a\x00\x00", b"abd", b"q"]
+        excluded = np.zeros(len(token_bytes), dtype=bool)
+        excluded[[6, 11]] = True  # the empty token and an excluded one
+    trie = VocabTrie(token_bytes, excluded)
+    levels, index = _reference_levels(token_bytes, excluded)
+    assert trie.depth == len(levels)
+    for d, prefixes in enumerate(levels):
+        assert trie.bytes[d].tolist() == [p[-1] for p in prefixes]
+        assert trie.parent[d].tolist() == [index[p[:-1]] if d else -1 for p in prefixes]
+    for tid, data in enumerate(token_bytes):
+        if data and not excluded[tid]:
+            assert trie.token_node[tid] == trie.offsets[len(data) - 1] + index[data]
+        else:
+            assert trie.token_node[tid] == trie.num_nodes  # never live

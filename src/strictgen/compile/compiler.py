@@ -4,15 +4,34 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Callable, Hashable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Hashable, Iterator
 
 from strictgen.deadline import compile_deadline
-from strictgen.grammar.ir import Grammar, alt, lit
+from strictgen.errors import GrammarTooLargeError, StrictgenError
+from strictgen.grammar.ir import Grammar, literal_trie
 
 from .compiled import CompiledGrammar
 
 if TYPE_CHECKING:
     from strictgen.tokenizer.info import TokenizerInfo
+
+
+@contextmanager
+def user_errors(source: str) -> Iterator[None]:
+    """Whatever goes wrong inside a compile reaches the caller as a StrictgenError: a format too
+    deeply nested for Python's stack or too big for memory is a GrammarTooLargeError, and an
+    internal slip (AttributeError and the like) never shows its Python text to a user."""
+    try:
+        yield
+    except StrictgenError:
+        raise
+    except RecursionError:
+        raise GrammarTooLargeError(f"the {source} format is nested too deeply to compile (Python's recursion limit); flatten it") from None
+    except MemoryError:
+        raise GrammarTooLargeError(f"the {source} format needs more memory to compile than is available") from None
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:  # ValueError: not ours (ours are StrictgenErrors)
+        raise StrictgenError(f"cannot compile this {source} format: strictgen met an internal error on it (please report it)") from exc
 
 
 class GrammarCompiler:
@@ -33,7 +52,7 @@ class GrammarCompiler:
             if got is not None:
                 self._cache.move_to_end(key)
                 return got
-        with compile_deadline(self.compile_timeout):
+        with compile_deadline(self.compile_timeout), user_errors(source.split(" ")[0]):
             compiled = CompiledGrammar(build(), self.tokenizer_info, source)
         with self._lock:
             self._cache[key] = compiled
@@ -60,7 +79,8 @@ class GrammarCompiler:
             from strictgen.errors import StrictgenError
 
             raise StrictgenError("compile_choice needs at least one choice")
-        return self._cached(("choice", options), "choice", lambda: Grammar({"root": alt(*(lit(c) for c in options))}))
+        # a trie of shared prefixes, not a union of literals: 100,000 choices compile in linear time
+        return self._cached(("choice", options), "choice", lambda: Grammar({"root": literal_trie(options)}))
 
     def compile_json(self, whitespace: str = "flexible", max_indent: int = 20) -> CompiledGrammar:
         """Any JSON value (json_object mode)."""
@@ -87,7 +107,8 @@ class GrammarCompiler:
         from strictgen.grammar.json_value import JsonStyle
 
         style = JsonStyle(whitespace, max_indent)
-        text = schema_cache_text(schema)
+        with user_errors("json_schema"):
+            text = schema_cache_text(schema)
         found: dict = {}
 
         def build() -> Grammar:
@@ -103,4 +124,5 @@ class GrammarCompiler:
 
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
-        return CompiledGrammar(grammar, self.tokenizer_info, source)
+        with compile_deadline(self.compile_timeout), user_errors(source):
+            return CompiledGrammar(grammar, self.tokenizer_info, source)

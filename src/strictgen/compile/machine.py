@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from strictgen import deadline
+
 from . import _machine
 from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
 
@@ -47,6 +49,7 @@ class PushdownMachine:
         tables, flag_parts, call_counts, callees, returns = [], [], [], [], []
         for r, rule in enumerate(rules):
             b = int(base[r])
+            deadline.check()
             table = np.frombuffer(rule.dfa.table256(), dtype=np.int32).reshape(-1, 256)
             tables.append(np.where(table >= 0, table + b, -1))
             accepting = np.frombuffer(rule.dfa.accepting(), dtype=np.uint8).astype(bool)

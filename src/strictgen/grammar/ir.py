@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from strictgen import deadline
 from strictgen.errors import StrictgenError
 
 MAX_CODEPOINT = 0x10FFFF
@@ -91,6 +92,9 @@ class Difference(Expr):
     minus: Expr
 
 
+_LEAVES = (Literal, ByteSet, CharSet, RuleRef)
+MAX_TRIE_NESTING = 64  # nested Alt levels literal_trie builds; deeper, it is a flat Alt
+
 EMPTY = Seq(())
 NOTHING = Alt(())
 
@@ -128,13 +132,78 @@ def seq(*items: Expr) -> Expr:
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 
+def _shallow_key(e: Expr):
+    """A hashable key, equal for equal expressions whose children are equal leaves or the same
+    objects: it looks one level down only. The dataclass hash is not cached and recomputes every
+    shared sub-expression of a DAG (exponential); equality is quadratic over many alternatives."""
+    if isinstance(e, _LEAVES):
+        return e
+    if isinstance(e, Repeat):
+        return (Repeat, _child_key(e.item), e.min, e.max)
+    if isinstance(e, Difference):
+        return (Difference, _child_key(e.base), _child_key(e.minus))
+    return (type(e), tuple(_child_key(c) for c in e.items))
+
+
+def _child_key(e: Expr):
+    return e if isinstance(e, _LEAVES) else id(e)
+
+
 def alt(*items: Expr) -> Expr:
-    flat: list[Expr] = []
-    for item in items:
+    """Alternation, flattened and without repeats (first occurrence kept), in linear time: a
+    repeat is found by `_shallow_key` (every equal leaf, every equal composite built from equal
+    leaves or shared parts; a deeply equal copy may stay, which changes no language)."""
+    flat: dict = {}
+    for n, item in enumerate(items):
+        if not n & 4095:
+            deadline.check()
         for sub in item.items if isinstance(item, Alt) else (item,):
-            if sub not in flat:
-                flat.append(sub)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+            flat.setdefault(_shallow_key(sub), sub)
+    out = tuple(flat.values())
+    return out[0] if len(out) == 1 else Alt(out)
+
+
+def literal_trie(strings) -> Expr:
+    """Exactly one of `strings` (str as UTF-8, or bytes), as a tree of shared prefixes: each
+    alternative of an Alt starts with its own byte, so the automaton built from it has one state
+    per trie node and determinising it is linear in the total length, where a flat Alt of n
+    literals makes every early DFA state a set of n NFA states. Built from the sorted strings
+    with an explicit stack (no recursion, however long a shared prefix is). Where choices nest in
+    one another more than MAX_TRIE_NESTING deep it stays a flat Alt."""
+    words = sorted({s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in strings})
+    if not words:
+        return NOTHING
+    stack: list[tuple[int, list[Expr]]] = [(0, [])]  # open nodes on the path of `prev`: (depth, alternatives)
+
+    def close_above(level: int, prev: bytes) -> None:
+        """Close the open nodes deeper than `level`, adding a node at `level` where the next
+        string branches off inside an edge."""
+        while stack[-1][0] > level:
+            depth, alts = stack.pop()
+            if stack[-1][0] < level:
+                stack.append((level, []))
+            parent = stack[-1][0]
+            stack[-1][1].append(seq(Literal(prev[parent:depth]), alts[0] if len(alts) == 1 else Alt(tuple(alts))))
+
+    prev = b""
+    for n, word in enumerate(words):
+        if not n & 4095:
+            deadline.check()
+        if not word:  # sorts first: the root itself accepts
+            stack[0][1].append(EMPTY)
+            continue
+        common = 0
+        limit = min(len(prev), len(word))
+        while common < limit and prev[common] == word[common]:
+            common += 1
+        close_above(common, prev)
+        if len(stack) > MAX_TRIE_NESTING:  # choices nested in each other hundreds deep: the
+            return Alt(tuple(Literal(w) for w in words))  # automaton builder recurses per level
+        stack.append((len(word), [EMPTY]))
+        prev = word
+    close_above(0, prev)
+    alts = stack[0][1]
+    return alts[0] if len(alts) == 1 else Alt(tuple(alts))
 
 
 def repeat(item: Expr, lo: int = 0, hi: int | None = None) -> Expr:
@@ -238,6 +307,8 @@ def rule_references(expr: Expr) -> set[str]:
         if id(e) in seen:
             continue
         seen.add(id(e))
+        if not len(seen) & 4095:
+            deadline.check()
         if isinstance(e, RuleRef):
             out.add(e.name)
         elif isinstance(e, (Seq, Alt)):

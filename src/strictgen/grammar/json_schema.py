@@ -79,6 +79,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError, StrictgenError
 
 from .automata import Language, dfa_size
@@ -102,6 +103,7 @@ from .ir import (
     difference,
     intersect,
     lit,
+    literal_trie,
     normalize_ranges,
     opt,
     recursive_rules,
@@ -138,6 +140,7 @@ MAX_RULES = 20_000
 LONG_STRING = 48  # length bounds above this count characters through a called rule
 MAX_LENGTH_PRODUCT = 60_000  # pattern/format states × length bound, at most
 BIG_RULE = 4_000  # rules whose inlined automaton would be bigger are kept as calls
+MAX_INLINE_DEPTH = 24  # rules inlined inside one another, at most (the automaton builder recurses per level)
 
 ANY_CHAR = charset([(0, MAX_CODEPOINT)])
 ANY_STRING = repeat(ANY_CHAR)
@@ -360,7 +363,14 @@ class SchemaEmitter:
 
     def conj(self, c: Conj) -> Expr:
         if c.values is not None:
-            return alt(*(self.value(v) for v in c.values))
+            # values spelled by one literal (strings, true, false, null) share prefixes in a trie:
+            # an enum of 50,000 strings stays linear to compile
+            # (the values are distinct JSON values: their spellings need no deduplication)
+            spelled = [v for v in c.values if v is None or isinstance(v, (str, bool))]
+            rest = [self.value(v) for v in c.values if not (v is None or isinstance(v, (str, bool)))]
+            trie = literal_trie(json.dumps(v, ensure_ascii=False) for v in spelled)
+            parts = ([trie] if trie != NOTHING else []) + rest
+            return parts[0] if len(parts) == 1 else Alt(tuple(parts))
         if c.is_top:
             return self._any()
         parts: list[Expr] = []
@@ -490,7 +500,7 @@ class SchemaEmitter:
             common = frozenset.intersection(*ins)
             rest = tuple(a for a in atoms if a[0] != "in")
             kept = sorted(s for s in common if not rest or self.str_member(rest, s))
-            return alt(*(lit(json.dumps(s, ensure_ascii=False)) for s in kept)) if kept else NOTHING
+            return literal_trie(json.dumps(s, ensure_ascii=False) for s in kept)
         name = self._string_rules.get(atoms)
         if name is not None:
             return RuleRef(name)
@@ -957,7 +967,7 @@ class SchemaEmitter:
         """The raw language of the keys an object of `o` may have (for disjointness checks)."""
         names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
         allowed = [lit(k) for k in names if not self.is_empty(self.norm.value_formula(o, k))]
-        named = alt(*(lit(k) for k in names)) if names else NOTHING
+        named = literal_trie(names)
         for vf, keys in self._regions(o):
             allowed.append(difference(keys if keys is not None else ANY_STRING, named))
         return alt(*allowed) if allowed else NOTHING
@@ -986,7 +996,7 @@ class SchemaEmitter:
         """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
         norm = self.norm
         members: list[tuple[Expr, int]] = []
-        named = alt(*(lit(k) for k in sorted(names))) if names else NOTHING
+        named = literal_trie(names)
         for vf, keys in self._regions(o):
             if keys is None and not names:
                 key_expr = json_string()
@@ -1064,7 +1074,7 @@ def _atom_lang(a: tuple) -> Expr:
             e = intersect(e, repeat(ANY_CHAR, 0, 253))
         return e
     if kind == "in":
-        return alt(*(lit(s) for s in sorted(a[1]))) if a[1] else NOTHING
+        return literal_trie(a[1])
     if kind == "not":
         return difference(ANY_STRING, string_language(a[1]))
     raise AssertionError(a)
@@ -1105,7 +1115,9 @@ def _call_big_rules(grammar: Grammar) -> None:
             elif child not in seen and child in grammar.rules:
                 seen.add(child)
                 stack.append((child, iter(sorted(rule_references(grammar.rules[child])))))
+    inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
     for n in order:
+        deadline.check()
         for _ in range(64):
             sz = _expr_size(grammar.rules[n], rule_size)
             if sz <= BIG_RULE:
@@ -1121,6 +1133,12 @@ def _call_big_rules(grammar: Grammar) -> None:
         sizes[n] = _expr_size(grammar.rules[n], rule_size)
         if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
             make_called(n)
+        # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
+        # deep expression: every MAX_INLINE_DEPTH levels, one rule becomes a call
+        depth = 1 + max((inline_depth.get(r, 0) for r in rule_references(grammar.rules[n]) if r not in called), default=0)
+        if depth > MAX_INLINE_DEPTH and n != grammar.root and n not in called:
+            make_called(n)
+        inline_depth[n] = 0 if n in called else depth
 
 
 def _ref_copies(e: Expr) -> dict[str, int]:

@@ -43,6 +43,9 @@ from typing import Any, Callable, Iterable
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError
 
+from .schema_dialects import legacy_items_2020, legacy_items_2020_validator
+from .schema_limits import MAX_SCHEMA_DEPTH, check_schema_bounds, malformed_subschema
+
 __all__ = [
     "Formula",
     "Conj",
@@ -63,6 +66,7 @@ __all__ = [
 MAX_ALTERNATIVES = 512  # conjuncts of one normalised (sub)schema
 MAX_FORMULAS = 200_000  # formulas created while compiling one schema
 MAX_ENUM_FILTER = 20_000  # enum values checked per schema (enum filtering runs jsonschema on each)
+MAX_APPLICATOR_NESTING = 128  # formulas normalised inside one another (each is a few Python frames)
 
 ANNOTATIONS = frozenset(
     """$schema $id id $anchor $dynamicAnchor $recursiveAnchor $defs definitions $vocabulary $comment
@@ -92,6 +96,7 @@ _DRAFT201909_KEYWORDS = (_DRAFT7_KEYWORDS - {"dependencies"}) | {
     "maxContains",
     "$recursiveRef",
 }
+_JSON_TYPES = frozenset("null boolean object array number string integer".split())
 _ALL_KEYWORDS = _DRAFT201909_KEYWORDS | {"dependencies", "prefixItems", "$dynamicRef"}
 _DIALECT_KEYWORDS = {
     "draft-03": _DRAFT4_KEYWORDS,
@@ -185,11 +190,14 @@ def json_type(v: Any) -> str:
 
 
 def dedupe_values(values: Iterable[Any]) -> tuple:
-    out: list = []
-    for v in values:
-        if not any(json_equal(v, w) for w in out):
-            out.append(v)
-    return tuple(out)
+    """The values without JSON-equal repeats, first occurrence kept; by `value_key`, so linear
+    (an enum of 50,000 values is 50,000 look-ups, not 10^9 comparisons)."""
+    out: dict[str, Any] = {}
+    for n, v in enumerate(values):
+        if not n & 4095:
+            deadline.check()
+        out.setdefault(value_key(v), v)
+    return tuple(out.values())
 
 
 def value_key(v: Any) -> str:
@@ -216,12 +224,15 @@ def load_schema(schema: Any) -> Any:
             schema = json.loads(schema)
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema text is not valid JSON: {e}") from None
+        except RecursionError:
+            raise GrammarTooLargeError(f"schema text nested too deeply to parse (limit MAX_SCHEMA_DEPTH = {MAX_SCHEMA_DEPTH} levels)") from None
     elif isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
     elif hasattr(schema, "model_json_schema") and callable(schema.model_json_schema):
         schema = schema.model_json_schema()
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
+    check_schema_bounds(schema)
     return schema
 
 
@@ -669,12 +680,16 @@ class Normalizer:
         if isinstance(root, dict):
             dialect = root.get("$schema")
             spec = rj.specification_with(dialect, default=rj.DRAFT202012) if isinstance(dialect, str) else rj.DRAFT202012
+            if spec is rj.DRAFT202012:
+                spec = legacy_items_2020()  # 2020-12, also with an array-form `items`
             resource = spec.create_resource(root)
+            if not isinstance(root.get("$id", ""), str):
+                raise invalid("$id must be a string (a URI reference)", "$id", "")
             uri = resource.id() or ""
             try:
                 self.registry = referencing.Registry().with_resource(uri, resource).crawl()
             except Exception as e:  # malformed $id and the like
-                raise invalid(f"cannot index the schema's resources: {e}", "$id", "") from None
+                raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
             self.spec = spec
             self._dynamic = any("$dynamicRef" in d for d in self._dicts)
@@ -864,6 +879,7 @@ class Normalizer:
             return not self.holds(f.args[0], value)
         if f.kind == "const":
             return json_equal(self._const_values[f.key], value)
+        deadline.check()
         self._enum_checks += 1
         if self._enum_checks > MAX_ENUM_FILTER:
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
@@ -875,7 +891,19 @@ class Normalizer:
         except RecursionError:
             raise invalid("the schema refers to itself without end", "$ref", f.src.pointer) from None
         except Exception as e:  # unresolvable reference, bad regex in the judge, ...
-            raise invalid(f"jsonschema cannot evaluate this subschema: {e}", "enum", f.src.pointer) from None
+            raise self._malformed(f.src.schema, f.src.pointer, e, "jsonschema cannot evaluate this subschema", "enum") from None
+
+    @staticmethod
+    def _malformed(schema: Any, pointer: str, exc: Exception, what: str, keyword: str) -> SchemaError:
+        """The error for a library failing on (part of) the schema: the keyword of the wrong shape
+        when there is one; the library's own message only when it is not a Python slip inside it."""
+        bad = malformed_subschema(schema)
+        if bad is not None:
+            kw, where, shape = bad
+            return invalid(f"{kw} must be {shape}", kw, pointer + where.lstrip("#"))
+        if isinstance(exc, (AttributeError, TypeError, KeyError, IndexError, RecursionError)):
+            return invalid(f"{what}: a keyword has a value of the wrong type", keyword, pointer)
+        return invalid(f"{what}: {exc}", keyword, pointer)
 
     def _validator(self, f: Formula):
         import jsonschema.validators as jv
@@ -888,7 +916,7 @@ class Normalizer:
             "draft-06": jv.Draft6Validator,
             "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
-        }.get(name, jv.Draft202012Validator)
+        }.get(name) or legacy_items_2020_validator()
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=cls.FORMAT_CHECKER)
         return base.evolve(schema=info.schema, _resolver=info.resolver)
 
@@ -908,8 +936,12 @@ class Normalizer:
         if f in self._active:
             ptr = f.src.pointer if f.src else "?"
             raise RefLoop("the schema refers to itself without consuming any input (a $ref loop)", keyword="$ref", pointer=ptr)
-        if len(self._active) > 400:
-            raise GrammarTooLargeError("schema nesting too deep (in-place applicators nested more than 400 levels)")
+        if len(self._active) > MAX_APPLICATOR_NESTING:
+            ptr = f.src.pointer if f.src else "?"
+            raise GrammarTooLargeError(
+                f"schema nested too deeply: in-place applicators ($ref, allOf, anyOf, oneOf, not, if) nested more "
+                f"than {MAX_APPLICATOR_NESTING} levels (MAX_APPLICATOR_NESTING) at #{ptr.lstrip('#')}"
+            )
         self._active.append(f)
         try:
             if f.kind == "src":
@@ -954,12 +986,18 @@ class Normalizer:
         equal to the whole conjunction): their values are kept when the jsonschema judge accepts them."""
         values: list = []
         has_finite = False
+        finite_factors = 0
+        others_true = True  # every factor without values is true (checks nothing)
         acc: list[Conj] = [TOP]
         for d in factors:
             fin = [c for c in d if c.values is not None]
             non = [c for c in d if c.values is None]
             if fin:
                 has_finite = True
+                finite_factors += 1
+            elif not (len(non) == 1 and non[0].is_top):
+                others_true = False
+            if fin:
                 for c in fin:
                     values.extend(c.values)
             nxt: dict[Conj, None] = {}
@@ -981,7 +1019,13 @@ class Normalizer:
         if has_finite:
             if whole is None:
                 raise AssertionError("finite conjuncts need the whole formula to filter them")
-            kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
+            if finite_factors == 1 and others_true and self.reporter.strict and not self._uses_unevaluated:
+                # the values come from one factor, which holds for them, and no other factor
+                # asserts anything (strict: none dropped a keyword): no need to ask the judge
+                # (an anyOf of 2,000 consts would check every value against every branch)
+                kept = dedupe_values(values)
+            else:
+                kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
             if kept:
                 out = out + [Conj(values=kept)]
         return out
@@ -1531,7 +1575,24 @@ class Normalizer:
         for v in values:
             if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
                 raise invalid("enum/const values must be JSON values (no NaN or Infinity)", "enum", f.src.pointer)
-        kept = tuple(v for v in dedupe_values(values) if self.holds(f, v))
+        values = list(dedupe_values(values))
+        others = [k for k in s if k in _ALL_KEYWORDS and k not in ("enum", "const")]
+        types = s.get("type")
+        types = [types] if isinstance(types, str) else types
+        if not others:  # nothing but enum/const (and annotations): every listed value holds
+            kept = tuple(values)
+        elif others == ["type"] and isinstance(types, list) and types and all(t in _JSON_TYPES for t in types):
+            # the common `type` + `enum`: the judge's type check alone, not its O(n) enum scan per value
+            checker = self._validator(f)
+            kept_: list = []
+            for n, v in enumerate(values):
+                if not n & 4095:
+                    deadline.check()
+                if any(checker.is_type(v, t) for t in types):
+                    kept_.append(v)
+            kept = tuple(kept_)
+        else:
+            kept = tuple(v for v in values if self.holds(f, v))
         return [Conj(values=kept)] if kept else []
 
     def _ref(self, f: Formula, ref: Any, kw: str) -> Formula:

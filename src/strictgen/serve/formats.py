@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from strictgen.compile.compiled import CompiledGrammar
-from strictgen.compile.compiler import GrammarCompiler
+from strictgen.compile.compiler import GrammarCompiler, user_errors
+from strictgen.deadline import compile_deadline
 from strictgen.errors import SchemaError, StrictgenError
 from strictgen.grammar.ir import Expr, Grammar, RuleRef, alt, charset, difference, lit, opt, repeat, seq
 from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
@@ -97,11 +98,10 @@ class GrammarFactory:
     @staticmethod
     def _wrap(build, param: str) -> CompiledGrammar:
         try:
-            return build()
+            with user_errors("request"):  # a schema shape the front end trips over: no Python text
+                return build()
         except StrictgenError as exc:
             raise RequestError(str(exc), param, code=type(exc).__name__) from exc
-        except (RecursionError, TypeError, KeyError, ValueError) as exc:  # a schema shape the front end trips over
-            raise RequestError(f"cannot compile this format: {type(exc).__name__}: {exc}", param) from exc
 
     # ---- tool calls and reasoning ----
 
@@ -117,6 +117,13 @@ class GrammarFactory:
         if got is not None:
             return got
         chosen = [t for t in tools if name is None or t.name == name]
+        with compile_deadline(self.compiler.compile_timeout):  # one limit for all the tools together
+            compiled = self._tool_calls(tools, chosen, mode, parallel, reasoning)
+        with self._lock:
+            self._ir_cache[key] = compiled
+        return compiled
+
+    def _tool_calls(self, tools: list[Tool], chosen: list[Tool], mode: str, parallel: bool, reasoning: bool) -> CompiledGrammar:
         rules: dict[str, Expr] = {}
         alts = []
         for i, tool in enumerate(chosen):
@@ -132,10 +139,7 @@ class GrammarFactory:
         if reasoning:
             body = seq(opt(seq(lit(THINK_OPEN), _without(THINK_CLOSE), lit(THINK_CLOSE), repeat(charset(((10, 10), (32, 32)))))), body)
         rules["sg_root"] = body
-        compiled = self._wrap(lambda: self.compiler.compile_ir(Grammar(rules, "sg_root"), source="tool_calls"), "tools")
-        with self._lock:
-            self._ir_cache[key] = compiled
-        return compiled
+        return self._wrap(lambda: self.compiler.compile_ir(Grammar(rules, "sg_root"), source="tool_calls"), "tools")
 
     def after_reasoning(self, inner: CompiledGrammar | None, source: Any, kind: str) -> CompiledGrammar | None:
         """`inner`'s format preceded by an optional `<think>…</think>` block (reasoning models)."""
@@ -159,11 +163,11 @@ class GrammarFactory:
         if not isinstance(schema, (dict, bool)):
             raise RequestError("parameters must be a JSON Schema object", param)
         try:
-            grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=False, style=JsonStyle(STYLE, 20))
+            # the compiler's time limit holds for tool schemas too (an enclosing one stays in force)
+            with compile_deadline(self.compiler.compile_timeout), user_errors("json_schema"):
+                grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=False, style=JsonStyle(STYLE, 20))
         except StrictgenError as exc:
             raise RequestError(str(exc), param, code=type(exc).__name__) from exc
-        except (RecursionError, TypeError, KeyError, ValueError) as exc:
-            raise RequestError(f"cannot compile this schema: {exc}", param) from exc
         names = {n: prefix + n for n in grammar.rules}
         for n, body in grammar.rules.items():
             rules[names[n]] = _rename(body, names)

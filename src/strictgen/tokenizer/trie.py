@@ -53,6 +53,41 @@ def _char_width(data: bytes, i: int) -> int:
         return 0
 
 
+def _levels(token_bytes: list[bytes], lengths: np.ndarray, excluded: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Each depth's node bytes and parents (index within the depth above; -1 at depth 0) and each
+    token's end node (index within depth `lengths[t] - 1`; -1 for tokens not in the trie).
+
+    One numpy pass per depth over the tokens longer than it, no Python loop over tokens: they are
+    kept sorted by (node one depth up, byte at this depth), a stable sort that the order of the
+    depth above leaves nearly done, so nodes come out in lexicographic order. Equal texts share
+    every node.
+    """
+    text = np.flatnonzero((lengths > 0) & ~excluded)
+    flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    token_node = np.full(len(token_bytes), -1, dtype=np.int64)
+    level_bytes: list[np.ndarray] = []
+    level_parent: list[np.ndarray] = []
+    active = text  # the tokens longer than `depth`
+    parent = np.full(len(active), -1, dtype=np.int64)  # each one's node at depth - 1
+    depth = 0
+    while len(active):
+        byte = flat[starts[active] + depth]
+        key = (parent + 1) * 256 + byte
+        order = np.argsort(key, kind="stable")
+        active, parent, byte, key = active[order], parent[order], byte[order], key[order]
+        new = np.ones(len(active), dtype=bool)
+        new[1:] = key[1:] != key[:-1]
+        node = np.cumsum(new) - 1
+        level_bytes.append(byte[new])
+        level_parent.append(parent[new])
+        ends = lengths[active] == depth + 1
+        token_node[active[ends]] = node[ends]
+        active, parent = active[~ends], node[~ends]
+        depth += 1
+    return level_bytes, level_parent, token_node
+
+
 class VocabTrie:
     def __init__(self, token_bytes: list[bytes], excluded: np.ndarray):
         """`excluded[i]` marks tokens never matched as text (special, padding, empty)."""
@@ -62,39 +97,9 @@ class VocabTrie:
         self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
-        by_text: dict[bytes, list[int]] = {}
-        for tid, data in enumerate(token_bytes):
-            if data and not excluded[tid]:
-                by_text.setdefault(data, []).append(tid)
-        level_bytes: list[list[int]] = []
-        level_parent: list[list[int]] = []
-        path: list[int] = []
-        prev = b""
-        end_node: dict[bytes, int] = {}
-        for text in sorted(by_text):
-            common = 0
-            limit = min(len(prev), len(text))
-            while common < limit and prev[common] == text[common]:
-                common += 1
-            del path[common:]
-            for depth in range(common, len(text)):
-                if depth == len(level_bytes):
-                    level_bytes.append([])
-                    level_parent.append([])
-                level_bytes[depth].append(text[depth])
-                level_parent[depth].append(path[depth - 1] if depth else -1)
-                path.append(len(level_bytes[depth]) - 1)
-            end_node[text] = path[len(text) - 1]
-            prev = text
-        token_node = np.full(len(token_bytes), -1, dtype=np.int64)  # index within the token's last depth
-        for text, tids in by_text.items():
-            token_node[tids] = end_node[text]
-        self._set_levels(
-            [np.asarray(b, dtype=np.uint8) for b in level_bytes],
-            [np.asarray(p, dtype=np.int64) for p in level_parent],
-            token_node,
-            np.fromiter((len(t) for t in token_bytes), dtype=np.int64, count=len(token_bytes)),
-        )
+        lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
+        level_bytes, level_parent, token_node = _levels(token_bytes, lengths, self._excluded)
+        self._set_levels(level_bytes, level_parent, token_node, lengths)
 
     def _set_levels(self, level_bytes: list[np.ndarray], level_parent: list[np.ndarray], token_node: np.ndarray, lengths: np.ndarray) -> None:
         """Derive the flat arrays from each depth's bytes and parents and each token's end node

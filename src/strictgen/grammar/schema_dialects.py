@@ -1,0 +1,48 @@
+"""Draft 2020-12 as real schemas write it: with the legacy array form of `items`.
+
+A schema without `$schema` is read as 2020-12, yet many generated schemas still write tuple
+validation the draft-4..2019-09 way, `"items": [A, B]` (+ `additionalItems`), which 2020-12 spells
+`prefixItems`. The normaliser reads that form as tuple validation; `referencing` and jsonschema's
+2020-12 validator would instead treat the list as one schema and fail inside ('list' object has
+no attribute 'get'). These are the same dialect with that one form accepted: resources inside an
+`items` array are crawled, and the judge validates an `items` array as 2019-09 does."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+
+@functools.lru_cache(maxsize=None)
+def legacy_items_2020():
+    """The referencing Specification of 2020-12 that also crawls an array-form `items`
+    (named like 2020-12: the normaliser treats it as that dialect)."""
+    import attrs
+    import referencing.jsonschema as rj
+
+    base = rj.DRAFT202012
+
+    def subresources_of(contents: Any):
+        if isinstance(contents, dict) and isinstance(contents.get("items"), list):
+            yield from (each for each in contents["items"] if isinstance(each, (dict, bool)))
+            extra = contents.get("additionalItems")
+            if isinstance(extra, (dict, bool)):
+                yield extra
+            contents = {k: v for k, v in contents.items() if k not in ("items", "additionalItems")}
+        yield from base.subresources_of(contents)
+
+    return attrs.evolve(base, subresources_of=subresources_of)  # referencing's Specification is an attrs class
+
+
+@functools.lru_cache(maxsize=None)
+def legacy_items_2020_validator():
+    """jsonschema's 2020-12 validator class, with `items` and `additionalItems` as 2019-09 has
+    them when `items` is an array (the judge for schemas of `legacy_items_2020`)."""
+    import jsonschema.validators as jv
+
+    new, old = jv.Draft202012Validator, jv.Draft201909Validator
+
+    def items(validator, value, instance, schema):
+        yield from (old if isinstance(value, list) else new).VALIDATORS["items"](validator, value, instance, schema)
+
+    return jv.extend(new, {"items": items, "additionalItems": old.VALIDATORS["additionalItems"]})

@@ -1,0 +1,104 @@
+"""Bounds on a schema document, checked before anything recurses over it.
+
+The schema front end, the cache key (`json.dumps`) and the automaton builder all walk a schema
+recursively; a document nested thousands of levels deep would end in a bare RecursionError deep
+inside one of them. This walk is iterative and runs first, so such a schema is refused with a
+GrammarTooLargeError that names the limit and the JSON pointer where it was passed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strictgen.errors import GrammarTooLargeError
+
+MAX_SCHEMA_DEPTH = 128  # nested JSON objects/arrays in one schema document
+MAX_SCHEMA_NODES = 1_000_000  # JSON values in one schema document
+
+__all__ = ["MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "check_schema_bounds", "json_pointer", "malformed_subschema"]
+
+
+def json_pointer(path) -> str:
+    """The RFC 6901 pointer of a path of keys and indices ("" is the whole document)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _path(link) -> list:
+    out = []
+    while link is not None:
+        link, key = link
+        out.append(key)
+    return out[::-1]
+
+
+def check_schema_bounds(schema: Any, max_depth: int = MAX_SCHEMA_DEPTH, max_nodes: int = MAX_SCHEMA_NODES) -> None:
+    """Refuse a schema document nested deeper than `max_depth` objects/arrays or holding more
+    than `max_nodes` JSON values (GrammarTooLargeError with the limit and a JSON pointer)."""
+    count = 0
+    stack: list[tuple[Any, int, Any]] = [(schema, 0, None)]  # (value, depth, (parent link, key))
+    while stack:
+        node, depth, link = stack.pop()
+        count += 1
+        if count > max_nodes:
+            raise GrammarTooLargeError(
+                f"schema too large: more than {max_nodes} JSON values (MAX_SCHEMA_NODES), "
+                f"passed at #{json_pointer(_path(link))}"
+            )
+        if isinstance(node, dict):
+            children = node.items()
+        elif isinstance(node, list):
+            children = enumerate(node)
+        else:
+            continue
+        if depth >= max_depth:
+            raise GrammarTooLargeError(
+                f"schema nested too deeply: more than {max_depth} levels of objects and arrays "
+                f"(MAX_SCHEMA_DEPTH) at #{json_pointer(_path(link))}"
+            )
+        for key, value in children:
+            stack.append((value, depth + 1, (link, key)))
+
+
+# keywords whose values hold subschemas, by shape (draft 4 to 2020-12)
+_ONE_SCHEMA = frozenset(
+    """additionalItems additionalProperties unevaluatedItems unevaluatedProperties contains
+    propertyNames not if then else contentSchema""".split()
+)
+_SCHEMA_MAP = frozenset("properties patternProperties $defs definitions dependentSchemas".split())
+_SCHEMA_LIST = frozenset("allOf anyOf oneOf prefixItems".split())
+
+
+def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
+    """The first applicator keyword whose value has the wrong shape, as (keyword, JSON pointer,
+    what it must be), or None. Libraries that walk a schema (referencing, jsonschema) fail on
+    these with their internal error text ('list' object has no attribute 'values'); this names
+    the keyword instead. `items` may be a schema or, in the legacy form, an array of schemas."""
+
+    def is_schema(v: Any) -> bool:
+        return isinstance(v, (dict, bool))
+
+    stack: list[tuple[Any, Any]] = [(schema, None)]
+    while stack:
+        node, link = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        where = json_pointer(_path(link))
+        for kw, value in node.items():
+            if kw in _ONE_SCHEMA or kw == "items":
+                if kw == "items" and isinstance(value, list):
+                    children = list(enumerate(value))
+                    if not all(is_schema(v) for _, v in children):
+                        return kw, f"#{where}/{kw}", "a schema or an array of schemas"
+                    stack.extend((v, ((link, kw), i)) for i, v in children)
+                elif not is_schema(value):
+                    return kw, f"#{where}/{kw}", "a schema (an object or a boolean)"
+                else:
+                    stack.append((value, (link, kw)))
+            elif kw in _SCHEMA_MAP:
+                if not isinstance(value, dict) or not all(is_schema(v) for v in value.values()):
+                    return kw, f"#{where}/{kw}", "an object whose values are schemas"
+                stack.extend((v, ((link, kw), k)) for k, v in value.items())
+            elif kw in _SCHEMA_LIST:
+                if not isinstance(value, list) or not all(is_schema(v) for v in value):
+                    return kw, f"#{where}/{kw}", "an array of schemas"
+                stack.extend((v, ((link, kw), i)) for i, v in enumerate(value))
+    return None
