@@ -15,8 +15,9 @@ import numpy as np
 
 from strictgen import deadline
 from strictgen.errors import GrammarSyntaxError, GrammarTooLargeError, StrictgenError
-from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Grammar, Intersect, Literal, Repeat, RuleRef, Seq, recursive_rules
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Grammar, Intersect, Literal, Repeat, RuleRef, Seq, Spelled, recursive_rules
 
+from .json_spelling import spell_table
 from .utf8 import utf8_sequences
 
 MAX_NFA_STATES = 400_000
@@ -83,7 +84,7 @@ def _shared_nodes(grammar: Grammar) -> set[int]:
         e = work.pop()
         if isinstance(e, (Seq, Alt, Intersect)):
             children = e.items
-        elif isinstance(e, Repeat):
+        elif isinstance(e, (Repeat, Spelled)):
             children = (e.item,)
         elif isinstance(e, Difference):
             children = (e.base, e.minus)
@@ -152,7 +153,7 @@ class _Builder:
                 self.build(item, s, end, inlining)
         elif isinstance(expr, Repeat):
             self._build_repeat(expr, start, end, inlining)
-        elif isinstance(expr, (Intersect, Difference)):
+        elif isinstance(expr, (Intersect, Difference, Spelled)):
             self._embed(self.regular_dfa(expr), start, end)
         elif isinstance(expr, RuleRef):
             if expr.name not in self.grammar.rules:
@@ -178,6 +179,9 @@ class _Builder:
                 got = _product(got, part, lambda a, b: a and b)
         elif isinstance(expr, Difference):
             got = _product(self.regular_dfa(expr.base), self.regular_dfa(expr.minus), lambda a, b: a and not b)
+        elif isinstance(expr, Spelled):
+            raw = self.regular_dfa(expr.item)
+            got = _Dense(*spell_table(raw.rows, raw.accepting, MAX_DFA_STATES))
         else:
             sub = _Builder(self.grammar, {}, self._shared, self._regular)
             start, final = sub.nfa.new(), sub.nfa.new()

@@ -41,7 +41,7 @@ from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from strictgen import deadline
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
 
 __all__ = [
     "Formula",
@@ -102,6 +102,9 @@ _DIALECT_KEYWORDS = {
 }
 
 # ---- errors -------------------------------------------------------------------------------------
+
+
+FORMAT_MODES = ("assert", "annotate")  # `format` enforced (default), or only an annotation
 
 
 class Reporter:
@@ -644,11 +647,14 @@ def _nonneg_int(value: Any, keyword: str, pointer: str) -> int:
 class Normalizer:
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
-    def __init__(self, root: Any, reporter: Reporter | None = None):
+    def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert"):
         import referencing
         import referencing.jsonschema as rj
 
+        if formats not in FORMAT_MODES:
+            raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
         self.reporter = reporter or Reporter(True)
+        self.formats = formats
         self.root = root
         self._rj = rj
         self._formulas: dict[tuple, Formula] = {}
@@ -889,7 +895,8 @@ class Normalizer:
             "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
         }.get(name, jv.Draft202012Validator)
-        base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=cls.FORMAT_CHECKER)
+        checker = cls.FORMAT_CHECKER if self.formats == "assert" else None
+        base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=info.resolver)
 
     # ---- normalisation ----
@@ -1859,6 +1866,8 @@ class Normalizer:
 
         if not isinstance(name, str):
             raise invalid("format must be a string", "format", ptr)
+        if self.formats == "annotate":
+            return None  # the 2020-12 default: format is only an annotation
         if name in SUPPORTED_FORMATS:
             return ("fmt", name)
         if name in ("regex", "idn-email", "idn-hostname"):
