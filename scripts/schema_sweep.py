@@ -1,12 +1,14 @@
 """Run the schema-suite harness over a folder sample with a per-schema time limit; one JSON line per group.
 
-    python scripts/schema_sweep.py [--vocab qwen] [--step 4] [--offset 0] [--limit-s 60] [--suite] > out.jsonl
+    python scripts/schema_sweep.py [--vocab qwen] [--step 4] [--offset 0] [--limit-s 60] [--suite]
+        [--any-order] [--formats annotate] > out.jsonl
 
 A long sweep for measuring (tests/test_schema_suites.py is what `make test` runs); schemas that run past
-the limit are reported as "timeout"."""
+the limit are reported as "timeout". The outcome counts per kind go to stderr at the end."""
 
 import argparse
 import json
+from collections import Counter
 import signal
 import sys
 import time
@@ -35,6 +37,8 @@ def main() -> None:
     ap.add_argument("--suite", action="store_true", help="the official suite instead of maskbench-dev")
     ap.add_argument("--skip", type=int, default=0, help="skip the first N groups of the sample")
     ap.add_argument("--only", default="", help="comma-separated group names")
+    ap.add_argument("--any-order", action="store_true", help="compile with any_order=True")
+    ap.add_argument("--formats", default="assert", help="assert (default) or annotate")
     args = ap.parse_args()
     tok = sg.TokenizerInfo.from_name(args.vocab)
     encode = make_encoder(args.vocab, tok)
@@ -44,12 +48,16 @@ def main() -> None:
         names = set(args.only.split(","))
         groups = [g for g in groups if g[1] in names]
     signal.signal(signal.SIGALRM, _alarm)
+    counts: dict[str, Counter] = {}
+    options = {"any_order": True} if args.any_order else {}
+    if args.formats != "assert":
+        options["formats"] = args.formats
     for kind, name, schema, tests in groups:
         compiler = sg.GrammarCompiler(tok, cache_size=1)
         t0 = time.perf_counter()
         signal.alarm(args.limit_s)
         try:
-            outcome, detail, secs = run_group(compiler, encode, schema, tests)
+            outcome, detail, secs = run_group(compiler, encode, schema, tests, **options)
         except _Timeout:
             outcome, detail, secs = "timeout", "", time.perf_counter() - t0
         except Exception as e:  # a crash is a finding, not a reason to stop the sweep
@@ -58,6 +66,9 @@ def main() -> None:
             signal.alarm(0)
         row = {"kind": kind, "name": name, "outcome": outcome, "detail": detail, "compile_s": round(secs, 4), "total_s": round(time.perf_counter() - t0, 3)}
         print(json.dumps(row, ensure_ascii=False), flush=True)
+        counts.setdefault(kind, Counter())[outcome] += 1
+    for kind, c in sorted(counts.items()):
+        print(f"{kind}: {sum(c.values())} groups, " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())), file=sys.stderr)
 
 
 if __name__ == "__main__":

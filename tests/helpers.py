@@ -72,3 +72,35 @@ def _encoder(name: str):
     from strictgen.tokenizer.info import text_encoder
 
     return text_encoder(name)
+
+
+def respell_strings(text: str, rnd: random.Random) -> str:
+    """`text` (JSON) with every character of every string literal written in a random one of its
+    JSON spellings: raw (where JSON allows), a short escape, or \\uXXXX in a random hex case
+    (a surrogate pair above U+FFFF). The decoded document is unchanged."""
+    from json.decoder import scanstring
+
+    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c != '"':
+            out.append(c)
+            i += 1
+            continue
+        value, i = scanstring(text, i + 1)
+        out.append('"')
+        for ch in value:
+            cp = ord(ch)
+            options = []
+            if cp >= 0x20 and ch not in '"\\':
+                options.append(ch)
+            if ch in short:
+                options.append(short[ch])
+            units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+            u = "".join(f"\\u{x:04x}" for x in units)
+            options.append("".join(d.upper() if rnd.random() < 0.5 else d for d in u).replace("\\U", "\\u"))
+            out.append(rnd.choice(options))
+        out.append('"')
+    return "".join(out)

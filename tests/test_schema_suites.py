@@ -7,18 +7,22 @@ refused, or EOS refused at the end). Outcomes: pass, compile_error (SchemaError 
 GrammarTooLargeError: a keyword we refuse rather than enforce loosely), false_reject, false_accept.
 False accepts must be zero; passes may only go up (tests/data/schema_ratchet.json is a ratchet).
 
-Serialising documents. Floats that json.dumps writes with an exponent are also tried in plain
-decimal notation (the grammar spells bounded numbers without exponents). The grammar emits object members in a fixed order (listed properties in
-schema order, then the others), while JSON object semantics ignore order. Each document is
-therefore serialised with `json.dumps(..., ensure_ascii=False)` formatting (", " and ": "
-separators) and with its keys in *some order the grammar accepts, if one exists*: a search over key
-orders driven by the compiled byte-level machine (document order tried first, memoised, with a
-budget; keys are tried in the order the schema text first lists them, then in document order). For
-valid documents this finds the order the grammar expects; for invalid documents it
-looks for *any* accepted order, which makes the false-accept check stronger than one fixed order.
-The chosen text is then tokenised with the vocabulary's own encoder (Qwen: tiktoken ranks;
-DeepSeek: its tokenizer.json; SmolLM2 ships no encoder here, so a seeded random split into
-vocabulary tokens is used) and fed to `GrammarMatcher.accept_token`, then EOS.
+Serialising documents. Each document is written in every `Form` (FORMS): json.dumps's default
+separators (", " and ": ") with raw UTF-8, compact separators, and ensure_ascii=True (every non-ASCII
+character \\u-escaped, surrogate pairs above U+FFFF); the default form is also fed as a seeded random
+split into vocabulary tokens (tests.helpers.random_split), not only the tokenizer's own encoding. A
+valid document must be accepted in all of them; an invalid one accepted in any is a false accept.
+Floats that json.dumps writes with an exponent are also tried in plain decimal notation (the
+grammar spells bounded numbers without exponents). The grammar emits object members in a fixed
+order (listed properties in schema order, then the others), while JSON object semantics ignore
+order. Each document is therefore serialised with its keys in *some order the grammar accepts, if
+one exists*: a search over key orders driven by the compiled byte-level machine (document order
+tried first, memoised, with a budget; keys are tried in the order the schema text first lists
+them, then in document order). For valid documents this finds the order the grammar expects; for
+invalid documents it looks for *any* accepted order, which makes the false-accept check stronger
+than one fixed order. The chosen text is then tokenised with the vocabulary's own encoder (Qwen:
+tiktoken ranks; DeepSeek: its tokenizer.json; SmolLM2 ships no encoder here, so a seeded random
+split into vocabulary tokens is used) and fed to `GrammarMatcher.accept_token`, then EOS.
 
 Suites: top-level draft2020-12/*.json (383 groups) are the required tests; `optional/` is skipped
 except `optional/format/*.json`, counted separately. Notes on expected non-passes: `format.json`
@@ -41,6 +45,7 @@ import os
 import random
 import statistics
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
@@ -57,6 +62,23 @@ RATCHET = Path(__file__).parent / "data" / "schema_ratchet.json"
 
 OUTCOMES = ("pass", "compile_error", "false_reject", "false_accept")
 SEARCH_BUDGET = 100_000  # object-key-order search steps per document
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way json.dumps writes a document: separators and ensure_ascii."""
+
+    name: str
+    item_sep: str
+    key_sep: str
+    ascii: bool
+
+    def dumps(self, value) -> str:
+        return json.dumps(value, ensure_ascii=self.ascii, separators=(self.item_sep, self.key_sep))
+
+
+# every document is tried in each: json.dumps's default, compact, and \u-escaped (ensure_ascii)
+FORMS = (Form("default", ", ", ": ", False), Form("compact", ",", ":", False), Form("ascii", ", ", ": ", True))
 
 
 # ---- loading ----------------------------------------------------------------------------------
@@ -112,10 +134,11 @@ def key_ranks(schema) -> dict[str, int]:
     return ranks
 
 
-def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None = None, memo: dict | None = None) -> dict[int, str]:
-    """Texts of `value` that the machine can read from `state`, by end state (objects: the first
-    key order found; arrays: at most 2 end states). Memoised per (value, state)."""
+def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None = None, memo: dict | None = None, form: Form | None = None) -> dict[int, str]:
+    """Texts of `value` in `form` that the machine can read from `state`, by end state (objects:
+    the first key order found; arrays: at most 2 end states). Memoised per (value, state)."""
     memo = {} if memo is None else memo
+    form = form or FORMS[0]
     key = (id(value), state)
     if key in memo:
         return memo[key]
@@ -142,11 +165,11 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
             for k in keys:
                 if k not in remaining:
                     continue
-                head = ("" if first else ", ") + json.dumps(k, ensure_ascii=False) + ": "
+                head = ("" if first else form.item_sep) + json.dumps(k, ensure_ascii=form.ascii) + form.key_sep
                 s1 = machine.step_bytes(st, head.encode())
                 if s1 == DEAD:
                     continue
-                for e1, t1 in _serialise(machine, s1, value[k], budget, ranks, memo).items():
+                for e1, t1 in _serialise(machine, s1, value[k], budget, ranks, memo, form).items():
                     rest = go(remaining - {k}, e1, False)
                     if rest is not None:
                         return rest[0], head + t1 + rest[1]
@@ -164,12 +187,12 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
             nxt: dict[int, str] = {}
             for s, t in cur.items():
                 if i:
-                    s = machine.step_bytes(s, b", ")
+                    s = machine.step_bytes(s, form.item_sep.encode())
                     if s == DEAD:
                         continue
-                for e, tt in _serialise(machine, s, item, budget, ranks, memo).items():
+                for e, tt in _serialise(machine, s, item, budget, ranks, memo, form).items():
                     if len(nxt) < 2:
-                        nxt.setdefault(e, t + (", " if i else "") + tt)
+                        nxt.setdefault(e, t + (form.item_sep if i else "") + tt)
             cur = nxt
             if not cur:
                 break
@@ -178,7 +201,7 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
             if e != DEAD:
                 out[e] = t + "]"
     else:
-        for text in _scalar_texts(value):
+        for text in _scalar_texts(value, form.ascii):
             e = machine.step_bytes(state, text.encode())
             if e != DEAD:
                 out.setdefault(e, text)
@@ -186,28 +209,29 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
     return out
 
 
-def _scalar_texts(value) -> list[str]:
+def _scalar_texts(value, ascii_: bool = False) -> list[str]:
     """json.dumps's text, plus the plain decimal spelling of a float written with an exponent
     (the grammar spells bounded numbers without exponents)."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=ascii_)
     if isinstance(value, float) and ("e" in text or "E" in text) and math.isfinite(value):
         plain = format(Decimal(repr(value)), "f")
         return [text, plain]
     return [text]
 
 
-def serialise_for(compiled: sg.CompiledGrammar, value, schema=None) -> str:
-    """A serialisation of `value` the grammar accepts if the search finds one, else json.dumps.
-    Keys are tried in the order the schema text lists property names first."""
+def serialise_for(compiled: sg.CompiledGrammar, value, schema=None, form: Form | None = None) -> str:
+    """A serialisation of `value` in `form` the grammar accepts if the search finds one, else
+    json.dumps's. Keys are tried in the order the schema text lists property names first."""
+    form = form or FORMS[0]
     machine = compiled.machine
     try:
-        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET], key_ranks(schema) if schema is not None else None)
+        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET], key_ranks(schema) if schema is not None else None, None, form)
     except (_Budget, RecursionError):
         found = {}
     for e, text in found.items():
         if machine.accepting[e]:
             return text
-    return json.dumps(value, ensure_ascii=False)
+    return form.dumps(value)
 
 
 # ---- tokenisation per vocabulary -----------------------------------------------------------------------
@@ -238,26 +262,42 @@ def accepts(compiled: sg.CompiledGrammar, ids) -> bool:
 # ---- running groups ----------------------------------------------------------------------------------
 
 
-def run_group(compiler: sg.GrammarCompiler, encode, schema, tests) -> tuple[str, str, float]:
-    """(outcome, detail, compile seconds) for one group."""
+def spellings(compiled: sg.CompiledGrammar, encode, value, schema) -> list[tuple[str, str, list[int] | None]]:
+    """(form, text, token ids) for each way `value` is fed: every Form under the vocabulary's own
+    encoding, and the default form split into random vocabulary tokens (seeded by the text)."""
+    from tests.helpers import random_split
+
+    out = []
+    for form in FORMS:
+        text = serialise_for(compiled, value, schema, form)
+        out.append((form.name, text, encode(text)))
+        if form is FORMS[0]:
+            split = random_split(compiled.tokenizer_info, text.encode("utf-8"), random.Random(text))
+            out.append(("split", text, split))
+    return out
+
+
+def run_group(compiler: sg.GrammarCompiler, encode, schema, tests, **options) -> tuple[str, str, float]:
+    """(outcome, detail, compile seconds) for one group (options go to compile_json_schema). A
+    valid document must be accepted in every spelling; an invalid one accepted in any is a false
+    accept."""
     t0 = time.perf_counter()
     try:
-        compiled = compiler.compile_json_schema(schema)
+        compiled = compiler.compile_json_schema(schema, **options)
     except (SchemaError, RegexError, GrammarTooLargeError) as e:
         return "compile_error", f"{type(e).__name__}: {e}"[:300], time.perf_counter() - t0
     elapsed = time.perf_counter() - t0
     worst = "pass"
     detail = ""
     for t in tests:
-        text = serialise_for(compiled, t["data"], schema)
-        ids = encode(text)
-        if ids is None:
-            continue
-        got = accepts(compiled, ids)
-        if got and not t["valid"]:
-            return "false_accept", f"accepted invalid {text[:200]!r} ({t['description']})", elapsed
-        if not got and t["valid"] and worst == "pass":
-            worst, detail = "false_reject", f"rejected valid {text[:200]!r} ({t['description']})"
+        for form, text, ids in spellings(compiled, encode, t["data"], schema):
+            if ids is None:
+                continue
+            got = accepts(compiled, ids)
+            if got and not t["valid"]:
+                return "false_accept", f"accepted invalid {text[:200]!r} [{form}] ({t['description']})", elapsed
+            if not got and t["valid"] and worst == "pass":
+                worst, detail = "false_reject", f"rejected valid {text[:200]!r} [{form}] ({t['description']})"
     return worst, detail, elapsed
 
 

@@ -21,7 +21,7 @@ from strictgen.compile.automaton import compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.grammar.ir import ByteSet, CharSet, Grammar, Literal, Seq, charset, intersect, lit, repeat
-from strictgen.grammar.json_schema import json_escape, json_schema_grammar
+from strictgen.grammar.json_schema import json_schema_grammar, spelled
 from strictgen.grammar.json_value import JsonStyle
 
 SETTINGS = settings(
@@ -93,7 +93,11 @@ def test_enum_const_json_equality():
 
 def test_string_length_counts_code_points():
     s = check({"type": "string", "minLength": 2, "maxLength": 3}, ['"ab"', '"éé"', '"😀😀😀"', '"a\\nb"'], ['"a"', '"abcd"', '"😀"'])
-    assert '"\\u00e9\\u00e9"' not in s  # constrained strings are spelled canonically
+    # every spelling counts one code point per character: \u escapes, a surrogate pair, \/
+    for doc in ['"\\u00e9\\u00E9"', '"\\ud83d\\ude00\\uD83D\\uDE00"', '"\\/\\u0061\\t"']:
+        assert doc in s, doc
+    for doc in ['"\\ud83d\\ude00"', '"\\u0061\\u0062\\/\\/"']:
+        assert doc not in s, doc
     long = check({"type": "string", "maxLength": 300}, ['"' + "é" * 300 + '"', '""'], ['"' + "a" * 301 + '"'])
     assert '"' + "\\t" * 300 + '"' in long
 
@@ -115,20 +119,34 @@ def test_format():
     check({"format": "made-up"}, ['"anything"', "1"])  # unknown formats are annotations
 
 
-def test_escape_canonical():
-    e = json_escape(charset([(0, 0x7F)]))
+def _spellings(c: str) -> list[str]:
+    """Every JSON spelling of one character (hex digits in both cases, surrogate pairs)."""
+    cp = ord(c)
+    out = {json.dumps(c, ensure_ascii=False)[1:-1], json.dumps(c)[1:-1]}
+    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    if c in short:
+        out.add(short[c])
+    units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+    out.add("".join(f"\\u{u:04x}" for u in units))
+    out.add("".join(f"\\u{u:04X}" for u in units))
+    return sorted(out)
+
+
+def test_escape_every_spelling():
+    e = spelled(charset([(0, 0x7F), (0xE9, 0xE9), (0x1F600, 0x1F600)]))
     g = PushdownMachine(compile_automaton(Grammar({"root": e})))
-    for c in map(chr, range(0x80)):
-        want = json.dumps(c, ensure_ascii=False)[1:-1]
-        assert g.accepting[g.step_bytes(g.start, want.encode())]
-    for bad in ["\\u0041", "\\/", "\\u000A", '"']:
+    for c in [*map(chr, range(0x80)), "é", "😀"]:
+        for want in _spellings(c):
+            s = g.step_bytes(g.start, want.encode())
+            assert s != DEAD and g.accepting[s], (c, want)
+    for bad in ["\\ud83d", "\\u00", "\\x41", '"', "\\", "\n", "\\u00e8"]:
         s = g.step_bytes(g.start, bad.encode())
-        assert s == DEAD or not g.accepting[s]
-    # injective: escape distributes over intersection
+        assert s == DEAD or not g.accepting[s], bad
+    # decoding is a function: spelling distributes over intersection
     a = repeat(charset([(0x20, 0x7E), (0x0A, 0x0A)]), 0, 3)
     b = Seq((repeat(charset([(0, 0x10FFFF)])), lit("\n")))
-    both = PushdownMachine(compile_automaton(Grammar({"root": json_escape(intersect(a, b))})))
-    for text, ok in [("ab\\n", True), ("\\n", True), ("abc\\n", False), ("a\n", False)]:
+    both = PushdownMachine(compile_automaton(Grammar({"root": spelled(intersect(a, b))})))
+    for text, ok in [("ab\\n", True), ("\\u0061b\\u000A", True), ("\\n", True), ("abc\\n", False), ("a\n", False)]:
         s = both.step_bytes(both.start, text.encode())
         assert (s != DEAD and bool(both.accepting[s])) == ok, text
 
@@ -363,6 +381,41 @@ def test_public_api_compile_json_schema(qwen, encode):
         compiler.compile_json_schema({"type": "array", "uniqueItems": True})
 
 
+def test_many_pattern_properties_split_by_the_keys_they_match():
+    names = ["^alpha$", "^beta$", "^gamma$", "^delta$", "^(eps|epsilon)$", "^x"]
+    schema = {
+        "type": "object",
+        "patternProperties": {p: {"type": "integer", "minimum": i} for i, p in enumerate(names)},
+        "additionalProperties": {"type": "string"},
+    }
+    check(
+        schema,
+        ['{"alpha": 0, "epsilon": 4}', '{"xbeta": 5}', '{"other": "s"}', '{"\\u0062eta": 1}'],
+        ['{"beta": 0}', '{"eps": 3}', '{"xy": 4}', '{"other": 1}', '{"\\u0062eta": 0}', '{"x": "s"}'],
+    )
+    overlapping = {"type": "object", "patternProperties": {c: {"maxLength": 1} for c in "abcdef"}}
+    with pytest.raises(SchemaError, match="overlap in more than"):
+        json_schema_grammar(overlapping)
+
+
+def test_whitespace_after_the_value_is_bounded_by_the_style():
+    s = check({"type": "integer"}, ["1", "1\n", "1 \t ", "1\r\n  "], ["1\n\n", "1" + " " * 21, " 1"])
+    assert "2\n" + " " * 20 in s
+    check({"type": "integer"}, ["1"], ["1 ", "1\n"], style=JsonStyle("compact"))
+    check({"type": "object"}, ['{"a": 1}\n'], ['{"a": 1}\n\n'], style=JsonStyle(max_indent=2))
+
+
+def test_formats_annotate(qwen):
+    schema = {"type": "string", "format": "date"}
+    check(schema, ['"2020-01-31"'], ['"2020-01-32"', '"x"'])
+    check(schema, ['"2020-01-32"', '"x"'], ["1"], formats="annotate")
+    check({"format": "regex"}, ['"("'], formats="annotate")  # not refused: nothing to enforce
+    compiler = sg.GrammarCompiler(qwen)
+    assert compiler.compile_json_schema(schema, formats="annotate") is not compiler.compile_json_schema(schema)
+    with pytest.raises(sg.StrictgenError, match="formats must be one of"):
+        compiler.compile_json_schema(schema, formats="sometimes")
+
+
 def test_pydantic_model(qwen, encode):
     import pydantic
     from typing import Literal as L
@@ -386,7 +439,8 @@ def test_pydantic_model(qwen, encode):
 
 # ---- hypothesis: random schemas, generated and mutated documents, judged by jsonschema -------------------
 
-PATTERNS = ["^[a-z]+$", "b", "^a", "[0-9]$", "^(ab|cd)*$"]
+PATTERNS = ["^[a-z]+$", "b", "^a", "[0-9]$", "^(ab|cd)*$", "^[é😀/a-c]{0,3}$", '["\\\\\n]']
+ODD_STRINGS = ["é/", "😀", 'a"b', "\\", "\n\t", "/"]  # characters that have several spellings
 
 scalar_schemas = st.one_of(
     st.builds(lambda lo, n: {"type": "string", "minLength": lo, "maxLength": lo + n}, st.integers(0, 3), st.integers(0, 4)),
@@ -396,7 +450,9 @@ scalar_schemas = st.one_of(
     st.builds(lambda lo: {"type": "number", "exclusiveMinimum": lo}, st.integers(-5, 5)),
     st.just({"type": "boolean"}),
     st.just({"type": "null"}),
-    st.builds(lambda vs: {"enum": vs}, st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "c"]), st.none()), min_size=1, max_size=4)),
+    st.builds(lambda vs: {"enum": vs}, st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "c", *ODD_STRINGS]), st.none()), min_size=1, max_size=4)),
+    st.builds(lambda v: {"const": v}, st.sampled_from(ODD_STRINGS)),
+    st.builds(lambda lo, p: {"type": "string", "minLength": lo, "maxLength": lo + 1, "pattern": p}, st.integers(0, 2), st.sampled_from(PATTERNS)),
     st.builds(lambda a, b: {"anyOf": [a, b]}, st.just({"type": "string", "maxLength": 2}), st.just({"type": "integer"})),
 )
 
@@ -410,8 +466,8 @@ def _schemas():
                 "required": sorted(k for k in props if k in req),
                 "additionalProperties": add,
             },
-            st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), children, max_size=3),
-            st.sets(st.sampled_from(["a", "b", "c", "d"])),
+            st.dictionaries(st.sampled_from(["a", "b", "é", "d/"]), children, max_size=3),
+            st.sets(st.sampled_from(["a", "b", "é", "d/"])),
             st.one_of(st.booleans(), st.just({"type": "integer"})),
         )
         arr = st.builds(
@@ -420,7 +476,12 @@ def _schemas():
             st.integers(0, 2),
             st.integers(0, 3),
         )
-        return st.one_of(obj, arr)
+        keyed = st.builds(
+            lambda p, v: {"type": "object", "patternProperties": {p: v}, "propertyNames": {"maxLength": 2}},
+            st.sampled_from(PATTERNS),
+            children,
+        )
+        return st.one_of(obj, arr, keyed)
 
     return st.recursive(scalar_schemas, extend, max_leaves=6)
 
@@ -459,7 +520,8 @@ def test_random_schemas_match_jsonschema(schema, data):
     from_schema = hypothesis_jsonschema.from_schema
     from jsonschema import Draft202012Validator
 
-    from tests.test_schema_suites import serialise_for
+    from tests.helpers import respell_strings
+    from tests.test_schema_suites import FORMS, serialise_for
 
     validator = Draft202012Validator(schema)
     grammar, _ = json_schema_grammar(schema)
@@ -467,8 +529,14 @@ def test_random_schemas_match_jsonschema(schema, data):
     class C:  # the bits of CompiledGrammar that serialise_for uses
         machine = PushdownMachine(compile_automaton(grammar))
 
-    def accepted(doc) -> bool:
-        text = serialise_for(C, doc, schema)
+    rnd = random.Random(0)
+
+    def spellings(doc) -> list[str]:
+        """The document in every Form, and once more with its strings in random spellings."""
+        texts = [serialise_for(C, doc, schema, form) for form in FORMS]
+        return texts + [respell_strings(texts[0], rnd)]
+
+    def accepted(text: str) -> bool:
         s = C.machine.step_bytes(C.machine.start, text.encode())
         return s != DEAD and bool(C.machine.accepting[s])
 
@@ -478,7 +546,9 @@ def test_random_schemas_match_jsonschema(schema, data):
         assume(False)
         return
     assert validator.is_valid(doc)
-    assert accepted(doc), f"valid {doc!r} rejected by {schema}"
+    for text in spellings(doc):  # complete: every spelling of a valid document
+        assert accepted(text), f"valid {text!r} rejected by {schema}"
     for bad in _mutations(doc, random.Random(0)):
-        if not validator.is_valid(bad):
-            assert not accepted(bad), f"invalid {bad!r} accepted by {schema}"
+        if not validator.is_valid(bad):  # sound: no spelling of an invalid one
+            for text in spellings(bad):
+                assert not accepted(text), f"invalid {text!r} accepted by {schema}"

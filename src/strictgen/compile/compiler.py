@@ -97,12 +97,15 @@ class GrammarCompiler:
         any_order: bool = False,
         whitespace: str = "flexible",
         max_indent: int = 20,
+        formats: str = "assert",
     ) -> CompiledGrammar:
         """JSON documents valid under `schema` (a dict, a bool, JSON text or a pydantic model class).
 
         strict=True raises SchemaError for any keyword that cannot be enforced exactly; with
         strict=False those keywords are dropped and listed as (keyword, JSON pointer) pairs in the
-        result's `unenforced` attribute. See strictgen.grammar.json_schema for what is produced."""
+        result's `unenforced` attribute. formats="assert" (default) enforces `format` values;
+        formats="annotate" ignores them, as JSON Schema 2020-12 does by default. See
+        strictgen.grammar.json_schema for what is produced."""
         from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
         from strictgen.grammar.json_value import JsonStyle
 
@@ -112,11 +115,11 @@ class GrammarCompiler:
         found: dict = {}
 
         def build() -> Grammar:
-            grammar, unenforced = json_schema_grammar(text, strict=strict, any_order=any_order, style=style)
+            grammar, unenforced = json_schema_grammar(text, strict=strict, any_order=any_order, style=style, formats=formats)
             found["unenforced"] = unenforced
             return grammar
 
-        key = ("json_schema", text, bool(strict), bool(any_order), style)
+        key = ("json_schema", text, bool(strict), bool(any_order), style, formats)
         compiled = self._cached(key, "json_schema", build)
         if not hasattr(compiled, "unenforced"):
             compiled.unenforced = found.get("unenforced", [])

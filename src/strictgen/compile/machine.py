@@ -124,16 +124,12 @@ class PushdownMachine:
         return self._core.step_bytes(state, bytes((byte,)))
 
     def forced_bytes(self, state: int, limit: int = 4096) -> bytes:
-        """Bytes the grammar forces from `state`: while it cannot end here and exactly one byte continues."""
-        out = bytearray()
-        while len(out) < limit and not self.accepting[state]:
-            row = self.compute_row(state)
-            live = np.flatnonzero(row)
-            if len(live) != 1:
-                break
-            out.append(int(live[0]))
-            state = int(row[live[0]])
-        return bytes(out)
+        """Bytes the grammar forces from `state`, up to the spelling of characters: while it
+        cannot end here and exactly one byte continues, or only the spelling of the next
+        character is open (raw or escaped, to the same state; forced.py) and it is taken raw."""
+        from .forced import forced_text
+
+        return forced_text(self, state, limit)
 
 
 def _steps_per_byte(rule, nullable: set[int]) -> int | None:

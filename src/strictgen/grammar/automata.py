@@ -11,11 +11,14 @@ that a oneOf's string branches are disjoint never builds a whole product automat
 
 from __future__ import annotations
 
+import numpy as np
+
 from strictgen import deadline, regular
 from strictgen.errors import GrammarTooLargeError, StrictgenError
 from strictgen.regular.utf8 import utf8_sequences
 
-from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Literal, Repeat, RuleRef, Seq
+from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Literal, Repeat, RuleRef, Seq, Spelled
+from .json_spelling import spell_table
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -30,7 +33,7 @@ def shared_nodes(rules) -> set[int]:
         e = work.pop()
         if isinstance(e, (Seq, Alt, Intersect)):
             children = e.items
-        elif isinstance(e, Repeat):
+        elif isinstance(e, (Repeat, Spelled)):
             children = (e.item,)
         elif isinstance(e, Difference):
             children = (e.base, e.minus)
@@ -112,7 +115,7 @@ class NFABuilder:
                 self.build(item, s, end, inlining)
         elif isinstance(expr, Repeat):
             self._build_repeat(expr, start, end, inlining)
-        elif isinstance(expr, (Intersect, Difference)):
+        elif isinstance(expr, (Intersect, Difference, Spelled)):
             nfa.embed(self.regular_dfa(expr), start, end)
             if nfa.num_states > MAX_NFA_STATES:
                 raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
@@ -140,6 +143,12 @@ class NFABuilder:
                 got = regular.minimal(regular.product(got, self.regular_dfa(item), False, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
         elif isinstance(expr, Difference):
             got = regular.minimal(regular.product(self.regular_dfa(expr.base), self.regular_dfa(expr.minus), True, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
+        elif isinstance(expr, Spelled):  # every JSON spelling of the item's strings, on its minimal DFA
+            raw = self.regular_dfa(expr.item)
+            table = np.frombuffer(raw.table256(), dtype=np.int32).reshape(-1, 256)
+            accepting = np.frombuffer(raw.accepting(), dtype=np.uint8).astype(bool)
+            rows, spelled_accepting = spell_table(table.tolist(), accepting.tolist(), MAX_DFA_STATES)
+            got = regular.minimal(regular.from_table(rows, spelled_accepting))
         else:
             nfa, start, final = self.sub_nfa(expr)
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))

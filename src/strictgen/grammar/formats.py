@@ -70,25 +70,17 @@ import functools
 from .ir import (
     EMPTY,
     MAX_CODEPOINT,
-    SURROGATES,
     Alt,
-    ByteSet,
-    CharSet,
     Expr,
-    Literal,
-    Repeat,
-    RuleRef,
-    Seq,
     alt,
     charset,
     chars,
     lit,
-    negate_ranges,
-    normalize_ranges,
     opt,
     repeat,
     seq,
 )
+from .json_escapes import ESCAPE_POLICIES, digit_class, json_escaped
 
 __all__ = [
     "EXACT_FORMATS",
@@ -112,8 +104,6 @@ INEXACT_FORMATS: dict[str, str] = {
     ),
 }
 
-ESCAPE_POLICIES = ("standard", "all", "required")
-
 # ---- character classes ----------------------------------------------------------------------
 
 _ALPHA_R = ((0x41, 0x5A), (0x61, 0x7A))
@@ -133,19 +123,8 @@ def ci(text: str) -> Expr:
     return seq(*(chars(c.lower() + c.upper()) if c.isalpha() else lit(c) for c in text))
 
 
-def _digits(values, base: int) -> Expr:
-    """One digit out of `values` in `base` (10 or 16; hex letters in either case)."""
-    ranges = []
-    for v in values:
-        c = "0123456789abcdef"[v]
-        ranges.append((ord(c), ord(c)))
-        if c.isalpha():
-            ranges.append((ord(c.upper()), ord(c.upper())))
-    return charset(ranges)
-
-
 def _digit_class(lo: int, hi: int, base: int) -> Expr:
-    return _digits(range(lo, hi + 1), base)
+    return digit_class(range(lo, hi + 1), base)
 
 
 def fixed_width_number(lo: int, hi: int, width: int, base: int = 10) -> Expr:
@@ -177,149 +156,6 @@ def fixed_width_number(lo: int, hi: int, width: int, base: int = 10) -> Expr:
 
 def _dec2(lo: int, hi: int) -> Expr:
     return fixed_width_number(lo, hi, 2)
-
-
-# ---- JSON spellings ---------------------------------------------------------------------------
-
-_SHORT_ESCAPES = {0x22: '"', 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
-_MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
-_PRINTABLE_ASCII = ((0x20, 0x7E),)
-
-
-def _intersect(a, b) -> tuple[tuple[int, int], ...]:
-    out = []
-    for lo1, hi1 in a:
-        for lo2, hi2 in b:
-            lo, hi = max(lo1, lo2), min(hi1, hi2)
-            if lo <= hi:
-                out.append((lo, hi))
-    return normalize_ranges(out)
-
-
-def _minus(a, b) -> tuple[tuple[int, int], ...]:
-    return _intersect(a, negate_ranges(b))
-
-
-def _digit_trie(groups, width: int, base: int = 16) -> Expr:
-    """Numerals of exactly `width` digits followed by a continuation chosen by their value.
-
-    `groups` is a tuple of (ranges, continuation) with disjoint value ranges. The result is
-    deterministic (digits are grouped by what may follow them), so it determinises without blow-up.
-    """
-    memo: dict[tuple, Expr] = {}
-
-    def rec(sig: tuple, w: int) -> Expr:
-        got = memo.get((sig, w))
-        if got is not None:
-            return got
-        if w == 0:
-            out = alt(*(cont for ranges, cont in sig))  # the value 0 lies in exactly one group
-        else:
-            p = base ** (w - 1)
-            by_sig: dict[tuple, list[int]] = {}
-            for d in range(base):
-                sub = []
-                for ranges, cont in sig:
-                    part = _intersect(ranges, ((d * p, d * p + p - 1),))
-                    if part:
-                        sub.append((tuple((lo - d * p, hi - d * p) for lo, hi in part), cont))
-                if sub:
-                    by_sig.setdefault(tuple(sub), []).append(d)
-            out = alt(*(seq(_digits(ds, base), rec(sub, w - 1)) for sub, ds in by_sig.items()))
-        memo[(sig, w)] = out
-        return out
-
-    return rec(tuple((normalize_ranges(r), c) for r, c in groups if normalize_ranges(r)), width)
-
-
-def _u_escapes(ranges) -> Expr:
-    """`uXXXX` (after the backslash) spellings of the scalar values in `ranges`, with surrogate
-    pairs `uD8xx\\uDCxx` above U+FFFF; one deterministic trie."""
-    ranges = _minus(ranges, (SURROGATES,))
-    groups: list[tuple[tuple, Expr]] = []
-    bmp = _intersect(ranges, ((0, 0xFFFF),))
-    if bmp:
-        groups.append((bmp, EMPTY))
-    astral = _intersect(ranges, ((0x10000, MAX_CODEPOINT),))
-    if astral:
-        lows_of_high: dict[tuple, list[int]] = {}
-        for high in range(0x400):
-            base_cp = 0x10000 + (high << 10)
-            low = _intersect(astral, ((base_cp, base_cp + 0x3FF),))
-            if low:
-                key = tuple((lo - base_cp + 0xDC00, hi - base_cp + 0xDC00) for lo, hi in low)
-                lows_of_high.setdefault(key, []).append(0xD800 + high)
-        for low, highs in lows_of_high.items():
-            groups.append((normalize_ranges((h, h) for h in highs), seq(lit("\\u"), _digit_trie(((low, EMPTY),), 4))))
-    if not groups:
-        return Alt(())
-    return seq(lit("u"), _digit_trie(tuple(groups), 4))
-
-
-@functools.lru_cache(maxsize=4096)
-def _spell_set(ranges: tuple[tuple[int, int], ...], escapes: str) -> Expr:
-    """The JSON spellings, under `escapes`, of one character from `ranges`."""
-    ranges = _minus(normalize_ranges(ranges), (SURROGATES,))
-    literal = _minus(ranges, _MUST_ESCAPE)
-    if escapes == "all":
-        escaped = ranges
-    elif escapes == "standard":
-        escaped = _minus(ranges, _minus(_PRINTABLE_ASCII, _MUST_ESCAPE))
-    else:  # "required"
-        escaped = _intersect(ranges, _MUST_ESCAPE)
-    parts = []
-    if literal:
-        parts.append(charset(literal))
-    if escaped:
-        short = [c for cp, c in sorted(_SHORT_ESCAPES.items()) if any(lo <= cp <= hi for lo, hi in escaped)]
-        after_backslash = alt(chars("".join(short)), _u_escapes(escaped)) if short else _u_escapes(escaped)
-        parts.append(seq(lit("\\"), after_backslash))
-    return alt(*parts) if parts else Alt(())
-
-
-def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
-    """Rewrite a language of decoded string values into the JSON string bodies spelling them.
-
-    `expr` must be free of rule references; its ByteSets must be ASCII (bytes ≥ 0x80 would be
-    parts of characters, which the value language expresses with CharSet) and its Literals UTF-8.
-    """
-    if escapes not in ESCAPE_POLICIES:
-        raise ValueError(f"escapes must be one of {ESCAPE_POLICIES}, not {escapes!r}")
-    memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
-    plain = _minus(_PRINTABLE_ASCII, _MUST_ESCAPE) if escapes != "all" else ()
-
-    def char(cp: int) -> Expr:
-        if any(lo <= cp <= hi for lo, hi in plain):
-            return lit(chr(cp))
-        return _spell_set(((cp, cp),), escapes)
-
-    def rec(e: Expr) -> Expr:
-        got = memo.get(id(e))
-        if got is not None:
-            return got
-        if isinstance(e, Literal):
-            out = seq(*(char(ord(c)) for c in e.data.decode("utf-8")))
-        elif isinstance(e, (ByteSet, CharSet)):
-            if isinstance(e, ByteSet) and e.ranges and e.ranges[-1][1] >= 0x80:
-                raise ValueError("json_escaped: a ByteSet above 0x7F is not a character class")
-            if plain and not _minus(e.ranges, plain):
-                out = e  # printable ASCII only: spelled as itself
-            else:
-                out = _spell_set(tuple(e.ranges), escapes)
-        elif isinstance(e, Seq):
-            out = seq(*(rec(i) for i in e.items))
-        elif isinstance(e, Alt):
-            out = alt(*(rec(i) for i in e.items)) if e.items else e
-        elif isinstance(e, Repeat):
-            out = repeat(rec(e.item), e.min, e.max)
-        elif isinstance(e, RuleRef):
-            raise ValueError("json_escaped: rule references are not supported")
-        else:
-            raise TypeError(f"not a grammar expression: {e!r}")
-        memo[id(e)] = out
-        return out
-
-    return rec(expr)
 
 
 # ---- date and time (RFC 3339) -------------------------------------------------------------------

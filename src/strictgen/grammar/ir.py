@@ -92,6 +92,15 @@ class Difference(Expr):
     minus: Expr
 
 
+@dataclass(frozen=True, slots=True)
+class Spelled(Expr):
+    """The JSON string bodies (between the quotes) that decode to a string of `item`'s language, in
+    every spelling: raw, short escapes, ``\\uXXXX`` in either case, surrogate pairs. `item` must be
+    regular, over whole characters."""
+
+    item: Expr
+
+
 _LEAVES = (Literal, ByteSet, CharSet, RuleRef)
 MAX_TRIE_NESTING = 64  # nested Alt levels literal_trie builds; deeper, it is a flat Alt
 
@@ -319,6 +328,8 @@ def rule_references(expr: Expr) -> set[str]:
             stack.extend(e.items)
         elif isinstance(e, Difference):
             stack.extend((e.base, e.minus))
+        elif isinstance(e, Spelled):
+            stack.append(e.item)
     return out
 
 

@@ -11,16 +11,17 @@ Recursive schemas become recursive rules; the automaton compiler inlines the oth
 What the grammar produces and accepts (documented restrictions; each one only narrows the
 accepted spellings, never admits an invalid document):
 
-* Whitespace follows `JsonStyle` (bounded; "compact" = none).
+* Whitespace follows `JsonStyle` (bounded; "compact" = none), after the top-level value too.
 * Object members come in a fixed order: the listed properties (in the order the schema lists them,
   first appearance across `allOf`/`$ref` merges), each at most once, then any additional members.
   With ``any_order=True`` the listed properties may come in any order (each at most once,
   interleaved with additional members); refused above a size bound (2**n states).
-* Strings constrained by pattern/format/length/enum are spelled canonically, as
-  ``json.dumps(..., ensure_ascii=False)`` writes them (`json_escape`): short escapes for `"` `\\`
-  and \\b \\f \\n \\r \\t, ``\\u00xx`` (lowercase) for other control characters, everything else
-  raw. Unconstrained strings accept every JSON escape. Keys of additional members are canonical
-  too whenever listed names must be excluded (so ``"\\u0061"`` cannot smuggle in a key ``"a"``).
+* Strings are accepted in every JSON spelling (DESIGN.md §4 property 7; `json_escapes`): each
+  character raw where JSON allows, as a short escape (``\\n``, ``\\/``...), as ``\\uXXXX`` in either
+  hex case, or as a surrogate pair above U+FFFF, so const/enum values, patterns, formats, lengths
+  (in code points) and object keys hold whatever the spelling. The spelled view of a string
+  language is the inverse image of decoding, so it commutes with the intersections and
+  differences the constraints are built from (``"\\u0061"`` cannot smuggle in an excluded key ``"a"``).
 * Integers: ``-?(0|[1-9][0-9]*)`` optionally followed by ``.0+`` (JSON Schema counts 1.0 as an
   integer), plus ``-0`` when 0 is admitted; numbers with bounds, multipleOf or exclusions are plain
   decimals (no exponent); unconstrained numbers accept the whole JSON number syntax.
@@ -30,7 +31,8 @@ accepted spellings, never admits an invalid document):
   cannot); RFC 8259 says names SHOULD be unique, and `json.dumps` never writes duplicates.
 * `pattern` uses ECMA-262 semantics (regex.py), as JSON Schema specifies; Python's `re` (which
   the jsonschema package uses) differs on Unicode classes such as ``\\d`` and ``\\w``.
-* `format` is enforced as an assertion (formats.py): the formats in `formats.SUPPORTED_FORMATS`;
+* `format` is enforced as an assertion by default (formats.py; ``formats="annotate"`` makes it the
+  annotation 2020-12 specifies): the formats in `formats.SUPPORTED_FORMATS`;
   ``hostname`` additionally limited to 253 characters; unknown format names are annotations;
   ``regex``, ``idn-email``, ``idn-hostname`` are refused (not regular).
 * A schema that admits no value at all (``false``, ``{"not": {}}``, an empty enum...) raises
@@ -63,7 +65,7 @@ Refused (SchemaError naming keyword and pointer under strict=True; recorded in `
 and dropped under strict=False): uniqueItems unless the item domain is small and finite (or at most
 one item is allowed), `not` of uniqueItems, `not multipleOf` over an unbounded range, oneOf whose
 branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:
-GrammarTooLargeError), more than `MAX_PATTERNS` distinct key patterns in one object, more than 3
+GrammarTooLargeError), key patterns of one object that overlap in more than `MAX_REGIONS` ways, more than 3
 `contains` (or existential) constraints on one array (object), unevaluatedProperties/Items after
 anyOf branches that may overlap (more than 5), $recursiveRef with $recursiveAnchor, patterns
 regex.py cannot translate (lookaround other than a leading ``^(?!...)``, backreferences), and
@@ -97,8 +99,8 @@ from .ir import (
     Repeat,
     RuleRef,
     Seq,
+    Spelled,
     alt,
-    chars,
     charset,
     difference,
     intersect,
@@ -111,6 +113,7 @@ from .ir import (
     rule_references,
     seq,
 )
+from .json_escapes import json_escaped, spelled_string
 from .json_value import DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
 from .numbers import decimal_places
 from .schema_normalize import (
@@ -131,107 +134,35 @@ from .schema_normalize import (
     value_key,
 )
 
-__all__ = ["json_schema_grammar", "json_escape", "schema_cache_text", "SchemaEmitter", "MAX_PATTERNS"]
+__all__ = ["json_schema_grammar", "spelled", "schema_cache_text", "SchemaEmitter", "MAX_PATTERNS"]
 
-MAX_PATTERNS = 4  # distinct key patterns per object (2**n key regions)
+MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
+MAX_REGIONS = 24  # beyond that: combinations some key can match
 MAX_DP_STATES = 20_000  # states of one array/object counting construction
 MAX_FINITE_DOMAIN = 12  # item values for uniqueItems
 MAX_RULES = 20_000
 LONG_STRING = 48  # length bounds above this count characters through a called rule
 MAX_LENGTH_PRODUCT = 60_000  # pattern/format states × length bound, at most
+SHORT_ENUM = 32  # string enums with more characters in all are one called rule
 BIG_RULE = 4_000  # rules whose inlined automaton would be bigger are kept as calls
 MAX_INLINE_DEPTH = 24  # rules inlined inside one another, at most (the automaton builder recurses per level)
 
 ANY_CHAR = charset([(0, MAX_CODEPOINT)])
+
+
+def spelled(expr: Expr) -> Expr:
+    """Every JSON spelling of the raw strings of `expr` (string bodies, between the quotes): a
+    literal or one class is rewritten in place, anything else is spelled on its determinised
+    automaton (`Spelled`), where a pattern's products with lengths and formats are cheap."""
+    if isinstance(expr, (Literal, CharSet)):
+        return json_escaped(expr, "all")
+    return Spelled(expr)
+
+
 ANY_STRING = repeat(ANY_CHAR)
 PLAIN_NUMBER = seq(json_integer(), opt(seq(lit("."), repeat(DIGIT, 1))))
 NONINT_PLAIN = seq(opt(lit("-")), alt(lit("0"), seq(NONZERO, repeat(DIGIT))), lit("."), repeat(DIGIT), NONZERO, repeat(DIGIT))
 ZERO_FRACTION = opt(seq(lit("."), repeat(lit("0"), 1)))
-
-# ---- canonical JSON string escaping ----------------------------------------------------------------
-
-_SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
-_MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
-
-
-def _escaped_char(cp: int) -> str:
-    return _SHORT.get(cp) or f"\\u{cp:04x}"
-
-
-def _escape_ranges(ranges) -> Expr:
-    """One character from `ranges`, canonically spelled."""
-    raw: list[tuple[int, int]] = []
-    escaped: list[str] = []
-    for lo, hi in ranges:
-        cur = lo
-        for mlo, mhi in _MUST_ESCAPE:
-            if mhi < cur or mlo > hi:
-                continue
-            if cur < mlo:
-                raw.append((cur, mlo - 1))
-            for cp in range(max(cur, mlo), min(hi, mhi) + 1):
-                escaped.append(_escaped_char(cp))
-            cur = min(hi, mhi) + 1
-        if cur <= hi:
-            raw.append((cur, hi))
-    parts = []
-    if raw:
-        parts.append(charset(raw))
-    if escaped:  # as a small trie: \ then a short escape letter or u00 and two hex digits
-        short = "".join(e[1] for e in escaped if len(e) == 2)
-        by_high: dict[str, str] = {}
-        for e in escaped:
-            if len(e) == 6:
-                by_high[e[4]] = by_high.get(e[4], "") + e[5]
-        after = [chars(short)] if short else []
-        if by_high:
-            after.append(seq(lit("u00"), alt(*(seq(lit(h), chars(lows)) for h, lows in sorted(by_high.items())))))
-        parts.append(seq(lit("\\"), alt(*after)))
-    return alt(*parts) if parts else NOTHING
-
-
-def json_escape(expr: Expr) -> Expr:
-    """Map a language of raw strings to their canonical JSON string bodies (between the quotes).
-
-    Each character is spelled as ``json.dumps(..., ensure_ascii=False)`` spells it. The code is
-    injective, so it commutes with Intersect and Difference (json_escape(A ∩ B) =
-    json_escape(A) ∩ json_escape(B)), which are rewritten item by item."""
-    memo: dict[int, Expr] = {}
-    keep: list[Expr] = []
-
-    def rec(e: Expr) -> Expr:
-        got = memo.get(id(e))
-        if got is not None:
-            return got
-        if isinstance(e, Literal):
-            text = e.data.decode("utf-8")
-            out: Expr = lit(json.dumps(text, ensure_ascii=False)[1:-1])
-        elif isinstance(e, ByteSet):
-            if e.ranges and e.ranges[-1][1] >= 0x80:
-                raise ValueError("json_escape: a ByteSet above 0x7F is not a character class")
-            out = _escape_ranges(e.ranges)
-        elif isinstance(e, CharSet):
-            out = _escape_ranges(e.ranges)
-        elif isinstance(e, Seq):
-            out = Seq(tuple(rec(i) for i in e.items)) if e.items else e
-        elif isinstance(e, Alt):
-            out = Alt(tuple(rec(i) for i in e.items)) if e.items else e
-        elif isinstance(e, Repeat):
-            out = Repeat(rec(e.item), e.min, e.max)
-        elif isinstance(e, Intersect):
-            out = Intersect(tuple(rec(i) for i in e.items))
-        elif isinstance(e, Difference):
-            out = Difference(rec(e.base), rec(e.minus))
-        elif isinstance(e, RuleRef):
-            raise ValueError("json_escape: rule references are not supported")
-        else:
-            raise TypeError(f"not a grammar expression: {e!r}")
-        memo[id(e)] = out
-        keep.append(e)
-        return out
-
-    return rec(expr)
-
 
 # ---- helpers --------------------------------------------------------------------------------------
 
@@ -289,6 +220,7 @@ class SchemaEmitter:
         self._str_cache: dict[tuple, Expr] = {}
         self._languages: dict[tuple, Language] = {}
         self._string_rules: dict[tuple, str] = {}
+        self._cells: dict[tuple, list[int] | None] = {}
         self._counter = 0
         self.ws = style.ws()
         self.comma = style.separator(",")
@@ -306,7 +238,8 @@ class SchemaEmitter:
     # ---- rules ----
 
     def build(self, root: Formula) -> Grammar:
-        self.rules["root"] = self.ref(root)
+        # RFC 8259 allows whitespace after the value: the style's own bounded run of it
+        self.rules["root"] = seq(self.ref(root), self.ws)
         while self._pending:
             f = self._pending.pop()
             self.rules[self._names[f]] = self.emit(self.norm.dnf(f))
@@ -363,14 +296,7 @@ class SchemaEmitter:
 
     def conj(self, c: Conj) -> Expr:
         if c.values is not None:
-            # values spelled by one literal (strings, true, false, null) share prefixes in a trie:
-            # an enum of 50,000 strings stays linear to compile
-            # (the values are distinct JSON values: their spellings need no deduplication)
-            spelled = [v for v in c.values if v is None or isinstance(v, (str, bool))]
-            rest = [self.value(v) for v in c.values if not (v is None or isinstance(v, (str, bool)))]
-            trie = literal_trie(json.dumps(v, ensure_ascii=False) for v in spelled)
-            parts = ([trie] if trie != NOTHING else []) + rest
-            return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+            return self._enum(c.values)
         if c.is_top:
             return self._any()
         parts: list[Expr] = []
@@ -390,6 +316,24 @@ class SchemaEmitter:
 
     # ---- literal values ----
 
+    def _enum(self, values) -> Expr:
+        """Any of `values`. Every spelling of many strings is a big automaton: past SHORT_ENUM
+        characters of strings it is one called rule, not a copy at each use."""
+        # strings and true/false/null share prefixes in a trie (an enum of 50,000 strings stays
+        # linear to compile), each string character then in every spelling
+        strings = [v for v in values if isinstance(v, str)]
+        words = [v for v in values if v is None or isinstance(v, bool)]
+        parts = [self.value(v) for v in values if not (v is None or isinstance(v, (str, bool)))]
+        if strings:
+            parts.append(seq(lit('"'), json_escaped(literal_trie(strings), "all"), lit('"')))
+        if words:
+            parts.append(literal_trie(json.dumps(v) for v in words))
+        body = alt(*parts)
+        if sum(len(v) for v in strings) <= SHORT_ENUM:
+            return body
+        key = json.dumps(list(values), sort_keys=True, allow_nan=True)
+        return self._called("enum_" + hashlib.sha1(key.encode()).hexdigest()[:16], body)
+
     def value(self, v: Any) -> Expr:
         if v is None:
             return lit("null")
@@ -398,7 +342,7 @@ class SchemaEmitter:
         if v is False:
             return lit("false")
         if isinstance(v, str):
-            return lit(json.dumps(v, ensure_ascii=False))
+            return spelled_string(v)
         if isinstance(v, (int, float)):
             x = to_fraction(v)
             text = json.dumps(v)
@@ -415,7 +359,7 @@ class SchemaEmitter:
         if isinstance(v, dict):
             if not v:
                 return seq(lit("{"), self.ws, lit("}"))
-            members = [seq(lit(json.dumps(k, ensure_ascii=False)), self.colon, self.value(x)) for k, x in v.items()]
+            members = [seq(spelled_string(k), self.colon, self.value(x)) for k, x in v.items()]
             body = [members[0]]
             for m in members[1:]:
                 body.extend((self.comma, m))
@@ -500,7 +444,9 @@ class SchemaEmitter:
             common = frozenset.intersection(*ins)
             rest = tuple(a for a in atoms if a[0] != "in")
             kept = sorted(s for s in common if not rest or self.str_member(rest, s))
-            return literal_trie(json.dumps(s, ensure_ascii=False) for s in kept)
+            if not kept:
+                return NOTHING
+            return self._enum(kept)
         name = self._string_rules.get(atoms)
         if name is not None:
             return RuleRef(name)
@@ -528,7 +474,7 @@ class SchemaEmitter:
         lang = string_language(atoms)
         if not isinstance(lang, Intersect):
             return  # the length bound was implied by the other atoms, or merged into one class
-        states = _escaped_states(rest)
+        states = _raw_states(rest)
         if states is None:
             return
         count = max(length[1], length[2] or 0)
@@ -551,7 +497,7 @@ class SchemaEmitter:
     def _char_rule(self) -> Expr:
         """One canonically spelled character, as a called rule: a length bound of N then costs
         about N DFA states instead of ~25 N (UTF-8 and escape sub-states per position)."""
-        return self._called("json_char", json_escape(ANY_CHAR))
+        return self._called("json_char", spelled(ANY_CHAR))
 
     def _called(self, name: str, body: Expr) -> RuleRef:
         """`body` as rule `name`, which the automaton compiler keeps as a call instead of inlining
@@ -833,7 +779,7 @@ class SchemaEmitter:
                 if k in o.required:
                     return NOTHING
                 continue
-            key = lit(json.dumps(k, ensure_ascii=False))
+            key = spelled_string(k)
             variants = [(seq(key, self.colon, self.ref(vf)), 0)]
             applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
             for mask in _submasks(applicable):
@@ -940,14 +886,19 @@ class SchemaEmitter:
         pattern_rules = [r for r in o.rules if r.kind == "pattern"]
         other_rules = [r for r in o.rules if r.kind == "other"]
         patterns = sorted({r.pattern for r in pattern_rules} | {p for r in other_rules for p in r.patterns})
-        if len(patterns) > MAX_PATTERNS:
-            ptr = next((r.pointer for r in pattern_rules), "")
-            self.reporter.refuse(
-                f"objects with more than {MAX_PATTERNS} distinct key patterns are not supported", "patternProperties", ptr
-            )
-            patterns = patterns[:MAX_PATTERNS]
+        masks = range(1 << len(patterns))
+        if len(patterns) > MAX_PATTERNS:  # only the combinations some key can fall into
+            found = self._key_cells(patterns)
+            if found is None:
+                ptr = next((r.pointer for r in pattern_rules), "")
+                self.reporter.refuse(
+                    f"objects whose key patterns overlap in more than {MAX_REGIONS} ways are not supported", "patternProperties", ptr
+                )
+                patterns = patterns[:MAX_PATTERNS]
+            else:
+                masks = found
         regions: dict[Formula, list[int]] = {}
-        for mask in range(1 << len(patterns)):
+        for mask in masks:
             inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
             parts = [r.schema for r in pattern_rules if r.pattern in inside]
             parts += [r.schema for r in other_rules if not (r.patterns & inside)]
@@ -956,8 +907,8 @@ class SchemaEmitter:
                 continue
             regions.setdefault(vf, []).append(mask)
         out: list[tuple[Formula, Expr | None]] = []
-        for vf, masks in regions.items():
-            keys = None if len(masks) == 1 << len(patterns) else alt(*(self._region(patterns, m) for m in masks))
+        for vf, ms in regions.items():
+            keys = None if len(ms) == len(masks) else alt(*(self._region(patterns, m) for m in ms))
             if o.key_atoms is not None:
                 keys = self.str_lang(o.key_atoms) if keys is None else intersect(keys, self.str_lang(o.key_atoms))
             out.append((vf, keys))
@@ -1001,7 +952,7 @@ class SchemaEmitter:
             if keys is None and not names:
                 key_expr = json_string()
             else:
-                key_expr = json_string(json_escape(difference(keys if keys is not None else ANY_STRING, named)))
+                key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
             members.append((seq(key_expr, self.colon, self.ref(vf)), 0))
             for sub in _submasks(list(range(len(exists)))):
                 chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
@@ -1009,9 +960,31 @@ class SchemaEmitter:
                 if self.is_empty(f):
                     continue
                 lang = intersect(keys if keys is not None else ANY_STRING, *(self._key_set(e) for e in chosen))
-                key_expr = json_string(json_escape(difference(lang, named)))
+                key_expr = json_string(spelled(difference(lang, named)))
                 members.append((seq(key_expr, self.colon, self.ref(f)), sub))
         return members
+
+    def _key_cells(self, patterns: list[str]) -> list[int] | None:
+        """The masks of the pattern combinations that some key matches exactly (None: more than
+        MAX_REGIONS): the key space is split pattern by pattern, and empty cells are dropped, so
+        patterns that rarely overlap (anchored names, prefixes) cost one cell each, not 2**n."""
+        key = tuple(patterns)
+        if key in self._cells:
+            return self._cells[key]
+        cells: list[tuple[int, Expr]] = [(0, ANY_STRING)]
+        self._cells[key] = None
+        for i, p in enumerate(patterns):
+            lang = pattern_language(p)
+            cells = [
+                (mask | bit << i, part)
+                for mask, cell in cells
+                for bit, part in ((1, intersect(cell, lang)), (0, difference(cell, lang)))
+                if not self._empty(part)
+            ]
+            if len(cells) > MAX_REGIONS:
+                return None
+        got = self._cells[key] = sorted(mask for mask, _ in cells)
+        return got
 
     def _region(self, patterns: list[str], mask: int) -> Expr:
         ins = [pattern_language(p) for i, p in enumerate(patterns) if mask >> i & 1]
@@ -1043,11 +1016,11 @@ def string_language(atoms: tuple) -> Expr:
 
 
 @functools.lru_cache(maxsize=1024)
-def _escaped_states(atoms: tuple) -> int | None:
-    """DFA states of the canonically escaped language of the atoms (None: empty language, or
-    too big to build: then the length product is left to the compiler's own limits)."""
+def _raw_states(atoms: tuple) -> int | None:
+    """DFA states of the raw-character language of the atoms (None: empty language); the product
+    with a length bound is taken there, before the spellings (`Spelled`) are added."""
     try:
-        return dfa_size(json_escape(string_language(atoms)))
+        return dfa_size(string_language(atoms))
     except CompileTimeoutError:
         raise
     except StrictgenError:
@@ -1057,7 +1030,7 @@ def _escaped_states(atoms: tuple) -> int | None:
 @functools.lru_cache(maxsize=1024)
 def escaped_string(atoms: tuple) -> Expr:
     """A quoted JSON string whose value is in the language of the atoms, canonically spelled."""
-    return json_string(json_escape(string_language(atoms)))
+    return json_string(spelled(string_language(atoms)))
 
 
 def _atom_lang(a: tuple) -> Expr:
@@ -1187,6 +1160,8 @@ def _expr_size(e: Expr, rule_size) -> int:
             n = rec(x.item) * max(1, copies) + 1
         elif isinstance(x, Difference):
             n = rec(x.base) + rec(x.minus)
+        elif isinstance(x, Spelled):
+            n = 6 * rec(x.item)  # an escape trie of a few states beside each state
         elif isinstance(x, RuleRef):
             n = rule_size(x.name)
         else:
@@ -1328,13 +1303,15 @@ def json_schema_grammar(
     strict: bool = True,
     any_order: bool = False,
     style: JsonStyle | None = None,
+    formats: str = "assert",
 ) -> tuple[Grammar, list[tuple[str, str]]]:
     """The grammar of the JSON documents valid under `schema` (dict, bool, JSON text or a pydantic
-    model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict)."""
+    model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict).
+    formats="annotate" treats `format` as an annotation only (the 2020-12 default)."""
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    norm = Normalizer(schema, reporter)
+    norm = Normalizer(schema, reporter, formats=formats)
     emitter = SchemaEmitter(norm, style, any_order, reporter)
     try:
         grammar = emitter.build(norm.root_formula)

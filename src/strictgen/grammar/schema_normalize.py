@@ -41,7 +41,7 @@ from fractions import Fraction
 from typing import Any, Callable, Iterable
 
 from strictgen import deadline
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
 
 from .schema_dialects import legacy_items_2020, legacy_items_2020_validator
 from .schema_limits import MAX_SCHEMA_DEPTH, check_schema_bounds, malformed_subschema
@@ -107,6 +107,9 @@ _DIALECT_KEYWORDS = {
 }
 
 # ---- errors -------------------------------------------------------------------------------------
+
+
+FORMAT_MODES = ("assert", "annotate")  # `format` enforced (default), or only an annotation
 
 
 class Reporter:
@@ -655,11 +658,14 @@ def _nonneg_int(value: Any, keyword: str, pointer: str) -> int:
 class Normalizer:
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
-    def __init__(self, root: Any, reporter: Reporter | None = None):
+    def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert"):
         import referencing
         import referencing.jsonschema as rj
 
+        if formats not in FORMAT_MODES:
+            raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
         self.reporter = reporter or Reporter(True)
+        self.formats = formats
         self.root = root
         self._rj = rj
         self._formulas: dict[tuple, Formula] = {}
@@ -917,7 +923,8 @@ class Normalizer:
             "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
         }.get(name) or legacy_items_2020_validator()
-        base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=cls.FORMAT_CHECKER)
+        checker = cls.FORMAT_CHECKER if self.formats == "assert" else None
+        base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=info.resolver)
 
     # ---- normalisation ----
@@ -1920,6 +1927,8 @@ class Normalizer:
 
         if not isinstance(name, str):
             raise invalid("format must be a string", "format", ptr)
+        if self.formats == "annotate":
+            return None  # the 2020-12 default: format is only an annotation
         if name in SUPPORTED_FORMATS:
             return ("fmt", name)
         if name in ("regex", "idn-email", "idn-hostname"):

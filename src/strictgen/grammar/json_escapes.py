@@ -1,0 +1,218 @@
+"""JSON spellings of string languages: from the decoded code points to the bodies written between quotes.
+
+A JSON string body decodes to exactly one string, and each of its characters is spelled on its own
+(raw, a short escape such as ``\\n`` or ``\\/``, ``\\uXXXX`` in either hex case, or a surrogate pair
+``\\uD83D\\uDE00`` above U+FFFF). So the spellings of a language L are the inverse image of L under
+decoding, built character class by character class, and inverse images commute with every
+operation of the IR: spelled(A ∩ B) = spelled(A) ∩ spelled(B), likewise for difference,
+concatenation, alternation and repetition. `json_escaped` rewrites an expression item by item
+under one of three policies (ESCAPE_POLICIES):
+
+* ``"all"``: every JSON spelling (DESIGN.md §4 property 7): a body is accepted *if and only if* it
+  decodes to a member of L. What the JSON Schema front end uses for constrained strings and keys.
+* ``"standard"``: printable ASCII other than `"` and `\\` only as itself, every other character in
+  any spelling: what `json.dumps` writes with ensure_ascii true or false, with smaller automata.
+* ``"required"``: characters as themselves wherever JSON allows, escapes only where JSON requires.
+
+Lone surrogates (``\\uD800`` alone) are never accepted: they are not Unicode scalar values.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .ir import (
+    EMPTY,
+    MAX_CODEPOINT,
+    SURROGATES,
+    Alt,
+    ByteSet,
+    CharSet,
+    Difference,
+    Expr,
+    Intersect,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+    alt,
+    charset,
+    chars,
+    lit,
+    negate_ranges,
+    normalize_ranges,
+    repeat,
+    seq,
+)
+
+__all__ = ["ESCAPE_POLICIES", "digit_class", "json_escaped", "spelled_string", "spelled_text"]
+
+ESCAPE_POLICIES = ("standard", "all", "required")
+
+SHORT_ESCAPES = {0x22: '"', 0x5C: "\\", 0x2F: "/", 0x08: "b", 0x0C: "f", 0x0A: "n", 0x0D: "r", 0x09: "t"}
+MUST_ESCAPE = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
+PRINTABLE_ASCII = ((0x20, 0x7E),)
+
+
+def digit_class(values, base: int) -> Expr:
+    """One digit out of `values` in `base` (10 or 16; hex letters in either case)."""
+    ranges = []
+    for v in values:
+        c = "0123456789abcdef"[v]
+        ranges.append((ord(c), ord(c)))
+        if c.isalpha():
+            ranges.append((ord(c.upper()), ord(c.upper())))
+    return charset(ranges)
+
+
+def ranges_and(a, b) -> tuple[tuple[int, int], ...]:
+    out = []
+    for lo1, hi1 in a:
+        for lo2, hi2 in b:
+            lo, hi = max(lo1, lo2), min(hi1, hi2)
+            if lo <= hi:
+                out.append((lo, hi))
+    return normalize_ranges(out)
+
+
+def ranges_minus(a, b) -> tuple[tuple[int, int], ...]:
+    return ranges_and(a, negate_ranges(b))
+
+
+def _digit_trie(groups, width: int, base: int = 16) -> Expr:
+    """Numerals of exactly `width` digits followed by a continuation chosen by their value.
+
+    `groups` is a tuple of (ranges, continuation) with disjoint value ranges. The result is
+    deterministic (digits are grouped by what may follow them), so it determinises without blow-up.
+    """
+    memo: dict[tuple, Expr] = {}
+
+    def rec(sig: tuple, w: int) -> Expr:
+        got = memo.get((sig, w))
+        if got is not None:
+            return got
+        if w == 0:
+            out = alt(*(cont for ranges, cont in sig))  # the value 0 lies in exactly one group
+        else:
+            p = base ** (w - 1)
+            by_sig: dict[tuple, list[int]] = {}
+            for d in range(base):
+                sub = []
+                for ranges, cont in sig:
+                    part = ranges_and(ranges, ((d * p, d * p + p - 1),))
+                    if part:
+                        sub.append((tuple((lo - d * p, hi - d * p) for lo, hi in part), cont))
+                if sub:
+                    by_sig.setdefault(tuple(sub), []).append(d)
+            out = alt(*(seq(digit_class(ds, base), rec(sub, w - 1)) for sub, ds in by_sig.items()))
+        memo[(sig, w)] = out
+        return out
+
+    return rec(tuple((normalize_ranges(r), c) for r, c in groups if normalize_ranges(r)), width)
+
+
+def _u_escapes(ranges) -> Expr:
+    """`uXXXX` (after the backslash) spellings of the scalar values in `ranges`, with surrogate
+    pairs `uD8xx\\uDCxx` above U+FFFF; one deterministic trie."""
+    ranges = ranges_minus(ranges, (SURROGATES,))
+    groups: list[tuple[tuple, Expr]] = []
+    bmp = ranges_and(ranges, ((0, 0xFFFF),))
+    if bmp:
+        groups.append((bmp, EMPTY))
+    astral = ranges_and(ranges, ((0x10000, MAX_CODEPOINT),))
+    if astral:
+        lows_of_high: dict[tuple, list[int]] = {}
+        for high in range(0x400):
+            base_cp = 0x10000 + (high << 10)
+            low = ranges_and(astral, ((base_cp, base_cp + 0x3FF),))
+            if low:
+                key = tuple((lo - base_cp + 0xDC00, hi - base_cp + 0xDC00) for lo, hi in low)
+                lows_of_high.setdefault(key, []).append(0xD800 + high)
+        for low, highs in lows_of_high.items():
+            groups.append((normalize_ranges((h, h) for h in highs), seq(lit("\\u"), _digit_trie(((low, EMPTY),), 4))))
+    if not groups:
+        return Alt(())
+    return seq(lit("u"), _digit_trie(tuple(groups), 4))
+
+
+@functools.lru_cache(maxsize=4096)
+def _spell_set(ranges: tuple[tuple[int, int], ...], escapes: str) -> Expr:
+    """The JSON spellings, under `escapes`, of one character from `ranges`."""
+    ranges = ranges_minus(normalize_ranges(ranges), (SURROGATES,))
+    literal = ranges_minus(ranges, MUST_ESCAPE)
+    if escapes == "all":
+        escaped = ranges
+    elif escapes == "standard":
+        escaped = ranges_minus(ranges, ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE))
+    else:  # "required"
+        escaped = ranges_and(ranges, MUST_ESCAPE)
+    parts = []
+    if literal:
+        parts.append(charset(literal))
+    if escaped:
+        short = [c for cp, c in sorted(SHORT_ESCAPES.items()) if any(lo <= cp <= hi for lo, hi in escaped)]
+        after_backslash = alt(chars("".join(short)), _u_escapes(escaped)) if short else _u_escapes(escaped)
+        parts.append(seq(lit("\\"), after_backslash))
+    return alt(*parts) if parts else Alt(())
+
+
+@functools.lru_cache(maxsize=8192)
+def spelled_text(text: str, escapes: str = "all") -> Expr:
+    """Every spelling (under `escapes`) of the JSON string body of exactly `text`."""
+    return json_escaped(lit(text), escapes) if text else EMPTY
+
+
+def spelled_string(text: str) -> Expr:
+    """The quoted JSON string `text` in every spelling."""
+    return seq(lit('"'), spelled_text(text), lit('"'))
+
+
+def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
+    """Rewrite a language of decoded string values into the JSON string bodies spelling them.
+
+    `expr` must be free of rule references; its ByteSets must be ASCII (bytes ≥ 0x80 would be
+    parts of characters, which the value language expresses with CharSet) and its Literals UTF-8.
+    Intersect and Difference are rewritten item by item (decoding is a function, so its inverse
+    image commutes with them).
+    """
+    if escapes not in ESCAPE_POLICIES:
+        raise ValueError(f"escapes must be one of {ESCAPE_POLICIES}, not {escapes!r}")
+    memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
+    plain = ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE) if escapes != "all" else ()
+
+    def char(cp: int) -> Expr:
+        if any(lo <= cp <= hi for lo, hi in plain):
+            return lit(chr(cp))
+        return _spell_set(((cp, cp),), escapes)
+
+    def rec(e: Expr) -> Expr:
+        got = memo.get(id(e))
+        if got is not None:
+            return got
+        if isinstance(e, Literal):
+            out = seq(*(char(ord(c)) for c in e.data.decode("utf-8")))
+        elif isinstance(e, (ByteSet, CharSet)):
+            if isinstance(e, ByteSet) and e.ranges and e.ranges[-1][1] >= 0x80:
+                raise ValueError("json_escaped: a ByteSet above 0x7F is not a character class")
+            if plain and not ranges_minus(e.ranges, plain):
+                out = e  # printable ASCII only: spelled as itself
+            else:
+                out = _spell_set(tuple(e.ranges), escapes)
+        elif isinstance(e, Seq):
+            out = seq(*(rec(i) for i in e.items))
+        elif isinstance(e, Alt):
+            out = alt(*(rec(i) for i in e.items)) if e.items else e
+        elif isinstance(e, Repeat):
+            out = repeat(rec(e.item), e.min, e.max)
+        elif isinstance(e, Intersect):
+            out = Intersect(tuple(rec(i) for i in e.items))
+        elif isinstance(e, Difference):
+            out = Difference(rec(e.base), rec(e.minus))
+        elif isinstance(e, RuleRef):
+            raise ValueError("json_escaped: rule references are not supported")
+        else:
+            raise TypeError(f"not a grammar expression: {e!r}")
+        memo[id(e)] = out
+        return out
+
+    return rec(expr)

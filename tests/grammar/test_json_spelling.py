@@ -1,0 +1,51 @@
+"""The JSON spellings of a string language (`Spelled`, grammar/json_spelling.py): a body is accepted
+exactly when it decodes to a member, whatever the spelling, and never as a lone surrogate."""
+
+import json
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strictgen.compile.automaton import compile_automaton
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.grammar.ir import Grammar, Spelled, charset, difference, intersect, lit, repeat, seq
+from tests.helpers import respell_strings
+
+ALPHABET = "a/\"\\\n\té€😀\x7f"
+LANGS = {
+    "short": repeat(charset([(0x20, 0x7E)]), 0, 2),
+    "mixed": seq(repeat(charset([(ord("a"), ord("z")), (0xE9, 0xE9)])), lit("😀")),
+    "minus": difference(repeat(charset([(0, 0x10FFFF)]), 1, 2), lit("a")),
+    "both": intersect(repeat(charset([(0, 0x10FFFF)]), 0, 3), seq(repeat(charset([(0, 0x10FFFF)])), charset([(0x0A, 0x0A), (0x22, 0x22), (0x1F600, 0x1F600)]))),
+}
+MEMBER = {
+    "short": lambda s: len(s) <= 2 and all(0x20 <= ord(c) <= 0x7E for c in s),
+    "mixed": lambda s: s.endswith("😀") and all(c.islower() and c.isascii() or c == "é" for c in s[:-1]),
+    "minus": lambda s: 1 <= len(s) <= 2 and s != "a",
+    "both": lambda s: len(s) <= 3 and s[-1:] in ("\n", '"', "😀"),
+}
+MACHINES = {name: PushdownMachine(compile_automaton(Grammar({"root": seq(lit('"'), Spelled(e), lit('"'))}))) for name, e in LANGS.items()}
+
+
+def accepts(m, text: str) -> bool:
+    s = m.step_bytes(m.start, text.encode("utf-8"))
+    return s != DEAD and bool(m.accepting[s])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=ALPHABET, max_size=4), st.integers(0, 2**32))
+def test_every_spelling_exactly_when_member(value, seed):
+    rnd = random.Random(seed)
+    texts = [json.dumps(value), json.dumps(value, ensure_ascii=False), respell_strings(json.dumps(value), rnd)]
+    for name, m in MACHINES.items():
+        want = MEMBER[name](value)
+        for text in texts:
+            assert accepts(m, text) == want, (name, text)
+
+
+def test_lone_surrogates_and_bad_escapes_are_rejected():
+    m = MACHINES["minus"]
+    for text in ['"\\ud83d"', '"\\ude00"', '"\\ud83d\\u0041"', '"\\x41"', '"\\u12"', '"\\U0041"']:
+        assert not accepts(m, text), text
+    assert accepts(m, '"\\ud83d\\ude00"') and accepts(m, '"\\u0062"') and not accepts(m, '"\\u0061"')
