@@ -284,8 +284,16 @@ def test_entry_point_declared_for_vllm():
     import tomllib
     from pathlib import Path
 
+    from importlib.metadata import entry_points
+
+    from vllm.v1.sample.logits_processor import _load_logitsprocs_plugins
+
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    assert project["project"]["entry-points"]["vllm.logits_processors"] == {"strictgen": FQCN}
+    declared = project["project"]["entry-points"]
+    assert declared["vllm.logits_processors"] == {"strictgen": FQCN}
+    assert declared["sglang.srt.plugins"] == {"strictgen": "strictgen.integrations.sglang:register"}
+    if any(ep.name == "strictgen" for ep in entry_points(group="vllm.logits_processors")):  # installed from this tree
+        assert StrictgenLogitsProcessor in _load_logitsprocs_plugins()  # vLLM's own plugin discovery
 
 
 def test_second_instance_for_the_same_engine_stays_inert(config, hf_tokenizer):
