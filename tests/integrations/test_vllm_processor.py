@@ -242,6 +242,7 @@ def test_engine_driver_every_request_valid(config, hf_tokenizer):
     assert isinstance(processor, LogitsProcessor) and processor.is_argmax_invariant() is False
     done, texts, ended, ops = run_engine(processor, hf_tokenizer, seed=7)
     FIRST_RUN.update(texts)
+    print("\nvLLM driver:", sorted(ops), *(f"{n}: {len(done[n].output)} tokens {t!r}" for n, t in texts.items()), sep="\n  ")
     assert len(done) == 10
     assert ops >= {"added", "added (resumed)", "removed", "moved", "swapped"}, ops
     for name, req in done.items():
