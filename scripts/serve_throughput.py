@@ -1,6 +1,6 @@
 """Throughput of `strictgen serve` on the embedded model: 1, 4 and 8 concurrent chat requests.
 
-    .venv/bin/python scripts/serve_throughput.py [--slots 2] [--max-tokens 48]
+    .venv/bin/python scripts/serve_throughput.py [--slots 2] [--max-tokens 48] [--deterministic] [--no-tools]
 
 Starts a real server on a free 127.0.0.1 port, sends each batch of concurrent requests with the
 openai client (JSON-Schema constrained and free text), and prints completion tokens per second
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import uvicorn
 from openai import OpenAI
 
-from strictgen.serve import build_server, create_app
+from strictgen.serve import build_server
+from strictgen.serve.local import local_server
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 24}, "temp_c": {"type": "integer"}, "summary": {"type": "string", "maxLength": 80}}, "required": ["city", "temp_c", "summary"], "additionalProperties": False}
 TOOL = {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"], "additionalProperties": False}}}
@@ -29,29 +27,21 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--deterministic", action="store_true", help="the server's --deterministic mode (no pass shared between requests)")
+    ap.add_argument("--no-tools", action="store_true", help="skip the tool-calling transcript")
     args = ap.parse_args()
-    server = build_server("default", slots=args.slots, n_ctx=2048)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    uv = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
-    threading.Thread(target=uv.run, daemon=True).start()
-    while not uv.started:
-        time.sleep(0.05)
-    client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", timeout=600)
+    server = build_server("default", slots=args.slots, n_ctx=2048, deterministic=args.deterministic)
+    try:
+        with local_server(server) as url:
+            client = OpenAI(base_url=url + "/v1", api_key="unused", timeout=600)
+            measure(client, args)
+    finally:
+        server.pool.close()
 
-    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
-    print("# tool-calling round trip")
-    print(">>> request 1:", json.dumps({"messages": messages, "tools": [TOOL], "tool_choice": "required"}))
-    r1 = client.chat.completions.create(model="default", messages=messages, tools=[TOOL], tool_choice="required", max_tokens=48, temperature=0)
-    print("<<< response 1:", r1.choices[0].model_dump_json(exclude_none=True))
-    call = r1.choices[0].message.tool_calls[0]
-    messages += [{"role": "assistant", "content": None, "tool_calls": [call.model_dump()]}, {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temp_c": 18, "sky": "cloudy"})}]
-    r2 = client.chat.completions.create(model="default", messages=messages, tools=[TOOL], max_tokens=48, temperature=0)
-    print(">>> request 2: + assistant tool_calls + tool result", json.dumps(messages[-1]))
-    print("<<< response 2:", r2.choices[0].model_dump_json(exclude_none=True))
 
+def measure(client: OpenAI, args: argparse.Namespace) -> None:
+    if not args.no_tools:
+        transcript(client)
     for kind in ("json_schema", "text"):
         for n in (1, 4, 8):
             def one(i):
@@ -64,8 +54,19 @@ def main() -> None:
                 toks = sum(pool.map(one, range(n)))
             dt = time.perf_counter() - t0
             print(f"{kind:11s} concurrency {n}: {toks} tokens in {dt:.2f} s = {toks / dt:.1f} tokens/s total ({args.slots} slots)")
-    uv.should_exit = True
-    server.pool.close()
+
+
+def transcript(client: OpenAI) -> None:
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    print("# tool-calling round trip")
+    print(">>> request 1:", json.dumps({"messages": messages, "tools": [TOOL], "tool_choice": "required"}))
+    r1 = client.chat.completions.create(model="default", messages=messages, tools=[TOOL], tool_choice="required", max_tokens=48, temperature=0)
+    print("<<< response 1:", r1.choices[0].model_dump_json(exclude_none=True))
+    call = r1.choices[0].message.tool_calls[0]
+    messages += [{"role": "assistant", "content": None, "tool_calls": [call.model_dump()]}, {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temp_c": 18, "sky": "cloudy"})}]
+    r2 = client.chat.completions.create(model="default", messages=messages, tools=[TOOL], max_tokens=48, temperature=0)
+    print(">>> request 2: + assistant tool_calls + tool result", json.dumps(messages[-1]))
+    print("<<< response 2:", r2.choices[0].model_dump_json(exclude_none=True))
 
 
 if __name__ == "__main__":

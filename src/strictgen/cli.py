@@ -189,7 +189,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise StrictgenError(f"the server needs its extra: pip install 'strictgen[serve]' ({exc})") from exc
     limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_tokens=args.max_tokens_limit)
     options = options_from_args(args)  # keys, queue, deadlines, request log (a bad flag fails before the model loads)
-    server = build_server(args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True, options=options)
+    server = build_server(
+        args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True, deterministic=args.deterministic, options=options
+    )
     print(f"strictgen serve: {server.model_name}, {server.pool.size} slot(s), http://{args.host}:{args.port}/v1", file=sys.stderr)
     try:
         uvicorn.run(create_app(server), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
@@ -205,6 +207,10 @@ def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--slots", type=int, default=2, help="concurrent generations (llama.cpp: sequences decoded together in one context; else one model copy each)")
     srv.add_argument("--ctx", type=int, default=4096, help="context length per slot")
+    srv.add_argument(
+        "--deterministic", action="store_true",
+        help="concurrent requests get bit for bit what each gets alone (llama.cpp: no pass shared between requests; costs throughput)",
+    )
     srv.add_argument("--max-tokens-limit", type=int, default=2048, help="largest max_tokens a request may ask for")
     srv.add_argument("--max-body-bytes", type=int, default=1 << 20)
     srv.add_argument("--log-level", default="info")

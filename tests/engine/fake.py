@@ -24,13 +24,16 @@ class FakeModel(Model):
         self.chat_template = ChatTemplate(None)
         self._greedy = GreedyTokenizer(tokenizer_info.all_token_bytes, tokenizer_info.is_special)
         self._scale = temperature
-        self.calls: list[int] = []  # tokens fed per forward pass
+        self.calls: list[int] = []  # tokens fed per forward pass (however many aligned pieces it runs as)
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         return self._greedy.encode(text.encode("utf-8"))
 
-    def _forward(self, tokens: list[int]) -> np.ndarray:
+    def forward(self, tokens: list[int]) -> np.ndarray:
         self.calls.append(len(tokens))
+        return super().forward(tokens)
+
+    def _forward(self, tokens: list[int]) -> np.ndarray:
         seq = np.asarray(self.tokens + tokens, dtype=np.int64)
         seed = zlib.crc32(seq.tobytes())
         return (np.random.default_rng(seed).standard_normal(self.vocab_size) * self._scale).astype(np.float32)

@@ -79,9 +79,9 @@ def test_cache_follows_output(model, compiler):
     prompt = _prompt(model)
     r = generate(model, prompt, g, GenerationConfig(max_tokens=64, sampling=SamplingParams(temperature=1.0, seed=3)))
     seq = prompt + r.token_ids
-    from strictgen.engine.generate import _common_prefix
+    from strictgen.engine.kv_cache import common_prefix
 
-    assert _common_prefix(model.tokens, seq) >= len(model.tokens) - RETOKENIZE_BACKOFF
+    assert common_prefix(model.tokens, seq) >= len(model.tokens) - RETOKENIZE_BACKOFF
     assert len(model.tokens) > len(prompt)
     assert sum(model.calls[-(r.stats.forward_passes + 1):]) >= len(r.token_ids)
 

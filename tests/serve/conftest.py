@@ -22,8 +22,8 @@ def server():
     server.pool.close()
 
 
-def serve_in_thread(server):
-    """Run `server`'s app under uvicorn on a free 127.0.0.1 port; yields its base URL, then stops it."""
+@pytest.fixture(scope="module")
+def base_url(server):
     import uvicorn
 
     from strictgen.serve import create_app
@@ -43,11 +43,6 @@ def serve_in_thread(server):
     yield f"http://127.0.0.1:{port}"
     uv.should_exit = True
     thread.join(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def base_url(server):
-    yield from serve_in_thread(server)
 
 
 @pytest.fixture(scope="module")

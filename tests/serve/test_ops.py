@@ -18,7 +18,6 @@ from strictgen.serve.auth import ApiKeys, exposure_warning, load_keys
 from strictgen.serve.logs import RequestLog
 from strictgen.serve.trace import RequestTrace
 
-from .conftest import serve_in_thread
 from .test_server import chat as server_chat
 
 KEYS = ("sk-test-one", "sk-test-two")
@@ -100,7 +99,10 @@ def ops_server():
 
 @pytest.fixture(scope="module")
 def url(ops_server):
-    yield from serve_in_thread(ops_server)
+    from strictgen.serve.local import local_server
+
+    with local_server(ops_server) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

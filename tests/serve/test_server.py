@@ -241,6 +241,14 @@ def test_streamed_text_equals_non_streamed(client):
     assert content == full
 
 
+def test_the_same_greedy_request_gives_the_same_text(client):
+    """Reproducible whatever the slots' caches hold (engine/kv_cache.py): the second and third
+    requests find the first one's prompt and output cached, and must still get its text exactly."""
+    kw = dict(messages=[{"role": "user", "content": "Name three colours."}], max_tokens=24)
+    texts = [chat(client, **kw).choices[0].message.content for _ in range(3)]
+    assert texts[0] and texts.count(texts[0]) == 3, texts
+
+
 def test_vllm_guided_json(client):
     r = chat(client, extra_body={"guided_json": CITY})
     jsonschema.validate(json.loads(r.choices[0].message.content), CITY)
@@ -287,7 +295,10 @@ def test_ollama_generate_json_streamed(base_url):
     with httpx.stream("POST", base_url + "/api/generate", json=body, timeout=120) as r:
         lines = [json.loads(line) for line in r.iter_lines() if line]
     assert lines[-1]["done"] is True and all(not x["done"] for x in lines[:-1])
-    json.loads("".join(x["response"] for x in lines))
+    streamed = "".join(x["response"] for x in lines)
+    json.loads(streamed)
+    full = httpx.post(base_url + "/api/generate", json={**body, "stream": False}, timeout=120).json()["response"]
+    assert streamed == full
 
 
 def test_concurrent_streams_all_valid(client):

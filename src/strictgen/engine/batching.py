@@ -12,10 +12,10 @@ pass and the mask computation are shared. One step:
    background) while the backend decodes all feeds in one `llama_decode`;
 3. each row of logits gets its mask and the sequence chooses and accepts its token (or finishes).
 
-New requests are admitted between steps onto a free slot — the one whose cached tokens share the
-longest prefix with the prompt, so a follow-up turn reuses its cache. A token decoded in a batch
-and the same token decoded alone give logits that may differ in the last digits (llama.cpp's
-batched kernels), so near-ties can break differently from a lone run.
+New requests are admitted between steps onto a free slot — the one holding the longest reusable
+prefix of the prompt (kv_cache.py: whole aligned chunks), so a follow-up turn reuses its cache
+without its logits depending on it. Whether sequences that share a pass get the logits they would
+get alone is the backend's to say (LlamaCppBatch: exactly, with `deterministic=True`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from strictgen.runtime.bitmask import (
     apply_token_bitmask_inplace,
 )
 
-from .generate import GenerationConfig, GenerationResult, _common_prefix, _Run
+from .generate import GenerationConfig, GenerationResult, _Run
+from .kv_cache import KVSequence
 from .model import Model
 
 
@@ -44,7 +45,7 @@ class BatchBackend(Protocol):
     n_seq: int
     n_ctx: int
     vocab_size: int
-    tokens: list[list[int]]
+    seqs: list[KVSequence]  # what each sequence's KV entries hold
 
     def truncate(self, seq: int, length: int) -> None: ...
 
@@ -122,7 +123,7 @@ class BatchScheduler:
                 item = self._waiting.pop(0)
                 if not item.future.set_running_or_notify_cancel():
                     continue
-                item.seq = max(free, key=lambda s: _common_prefix(self.backend.tokens[s], item.run.prompt))
+                item.seq = max(free, key=lambda s: self.backend.seqs[s].reusable(item.run.prompt))
                 free.remove(item.seq)
                 self._active.append(item)
                 try:
@@ -166,7 +167,7 @@ class BatchScheduler:
                 if finish is not None:
                     self._finish(item, finish)
                     continue
-                keep, feed = run.next_feed(backend.tokens[item.seq])
+                keep, feed = run.next_feed(backend.seqs[item.seq])
                 if keep + len(feed) > backend.n_ctx:
                     raise ModelError(f"context full: {keep} + {len(feed)} tokens exceed n_ctx={backend.n_ctx}")
                 backend.truncate(item.seq, keep)

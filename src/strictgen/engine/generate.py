@@ -28,6 +28,7 @@ from strictgen.runtime.bitmask import apply_token_bitmask_inplace
 from strictgen.runtime.budget import TokenBudget, greedy_tokenizer
 from strictgen.runtime.matcher import GrammarMatcher
 
+from .kv_cache import KVSequence, common_prefix
 from .model import Model
 from .sampling import Sampler, SamplingParams
 
@@ -115,14 +116,6 @@ class GenerationResult:
     forced: list[bool] = field(default_factory=list)  # per output token: put there by jump-forward, not sampled
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
-    return int(diff[0]) if len(diff) else n
-
-
 class _Run:
     """One generation's mutable state (kept out of the Model so a Model can be reused)."""
 
@@ -137,6 +130,7 @@ class _Run:
         self.stats = GenerationStats(prompt_tokens=len(self.prompt))
         self.sampler = Sampler(config.sampling)
         self._pool: ThreadPoolExecutor | None = None
+        self._fed = False  # has this run made its first forward pass?
         self.matcher = GrammarMatcher(grammar) if grammar is not None else None
         self.budget = TokenBudget(grammar) if grammar is not None and config.truncation_safe else None
         if self.budget is not None:
@@ -191,7 +185,7 @@ class _Run:
         if len(self.out) > self.config.max_tokens:  # no budget guard: cut to max_tokens
             self._replace_output(self.out[: self.config.max_tokens])
         self.stats.jumps += 1
-        kept = _common_prefix(before, self.out)
+        kept = common_prefix(before, self.out)
         if kept < len(before):
             self.stats.retokenized += 1
         self.stats.forced_tokens += len(self.out) - len(before)
@@ -220,7 +214,7 @@ class _Run:
     def _replace_output(self, new_out: list[int]) -> bool:
         """Make the output `new_out`, rolling the matcher back to the common prefix (False: refused)."""
         m = self.matcher
-        keep = _common_prefix(self.out, new_out)
+        keep = common_prefix(self.out, new_out)
         origin = self.origin[:keep] + [True] * (len(new_out) - keep)
         undo = len(self.out) - keep
         if undo:
@@ -313,7 +307,7 @@ class _Run:
             finish = self.check_done()
             if finish is not None:
                 break
-            keep, feed = self.next_feed(model.tokens)
+            keep, feed = self.next_feed(model.kv)
             model.truncate(keep)
             if cfg.overlap_mask and self.matcher is not None:
                 if self._pool is None:  # one worker per run: concurrent runs never queue behind each other
@@ -348,12 +342,13 @@ class _Run:
             return "length"
         return None
 
-    def next_feed(self, cached: list[int]) -> tuple[int, list[int]]:
-        """(tokens of `cached` to keep, tokens to feed after them) for the next forward pass."""
+    def next_feed(self, kv: KVSequence) -> tuple[int, list[int]]:
+        """(cached tokens to keep, tokens to feed after them) for the next forward pass. The first
+        pass keeps only what any request would compute the same way (KVSequence.reusable), so the
+        run does not depend on what the cache held; later passes keep what this run fed itself."""
         seq = self.prompt + self.out
-        keep = _common_prefix(cached, seq)
-        if keep == len(seq):  # the logits after the last token are needed again
-            keep -= 1
+        keep = kv.within_run(seq) if self._fed else kv.reusable(seq)
+        self._fed = True
         return keep, seq[keep:]
 
     def record_forward(self, dt: float) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,18 @@ from strictgen.errors import ModelError
 from strictgen.tokenizer.info import TokenizerInfo
 
 from .gguf_meta import gguf_chat_settings
+from .kv_cache import KVSequence, aligned_pieces
 from .model import ForwardStats, Model
+
+
+@dataclass
+class _Piece:
+    """An aligned piece of one sequence's feed; `row` is the feed's index when its logits are wanted."""
+
+    seq: int
+    pos: int
+    tokens: list[int]
+    row: int
 
 
 class LlamaCppModel(Model):
@@ -81,11 +93,17 @@ class LlamaCppBatch:
     """One llama.cpp context holding up to `n_seq` sequences, decoded together (one pass per step).
 
     Built on a loaded LlamaCppModel's weights (its own context stays for tokenization only). Each
-    sequence has its seq_id in the KV cache and up to `n_ctx` tokens; `decode` puts the new tokens of
-    every sequence into one llama_batch, with logits requested after each sequence's last token, and
-    `truncate` drops one sequence's KV entries past a position (llama_memory_seq_rm)."""
+    sequence has its seq_id in the KV cache (a KV stream of its own) and up to `n_ctx` tokens.
+    `decode` splits every feed into pieces aligned to absolute positions (kv_cache.py): a whole
+    aligned chunk goes through a pass of its own, so the prefix any request may reuse never depends
+    on what shared its passes; the other pieces of all sequences share one pass, or, with
+    `deterministic=True`, each gets a pass of its own, so a sequence gets bit for bit the logits it
+    gets alone whatever else runs (at the cost of the batch's shared weight reads: docs/serve.md)."""
 
-    def __init__(self, model: LlamaCppModel, *, n_seq: int, n_ctx: int = 4096, threads: int | None = None, n_batch: int = 512):
+    def __init__(
+        self, model: LlamaCppModel, *, n_seq: int, n_ctx: int = 4096, threads: int | None = None, n_batch: int = 512,
+        deterministic: bool = False,
+    ):
         import llama_cpp
         from llama_cpp import _internals
 
@@ -96,6 +114,7 @@ class LlamaCppBatch:
         self.n_seq = n_seq
         self.n_ctx = n_ctx
         self.n_batch = n_batch
+        self.deterministic = deterministic
         self.vocab_size = model.vocab_size
         # all cores, not half as for a lone sequence: the batch is the only decoding, and on 2 cores
         # that beats leaving one to the masks (serve_throughput, 8 requests: 80 -> 130 tokens/s)
@@ -116,34 +135,62 @@ class LlamaCppBatch:
         except ValueError as exc:
             raise ModelError(f"llama.cpp cannot create a context for {n_seq} sequences: {exc}") from exc
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
-        self.tokens: list[list[int]] = [[] for _ in range(n_seq)]  # what the cache holds per sequence
+        self.seqs = [KVSequence(model.kv.chunk) for _ in range(n_seq)]  # what the cache holds per sequence
         self.stats = ForwardStats()
+
+    @property
+    def tokens(self) -> list[list[int]]:
+        """The tokens each sequence's KV entries hold."""
+        return [s.tokens for s in self.seqs]
 
     def truncate(self, seq: int, length: int) -> None:
         """Roll sequence `seq` back to its first `length` tokens."""
-        held = self.tokens[seq]
-        if not 0 <= length <= len(held):
-            raise ModelError(f"cannot roll sequence {seq} back to {length} tokens: it holds {len(held)}")
-        if length < len(held):
+        held = self.seqs[seq]
+        if not 0 <= length <= len(held.tokens):
+            raise ModelError(f"cannot roll sequence {seq} back to {length} tokens: it holds {len(held.tokens)}")
+        if length < len(held.tokens):
             self._llama_cpp.llama_memory_seq_rm(self._ctx.memory, seq, length, -1)
-            del held[length:]
+            held.truncate(length)
 
     def decode(self, feeds: list[tuple[int, list[int]]]) -> list[np.ndarray]:
-        """Append each (seq, tokens) to its sequence in one pass (or as few as n_batch allows);
-        return the float32 logits after each feed's last token, in order."""
+        """Append each (seq, tokens) to its sequence; return the float32 logits after each feed's
+        last token, in order. Each round takes the next aligned piece of every feed."""
         for seq, toks in feeds:
             if not toks:
                 raise ModelError("decode needs at least one token per sequence")
-            if len(self.tokens[seq]) + len(toks) > self.n_ctx:
-                raise ModelError(f"context full: {len(self.tokens[seq])} + {len(toks)} tokens exceed n_ctx={self.n_ctx}")
-        entries = []  # (seq, pos, token, logits row wanted for feed i or -1)
+            if len(self.seqs[seq].tokens) + len(toks) > self.n_ctx:
+                raise ModelError(f"context full: {len(self.seqs[seq].tokens)} + {len(toks)} tokens exceed n_ctx={self.n_ctx}")
+        queues: list[list[_Piece]] = []
         for i, (seq, toks) in enumerate(feeds):
-            base = len(self.tokens[seq])
-            for j, t in enumerate(toks):
-                entries.append((seq, base + j, t, i if j == len(toks) - 1 else -1))
+            base = len(self.seqs[seq].tokens)
+            pieces = aligned_pieces(base, len(toks), self.seqs[seq].chunk)
+            queues.append([_Piece(seq, pos, toks[pos - base : pos - base + n], i if pos - base + n == len(toks) else -1) for pos, n in pieces])
         out: list[np.ndarray | None] = [None] * len(feeds)
         t0 = time.perf_counter()
+        calls = 0
+        for round_ in range(max(len(q) for q in queues)):
+            shared = []
+            for q in queues:
+                if round_ < len(q):
+                    piece = q[round_]
+                    if self.deterministic or self.seqs[piece.seq].whole_chunk(piece.pos, len(piece.tokens)):
+                        calls += self._run([piece], out)
+                    else:
+                        shared.append(piece)
+            if shared:
+                calls += self._run(shared, out)
+        dt = time.perf_counter() - t0
+        self.stats.decode_calls += calls
+        self.stats.decode_tokens += sum(len(t) for _, t in feeds)
+        self.stats.decode_s += dt
+        return out  # type: ignore[return-value]
+
+    def _run(self, pieces: list["_Piece"], out: list) -> int:
+        """Decode `pieces` (at most one per sequence) in as few passes as n_batch allows; store the
+        logits rows asked for in `out`; return the number of passes."""
+        entries = [(p.seq, p.pos + j, tok, p.row if j == len(p.tokens) - 1 else -1) for p in pieces for j, tok in enumerate(p.tokens)]
         b = self._batch
+        passes = 0
         for start in range(0, len(entries), self.n_batch):
             chunk = entries[start : start + self.n_batch]
             for k, (seq, pos, tok, row) in enumerate(chunk):
@@ -154,22 +201,20 @@ class LlamaCppBatch:
                 b.logits[k] = row >= 0
             b.n_tokens = len(chunk)
             rc = self._llama_cpp.llama_decode(self._ctx.ctx, b)
+            passes += 1
             if rc != 0:
-                # a failed decode may leave part of the chunk in the cache: drop what it may have added
-                for seq, _ in feeds:
-                    self._llama_cpp.llama_memory_seq_rm(self._ctx.memory, seq, len(self.tokens[seq]), -1)
+                # a failed decode may leave part of the pieces in the cache: drop what it may have added
+                for p in pieces:
+                    self._llama_cpp.llama_memory_seq_rm(self._ctx.memory, p.seq, len(self.seqs[p.seq].tokens), -1)
                 raise ModelError(f"llama.cpp decode failed (llama_decode returned {rc})")
             for k, (seq, pos, tok, row) in enumerate(chunk):
                 if row >= 0:
                     ptr = self._llama_cpp.llama_get_logits_ith(self._ctx.ctx, k)
                     out[row] = np.ctypeslib.as_array(ptr, shape=(self.vocab_size,)).astype(np.float32, copy=True)
-        for seq, toks in feeds:
-            self.tokens[seq].extend(toks)
-        dt = time.perf_counter() - t0
-        self.stats.decode_calls += 1
-        self.stats.decode_tokens += len(entries)
-        self.stats.decode_s += dt
-        return out  # type: ignore[return-value]
+        alone = len(pieces) == 1 and passes == 1
+        for p in pieces:
+            self.seqs[p.seq].appended(p.pos, p.tokens, alone=alone)
+        return passes
 
     def close(self) -> None:
         if self._batch is not None:

@@ -1,9 +1,10 @@
 """The model interface the generation loop drives, whatever runs the network underneath.
 
 A model keeps one sequence in its KV cache. The loop only needs four things from it: append tokens
-and get the logits after the last one (one forward pass however many tokens), roll the cache back
-to a position (jump-forward re-tokenizes a boundary), tokenize text, and the vocabulary as a
-TokenizerInfo for masks. Two runtimes implement it: llama.cpp (`llama_cpp_runtime.py`) and
+and get the logits after the last one, roll the cache back to a position (jump-forward re-tokenizes
+a boundary), tokenize text, and the vocabulary as a TokenizerInfo for masks. Tokens go through the
+network in pieces aligned to absolute positions (kv_cache.py), so logits never depend on what the
+cache held before. Two runtimes implement it: llama.cpp (`llama_cpp_runtime.py`) and
 transformers on torch CPU (`transformers_runtime.py`).
 """
 
@@ -16,6 +17,8 @@ import numpy as np
 
 from strictgen.errors import ModelError
 from strictgen.tokenizer.info import TokenizerInfo
+
+from .kv_cache import KVSequence, aligned_pieces
 
 
 @dataclass
@@ -84,8 +87,13 @@ class Model(ABC):
     bos_token_id: int | None = None
 
     def __init__(self) -> None:
-        self.tokens: list[int] = []  # what the KV cache holds
+        self.kv = KVSequence()  # what the KV cache holds, and how much of it a new request may reuse
         self.stats = ForwardStats()
+
+    @property
+    def tokens(self) -> list[int]:
+        """The tokens the KV cache holds (read them; change them through forward and truncate)."""
+        return self.kv.tokens
 
     @property
     def vocab_size(self) -> int:
@@ -98,18 +106,23 @@ class Model(ABC):
 
     @abstractmethod
     def _forward(self, tokens: list[int]) -> np.ndarray:
-        """Run `tokens` after the cache; return float32 logits after the last one."""
+        """Run `tokens` after the cache in one pass; return float32 logits after the last one."""
 
     @abstractmethod
     def _truncate(self, length: int) -> None:
         """Drop the cache past `length` tokens."""
 
     def forward(self, tokens: list[int]) -> np.ndarray:
-        """Append `tokens` (one pass) and return the next-token logits (a fresh float32 array)."""
+        """Append `tokens` and return the next-token logits (a fresh float32 array): one pass per
+        aligned piece, so the same tokens at the same positions always go through the same shapes."""
         if not tokens:
             raise ModelError("forward needs at least one token")
-        logits = self._forward(list(tokens))
-        self.tokens.extend(tokens)
+        tokens = list(tokens)
+        base = len(self.kv.tokens)
+        for pos, length in aligned_pieces(base, len(tokens), self.kv.chunk):
+            piece = tokens[pos - base : pos - base + length]
+            logits = self._forward(piece)
+            self.kv.appended(pos, piece, alone=True)
         return logits
 
     def truncate(self, length: int) -> None:
@@ -118,7 +131,7 @@ class Model(ABC):
             raise ModelError(f"cannot roll the cache back to {length} tokens: it holds {len(self.tokens)}")
         if length < len(self.tokens):
             self._truncate(length)
-            del self.tokens[length:]
+            self.kv.truncate(length)
 
     def reset(self) -> None:
         self.truncate(0)

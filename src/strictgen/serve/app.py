@@ -727,17 +727,22 @@ async def _ollama_reply(server: Server, job: Job, request: Request, stream: bool
 
 
 def build_server(
-    model: str = "default", *, slots: int = 2, runtime: str = "auto", n_ctx: int = 4096, limits: ServerLimits | None = None, progress: bool = False, options: ServeOptions | None = None
+    model: str = "default", *, slots: int = 2, runtime: str = "auto", n_ctx: int = 4096, limits: ServerLimits | None = None,
+    progress: bool = False, deterministic: bool = False, options: ServeOptions | None = None,
 ) -> Server:
     """Load the model and the server around it: on llama.cpp one context decoding up to `slots`
-    requests per forward pass, on other runtimes `slots` copies of the model."""
+    requests per forward pass (`deterministic`: each request's pieces in passes of their own, so
+    concurrent requests get exactly what they get alone), on other runtimes `slots` copies of the
+    model (one request each: always what it gets alone)."""
     import os
 
     from strictgen.engine.loader import choose_runtime, load_model, resolve_model_path
 
     if choose_runtime(resolve_model_path(model), runtime) == "llama.cpp":
         # the loaded model's own context only tokenizes: keep it small
-        pool: ModelPool = BatchedPool(load_model(model, runtime="llama.cpp", n_ctx=256, progress=progress), slots, n_ctx=n_ctx)
+        pool: ModelPool = BatchedPool(
+            load_model(model, runtime="llama.cpp", n_ctx=256, progress=progress), slots, n_ctx=n_ctx, deterministic=deterministic
+        )
     else:
         threads = max(1, (os.cpu_count() or 2) // max(1, slots))
         pool = ModelPool(lambda: load_model(model, runtime=runtime, n_ctx=n_ctx, threads=threads, progress=progress), slots)

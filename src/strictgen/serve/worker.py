@@ -119,7 +119,7 @@ class BatchedPool(ModelPool):
 
     `model` (a LlamaCppModel) serves tokenization and templates; its weights back the batch context."""
 
-    def __init__(self, model: Model, size: int = 1, *, n_ctx: int = 4096, threads: int | None = None):
+    def __init__(self, model: Model, size: int = 1, *, n_ctx: int = 4096, threads: int | None = None, deterministic: bool = False):
         from strictgen.engine.batching import BatchScheduler
         from strictgen.engine.llama_cpp_runtime import LlamaCppBatch
 
@@ -127,7 +127,7 @@ class BatchedPool(ModelPool):
             raise ValueError("the pool needs at least one slot")
         self.models = [model]
         self.primary = model
-        self.backend = LlamaCppBatch(model, n_seq=size, n_ctx=n_ctx, threads=threads)
+        self.backend = LlamaCppBatch(model, n_seq=size, n_ctx=n_ctx, threads=threads, deterministic=deterministic)
         self.scheduler = BatchScheduler(model, self.backend)
         self.tokenize_lock = threading.Lock()
         self.on_finished = None
