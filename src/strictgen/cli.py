@@ -182,17 +182,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from strictgen.serve import ServerLimits, build_server, create_app
+        from strictgen.serve.ops import options_from_args
     except ImportError as exc:
         from strictgen.errors import StrictgenError
 
         raise StrictgenError(f"the server needs its extra: pip install 'strictgen[serve]' ({exc})") from exc
     limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_tokens=args.max_tokens_limit)
+    options = options_from_args(args)  # keys, queue, deadlines, request log (a bad flag fails before the model loads)
     server = build_server(
-        args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True, deterministic=args.deterministic
+        args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True, deterministic=args.deterministic, options=options
     )
     print(f"strictgen serve: {server.model_name}, {server.pool.size} slot(s), http://{args.host}:{args.port}/v1", file=sys.stderr)
     try:
-        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     finally:
         server.pool.close()
     return 0
@@ -212,6 +214,13 @@ def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--max-tokens-limit", type=int, default=2048, help="largest max_tokens a request may ask for")
     srv.add_argument("--max-body-bytes", type=int, default=1 << 20)
     srv.add_argument("--log-level", default="info")
+    srv.add_argument("--api-key", action="append", metavar="KEY", help="a key clients must send as 'Authorization: Bearer KEY' (repeat the flag; also STRICTGEN_API_KEY)")
+    srv.add_argument("--api-key-file", metavar="FILE", help="a file of keys, one per line ('#' starts a comment)")
+    srv.add_argument("--max-queue", type=int, default=256, metavar="N", help="generation requests admitted beyond the slots; more get 429 with Retry-After")
+    srv.add_argument("--max-concurrent-compiles", type=int, default=2, metavar="N", help="cold grammar compiles running at once (cache hits never wait)")
+    srv.add_argument("--request-timeout", type=float, default=None, metavar="S", help="seconds a request may take from arrival; past it the output stops (finish_reason length)")
+    srv.add_argument("--log-format", default="text", choices=["text", "json"], help="the one line logged per request")
+    srv.add_argument("--log-content", action="store_true", help="also log each request's body and output text")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Hashable, Iterator
@@ -45,19 +46,43 @@ class GrammarCompiler:
         self.compile_timeout = compile_timeout
         self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[Hashable, threading.Event] = {}  # keys being compiled now
+        # a server's hooks: the semaphore bounds concurrent cold compiles (cache hits never wait on it);
+        # the observer gets (format kind, seconds, cache hit) for every compile asked for
+        self.compile_slots: threading.Semaphore | None = None
+        self.on_compile: Callable[[str, float, bool], None] | None = None
 
-    def _cached(self, key: Hashable, source: str, build: Callable[[], Grammar]) -> CompiledGrammar:
-        with self._lock:
-            got = self._cache.get(key)
-            if got is not None:
-                self._cache.move_to_end(key)
-                return got
-        with compile_deadline(self.compile_timeout), user_errors(source.split(" ")[0]):
-            compiled = CompiledGrammar(build(), self.tokenizer_info, source)
-        with self._lock:
-            self._cache[key] = compiled
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+    def _cached(self, key: Hashable, source: str, build: Callable[[], Grammar], finish: Callable[[CompiledGrammar], None] | None = None) -> CompiledGrammar:
+        """The cached grammar for `key`, or compile it once (`finish` completes it before others can
+        see it): threads asking for a key being compiled wait for that compile rather than repeat it
+        (if it fails, the next one tries)."""
+        t0 = time.perf_counter()
+        while True:
+            with self._lock:
+                got = self._cache.get(key)
+                if got is not None:
+                    self._cache.move_to_end(key)
+                    break
+                pending = self._pending.get(key)
+                if pending is None:
+                    pending = self._pending[key] = threading.Event()
+                    break
+            pending.wait()
+        if got is not None:
+            self._observed(str(key[0]), t0, True)
+            return got
+        try:
+            compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source))
+            if finish is not None:
+                finish(compiled)
+            with self._lock:
+                self._cache[key] = compiled
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        finally:
+            with self._lock:
+                del self._pending[key]
+            pending.set()
         return compiled
 
     def compile_grammar(self, gbnf_text: str, root: str = "root") -> CompiledGrammar:
@@ -120,12 +145,27 @@ class GrammarCompiler:
             return grammar
 
         key = ("json_schema", text, bool(strict), bool(any_order), style, formats)
-        compiled = self._cached(key, "json_schema", build)
-        if not hasattr(compiled, "unenforced"):
-            compiled.unenforced = found.get("unenforced", [])
-        return compiled
+        return self._cached(key, "json_schema", build, lambda c: setattr(c, "unenforced", found.get("unenforced", [])))
 
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
-        with compile_deadline(self.compile_timeout), user_errors(source):
-            return CompiledGrammar(grammar, self.tokenizer_info, source)
+        return self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source))
+
+    def _build(self, kind: str, make: Callable[[], CompiledGrammar]) -> CompiledGrammar:
+        """A cold compile: waits for a compile slot (outside the deadline), then runs under the deadline."""
+        slots = self.compile_slots
+        if slots is not None:
+            slots.acquire()
+        try:
+            t0 = time.perf_counter()
+            with compile_deadline(self.compile_timeout), user_errors(kind):
+                compiled = make()
+            self._observed(kind, t0, False)
+            return compiled
+        finally:
+            if slots is not None:
+                slots.release()
+
+    def _observed(self, kind: str, t0: float, hit: bool) -> None:
+        if self.on_compile is not None:
+            self.on_compile(kind, time.perf_counter() - t0, hit)

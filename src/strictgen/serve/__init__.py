@@ -5,5 +5,7 @@
 """
 
 from .app import Server, ServerLimits, build_server, create_app
+from .auth import ApiKeys, load_keys
+from .ops import ServeOptions
 
-__all__ = ["Server", "ServerLimits", "build_server", "create_app"]
+__all__ = ["ApiKeys", "ServeOptions", "Server", "ServerLimits", "build_server", "create_app", "load_keys"]

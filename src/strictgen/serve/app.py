@@ -28,6 +28,7 @@ from strictgen.errors import StrictgenError
 
 from .chat import parse_output, render_prompt, uses_reasoning
 from .formats import GrammarFactory, RequestError, Tool, tools_from_request
+from .ops import Operations, ServeOptions
 from .protocol import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -57,12 +58,18 @@ def _now() -> int:
 class Server:
     """State shared by requests: the (immutable) model pool and grammar cache, nothing per request."""
 
-    def __init__(self, pool: ModelPool, model_name: str, limits: ServerLimits | None = None):
+    def __init__(self, pool: ModelPool, model_name: str, limits: ServerLimits | None = None, options: ServeOptions | None = None):
         self.pool = pool
         self.model_name = model_name
         self.limits = limits or ServerLimits()
         self.grammars = GrammarFactory(GrammarCompiler(pool.primary.tokenizer_info))
         self.reasoning = uses_reasoning(pool.primary)
+        self.ops = Operations(options, pool.size)  # keys, admission, deadlines, metrics, request log
+        self.ops.attach(self.grammars.compiler)
+
+    async def off_loop(self, fn, *args):
+        """`fn(*args)` in a preparation thread: a slow compile never stalls the event loop (other streams)."""
+        return await self.ops.prepare(fn, *args)
 
     # ---- request pieces shared by the dialects ----
 
@@ -305,6 +312,8 @@ def create_app(server: Server) -> FastAPI:
             return _error(400, f"request body of {length} bytes exceeds the limit of {server.limits.max_body_bytes}", code="body_too_large")
         return await call_next(request)
 
+    server.ops.install(app)  # outermost: keys, admission, /metrics, the request log
+
     @app.get("/health")
     async def health():
         return {"status": "ok", "model": server.model_name, "slots": server.pool.size}
@@ -318,9 +327,9 @@ def create_app(server: Server) -> FastAPI:
     @app.post("/v1/chat/completions")
     async def chat_completions(req: ChatCompletionRequest, request: Request):
         tools = tools_from_request(req.tools)
-        grammar, parse_tools = server.tool_grammar(tools, req.tool_choice, req.parallel_tool_calls)
+        grammar, parse_tools = await server.off_loop(server.tool_grammar, tools, req.tool_choice, req.parallel_tool_calls)
         if grammar is None:
-            grammar = server.format_grammar(req)
+            grammar = await server.off_loop(server.format_grammar, req)
         messages = [m.model_dump(exclude_none=True) for m in req.messages]
         prompt = server.encode_chat(messages, tools)
         cfg = server.config(server.max_tokens(req.max_completion_tokens, req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k)
@@ -348,7 +357,7 @@ def create_app(server: Server) -> FastAPI:
         prompt_text = req.prompt if isinstance(req.prompt, str) else "".join(req.prompt[:1]) if len(req.prompt) == 1 else None
         if prompt_text is None:
             raise RequestError("one prompt per request", "prompt")
-        job = Job(server.encode_raw(prompt_text), server.format_grammar(req), server.config(server.max_tokens(req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k))
+        job = Job(server.encode_raw(prompt_text), await server.off_loop(server.format_grammar, req), server.config(server.max_tokens(req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k))
         rid = "cmpl-" + uuid.uuid4().hex[:24]
         if req.stream:
             include_usage = bool((req.stream_options or {}).get("include_usage"))
@@ -368,9 +377,9 @@ def create_app(server: Server) -> FastAPI:
     @app.post("/v1/responses")
     async def responses(req: ResponsesRequest, request: Request):
         tools = tools_from_request(req.tools)
-        grammar, parse_tools = server.tool_grammar(tools, req.tool_choice, req.parallel_tool_calls)
+        grammar, parse_tools = await server.off_loop(server.tool_grammar, tools, req.tool_choice, req.parallel_tool_calls)
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
-            grammar = server.response_format(req.text["format"], "text.format")
+            grammar = await server.off_loop(server.response_format, req.text["format"], "text.format")
         messages = _responses_messages(req)
         job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p))
         reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools)
@@ -387,9 +396,9 @@ def create_app(server: Server) -> FastAPI:
             raise RequestError("give grammar or json_schema, not both", "grammar")
         grammar = None
         if req.grammar is not None:
-            grammar = server.grammars.gbnf(req.grammar, "grammar")
+            grammar = await server.off_loop(server.grammars.gbnf, req.grammar, "grammar")
         elif req.json_schema is not None:
-            grammar = server.grammars.json_schema(req.json_schema, param="json_schema")
+            grammar = await server.off_loop(lambda: server.grammars.json_schema(req.json_schema, param="json_schema"))
         n = None if req.n_predict in (None, -1) else req.n_predict
         job = Job(server.encode_raw(req.prompt), grammar, server.config(server.max_tokens(n), req.temperature if req.temperature is not None else 0.8, req.top_p, req.seed, req.stop, req.top_k))
         if req.stream:
@@ -403,7 +412,7 @@ def create_app(server: Server) -> FastAPI:
     async def ollama_chat(req: OllamaChatRequest, request: Request):
         opts = req.options or _no_options()
         messages = [m.model_dump(exclude_none=True) for m in req.messages]
-        job = Job(server.encode_chat(messages, []), _ollama_format(server, req.format), _ollama_config(server, opts))
+        job = Job(server.encode_chat(messages, []), await server.off_loop(_ollama_format, server, req.format), _ollama_config(server, opts))
         return await _ollama_reply(server, job, request, req.stream, chat=True)
 
     @app.post("/api/generate")
@@ -414,7 +423,7 @@ def create_app(server: Server) -> FastAPI:
         else:
             messages = ([{"role": "system", "content": req.system}] if req.system else []) + [{"role": "user", "content": req.prompt}]
             prompt = server.encode_chat(messages, [])
-        job = Job(prompt, _ollama_format(server, req.format), _ollama_config(server, opts))
+        job = Job(prompt, await server.off_loop(_ollama_format, server, req.format), _ollama_config(server, opts))
         return await _ollama_reply(server, job, request, req.stream, chat=False)
 
     return app
@@ -719,7 +728,7 @@ async def _ollama_reply(server: Server, job: Job, request: Request, stream: bool
 
 def build_server(
     model: str = "default", *, slots: int = 2, runtime: str = "auto", n_ctx: int = 4096, limits: ServerLimits | None = None,
-    progress: bool = False, deterministic: bool = False,
+    progress: bool = False, deterministic: bool = False, options: ServeOptions | None = None,
 ) -> Server:
     """Load the model and the server around it: on llama.cpp one context decoding up to `slots`
     requests per forward pass (`deterministic`: each request's pieces in passes of their own, so
@@ -738,4 +747,4 @@ def build_server(
         threads = max(1, (os.cpu_count() or 2) // max(1, slots))
         pool = ModelPool(lambda: load_model(model, runtime=runtime, n_ctx=n_ctx, threads=threads, progress=progress), slots)
     name = "strictgen/" + pool.primary.name if model == "default" else pool.primary.name
-    return Server(pool, name, limits)
+    return Server(pool, name, limits, options)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from strictgen.compile.compiled import CompiledGrammar
@@ -22,12 +22,15 @@ from strictgen.engine.generate import GenerationConfig, GenerationResult, genera
 from strictgen.engine.model import Model
 from strictgen.runtime.matcher import _complete_utf8_prefix
 
+from .trace import RequestTrace, current_trace
+
 
 @dataclass
 class Job:
     prompt_ids: list[int]
     grammar: CompiledGrammar | None
     config: GenerationConfig
+    trace: RequestTrace | None = field(default_factory=current_trace)  # the HTTP request's record and deadline
 
 
 class ModelPool:
@@ -56,16 +59,19 @@ class ModelPool:
     def run(self, job: Job, on_text: Callable[[str], None] | None = None, cancelled: threading.Event | None = None) -> GenerationResult:
         """Run `job` on a free slot (blocking); `on_text` gets the whole output text after each step."""
         detokenize = self.primary.detokenize  # every slot has the same vocabulary
+        trace = job.trace
 
         def progress(ids: list[int]) -> bool:
             if cancelled is not None and cancelled.is_set():
                 return False
+            if trace is not None and not trace.step(len(ids)):
+                return False  # past the request's deadline
             if on_text is not None:
                 on_text(_complete_utf8_prefix(detokenize(ids)))
             return True
 
         job.config.on_progress = progress
-        result = self._generate(job)
+        result = self._generate(job) if trace is None else trace.run(job, lambda: self._generate(job))
         if self.on_finished is not None:
             self.on_finished(job, result)
         return result
