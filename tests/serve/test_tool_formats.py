@@ -221,3 +221,23 @@ def test_named_and_single_call_grammars(name):
     assert ok(named, add_only) and not ok(named, fmt.render(CALLS[:1], IDS)) and not ok(named, both)
     assert ok(single, add_only) and not ok(single, both)
     assert ok(auto, "Sure. " + both) and ok(auto, "No call.") and not ok(auto, "Sure. " + both.replace('"Paris"', "7").replace("Paris", "x").replace("22", "y"))
+
+
+def test_gemma_string_bounds():
+    tok = sg.TokenizerInfo.from_name("smollm2")
+    fmt = chat_format(_template("google-gemma-4-31B-it.jinja")).tools
+    short = Tool("f", {"type": "object", "properties": {"s": {"type": "string", "maxLength": 3, "pattern": "^[a-z]+$"}}, "required": ["s"]})
+    g = GrammarFactory(sg.GrammarCompiler(tok)).tool_calls([short], mode="required", parallel=False, reasoning=None, fmt=fmt)
+    for value, ok in [("abc", True), ("abcd", False), ("ab1", False)]:
+        m = sg.GrammarMatcher(g)
+        assert (m.accept_string(fmt.render([("f", {"s": value})])) and m.accept_token(tok.eos_token_ids[0])) is ok, value
+
+
+def test_qwen3_coder_raw_strings_keep_length_and_enum():
+    tok = sg.TokenizerInfo.from_name("smollm2")
+    fmt = chat_format(_template("Qwen3-Coder.jinja")).tools
+    tool = Tool("f", {"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}, "e": {"type": "string", "enum": ["up", "down"]}}, "required": ["s", "e"]})
+    g = GrammarFactory(sg.GrammarCompiler(tok)).tool_calls([tool], mode="required", parallel=False, reasoning=None, fmt=fmt)
+    for args, ok in [({"s": "a b", "e": "up"}, True), ({"s": "abcd", "e": "up"}, False), ({"s": "ab", "e": "left"}, False)]:
+        m = sg.GrammarMatcher(g)
+        assert (m.accept_string(fmt.render([("f", args)])) and m.accept_token(tok.eos_token_ids[0])) is ok, args

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from strictgen.grammar.ir import Expr, RuleRef, alt, lit, opt, repeat, seq
-from strictgen.grammar.regex import parse_regex
+from strictgen.grammar.ir import Expr, RuleRef, alt, charset, intersect, lit, opt, repeat, seq
+from strictgen.grammar.regex import parse_regex, parse_regex_search
 from strictgen.grammar.structural_tag import FormatBuilder, text_without
 
 QUOTE = '<|"|>'
@@ -94,8 +94,15 @@ def _value(schema, builder: FormatBuilder, path: str) -> Expr:
     kind = schema.get("type") if isinstance(schema, dict) else None
     if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and all(isinstance(e, str) for e in schema["enum"]) and schema["enum"]:
         return alt(*(lit(render_value(e)) for e in schema["enum"]))
-    if kind == "string" and not any(k in schema for k in ("const", "pattern", "format", "minLength", "maxLength")):
-        return seq(lit(QUOTE), text_without(QUOTE), lit(QUOTE))
+    if isinstance(schema, dict) and "const" in schema:
+        return lit(render_value(schema["const"]))
+    if kind == "string":  # raw text between the quotes, with the schema's length and pattern
+        body = [text_without(QUOTE)]
+        if "minLength" in schema or "maxLength" in schema:
+            body.append(repeat(charset(((0, 0x10FFFF),)), int(schema.get("minLength", 0)), schema.get("maxLength")))
+        if isinstance(schema.get("pattern"), str):
+            body.append(parse_regex_search(schema["pattern"]))
+        return seq(lit(QUOTE), intersect(*body), lit(QUOTE))
     if kind in ("integer", "number", "boolean"):
         return builder.build({"type": "json_schema", "json_schema": schema}, path, ())
     return _any_value(builder)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from strictgen.grammar.ir import NOTHING, Alt, Expr, Grammar, Literal, RuleRef, Seq, alt, lit, opt, repeat, seq
 from strictgen.grammar.json_value import JsonStyle
-from strictgen.grammar.structural_tag import FormatBuilder, text_without
-
 from strictgen.grammar.regex import parse_regex
+from strictgen.grammar.structural_tag import FormatBuilder, text_without
 
 from . import gemma
 from .families import XML_PARAM_CLOSE, XML_PARAM_OPEN, CallFormat
@@ -24,6 +23,19 @@ from .reasoning import Reasoning, reasoning_prefix
 STYLE = JsonStyle("spaced", 20)
 
 
+def _xml_value(schema) -> dict:
+    """A Qwen3-Coder parameter value: strings raw (length bounds and string enums kept; `pattern`
+    and `format` are not enforced on raw text), everything else JSON under its schema."""
+    if not (isinstance(schema, dict) and schema.get("type") == "string"):
+        return {"type": "json_schema", "json_schema": schema}
+    options = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if isinstance(options, list) and options and all(isinstance(o, str) for o in options):
+        return {"type": "or", "elements": [{"type": "const_string", "value": o} for o in options]}
+    if "minLength" in schema or "maxLength" in schema:
+        return {"type": "regex", "pattern": f"[\\s\\S]{{{int(schema.get('minLength', 0))},{schema.get('maxLength', '')}}}"}
+    return {"type": "any_text"}
+
+
 def _xml_arguments(parameters: dict) -> list[dict]:
     """Qwen3-Coder parameter blocks as a structural tag: schema order, required ones present,
     strings as raw text up to the closing tag, other values as JSON under their schema."""
@@ -31,8 +43,7 @@ def _xml_arguments(parameters: dict) -> list[dict]:
     required = set(parameters.get("required") or ())
     elements: list[dict] = []
     for key, sub in props.items():
-        raw = isinstance(sub, dict) and sub.get("type") == "string" and not any(k in sub for k in ("enum", "const", "pattern", "format"))
-        value = {"type": "any_text"} if raw else {"type": "json_schema", "json_schema": sub}
+        value = _xml_value(sub)
         block: dict = {"type": "tag", "begin": f"{XML_PARAM_OPEN}{key}>\n", "content": value, "end": XML_PARAM_CLOSE}
         elements.append(block if key in required else {"type": "or", "elements": [block, {"type": "const_string", "value": ""}]})
     return elements or [{"type": "const_string", "value": ""}]
