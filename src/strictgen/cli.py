@@ -110,6 +110,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     model = load_model(args.model, runtime=args.runtime, threads=args.threads, progress=not args.quiet)
     try:
+        if args.chat_template:
+            model.chat_template = model.chat_template.replaced_by(args.chat_template)
         grammar = _compile_format(args, model.tokenizer_info)
         config = GenerationConfig(
             max_tokens=args.max_tokens,
@@ -141,6 +143,7 @@ def _add_generate_arguments(gen: argparse.ArgumentParser) -> None:
     gen.add_argument("prompt", help="the user message (wrapped in the model's chat template unless --raw)")
     gen.add_argument("--model", default="default", help="'default' (embedded SmolLM2-135M-Instruct), a GGUF file or a Hugging Face folder")
     gen.add_argument("--runtime", default="auto", choices=["auto", "llama.cpp", "transformers"])
+    gen.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template replacing the model's")
     fmt = gen.add_mutually_exclusive_group()
     fmt.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
     fmt.add_argument("--regex", metavar="RE", help="a regular expression the whole output must match")
@@ -190,7 +193,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = ServerLimits(max_body_bytes=args.max_body_bytes, max_tokens=args.max_tokens_limit)
     options = options_from_args(args)  # keys, queue, deadlines, request log (a bad flag fails before the model loads)
     server = build_server(
-        args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True, deterministic=args.deterministic, options=options
+        args.model, slots=args.slots, runtime=args.runtime, n_ctx=args.ctx, limits=limits, progress=True,
+        deterministic=args.deterministic, options=options, chat_template=args.chat_template,
     )
     print(f"strictgen serve: {server.model_name}, {server.pool.size} slot(s), http://{args.host}:{args.port}/v1", file=sys.stderr)
     try:
@@ -203,6 +207,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--model", default="default", help="'default' (embedded SmolLM2-135M-Instruct), a GGUF file or a Hugging Face folder")
     srv.add_argument("--runtime", default="auto", choices=["auto", "llama.cpp", "transformers"])
+    srv.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template replacing the model's (tool-call format, reasoning, stops follow it)")
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--slots", type=int, default=2, help="concurrent generations (llama.cpp: sequences decoded together in one context; else one model copy each)")

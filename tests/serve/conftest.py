@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-
 import pytest
 
 pytest.importorskip("fastapi")
@@ -24,25 +20,13 @@ def server():
 
 @pytest.fixture(scope="module")
 def base_url(server):
-    import uvicorn
-
     from strictgen.serve import create_app
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    uv = uvicorn.Server(uvicorn.Config(create_app(server), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    for _ in range(600):
-        if uv.started:
-            break
-        time.sleep(0.05)
-    assert uv.started, "the server did not start"
-    yield f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(timeout=30)
+    from .http import start, stop
+
+    uv, thread, url = start(create_app(server))
+    yield url
+    stop(uv, thread)
 
 
 @pytest.fixture(scope="module")

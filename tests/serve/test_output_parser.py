@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from strictgen.serve.chat import parse_output
+from strictgen.serve.tools.families import HERMES
+from strictgen.serve.tools.parse import parse_output
+from strictgen.serve.tools.reasoning import THINK
+
+
+def _parse(text, final, tools, reasoning):
+    return parse_output(text, HERMES if tools else None, None, THINK if reasoning else None, final=final)
 
 OUTPUTS = [
     "Hello there, no tools here.",
@@ -17,9 +23,9 @@ OUTPUTS = [
 
 @pytest.mark.parametrize("text", OUTPUTS)
 def test_prefix_views_grow_into_the_final_view(text):
-    final = parse_output(text, final=True, tools=True, reasoning=True)
+    final = _parse(text, True, True, True)
     for cut in range(len(text) + 1):
-        p = parse_output(text[:cut], final=False, tools=True, reasoning=True)
+        p = _parse(text[:cut], False, True, True)
         assert final.reasoning.startswith(p.reasoning)
         assert final.content.startswith(p.content) or (final.calls and not final.content.strip() and not p.content.strip())
         assert len(p.calls) <= len(final.calls)
@@ -29,12 +35,12 @@ def test_prefix_views_grow_into_the_final_view(text):
 
 
 def test_final_views():
-    p = parse_output(OUTPUTS[3], final=True, tools=True, reasoning=True)
+    p = _parse(OUTPUTS[3], True, True, True)
     assert p.reasoning.startswith("The user wants weather.") and p.content == ""
     assert [(c.name, c.arguments) for c in p.calls] == [("get_weather", '{"city": "Oslo"}')]
-    p = parse_output(OUTPUTS[2], final=True, tools=True, reasoning=False)
+    p = _parse(OUTPUTS[2], True, True, False)
     assert [c.arguments for c in p.calls] == ['{"a": 1, "b": 22}', '{"a": 3, "b": {"x": "}"}}']
-    p = parse_output(OUTPUTS[1], final=True, tools=False, reasoning=False)
+    p = _parse(OUTPUTS[1], True, False, False)
     assert p.content == OUTPUTS[1] and not p.calls
 
 
@@ -54,7 +60,7 @@ def test_responses_events_validate_and_add_up(text, finish):
     from strictgen.serve.protocol import ResponsesRequest
     from strictgen.serve.worker import Job
 
-    server = SimpleNamespace(model_name="m", reasoning=True)
+    server = SimpleNamespace(model_name="m", reasoning=THINK, chat=SimpleNamespace(tools=HERMES))
     reply = _Responses(server, ResponsesRequest(input="x"), Job([1, 2], None, GenerationConfig()), "resp_" + "0" * 24, parse_tools=True)
     sse = reply.start()
     for cut in range(len(text) + 1):

@@ -147,6 +147,23 @@ class GrammarCompiler:
         key = ("json_schema", text, bool(strict), bool(any_order), style, formats)
         return self._cached(key, "json_schema", build, lambda c: setattr(c, "unenforced", found.get("unenforced", [])))
 
+    def compile_structural_tag(self, tag, *, whitespace: str = "flexible", max_indent: int = 20) -> CompiledGrammar:
+        """A structural tag as vLLM and xgrammar accept it (`{"type": "structural_tag", "format": {...}}`,
+        the older `structures`/`triggers` form, or a bare format); see strictgen.grammar.structural_tag."""
+        import json
+
+        from strictgen.grammar.json_value import JsonStyle
+        from strictgen.grammar.structural_tag import structural_tag_grammar
+
+        style = JsonStyle(whitespace, max_indent)
+        try:
+            text = tag if isinstance(tag, str) else json.dumps(tag)  # key order matters (property order)
+        except (TypeError, ValueError) as exc:
+            from strictgen.grammar.structural_tag import StructuralTagError
+
+            raise StructuralTagError(f"the structural tag is not JSON data: {exc}") from exc
+        return self._cached(("structural_tag", text, style), "structural_tag", lambda: structural_tag_grammar(tag, style))
+
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
         return self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source))

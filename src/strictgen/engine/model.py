@@ -10,6 +10,8 @@ transformers on torch CPU (`transformers_runtime.py`).
 
 from __future__ import annotations
 
+import json
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -28,6 +30,19 @@ class ChatTemplate:
     source: str | None
     bos_token: str = ""
     eos_token: str = ""
+
+    def replaced_by(self, path: str) -> "ChatTemplate":
+        """The Jinja template in file `path` in place of this one (same BOS/EOS texts): `--chat-template`."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        except OSError as exc:
+            raise ModelError(f"cannot read chat template {path}: {exc}") from exc
+        try:
+            _compiled_template(source)
+        except Exception as exc:  # jinja2.TemplateSyntaxError and kin
+            raise ModelError(f"chat template {path} does not compile: {exc}") from exc
+        return ChatTemplate(source, self.bos_token, self.eos_token)
 
     def render(self, messages: list[dict], add_generation_prompt: bool = True, **extra) -> str:
         """The prompt text for `messages`; without a template, a plain "role: content" layout.
@@ -48,6 +63,10 @@ class ChatTemplate:
 _TEMPLATES: dict[str, object] = {}
 
 
+def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
 def _compiled_template(source: str):
     """Compile a chat template once, in a sandbox (templates come from model files)."""
     got = _TEMPLATES.get(source)
@@ -57,8 +76,12 @@ def _compiled_template(source: str):
         def raise_exception(message):
             raise ModelError(f"chat template: {message}")
 
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        # as transformers renders them: loop controls, a tojson that returns plain text (jinja's own
+        # returns Markup, which HTML-escapes every string concatenated to it) and keeps key order
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
         env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = lambda fmt: time.strftime(fmt)
+        env.filters["tojson"] = _tojson
         got = _TEMPLATES[source] = env.from_string(source)
     return got
 

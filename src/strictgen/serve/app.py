@@ -26,9 +26,11 @@ from strictgen.engine.generate import GenerationConfig, GenerationResult
 from strictgen.engine.sampling import SamplingParams
 from strictgen.errors import StrictgenError
 
-from .chat import parse_output, render_prompt, uses_reasoning
+from .chat import render_prompt
 from .formats import GrammarFactory, RequestError, Tool, tools_from_request
 from .ops import Operations, ServeOptions
+from .tools.detect import chat_format
+from .tools.parse import parse_output
 from .protocol import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -63,7 +65,8 @@ class Server:
         self.model_name = model_name
         self.limits = limits or ServerLimits()
         self.grammars = GrammarFactory(GrammarCompiler(pool.primary.tokenizer_info))
-        self.reasoning = uses_reasoning(pool.primary)
+        self.chat = chat_format(pool.primary.chat_template)  # tool format, reasoning markers, stops
+        self.reasoning = self.chat.reasoning
         self.ops = Operations(options, pool.size)  # keys, admission, deadlines, metrics, request log
         self.ops.attach(self.grammars.compiler)
 
@@ -81,8 +84,11 @@ class Server:
             raise RequestError(f"max_tokens={asked} exceeds this server's limit of {self.limits.max_tokens}", "max_tokens")
         return asked
 
-    def config(self, max_tokens: int, temperature, top_p, seed=None, stop=None, top_k=None) -> GenerationConfig:
+    def config(self, max_tokens: int, temperature, top_p, seed=None, stop=None, top_k=None, chat: bool = False) -> GenerationConfig:
+        """`chat`: a chat turn, which also stops at the template's end-of-turn marker."""
         stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
+        if chat:
+            stops += tuple(s for s in self.chat.stops if s not in stops)
         try:
             sampling = SamplingParams(
                 temperature=1.0 if temperature is None else float(temperature),
@@ -107,7 +113,7 @@ class Server:
                 ("guided_regex", req.guided_regex),
                 ("guided_choice", req.guided_choice),
                 ("guided_grammar", req.guided_grammar),
-                *((f"structured_outputs.{k}", v) for k, v in so.items() if k in ("json", "regex", "choice", "grammar", "json_object")),
+                *((f"structured_outputs.{k}", v) for k, v in so.items() if k in ("json", "regex", "choice", "grammar", "json_object", "structural_tag")),
             )
             if v is not None
         ]
@@ -124,11 +130,13 @@ class Server:
             return self.response_format(value, key)
         if kind == "json":
             grammar = g.json_any() if value is True else g.json_schema(value, param=key)
-            return g.after_reasoning(grammar, value, "json_schema") if self.reasoning and value is not True else grammar
+            return g.after_reasoning(grammar, value, "json_schema", self.reasoning) if self.reasoning and value is not True else grammar
         if kind == "json_object":
             return g.json_any()
         if kind == "regex":
             return g.regex(value, key)
+        if kind == "structural_tag":
+            return g.structural_tag(value, key)
         if kind == "choice":
             return g.choice(value, key)
         return g.gbnf(value, key)
@@ -144,7 +152,9 @@ class Server:
             if not isinstance(spec, dict) or "schema" not in spec:
                 raise RequestError("json_schema needs a 'schema'", f"{param}.json_schema")
             grammar = self.grammars.json_schema(spec["schema"], strict=spec.get("strict") is not False, param=f"{param}.json_schema.schema")
-            return self.grammars.after_reasoning(grammar, spec["schema"], "json_schema") if self.reasoning else grammar
+            return self.grammars.after_reasoning(grammar, spec["schema"], "json_schema", self.reasoning) if self.reasoning else grammar
+        if kind == "structural_tag":
+            return self.grammars.structural_tag(rf, param)
         raise RequestError(f"unknown response_format type {kind!r}", f"{param}.type")
 
     def tool_grammar(self, tools: list[Tool], choice: Any, parallel: bool) -> tuple[CompiledGrammar | None, bool]:
@@ -162,9 +172,9 @@ class Server:
             name = fn.get("name") if isinstance(fn, dict) else None
             if name not in {t.name for t in tools}:
                 raise RequestError(f"tool_choice names {name!r}, which is not one of the tools", "tool_choice")
-            return self.grammars.tool_calls(tools, mode="named", parallel=False, reasoning=self.reasoning, name=name), True
+            return self.grammars.tool_calls(tools, mode="named", parallel=False, reasoning=self.reasoning, name=name, fmt=self.chat.tools), True
         if choice in ("auto", "required"):
-            return self.grammars.tool_calls(tools, mode=choice, parallel=parallel, reasoning=self.reasoning), True
+            return self.grammars.tool_calls(tools, mode=choice, parallel=parallel, reasoning=self.reasoning, fmt=self.chat.tools), True
         raise RequestError(f"unknown tool_choice {choice!r}", "tool_choice")
 
     def encode_chat(self, messages: list[dict], tools: list[Tool]) -> list[int]:
@@ -219,8 +229,8 @@ def _sse(obj, event: str | None = None) -> str:
 class _ChatDeltas:
     """Turns growing output text into OpenAI chat deltas (what the parser is sure of, minus what was sent)."""
 
-    def __init__(self, parse_tools: bool, reasoning: bool, id_prefix: str):
-        self.parse_tools = parse_tools
+    def __init__(self, fmt, tools: dict[str, dict], reasoning, id_prefix: str):
+        self.fmt, self.tools = fmt, tools  # the call format (None: no calls are read) and name → schema
         self.reasoning = reasoning
         self.id_prefix = id_prefix
         self.sent_reasoning = 0
@@ -231,7 +241,7 @@ class _ChatDeltas:
         return f"{self.id_prefix}_{i}"
 
     def deltas(self, text: str, final: bool) -> list[dict]:
-        p = parse_output(text, final=final, tools=self.parse_tools, reasoning=self.reasoning)
+        p = parse_output(text, self.fmt, self.tools, self.reasoning, final=final)
         out = []
         if len(p.reasoning) > self.sent_reasoning:
             out.append({"reasoning_content": p.reasoning[self.sent_reasoning :]})
@@ -256,7 +266,7 @@ class _ChatDeltas:
 
     def message(self, text: str) -> tuple[dict, bool]:
         """The whole assistant message for the final text, and whether it holds tool calls."""
-        p = parse_output(text, final=True, tools=self.parse_tools, reasoning=self.reasoning)
+        p = parse_output(text, self.fmt, self.tools, self.reasoning, final=True)
         calls = [
             {"id": self.call_id(i), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
             for i, c in enumerate(p.calls)
@@ -269,6 +279,10 @@ class _ChatDeltas:
         if p.reasoning:
             msg["reasoning_content"] = p.reasoning
         return msg, bool(calls)
+
+
+def _tool_map(tools: list[Tool]) -> dict[str, dict]:
+    return {t.name: t.parameters for t in tools}
 
 
 def _finish(result: GenerationResult, has_calls: bool) -> str:
@@ -332,10 +346,10 @@ def create_app(server: Server) -> FastAPI:
             grammar = await server.off_loop(server.format_grammar, req)
         messages = [m.model_dump(exclude_none=True) for m in req.messages]
         prompt = server.encode_chat(messages, tools)
-        cfg = server.config(server.max_tokens(req.max_completion_tokens, req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k)
+        cfg = server.config(server.max_tokens(req.max_completion_tokens, req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k, chat=True)
         job = Job(prompt, grammar, cfg)
         rid = "chatcmpl-" + uuid.uuid4().hex[:24]
-        deltas = _ChatDeltas(parse_tools, server.reasoning, "call_" + rid[9:21])
+        deltas = _ChatDeltas(server.chat.tools if parse_tools else None, _tool_map(tools), server.reasoning, "call_" + rid[9:21])
         if req.stream:
             include_usage = bool((req.stream_options or {}).get("include_usage"))
             return StreamingResponse(_chat_stream(server, job, rid, deltas, include_usage), media_type="text/event-stream")
@@ -381,8 +395,8 @@ def create_app(server: Server) -> FastAPI:
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
             grammar = await server.off_loop(server.response_format, req.text["format"], "text.format")
         messages = _responses_messages(req)
-        job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p))
-        reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools)
+        job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p, chat=True))
+        reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools, _tool_map(tools))
         if req.stream:
             return StreamingResponse(_responses_stream(server, job, reply), media_type="text/event-stream")
         result = await server.run(job, request)
@@ -489,10 +503,10 @@ class _Responses:
     stream, and the stream's events, translated from the chat deltas of the same output parser (so
     the streamed items are the final body's items)."""
 
-    def __init__(self, server: Server, req: ResponsesRequest, job: Job, rid: str, parse_tools: bool):
+    def __init__(self, server: Server, req: ResponsesRequest, job: Job, rid: str, parse_tools: bool, tools: dict[str, dict] | None = None):
         self.server, self.req, self.job, self.rid = server, req, job, rid
         self.created = _now()
-        self.deltas = _ChatDeltas(parse_tools, server.reasoning, "call_" + rid[5:17])
+        self.deltas = _ChatDeltas(server.chat.tools if parse_tools else None, tools, server.reasoning, "call_" + rid[5:17])
         self.seq = 0
         self.index = -1  # output index of the open item
         self.open: dict | None = None  # the open item: {"kind", "text", and "call_id"/"name" for calls}
@@ -728,12 +742,13 @@ async def _ollama_reply(server: Server, job: Job, request: Request, stream: bool
 
 def build_server(
     model: str = "default", *, slots: int = 2, runtime: str = "auto", n_ctx: int = 4096, limits: ServerLimits | None = None,
-    progress: bool = False, deterministic: bool = False, options: ServeOptions | None = None,
+    progress: bool = False, deterministic: bool = False, options: ServeOptions | None = None, chat_template: str | None = None,
 ) -> Server:
     """Load the model and the server around it: on llama.cpp one context decoding up to `slots`
     requests per forward pass (`deterministic`: each request's pieces in passes of their own, so
     concurrent requests get exactly what they get alone), on other runtimes `slots` copies of the
-    model (one request each: always what it gets alone)."""
+    model (one request each: always what it gets alone). `chat_template`: a Jinja file replacing the
+    model's template (its tool format, reasoning markers and stops follow)."""
     import os
 
     from strictgen.engine.loader import choose_runtime, load_model, resolve_model_path
@@ -746,5 +761,7 @@ def build_server(
     else:
         threads = max(1, (os.cpu_count() or 2) // max(1, slots))
         pool = ModelPool(lambda: load_model(model, runtime=runtime, n_ctx=n_ctx, threads=threads, progress=progress), slots)
+    if chat_template:
+        pool.primary.chat_template = pool.primary.chat_template.replaced_by(chat_template)  # prompts render on the primary only
     name = "strictgen/" + pool.primary.name if model == "default" else pool.primary.name
     return Server(pool, name, limits, options)

@@ -1,20 +1,17 @@
-"""Chat messages → prompt (tools through the model's template, or a Hermes `<tools>` block), and
-model output → reasoning, content and tool calls.
-
-The output parser works on any prefix of the output: `parse_output(text, final=False)` only reports
-what no continuation can change (partial tags and trailing whitespace are held back). Streaming
-sends the growth of that view after each step; the non-streamed answer is the view of the final
-text, so the concatenated stream equals it by construction.
-"""
+"""Chat messages → prompt: tools through the model's template when it speaks a known call format
+(serve/tools/detect.py), else the Hermes fallback (a `<tools>` system block, calls as text).
+Model output is read back by serve/tools/parse.py in the same format."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
-from strictgen.engine.model import Model
+from strictgen.engine.model import ChatTemplate, Model
 
-from .formats import THINK_CLOSE, THINK_OPEN, TOOL_CLOSE, TOOL_OPEN, RequestError, Tool
+from .formats import RequestError, Tool
+from .tools.detect import chat_format
+from .tools.families import HERMES
+from .tools.render import TemplateError, render_chat
 
 HERMES_SYSTEM = (
     "You are a function calling AI model. You are provided with function signatures within <tools></tools> XML tags. "
@@ -47,130 +44,66 @@ def _openai_tool(t: Tool) -> dict:
     return {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
 
 
-def render_prompt(model: Model, messages: list[dict], tools: list[Tool]) -> list[int]:
-    """Prompt token ids for a chat, tools included when there are any."""
-    template = model.chat_template
-    source = template.source or ""
-    native_tools = bool(tools) and "tools" in source
-    native_tool_role = "tool" in source and "tool_call" in source
+def _fallback_messages(messages: list[dict], tools: list[Tool]) -> list[dict]:
+    """The documented fallback for templates without a known call format: past calls as Hermes
+    text, tool results as user turns, and the tools with the format's instructions up front."""
     out: list[dict] = []
     for i, m in enumerate(messages):
-        role = m.get("role")
-        where = f"messages[{i}]"
-        text = _text_of(m.get("content"), where)
-        if role == "developer":
-            role = "system"
-        if role == "assistant" and m.get("tool_calls") and not native_tool_role:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            calls = []
             for call in m["tool_calls"]:
                 fn = call.get("function") or {}
                 args = fn.get("arguments") or "{}"
                 try:
-                    args_obj = json.loads(args) if isinstance(args, str) else args
+                    calls.append((fn.get("name"), json.loads(args) if isinstance(args, str) else args))
                 except json.JSONDecodeError as exc:
-                    raise RequestError(f"tool call arguments are not JSON: {exc}", f"{where}.tool_calls") from exc
-                text += ("\n" if text else "") + f"{TOOL_OPEN}\n{json.dumps({'name': fn.get('name'), 'arguments': args_obj}, ensure_ascii=False)}\n{TOOL_CLOSE}"
-            out.append({"role": "assistant", "content": text})
-        elif role == "tool" and not native_tool_role:
-            out.append({"role": "user", "content": f"<tool_response>\n{text}\n</tool_response>"})
-        elif role in ("system", "user", "assistant", "tool"):
-            msg = dict(m)
-            msg["role"], msg["content"] = role, text
-            out.append(msg)
+                    raise RequestError(f"tool call arguments are not JSON: {exc}", f"messages[{i}].tool_calls") from exc
+            text = m.get("content") or ""
+            out.append({"role": "assistant", "content": text + ("\n" if text else "") + HERMES.sep.join(HERMES.render_call(n, a) for n, a in calls)})
+        elif m["role"] == "tool":
+            response = f"<tool_response>\n{m.get('content') or ''}\n</tool_response>"
+            if i and messages[i - 1]["role"] == "tool":  # results of one turn's calls: one user turn
+                out[-1] = {"role": "user", "content": out[-1]["content"] + "\n" + response}
+            else:
+                out.append({"role": "user", "content": response})
         else:
-            raise RequestError(f"unknown role {role!r}", f"{where}.role")
-    extra = {}
-    if tools and native_tools:
-        extra["tools"] = [_openai_tool(t) for t in tools]
-    elif tools:
+            out.append(m)
+    if tools:
         block = HERMES_SYSTEM.format(tools="\n".join(json.dumps(_openai_tool(t), ensure_ascii=False) for t in tools))
         if out and out[0]["role"] == "system":
             out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + block}
         else:
             out.insert(0, {"role": "system", "content": block})
-    text = template.render(out, add_generation_prompt=True, **extra)
-    ids = model.tokenize(text, special=True)
+    return out
+
+
+def render_prompt(model: Model, messages: list[dict], tools: list[Tool]) -> list[int]:
+    """Prompt token ids for a chat, tools included when there are any."""
+    ids = model.tokenize(render_text(model.chat_template, messages, tools), special=True)
     if model.add_bos and model.bos_token_id is not None and (not ids or ids[0] != model.bos_token_id):
         ids = [model.bos_token_id] + ids
     return ids
 
 
-def uses_reasoning(model: Model) -> bool:
-    """Reasoning models' templates mention the think tags."""
-    return THINK_OPEN in (model.chat_template.source or "")
-
-
-@dataclass
-class ParsedCall:
-    name: str | None = None  # None until the whole name has been generated
-    arguments: str = ""  # raw JSON text of the arguments, as generated
-    complete: bool = False
-
-
-@dataclass
-class ParsedOutput:
-    reasoning: str = ""
-    content: str = ""
-    calls: list[ParsedCall] = field(default_factory=list)
-
-
-def _hold_partial(text: str, marker: str) -> str:
-    """`text` without a suffix that could be the start of `marker`."""
-    for k in range(min(len(marker) - 1, len(text)), 0, -1):
-        if marker.startswith(text[-k:]):
-            return text[:-k]
-    return text
-
-
-def parse_output(text: str, *, final: bool, tools: bool, reasoning: bool) -> ParsedOutput:
-    """What `text` (a prefix of the output, or all of it when `final`) says for sure."""
-    out = ParsedOutput()
-    rest = text
-    if reasoning:
-        if rest.startswith(THINK_OPEN):
-            end = rest.find(THINK_CLOSE)
-            if end < 0:
-                out.reasoning = rest[len(THINK_OPEN) :] if final else _hold_partial(rest[len(THINK_OPEN) :], THINK_CLOSE)
-                return out
-            out.reasoning = rest[len(THINK_OPEN) : end]
-            rest = rest[end + len(THINK_CLOSE) :].lstrip()
-        elif not final and THINK_OPEN.startswith(rest):
-            return out  # might still become a think block
-    if not tools:
-        out.content = rest
-        return out
-    start = rest.find(TOOL_OPEN)
-    if start < 0:
-        out.content = rest if final else _hold_partial(rest, TOOL_OPEN).rstrip()
-        return out
-    out.content = rest[:start].rstrip()
-    for seg in rest[start:].split(TOOL_OPEN)[1:]:
-        out.calls.append(_parse_call(seg, final))
-    return out
-
-
-_NAME_PREFIX = '{"name": '
-_ARGS_PREFIX = ', "arguments": '
-
-
-def _parse_call(seg: str, final: bool) -> ParsedCall:
-    """One `<tool_call>` body as far as it goes (the grammar fixes its layout)."""
-    call = ParsedCall()
-    closed = TOOL_CLOSE in seg
-    body = seg.split(TOOL_CLOSE)[0].strip() if closed else seg.lstrip()
-    if not body.startswith(_NAME_PREFIX):
-        return call
+def render_text(template: ChatTemplate, messages: list[dict], tools: list[Tool]) -> str:
+    """The prompt text: through the template itself when it speaks a known call format, else
+    through the Hermes fallback."""
+    out: list[dict] = []
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        where = f"messages[{i}]"
+        if role == "developer":
+            role = "system"
+        if role not in ("system", "user", "assistant", "tool"):
+            raise RequestError(f"unknown role {role!r}", f"{where}.role")
+        msg = dict(m)
+        msg["role"], msg["content"] = role, _text_of(m.get("content"), where)
+        if role == "assistant" and m.get("tool_calls") and not msg["content"]:
+            msg["content"] = None
+        out.append(msg)
     try:
-        name, used = json.JSONDecoder().raw_decode(body, len(_NAME_PREFIX))
-    except json.JSONDecodeError:
-        return call
-    if not isinstance(name, str) or not body.startswith(_ARGS_PREFIX, used):
-        return call
-    call.name = name
-    args = body[used + len(_ARGS_PREFIX) :]
-    if closed or final:
-        call.complete = closed
-        call.arguments = args[:-1].rstrip() if args.endswith("}") else args
-    else:
-        # hold back what may be the wrapper's closing brace or the start of the closing tag
-        call.arguments = args.rstrip("}\n</tool_call> ")
-    return call
+        if chat_format(template).native:
+            return render_chat(template, out, [_openai_tool(t) for t in tools] or None)
+        return render_chat(template, _fallback_messages(out, tools))
+    except TemplateError as exc:
+        raise RequestError(str(exc), "messages") from exc

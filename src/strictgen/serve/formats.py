@@ -2,9 +2,8 @@
 
 OpenAI `response_format`, vLLM `guided_*` / `structured_outputs`, llama.cpp `grammar` / `json_schema`,
 Ollama `format`, and tool calls all end up here, so a schema the compiler refuses gives the same
-400 whatever dialect asked for it. Tool-call and reasoning grammars are built in the IR: the JSON
-Schema front end gives each tool's arguments grammar, and this module wraps them in `<tool_call>`
-tags, alternatives over the tools, free text before them, and an optional `<think>` block.
+400 whatever dialect asked for it. Tool-call grammars come from serve/tools/grammar.py in the
+model's own call format; reasoning blocks come first and are free.
 """
 
 from __future__ import annotations
@@ -12,20 +11,22 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.compiler import GrammarCompiler, user_errors
 from strictgen.deadline import compile_deadline
 from strictgen.errors import SchemaError, StrictgenError
-from strictgen.grammar.ir import Expr, Grammar, RuleRef, alt, charset, difference, lit, opt, repeat, seq
-from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
+from strictgen.grammar.ir import Expr, Grammar
+from strictgen.grammar.json_schema import schema_cache_text
 from strictgen.grammar.json_value import JsonStyle
+from strictgen.grammar.structural_tag import embed_schema
 
-TOOL_OPEN = "<tool_call>"
-TOOL_CLOSE = "</tool_call>"
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
+from .tools.reasoning import THINK, Reasoning, reasoning_prefix
+
+if TYPE_CHECKING:
+    from .tools.families import CallFormat
+
 # one line of JSON as json.dumps writes it: every separator is forced, so jump-forward saves passes
 STYLE = "spaced"
 
@@ -44,16 +45,6 @@ class Tool:
     name: str
     parameters: dict
     description: str = ""
-
-
-def _any_text() -> Expr:
-    return repeat(charset(((0, 0x10FFFF),)))
-
-
-def _without(marker: str) -> Expr:
-    """Any text that does not contain `marker` (regular, so the automaton needs no lookahead)."""
-    anything = _any_text()
-    return difference(anything, seq(anything, lit(marker), anything))
 
 
 class GrammarFactory:
@@ -105,88 +96,68 @@ class GrammarFactory:
 
     # ---- tool calls and reasoning ----
 
-    def tool_calls(self, tools: list[Tool], *, mode: str, parallel: bool, reasoning: bool, name: str | None = None) -> CompiledGrammar:
-        """The grammar of an answer under `tool_choice`: mode "auto" (free text, then optionally calls),
-        "required" (one or more calls) or "named" (exactly one call of `name`)."""
+    def tool_calls(
+        self, tools: list[Tool], *, mode: str, parallel: bool, reasoning: "Reasoning | bool | None", name: str | None = None, fmt: "CallFormat | None" = None
+    ) -> CompiledGrammar:
+        """The grammar of an answer under `tool_choice` in the call format `fmt` (Hermes by default):
+        mode "auto" (free text, then optionally calls), "required" (one or more calls) or "named"
+        (exactly one call of `name`). `reasoning`: the template's reasoning markers (True: `<think>`)."""
+        from .tools.families import HERMES
+        from .tools.grammar import tool_call_grammar
+
+        fmt = fmt or HERMES
+        markers = THINK if reasoning is True else (reasoning or None)
         key = json.dumps(
-            {"tools": [[t.name, schema_cache_text(t.parameters)] for t in tools], "mode": mode, "parallel": parallel, "reasoning": reasoning, "name": name},
+            {"tools": [[t.name, schema_cache_text(t.parameters)] for t in tools], "mode": mode, "parallel": parallel, "reasoning": repr(markers), "name": name, "fmt": repr(fmt)},
             sort_keys=True,
         )
         with self._lock:
             got = self._ir_cache.get(key)
         if got is not None:
             return got
-        chosen = [t for t in tools if name is None or t.name == name]
-        with compile_deadline(self.compiler.compile_timeout):  # one limit for all the tools together
-            compiled = self._tool_calls(tools, chosen, mode, parallel, reasoning)
+        chosen = [(t.name, t.parameters) for t in tools if name is None or t.name == name]
+        for t in tools:
+            if not isinstance(t.parameters, (dict, bool)):
+                raise RequestError("parameters must be a JSON Schema object", f"tools[{tools.index(t)}].function.parameters")
+        grammar = self._wrap(lambda: self._limited(lambda: tool_call_grammar(fmt, chosen, mode=mode, parallel=parallel, reasoning=markers)), "tools")
+        compiled = self._wrap(lambda: self.compiler.compile_ir(grammar, source="tool_calls"), "tools")
         with self._lock:
             self._ir_cache[key] = compiled
         return compiled
 
-    def _tool_calls(self, tools: list[Tool], chosen: list[Tool], mode: str, parallel: bool, reasoning: bool) -> CompiledGrammar:
-        rules: dict[str, Expr] = {}
-        alts = []
-        for i, tool in enumerate(chosen):
-            args_ref = self._embed_schema(tool.parameters, f"t{i}_", rules, param=f"tools[{tools.index(tool)}].function.parameters")
-            alts.append(seq(lit('{"name": ' + json.dumps(tool.name, ensure_ascii=False) + ', "arguments": '), args_ref, lit("}")))
-        call = seq(lit(TOOL_OPEN + "\n"), alt(*alts), lit("\n" + TOOL_CLOSE))
-        rules["sg_call"] = call
-        calls = seq(RuleRef("sg_call"), repeat(seq(lit("\n"), RuleRef("sg_call")))) if parallel else RuleRef("sg_call")
-        if mode == "auto":
-            body = seq(_without(TOOL_OPEN), opt(calls))
-        else:
-            body = calls
-        if reasoning:
-            body = seq(opt(seq(lit(THINK_OPEN), _without(THINK_CLOSE), lit(THINK_CLOSE), repeat(charset(((10, 10), (32, 32)))))), body)
-        rules["sg_root"] = body
-        return self._wrap(lambda: self.compiler.compile_ir(Grammar(rules, "sg_root"), source="tool_calls"), "tools")
-
-    def after_reasoning(self, inner: CompiledGrammar | None, source: Any, kind: str) -> CompiledGrammar | None:
-        """`inner`'s format preceded by an optional `<think>…</think>` block (reasoning models)."""
-        if inner is None or kind != "json_schema":
+    def after_reasoning(self, inner: CompiledGrammar | None, source: Any, kind: str, reasoning: "Reasoning | bool | None" = True) -> CompiledGrammar | None:
+        """`inner`'s format preceded by the template's reasoning block (reasoning models)."""
+        markers = THINK if reasoning is True else (reasoning or None)
+        if inner is None or kind != "json_schema" or markers is None:
             return inner  # regex / GBNF / choice formats are applied as given
-        key = "think:" + schema_cache_text(source)
+        key = "think:" + repr(markers) + schema_cache_text(source)
         with self._lock:
             got = self._ir_cache.get(key)
         if got is not None:
             return got
         rules: dict[str, Expr] = {}
         ref = self._embed_schema(source, "r_", rules, param="response_format")
-        rules["sg_root"] = seq(opt(seq(lit(THINK_OPEN), _without(THINK_CLOSE), lit(THINK_CLOSE), lit("\n"))), ref)
+        rules["sg_root"] = reasoning_prefix(markers, ref)
         compiled = self._wrap(lambda: self.compiler.compile_ir(Grammar(rules, "sg_root"), source="reasoning"), "response_format")
         with self._lock:
             self._ir_cache[key] = compiled
         return compiled
 
+    def structural_tag(self, tag: Any, param: str) -> CompiledGrammar:
+        """A vLLM / xgrammar structural tag (`{"type": "structural_tag", "format": {...}}`)."""
+        return self._wrap(lambda: self.compiler.compile_structural_tag(tag, whitespace=STYLE), param)
+
     def _embed_schema(self, schema: Any, prefix: str, rules: dict[str, Expr], param: str) -> Expr:
         """Add the rules of `schema`'s grammar to `rules` (renamed under `prefix`); a reference to its root."""
         if not isinstance(schema, (dict, bool)):
             raise RequestError("parameters must be a JSON Schema object", param)
-        try:
-            # the compiler's time limit holds for tool schemas too (an enclosing one stays in force)
-            with compile_deadline(self.compiler.compile_timeout), user_errors("json_schema"):
-                grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=False, style=JsonStyle(STYLE, 20))
-        except StrictgenError as exc:
-            raise RequestError(str(exc), param, code=type(exc).__name__) from exc
-        names = {n: prefix + n for n in grammar.rules}
-        for n, body in grammar.rules.items():
-            rules[names[n]] = _rename(body, names)
-        return RuleRef(names[grammar.root])
+        return self._wrap(lambda: self._limited(lambda: embed_schema(schema, prefix, rules, JsonStyle(STYLE, 20))), param)
 
-
-def _rename(expr: Expr, names: dict[str, str]) -> Expr:
-    """`expr` with rule references renamed (IR nodes are frozen dataclasses)."""
-    if isinstance(expr, RuleRef):
-        return RuleRef(names.get(expr.name, expr.name))
-    fields = getattr(expr, "__dataclass_fields__", {})
-    changes = {}
-    for f in fields:
-        v = getattr(expr, f)
-        if isinstance(v, Expr):
-            changes[f] = _rename(v, names)
-        elif isinstance(v, tuple) and v and isinstance(v[0], Expr):
-            changes[f] = tuple(_rename(x, names) for x in v)
-    return type(expr)(**{f: changes.get(f, getattr(expr, f)) for f in fields}) if changes else expr
+    def _limited(self, build):
+        """`build()` under the compiler's time limit (one limit for all the tools together: an
+        enclosing one stays in force), Python errors turned into clear ones."""
+        with compile_deadline(self.compiler.compile_timeout), user_errors("json_schema"):
+            return build()
 
 
 def tools_from_request(tools: Any, param: str = "tools") -> list[Tool]:

@@ -1,0 +1,80 @@
+"""Reasoning blocks: which markers a template uses, where the output starts, and the split of
+output text into reasoning and the rest (on any prefix, so streaming adds up).
+
+The format constraint applies after reasoning ends (vLLM's `enable_in_reasoning=False`): the
+grammar lets the model think freely up to the close marker, then the format takes over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strictgen.grammar.ir import Expr, charset, lit, opt, repeat, seq
+from strictgen.grammar.structural_tag import text_without
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    open: str
+    close: str
+    starts_inside: bool = False  # the generation prompt already opened the block (DeepSeek R1)
+
+
+# (open, close, what in a template's source says it uses them), most specific first
+MARKERS = (
+    ("<|channel|>analysis<|message|>", "<|end|><|start|>assistant", "<|channel|>"),  # gpt-oss harmony
+    ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_THINKING|>"),  # Command R7B
+    ("<|channel>thought\n", "<channel|>", "<|channel>"),  # Gemma 4
+    ("<think>", "</think>", "<think>"),  # Qwen3, DeepSeek R1 / V3.1, QwQ
+)
+
+
+def detect_reasoning(source: str, generation_prompt: str) -> Reasoning | None:
+    """The reasoning markers a template uses, judged against the end of a rendered prompt: a prompt
+    that ends in an open block starts the output inside it; one that ends in a closed, empty block
+    has thinking switched off."""
+    for open_, close, mark in MARKERS:
+        if mark not in source:
+            continue
+        tail = generation_prompt.rstrip()
+        if tail.endswith(close.rstrip()) and open_.strip() in tail[-(len(open_) + len(close) + 8) :]:
+            return None  # "<think></think>": thinking off
+        return Reasoning(open_, close, starts_inside=tail.endswith(open_.rstrip()))
+    return None
+
+
+def hold_partial(text: str, marker: str) -> str:
+    """`text` without a suffix that could be the start of `marker`."""
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if marker.startswith(text[-k:]):
+            return text[:-k]
+    return text
+
+
+def split_reasoning(text: str, r: Reasoning | None, final: bool) -> tuple[str, str | None]:
+    """(reasoning so far, the text after the block; None while the block may still be open)."""
+    if r is None:
+        return "", text
+    if r.starts_inside:
+        body = text
+    elif text.startswith(r.open):
+        body = text[len(r.open) :]
+    elif not final and r.open.startswith(text):
+        return "", None  # might still become a reasoning block
+    else:
+        return "", text
+    end = body.find(r.close)
+    if end < 0:  # newlines around the reasoning are layout: held back until more text comes
+        return (body if final else hold_partial(body, r.close)).strip("\n"), ("" if final else None)
+    return body[:end].strip("\n"), body[end + len(r.close) :].lstrip()
+
+
+def reasoning_prefix(r: Reasoning | None, body: Expr) -> Expr:
+    """`body` preceded by the reasoning block (optional unless the prompt opened it)."""
+    if r is None:
+        return body
+    block = seq(text_without(r.close), lit(r.close), repeat(charset(((10, 10), (32, 32))), 0, 4))
+    return seq(block, body) if r.starts_inside else seq(opt(seq(lit(r.open), block)), body)
+
+
+THINK = Reasoning("<think>", "</think>")
