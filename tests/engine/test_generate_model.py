@@ -79,7 +79,8 @@ def test_jump_forward_equals_teacher_forced_greedy(model, compiler, whitespace):
 
     g = compiler.compile_json_schema(PERSON, whitespace=whitespace)
     prompt = model.encode_prompt("Describe a software engineer named Ada as JSON.")
-    r = generate(model, prompt, g, GenerationConfig(max_tokens=64))
+    # token healing narrows a healed choice to the tokens extending the backed-off one (its own test)
+    r = generate(model, prompt, g, GenerationConfig(max_tokens=64, token_healing=False))
     assert any(r.forced) and not all(r.forced)
     matcher = sg.GrammarMatcher(g)
     model.reset()

@@ -62,11 +62,11 @@ class GrammarCompiler:
             raise StrictgenError("compile_choice needs at least one choice")
         return self._cached(("choice", options), "choice", lambda: Grammar({"root": alt(*(lit(c) for c in options))}))
 
-    def compile_json(self, whitespace: str = "flexible", max_indent: int = 20) -> CompiledGrammar:
-        """Any JSON value (json_object mode)."""
+    def compile_json(self, whitespace: str = "flexible", max_indent: int = 20, numbers: str = "any") -> CompiledGrammar:
+        """Any JSON value (json_object mode); numbers="canonical" as in compile_json_schema."""
         from strictgen.grammar.json_value import JsonStyle, json_value_grammar
 
-        style = JsonStyle(whitespace, max_indent)
+        style = JsonStyle(whitespace, max_indent, numbers)
         return self._cached(("json", style), "json", lambda: json_value_grammar(style))
 
     def compile_json_schema(
@@ -77,16 +77,20 @@ class GrammarCompiler:
         any_order: bool = False,
         whitespace: str = "flexible",
         max_indent: int = 20,
+        numbers: str = "any",
     ) -> CompiledGrammar:
         """JSON documents valid under `schema` (a dict, a bool, JSON text or a pydantic model class).
 
         strict=True raises SchemaError for any keyword that cannot be enforced exactly; with
         strict=False those keywords are dropped and listed as (keyword, JSON pointer) pairs in the
-        result's `unenforced` attribute. See strictgen.grammar.json_schema for what is produced."""
+        result's `unenforced` attribute. numbers="any" (the default, as a validator needs) accepts
+        every JSON spelling of a number; numbers="canonical" (what the generation entry points use)
+        only json.dumps's, so `type: integer` gives `25`, never `25.0`. See
+        strictgen.grammar.json_schema for what is produced."""
         from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
         from strictgen.grammar.json_value import JsonStyle
 
-        style = JsonStyle(whitespace, max_indent)
+        style = JsonStyle(whitespace, max_indent, numbers)
         text = schema_cache_text(schema)
         found: dict = {}
 

@@ -27,6 +27,7 @@ from strictgen.engine.sampling import SamplingParams
 from strictgen.errors import StrictgenError
 
 from .chat import parse_output, render_prompt, uses_reasoning
+from .hint import hinted
 from .formats import GrammarFactory, RequestError, Tool, tools_from_request
 from .protocol import (
     ChatCompletionRequest,
@@ -322,6 +323,8 @@ def create_app(server: Server) -> FastAPI:
         if grammar is None:
             grammar = server.format_grammar(req)
         messages = [m.model_dump(exclude_none=True) for m in req.messages]
+        if not parse_tools:
+            messages = hinted(messages, req)
         prompt = server.encode_chat(messages, tools)
         cfg = server.config(server.max_tokens(req.max_completion_tokens, req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k)
         job = Job(prompt, grammar, cfg)
@@ -372,6 +375,8 @@ def create_app(server: Server) -> FastAPI:
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
             grammar = server.response_format(req.text["format"], "text.format")
         messages = _responses_messages(req)
+        if not parse_tools:
+            messages = hinted(messages, req)
         job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p))
         reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools)
         if req.stream:

@@ -27,6 +27,7 @@ THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 # one line of JSON as json.dumps writes it: every separator is forced, so jump-forward saves passes
 STYLE = "spaced"
+NUMBERS = "canonical"  # generated numbers as json.dumps writes them (integers without ".0")
 
 
 class RequestError(StrictgenError):
@@ -74,10 +75,10 @@ class GrammarFactory:
                 raise RequestError(f"the schema is not valid JSON: {exc}", param) from exc
         if not isinstance(schema, (dict, bool)):
             raise RequestError(f"a JSON Schema must be an object or a boolean, not {type(schema).__name__}", param)
-        return self._wrap(lambda: self.compiler.compile_json_schema(schema, strict=strict, whitespace=STYLE), param)
+        return self._wrap(lambda: self.compiler.compile_json_schema(schema, strict=strict, whitespace=STYLE, numbers=NUMBERS), param)
 
     def json_any(self) -> CompiledGrammar:
-        return self.compiler.compile_json(whitespace=STYLE)
+        return self.compiler.compile_json(whitespace=STYLE, numbers=NUMBERS)
 
     def regex(self, pattern: Any, param: str) -> CompiledGrammar:
         if not isinstance(pattern, str):
@@ -159,7 +160,7 @@ class GrammarFactory:
         if not isinstance(schema, (dict, bool)):
             raise RequestError("parameters must be a JSON Schema object", param)
         try:
-            grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=False, style=JsonStyle(STYLE, 20))
+            grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=False, style=JsonStyle(STYLE, 20, NUMBERS))
         except StrictgenError as exc:
             raise RequestError(str(exc), param, code=type(exc).__name__) from exc
         except (RecursionError, TypeError, KeyError, ValueError) as exc:
