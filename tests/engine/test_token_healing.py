@@ -89,3 +89,20 @@ def test_healing_off_when_the_grammar_allows_no_longer_token(model):
     g = sg.GrammarCompiler(model.tokenizer_info).compile_grammar('root ::= "{\\"a\\": 1}"')
     r = generate(model, model.encode_prompt("Say it."), g, GenerationConfig(max_tokens=16))
     assert r.text == '{"a": 1}' and r.stats.healed == 0 and r.stats.forward_passes == 0
+
+
+def test_prompt_healing_continues_the_last_word(model):
+    """A raw prompt ending mid-word: its last token is backed off, the first output token begins
+    with its bytes, and the text is what follows them; streamed text (on_text) equals the result."""
+    prompt = model.encode_prompt("The quick brown fox jumps over the la", chat=False)
+    tail = model.token_bytes(prompt[-1])
+    shown = []
+    r = generate(model, prompt, None, GenerationConfig(max_tokens=6, heal_prompt=True, on_text=shown.append))
+    again = generate(model, prompt, None, GenerationConfig(max_tokens=6, heal_prompt=True))
+    assert r.stats.healed == 1 and (r.text, r.token_ids) == (again.text, again.token_ids)
+    first = model.token_bytes(r.token_ids[0])
+    assert first.startswith(tail)
+    assert r.text.encode() == model.detokenize(r.token_ids)[len(tail):] == shown[-1]
+    assert all(shown[i + 1].startswith(shown[i]) for i in range(len(shown) - 1))  # streamed text only grows
+    plain = generate(model, prompt, None, GenerationConfig(max_tokens=6))  # off by default
+    assert plain.stats.healed == 0 and plain.text.encode() == model.detokenize(plain.token_ids)

@@ -11,7 +11,10 @@ Token healing (on by default): where jump-forward ends on a token that the token
 merged with what follows, that token is backed off and the next sampled token must begin with its
 bytes (strictgen.runtime.healing), so the model continues from its own tokenization rather than
 from a boundary it never chose. It fires only when the grammar allows some longer such token; when
-the model then picks the backed-off token itself, that costs one forward pass.
+the model then picks the backed-off token itself, that costs one forward pass. With `heal_prompt`
+(raw-text prompts such as /v1/completions, unconstrained output) the prompt's last token is healed
+the same way: "The capital of Fra" continues with a token beginning "Fra", and the output text is
+what follows the prompt's own bytes.
 
 With a grammar and a max_tokens budget the output is truncation-safe: a token is taken only if the
 document can still be finished in the tokens left after it (see strictgen.runtime.budget), so
@@ -51,11 +54,15 @@ class GenerationConfig:
     stop: tuple[str, ...] = ()
     jump_forward: bool = True
     token_healing: bool = True  # back off the last forced token where the model could merge across it
+    heal_prompt: bool = False  # ...and the prompt's last token (raw prompts ending mid-word; no grammar)
     truncation_safe: bool = True
     overlap_mask: bool = True  # compute the next mask while the forward pass runs
     # called after every step with the output token ids so far (streaming servers read text from it);
     # returning False stops the run with finish_reason "cancelled" (a client went away)
     on_progress: Callable[[list[int]], bool | None] | None = None
+    # called after every step (after on_progress) with the output text's bytes so far: what streaming
+    # shows (a healed prompt's last token is partly prompt, so ids alone do not give the text)
+    on_text: Callable[[bytes], None] | None = None
 
     def __post_init__(self):
         if self.max_tokens < 1:
@@ -147,6 +154,7 @@ class _Run:
         self.out: list[int] = []
         self.origin: list[bool] = []  # True where jump-forward put the token
         self.heal: tuple[int, np.ndarray] | None = None  # (backed-off token, tokens the next choice may be)
+        self.owed = 0  # leading output bytes that are the healed prompt token's (not output text)
         self.stats = GenerationStats(prompt_tokens=len(self.prompt))
         self.sampler = Sampler(config.sampling)
         self._pool: ThreadPoolExecutor | None = None
@@ -179,7 +187,7 @@ class _Run:
         return bool((row != DEAD).any())
 
     def _text(self) -> bytes:
-        return self.model.detokenize(self.out)
+        return self.model.detokenize(self.out)[self.owed :]
 
     # ---- jump-forward ----
 
@@ -373,6 +381,21 @@ class _Run:
         self._first = True
         if self.matcher is not None and self.config.jump_forward:
             self._jump_forward()
+        if self.config.heal_prompt and self.config.token_healing and self.matcher is None:
+            self._heal_prompt()
+
+    def _heal_prompt(self) -> None:
+        """Take back the prompt's last token when longer tokens begin with its bytes; the first
+        output token is then one of them (or itself), and its first bytes stay prompt text."""
+        last = self.prompt[-1]
+        data = self.model.token_bytes(last)
+        longer = token_prefixes(self.model.tokenizer_info).extending(data) if data and len(self.prompt) > 1 else ()
+        if not len(longer):
+            return
+        self.prompt.pop()
+        self.owed = len(data)
+        self.stats.healed += 1
+        self.heal = (last, np.append(longer, last))
 
     def check_done(self) -> str | None:
         """The finish reason when no forward pass is needed any more (else None)."""
@@ -424,6 +447,8 @@ class _Run:
             return "stop"
         if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:
             return "cancelled"
+        if cfg.on_text is not None:
+            cfg.on_text(self._text())
         return None
 
     def result(self, finish: str) -> GenerationResult:

@@ -352,6 +352,7 @@ def create_app(server: Server) -> FastAPI:
         if prompt_text is None:
             raise RequestError("one prompt per request", "prompt")
         job = Job(server.encode_raw(prompt_text), server.format_grammar(req), server.config(server.max_tokens(req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k))
+        job.config.heal_prompt = True  # a raw prompt may end mid-word (applies to unconstrained output)
         rid = "cmpl-" + uuid.uuid4().hex[:24]
         if req.stream:
             include_usage = bool((req.stream_options or {}).get("include_usage"))

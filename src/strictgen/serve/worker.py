@@ -55,16 +55,15 @@ class ModelPool:
 
     def run(self, job: Job, on_text: Callable[[str], None] | None = None, cancelled: threading.Event | None = None) -> GenerationResult:
         """Run `job` on a free slot (blocking); `on_text` gets the whole output text after each step."""
-        detokenize = self.primary.detokenize  # every slot has the same vocabulary
-
         def progress(ids: list[int]) -> bool:
-            if cancelled is not None and cancelled.is_set():
-                return False
+            return cancelled is None or not cancelled.is_set()
+
+        def text(data: bytes) -> None:  # the run's output bytes (a healed prompt's own bytes left out)
             if on_text is not None:
-                on_text(_complete_utf8_prefix(detokenize(ids)))
-            return True
+                on_text(_complete_utf8_prefix(data))
 
         job.config.on_progress = progress
+        job.config.on_text = text
         result = self._generate(job)
         if self.on_finished is not None:
             self.on_finished(job, result)
