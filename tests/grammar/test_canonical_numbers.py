@@ -31,14 +31,18 @@ def test_numbers_in_json_dumps_spelling(schema):
     for value in (1.5, 199.5, 360, 360.0, 0.25, 12.0):
         text = json.dumps(value)
         assert text in canon and text in full, text
-    for text in ("1.50", "360.00", "1.5e0", "36e1", "0.250"):
+    for text in ("1.5e0", "36e1", "-0", "-0.0", "0." + "0" * 18, "1." + "1" * 18):
         assert text not in canon, text
-    assert "1.50" in full and "360.00" in full
+    # trailing zeros stay (a model copying "1,250.00" must not be trapped), up to 17 fraction digits
+    for text in ("1.50", "360.00", "0.00000000000000001", "1." + "0" * 17):
+        assert text in canon and text in full, text
+    if len(schema) == 1:  # unbounded: negatives below 1 too
+        assert "-0.5" in canon and "-0.00000000000000001" in canon and "-0.000" not in canon
 
 
 def test_enum_numbers_and_any_json():
     s = Schema({"enum": [1.5, 2, "x"]}, style=CANON)
-    assert "1.5" in s and "2" in s and "1.50" not in s and "2.0" not in s
+    assert "1.5" in s and "2" in s and "1.50" not in s and "2.0" not in s  # enum values: json.dumps's text only
     tok = sg.TokenizerInfo.from_name("smollm2")
     compiler = sg.GrammarCompiler(tok)
     g = compiler.compile_json(whitespace="spaced", numbers="canonical")
@@ -55,7 +59,7 @@ def test_canonical_documents_stay_valid():
     for doc in ({"n": 1, "x": 2}, {"n": 7, "x": -0.5}, {"n": 3, "x": 1.0}):
         jsonschema.validate(doc, schema)
         assert json.dumps(doc) in s
-    for text in ('{"n": 0, "x": 1}', '{"n": 1, "x": 2.5}', '{"n": 1.0, "x": 1}'):
+    for text in ('{"n": 0, "x": 1}', '{"n": 1, "x": 2.5}', '{"n": 1.0, "x": 1}', '{"n": 1, "x": -0}'):
         assert text not in s
     with pytest.raises(ValueError):
         JsonStyle(numbers="short")

@@ -26,9 +26,10 @@ accepted spellings, never admits an invalid document):
   decimals (no exponent); unconstrained numbers accept the whole JSON number syntax.
 * enum/const values: each value's own serialization (members in the value's key order), numbers in
   every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
-* ``JsonStyle(numbers="canonical")`` (what generation uses) narrows every number to the spelling
-  ``json.dumps`` writes, without exponents: integers without a fraction, no trailing fraction zeros
-  past ``.0``, no ``-0``, enum/const numbers as ``json.dumps(value)``. A non-regular ``multipleOf``
+* ``JsonStyle(numbers="canonical")`` (what generation uses) narrows numbers: integers as
+  ``json.dumps`` writes them (no fraction, no exponent, no ``-0``), other numbers plain decimals
+  without exponent or ``-0`` and with at most 17 fraction digits (json_value.py says why trailing
+  zeros stay), enum/const numbers as ``json.dumps(value)``. A non-regular ``multipleOf``
   construction keeps its own spellings. The default ("any") accepts every spelling, as a validator must.
 * Duplicate member keys among *additional* members are not prevented (a context-free grammar
   cannot); RFC 8259 says names SHOULD be unique, and `json.dumps` never writes duplicates.
