@@ -67,28 +67,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_schema(path_text: str):
+    """The JSON Schema in a file (a ../shared/data/bench workload file's "schema" member)."""
+    import json
+    from pathlib import Path
+
+    import strictgen as sg
+
+    path = Path(path_text)
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise sg.StrictgenError(f"cannot read schema file {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise sg.SchemaError(f"{path} is not JSON: {exc}") from exc
+    if isinstance(schema, dict) and "schema" in schema and "$schema" not in schema and "type" not in schema:
+        schema = schema["schema"]  # a workload file of ../shared/data/bench: {"schema": ..., "tests": ...}
+    return schema
+
+
 def _compile_format(args: argparse.Namespace, tok):
     """The CompiledGrammar the format flags ask for (None: unconstrained)."""
-    import json
     from pathlib import Path
 
     import strictgen as sg
 
     compiler = sg.GrammarCompiler(tok)
     if args.schema:
-        path = Path(args.schema)
-        try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise sg.StrictgenError(f"cannot read schema file {path}: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise sg.SchemaError(f"{path} is not JSON: {exc}") from exc
-        if isinstance(schema, dict) and "schema" in schema and "$schema" not in schema and "type" not in schema:
-            schema = schema["schema"]  # a workload file of ../shared/data/bench: {"schema": ..., "tests": ...}
-        # spaced: one line of JSON as json.dumps writes it; every separator is forced (jump-forward)
-        return compiler.compile_json_schema(schema, whitespace="spaced")
+        schema = _load_schema(args.schema)
+        # spaced: one line of JSON as json.dumps writes it; every separator is forced (jump-forward);
+        # canonical numbers: `type: integer` gives 25, not 25.0
+        return compiler.compile_json_schema(schema, whitespace="spaced", numbers="canonical")
     if args.json:
-        return compiler.compile_json(whitespace="spaced")
+        return compiler.compile_json(whitespace="spaced", numbers="canonical")
     if args.regex is not None:
         return compiler.compile_regex(args.regex)
     if args.grammar:
@@ -118,9 +129,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
             sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed),
             stop=tuple(args.stop or ()),
             jump_forward=not args.no_jump_forward,
+            token_healing=not args.no_token_healing,
             truncation_safe=not args.no_truncation_safe,
         )
-        prompt_ids = model.encode_prompt(args.prompt, chat=not args.raw, system=args.system)
+        system = args.system
+        if args.schema and not args.raw and not args.no_format_hint:
+            from strictgen.engine.format_hint import format_hint
+
+            system = (system + "\n\n" if system else "") + format_hint(_load_schema(args.schema))
+        prompt_ids = model.encode_prompt(args.prompt, chat=not args.raw, system=system)
         result = generate(model, prompt_ids, grammar, config)
     finally:
         model.close()
@@ -159,6 +176,8 @@ def _add_generate_arguments(gen: argparse.ArgumentParser) -> None:
     gen.add_argument("--system", default=None, help="a system message")
     gen.add_argument("--raw", action="store_true", help="use the prompt as is, without the chat template")
     gen.add_argument("--no-jump-forward", action="store_true", help="sample every token, even forced ones")
+    gen.add_argument("--no-token-healing", action="store_true", help="keep the last forced token even where the model could merge across it")
+    gen.add_argument("--no-format-hint", action="store_true", help="with --schema: do not describe the format in the system turn")
     gen.add_argument("--no-truncation-safe", action="store_true", help="let max_tokens cut the output anywhere")
     gen.add_argument("--threads", type=int, default=None)
     gen.add_argument("--stats", action="store_true", help="print timings and token counts as JSON on stderr")

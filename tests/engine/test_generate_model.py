@@ -86,9 +86,10 @@ def test_jump_forward_replays_in_its_own_passes(model, compiler, whitespace):
         passes.append((len(model.tokens) - len(tokens), list(tokens), list(model.tokens), logits.copy(), logits))
         return logits
 
+    # token healing narrows a healed choice to the tokens extending the backed-off one (its own test)
     model.forward = recording
     try:
-        r = generate(model, prompt, g, GenerationConfig(max_tokens=96))
+        r = generate(model, prompt, g, GenerationConfig(max_tokens=96, token_healing=False))
     finally:
         del model.forward
     assert any(r.forced) and not all(r.forced)

@@ -107,11 +107,11 @@ class GrammarCompiler:
         # a trie of shared prefixes, not a union of literals: 100,000 choices compile in linear time
         return self._cached(("choice", options), "choice", lambda: Grammar({"root": literal_trie(options)}))
 
-    def compile_json(self, whitespace: str = "flexible", max_indent: int = 20) -> CompiledGrammar:
-        """Any JSON value (json_object mode)."""
+    def compile_json(self, whitespace: str = "flexible", max_indent: int = 20, numbers: str = "any") -> CompiledGrammar:
+        """Any JSON value (json_object mode); numbers="canonical" as in compile_json_schema."""
         from strictgen.grammar.json_value import JsonStyle, json_value_grammar
 
-        style = JsonStyle(whitespace, max_indent)
+        style = JsonStyle(whitespace, max_indent, numbers)
         return self._cached(("json", style), "json", lambda: json_value_grammar(style))
 
     def compile_json_schema(
@@ -123,18 +123,21 @@ class GrammarCompiler:
         whitespace: str = "flexible",
         max_indent: int = 20,
         formats: str = "assert",
+        numbers: str = "any",
     ) -> CompiledGrammar:
         """JSON documents valid under `schema` (a dict, a bool, JSON text or a pydantic model class).
 
         strict=True raises SchemaError for any keyword that cannot be enforced exactly; with
         strict=False those keywords are dropped and listed as (keyword, JSON pointer) pairs in the
-        result's `unenforced` attribute. formats="assert" (default) enforces `format` values;
-        formats="annotate" ignores them, as JSON Schema 2020-12 does by default. See
+        result's `unenforced` attribute. numbers="any" (the default, as a validator needs) accepts
+        every JSON spelling of a number; numbers="canonical" (what the generation entry points use)
+        only json.dumps's, so `type: integer` gives `25`, never `25.0`. formats="assert" (default)
+        enforces `format` values; formats="annotate" ignores them, as JSON Schema 2020-12 does by default. See
         strictgen.grammar.json_schema for what is produced."""
         from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
         from strictgen.grammar.json_value import JsonStyle
 
-        style = JsonStyle(whitespace, max_indent)
+        style = JsonStyle(whitespace, max_indent, numbers)
         with user_errors("json_schema"):
             text = schema_cache_text(schema)
         found: dict = {}

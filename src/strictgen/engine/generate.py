@@ -7,6 +7,15 @@ trained on — and everything new goes through the model in one forward pass; th
 back to the longest common prefix first. While the model runs (another thread: llama.cpp and torch
 release the GIL) the matcher computes the next mask.
 
+Token healing (on by default): where jump-forward ends on a token that the tokenizer could have
+merged with what follows, that token is backed off and the next sampled token must begin with its
+bytes (strictgen.runtime.healing), so the model continues from its own tokenization rather than
+from a boundary it never chose. It fires only when the grammar allows some longer such token; when
+the model then picks the backed-off token itself, that costs one forward pass. With `heal_prompt`
+(raw-text prompts such as /v1/completions, unconstrained output) the prompt's last token is healed
+the same way: "The capital of Fra" continues with a token beginning "Fra", and the output text is
+what follows the prompt's own bytes.
+
 With a grammar and a max_tokens budget the output is truncation-safe: a token is taken only if the
 document can still be finished in the tokens left after it (see strictgen.runtime.budget), so
 `finish_reason == "length"` still leaves a valid document.
@@ -26,6 +35,7 @@ from strictgen.compile.machine import DEAD
 from strictgen.errors import StrictgenError
 from strictgen.runtime.bitmask import apply_token_bitmask_inplace
 from strictgen.runtime.budget import TokenBudget, greedy_tokenizer
+from strictgen.runtime.healing import allowed_in, restrict_logits, token_prefixes
 from strictgen.runtime.matcher import GrammarMatcher
 
 from .kv_cache import KVSequence, common_prefix
@@ -44,11 +54,16 @@ class GenerationConfig:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     stop: tuple[str, ...] = ()
     jump_forward: bool = True
+    token_healing: bool = True  # back off the last forced token where the model could merge across it
+    heal_prompt: bool = False  # ...and the prompt's last token (raw prompts ending mid-word; no grammar)
     truncation_safe: bool = True
     overlap_mask: bool = True  # compute the next mask while the forward pass runs
     # called after every step with the output token ids so far (streaming servers read text from it);
     # returning False stops the run with finish_reason "cancelled" (a client went away)
     on_progress: Callable[[list[int]], bool | None] | None = None
+    # called after every step (after on_progress) with the output text's bytes so far: what streaming
+    # shows (a healed prompt's last token is partly prompt, so ids alone do not give the text)
+    on_text: Callable[[bytes], None] | None = None
 
     def __post_init__(self):
         if self.max_tokens < 1:
@@ -64,6 +79,8 @@ class GenerationStats:
     forced_tokens: int = 0  # net tokens added by jump-forward
     jumps: int = 0
     retokenized: int = 0  # jumps whose boundary re-encoding changed already-chosen tokens
+    healed: int = 0  # boundaries where the last forced token was backed off (token healing)
+    healed_longer: int = 0  # ...and the model chose a longer token that begins with its bytes
     forward_passes: int = 0  # decode passes after the prompt's
     prefill_s: float = 0.0
     forward_s: float = 0.0
@@ -91,6 +108,8 @@ class GenerationStats:
             "forced_tokens": self.forced_tokens,
             "jumps": self.jumps,
             "retokenized": self.retokenized,
+            "healed": self.healed,
+            "healed_longer": self.healed_longer,
             "forward_passes": self.forward_passes,
             "passes_saved": self.passes_saved,
             "passes_saved_pct": round(100.0 * self.passes_saved / max(1, self.passes_saved + self.forward_passes), 1),
@@ -127,6 +146,8 @@ class _Run:
         self.prompt = list(prompt_ids)
         self.out: list[int] = []
         self.origin: list[bool] = []  # True where jump-forward put the token
+        self.heal: tuple[int, np.ndarray] | None = None  # (backed-off token, tokens the next choice may be)
+        self.owed = 0  # leading output bytes that are the healed prompt token's (not output text)
         self.stats = GenerationStats(prompt_tokens=len(self.prompt))
         self.sampler = Sampler(config.sampling)
         self._pool: ThreadPoolExecutor | None = None
@@ -160,7 +181,7 @@ class _Run:
         return bool((row != DEAD).any())
 
     def _text(self) -> bytes:
-        return self.model.detokenize(self.out)
+        return self.model.detokenize(self.out)[self.owed :]
 
     # ---- jump-forward ----
 
@@ -189,6 +210,27 @@ class _Run:
         if kept < len(before):
             self.stats.retokenized += 1
         self.stats.forced_tokens += len(self.out) - len(before)
+        if self.config.token_healing and self.origin and self.origin[-1]:
+            self._back_off_boundary()
+
+    def _back_off_boundary(self) -> None:
+        """Token healing: take back the last forced token when the grammar allows a longer token
+        beginning with its bytes; the next choice is then among those tokens and itself."""
+        last = self.out[-1]
+        longer = token_prefixes(self.model.tokenizer_info).extending(self.model.token_bytes(last))
+        if not len(longer) or self._grammar_done():
+            return
+        m = self.matcher
+        m.rollback(1)
+        allowed = allowed_in(m.next_token_mask(), longer)
+        if not len(allowed):
+            m.accept_token(last)
+            return
+        self.out.pop()
+        self.origin.pop()
+        self.stats.forced_tokens -= 1
+        self.stats.healed += 1
+        self.heal = (last, np.append(allowed, last))
 
     def _retokenized(self, forced: str) -> list[int] | None:
         """Output tokens with the last few re-encoded together with `forced` (None: cannot)."""
@@ -333,6 +375,21 @@ class _Run:
         self._first = True
         if self.matcher is not None and self.config.jump_forward:
             self._jump_forward()
+        if self.config.heal_prompt and self.config.token_healing and self.matcher is None:
+            self._heal_prompt()
+
+    def _heal_prompt(self) -> None:
+        """Take back the prompt's last token when longer tokens begin with its bytes; the first
+        output token is then one of them (or itself), and its first bytes stay prompt text."""
+        last = self.prompt[-1]
+        data = self.model.token_bytes(last)
+        longer = token_prefixes(self.model.tokenizer_info).extending(data) if data and len(self.prompt) > 1 else ()
+        if not len(longer):
+            return
+        self.prompt.pop()
+        self.owed = len(data)
+        self.stats.healed += 1
+        self.heal = (last, np.append(longer, last))
 
     def check_done(self) -> str | None:
         """The finish reason when no forward pass is needed any more (else None)."""
@@ -362,8 +419,14 @@ class _Run:
     def step(self, logits: np.ndarray) -> str | None:
         """Choose a token from the (masked) `logits` and advance; the finish reason, or None to go on."""
         cfg = self.config
+        healing = self.heal
+        if healing is not None:
+            self.heal = None
+            restrict_logits(logits, healing[1])
         token = self._choose(logits)
         self.stats.sampled_tokens += 1
+        if healing is not None and token != healing[0]:
+            self.stats.healed_longer += 1
         if token in self.eos:
             if self.matcher is not None:
                 self.matcher.accept_token(token)
@@ -379,6 +442,8 @@ class _Run:
             return "stop"
         if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:
             return "cancelled"
+        if cfg.on_text is not None:
+            cfg.on_text(self._text())
         return None
 
     def result(self, finish: str) -> GenerationResult:

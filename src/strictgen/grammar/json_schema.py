@@ -27,6 +27,11 @@ accepted spellings, never admits an invalid document):
   decimals (no exponent); unconstrained numbers accept the whole JSON number syntax.
 * enum/const values: each value's own serialization (members in the value's key order), numbers in
   every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
+* ``JsonStyle(numbers="canonical")`` (what generation uses) narrows numbers: integers as
+  ``json.dumps`` writes them (no fraction, no exponent, no ``-0``), other numbers plain decimals
+  without exponent or ``-0`` and with at most 17 fraction digits (json_value.py says why trailing
+  zeros stay), enum/const numbers as ``json.dumps(value)``. A non-regular ``multipleOf``
+  construction keeps its own spellings. The default ("any") accepts every spelling, as a validator must.
 * Duplicate member keys among *additional* members are not prevented (a context-free grammar
   cannot); RFC 8259 says names SHOULD be unique, and `json.dumps` never writes duplicates.
 * `pattern` uses ECMA-262 semantics (regex.py), as JSON Schema specifies; Python's `re` (which
@@ -114,7 +119,7 @@ from .ir import (
     seq,
 )
 from .json_escapes import json_escaped, spelled_string
-from .json_value import DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
+from .json_value import CANONICAL_NUMBER, DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
 from .numbers import decimal_places
 from .schema_normalize import (
     FALSE,
@@ -222,6 +227,7 @@ class SchemaEmitter:
         self._string_rules: dict[tuple, str] = {}
         self._cells: dict[tuple, list[int] | None] = {}
         self._counter = 0
+        self.canonical_numbers = style.numbers == "canonical"
         self.ws = style.ws()
         self.comma = style.separator(",")
         self.colon = style.separator(":")
@@ -269,7 +275,7 @@ class SchemaEmitter:
                 json_container("{", member, "}", self.style),
                 json_container("[", value, "]", self.style),
                 json_string(),
-                json_number(),
+                json_number(self.canonical_numbers),
                 lit("true"),
                 lit("false"),
                 lit("null"),
@@ -346,6 +352,8 @@ class SchemaEmitter:
         if isinstance(v, (int, float)):
             x = to_fraction(v)
             text = json.dumps(v)
+            if self.canonical_numbers:
+                return lit(text)
             spell = number_spellings(x)
             return alt(spell, lit(text)) if "e" in text or "E" in text else spell
         if isinstance(v, list):
@@ -395,8 +403,9 @@ class SchemaEmitter:
             else:
                 expr = integer_range(*self._bounds(n))
             zero_ok = NumP(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
-            expr = seq(expr, ZERO_FRACTION)
-            if zero_ok:
+            if not self.canonical_numbers:
+                expr = seq(expr, ZERO_FRACTION)
+            if zero_ok and not self.canonical_numbers:
                 expr = alt(expr, seq(lit("-0"), ZERO_FRACTION))
         else:
             if mult is not None:
@@ -428,6 +437,8 @@ class SchemaEmitter:
                 self.reporter.refuse("excluding values from a multipleOf range with a remainder automaton is not supported", "multipleOf", _where(n, "multipleOf"))
             else:
                 expr = difference(expr, alt(*(number_spellings(x) for x in sorted(excluded))))
+        if self.canonical_numbers and not n.int_only and regular:
+            expr = intersect(expr, CANONICAL_NUMBER)
         return expr
 
     @staticmethod

@@ -85,19 +85,21 @@ class CallOutcome:
 class LocalBackend:
     """The strictgen engine: a Model object, or a --model spec ("default", a GGUF path, a HF folder)."""
 
-    def __init__(self, model="default", *, runtime: str = "auto", n_ctx: int = 4096):
+    def __init__(self, model="default", *, runtime: str = "auto", n_ctx: int = 4096, token_healing: bool = True):
         from strictgen.compile.compiler import GrammarCompiler
         from strictgen.engine import load_model
 
         self.model = load_model(model, runtime=runtime, n_ctx=n_ctx) if isinstance(model, str) else model
         self.compiler = GrammarCompiler(self.model.tokenizer_info)
         self.name = f"{self.model.name} ({self.model.runtime})"
+        self.token_healing = token_healing
+        self.stats: list = []  # GenerationStats of every completion (eval reads healing figures here)
 
     def grammar(self, schema, mode: str):
         if mode == "schema":
-            return self.compiler.compile_json_schema(schema, whitespace="spaced")
+            return self.compiler.compile_json_schema(schema, whitespace="spaced", numbers="canonical")
         if mode == "json-object":
-            return self.compiler.compile_json(whitespace="spaced")
+            return self.compiler.compile_json(whitespace="spaced", numbers="canonical")
         return None
 
     def complete(self, messages: list[dict], schema, mode: str, *, max_tokens: int, temperature: float, seed) -> Completion:
@@ -108,8 +110,9 @@ class LocalBackend:
         if m.add_bos and m.bos_token_id is not None and (not ids or ids[0] != m.bos_token_id):
             ids = [m.bos_token_id] + ids
         grammar = self.grammar(schema, mode)
-        config = GenerationConfig(max_tokens=max_tokens, sampling=SamplingParams(temperature=temperature, seed=seed))
+        config = GenerationConfig(max_tokens=max_tokens, sampling=SamplingParams(temperature=temperature, seed=seed), token_healing=self.token_healing)
         result = generate(m, ids, grammar, config)
+        self.stats.append(result.stats)
         return Completion(result.text, result.finish_reason, complete_when_cut=grammar is not None)
 
 
@@ -151,7 +154,11 @@ class OpenAIBackend:
 
 
 def schema_instruction(schema: dict) -> str:
-    return "Answer with only a JSON value that matches this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False)
+    """What the system turn says about the format: the compact sketch (engine.format_hint), which a
+    small model follows far better than a JSON Schema dump."""
+    from strictgen.engine.format_hint import format_hint
+
+    return format_hint(schema)
 
 
 def feedback_message(attempt: Attempt) -> str:

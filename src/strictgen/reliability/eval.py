@@ -2,11 +2,12 @@
 
 Extraction set (`data/extraction.jsonl`, written for this project: persons, invoices, flights, bug
 reports, weather, orders, in English and Chinese): each task has a prompt, a schema and the expected
-values. Every mode sees the same messages (the schema is described in the prompt); modes differ only
-in how the backend is held to it:
+values. Every mode but schema-no-hint sees the same messages (the format hint, engine.format_hint,
+describes the schema in the system turn); modes differ only in how the backend is held to it:
 
 - prompt-only: unconstrained;      - json-object: any JSON (grammar / response_format json_object);
 - schema: the schema's grammar (or response_format json_schema);
+- schema-no-hint: schema, with nothing about the format in the prompt (what the hint is worth);
 - schema+retry: schema, then validation with the errors fed back (up to --retries more attempts).
 
 Metrics per mode: syntax (the final text is JSON as it stands), parse after repair (json-repair),
@@ -36,8 +37,9 @@ from .call import LocalBackend, OpenAIBackend, run_structured, schema_instructio
 from .repair import RepairError, repair_json
 from .validate import to_pointer, validate
 
-MODES = ("prompt-only", "json-object", "schema", "schema+retry")
-TOOL_MODES = ("prompt-only", "schema")
+MODES = ("prompt-only", "json-object", "schema", "schema-no-hint", "schema+retry")
+TOOL_MODES = ("prompt-only", "schema", "schema-no-hint")
+NO_HINT = "schema-no-hint"
 SYSTEM = "You extract facts from text and answer with JSON only."
 
 
@@ -114,14 +116,41 @@ def _mean(xs) -> float:
 # ---- running ----
 
 
-def make_backend(args_model="default", base_url=None, api_key=None, endpoint_model="default", runtime="auto"):
+def make_backend(args_model="default", base_url=None, api_key=None, endpoint_model="default", runtime="auto", token_healing=True):
     if base_url:
         return OpenAIBackend(base_url, api_key=api_key, model=endpoint_model)
-    return LocalBackend(args_model, runtime=runtime)
+    return LocalBackend(args_model, runtime=runtime, token_healing=token_healing)
+
+
+ENGINE_COUNTS = ("forward_passes", "passes_saved", "healed", "healed_longer")
+
+
+def _engine_counts(backend, start: int) -> dict[str, int]:
+    """Forward passes, passes saved and token-healing counts of a local backend's completions since `start`."""
+    done = getattr(backend, "stats", None)
+    if done is None:
+        return {}
+    return {k: sum(getattr(st, k) for st in done[start:]) for k in ENGINE_COUNTS}
+
+
+def _count_summary(rows: list[dict]) -> dict[str, int]:
+    return {k: sum(r["engine"].get(k, 0) for r in rows) for k in ENGINE_COUNTS} if rows and rows[0]["engine"] else {}
 
 
 def _attempt_kwargs(mode: str, retries: int) -> tuple[str, int]:
-    return ("schema", retries) if mode == "schema+retry" else (mode, 0)
+    if mode == "schema+retry":
+        return "schema", retries
+    return ("schema" if mode == NO_HINT else mode), 0
+
+
+def extraction_messages(task: ExtractionTask, mode: str) -> list[dict]:
+    system = SYSTEM if mode == NO_HINT else SYSTEM + "\n" + schema_instruction(task.schema)
+    return [{"role": "system", "content": system}, {"role": "user", "content": task.prompt}]
+
+
+def tool_messages(task: ToolTask, mode: str) -> list[dict]:
+    messages = [{"role": "user", "content": task.prompt}]
+    return messages if mode == NO_HINT else [{"role": "system", "content": schema_instruction(task.schema)}] + messages
 
 
 def run_extraction(backend, tasks, modes=MODES, *, max_tokens=128, retries=2, log=None) -> tuple[dict, list[dict]]:
@@ -130,8 +159,8 @@ def run_extraction(backend, tasks, modes=MODES, *, max_tokens=128, retries=2, lo
         call_mode, n_retries = _attempt_kwargs(mode, retries)
         rows = []
         for task in tasks:
-            messages = [{"role": "system", "content": SYSTEM + "\n" + schema_instruction(task.schema)},
-                        {"role": "user", "content": task.prompt}]
+            messages = extraction_messages(task, mode)
+            start = len(getattr(backend, "stats", ()))
             out = run_structured(messages, task.schema, backend, mode=call_mode, max_retries=n_retries, max_tokens=max_tokens)
             final = out.final
             try:
@@ -149,7 +178,7 @@ def run_extraction(backend, tasks, modes=MODES, *, max_tokens=128, retries=2, lo
                    "text": final.text, "finish_reason": final.finish_reason, "attempts": len(out.attempts),
                    "syntax": syntax, "parsed_after_repair": repaired_ok, "schema_valid": valid,
                    "fields": fields, "latency_s": round(out.latency_s, 3),
-                   "errors": [a.errors for a in out.attempts]}
+                   "errors": [a.errors for a in out.attempts], "engine": _engine_counts(backend, start)}
             rows.append(row)
             if log:
                 log(f"[{mode}] {task.id}: syntax={syntax} valid={valid} fields={sum(fields.values())}/{len(fields)} {out.latency_s:.1f}s")
@@ -168,6 +197,7 @@ def run_extraction(backend, tasks, modes=MODES, *, max_tokens=128, retries=2, lo
             "latency_mean_s": _mean(lat),
             "latency_p50_s": statistics.median(lat) if lat else 0.0,
             "fields": {k: _mean(v) for k, v in sorted(per_field.items())},
+            "engine": _count_summary(rows),
         }
         records += rows
     return summary, records
@@ -178,9 +208,10 @@ def run_tools(backend, tasks: list[ToolTask], modes=TOOL_MODES, *, max_tokens=12
     for mode in modes:
         rows = []
         for task in tasks:
-            messages = [{"role": "user", "content": task.prompt}]
+            messages = tool_messages(task, mode)
+            start = len(getattr(backend, "stats", ()))
             try:
-                out = run_structured(messages, task.schema, backend, mode=mode, max_retries=0, max_tokens=max_tokens)
+                out = run_structured(messages, task.schema, backend, mode=_attempt_kwargs(mode, 0)[0], max_retries=0, max_tokens=max_tokens)
                 text, finish, latency, err = out.final.text, out.final.finish_reason, out.latency_s, None
             except StrictgenError as exc:  # a signature the compiler refuses: counted as a failure
                 text, finish, latency, err = "", "error", 0.0, str(exc)
@@ -192,7 +223,8 @@ def run_tools(backend, tasks: list[ToolTask], modes=TOOL_MODES, *, max_tokens=12
             valid = syntax and not validate(call, task.schema)
             match = valid and exact_match(call, task.expected)
             rows.append({"suite": "tools", "mode": mode, "id": task.id, "text": text, "finish_reason": finish,
-                         "syntax": syntax, "valid_call": valid, "exact_match": match, "latency_s": round(latency, 3), "error": err})
+                         "syntax": syntax, "valid_call": valid, "exact_match": match, "latency_s": round(latency, 3), "error": err,
+                         "engine": _engine_counts(backend, start)})
             if log:
                 log(f"[tools {mode}] {task.id}: valid={valid} exact={match} {latency:.1f}s")
         summary[mode] = {
@@ -202,6 +234,7 @@ def run_tools(backend, tasks: list[ToolTask], modes=TOOL_MODES, *, max_tokens=12
             "exact_match": _mean(r["exact_match"] for r in rows),
             "latency_mean_s": _mean(r["latency_s"] for r in rows),
             "errors": sum(1 for r in rows if r["error"]),
+            "engine": _count_summary(rows),
         }
         records += rows
     return summary, records
@@ -271,6 +304,11 @@ def render_markdown(results: dict) -> str:
             lines.append(f"| {mode} | {_pct(m['syntax'])} | {_pct(m['valid_call'])} | {_pct(m['exact_match'])} | {m['latency_mean_s']:.2f} |")
     elif results.get("tools_note"):
         lines += ["", f"Tool calls: {results['tools_note']}"]
+    counts = [(suite, mode, m["engine"]) for suite, part in (("extraction", ext), ("tools", tools)) for mode, m in part.items() if m.get("engine")]
+    if counts:
+        lines += ["", "## Engine (local model): forward passes and token healing", "",
+                  "| suite | mode | forward passes | passes saved | healed | healed, longer token |", "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {s_} | {mode} | {c['forward_passes']} | {c['passes_saved']} | {c['healed']} | {c['healed_longer']} |" for s_, mode, c in counts]
     if results.get("gate"):
         g = results["gate"]
         lines += ["", "## Gate", "", f"Baseline {g['baseline']} (threshold {g['threshold']}): " + ("**regression**" if g["regressions"] else "passed")]
@@ -322,6 +360,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", default=None)
     p.add_argument("--endpoint-model", default="default", help="the model name sent to the endpoint")
     p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--no-token-healing", action="store_true", help="local model: keep forced boundary tokens (measures healing)")
     p.add_argument("--retries", type=int, default=2, help="extra attempts in schema+retry mode")
     p.add_argument("--bfcl-dir", default=None, help="BFCL folder (default ../shared/data/bfcl from the project root)")
     p.add_argument("--bfcl-limit", type=int, default=20, help="entries per BFCL file (simple_python, multiple); 0: no tool set")
@@ -351,10 +390,10 @@ def run(args: argparse.Namespace, backend=None) -> tuple[dict, list[str]]:
             print(f"strictgen eval: {note}", file=sys.stderr)
     baseline = load_baseline(args.baseline) if args.baseline else None
     if backend is None:
-        backend = make_backend(args.model, args.base_url, args.api_key, args.endpoint_model, args.runtime)
+        backend = make_backend(args.model, args.base_url, args.api_key, args.endpoint_model, args.runtime, not args.no_token_healing)
     t0 = time.perf_counter()
     ext, ext_rows = run_extraction(backend, tasks, modes, max_tokens=args.max_tokens, retries=args.retries, log=log)
-    tool_modes = [m for m in TOOL_MODES if m in modes or (m == "schema" and "schema+retry" in modes)] or list(TOOL_MODES)
+    tool_modes = [m for m in TOOL_MODES if m in modes or (m == "schema" and "schema+retry" in modes)] or ["prompt-only", "schema"]
     tools, tool_rows = run_tools(backend, tool_tasks, tool_modes, max_tokens=args.max_tokens, log=log) if tool_tasks else ({}, [])
     results = {"backend": backend.name, "max_tokens": args.max_tokens, "extraction_tasks": len(tasks), "tool_tasks": len(tool_tasks),
                "extraction": ext, "tools": tools, "tools_note": note, "wall_s": round(time.perf_counter() - t0, 1)}

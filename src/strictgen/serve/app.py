@@ -27,6 +27,7 @@ from strictgen.engine.sampling import SamplingParams
 from strictgen.errors import StrictgenError
 
 from .chat import render_prompt
+from .hint import hinted
 from .formats import GrammarFactory, RequestError, Tool, tools_from_request
 from .ops import Operations, ServeOptions
 from .tools.detect import chat_format
@@ -345,6 +346,8 @@ def create_app(server: Server) -> FastAPI:
         if grammar is None:
             grammar = await server.off_loop(server.format_grammar, req)
         messages = [m.model_dump(exclude_none=True) for m in req.messages]
+        if not parse_tools:
+            messages = hinted(messages, req)
         prompt = server.encode_chat(messages, tools)
         cfg = server.config(server.max_tokens(req.max_completion_tokens, req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k, chat=True)
         job = Job(prompt, grammar, cfg)
@@ -372,6 +375,7 @@ def create_app(server: Server) -> FastAPI:
         if prompt_text is None:
             raise RequestError("one prompt per request", "prompt")
         job = Job(server.encode_raw(prompt_text), await server.off_loop(server.format_grammar, req), server.config(server.max_tokens(req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k))
+        job.config.heal_prompt = True  # a raw prompt may end mid-word (applies to unconstrained output)
         rid = "cmpl-" + uuid.uuid4().hex[:24]
         if req.stream:
             include_usage = bool((req.stream_options or {}).get("include_usage"))
@@ -395,6 +399,8 @@ def create_app(server: Server) -> FastAPI:
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
             grammar = await server.off_loop(server.response_format, req.text["format"], "text.format")
         messages = _responses_messages(req)
+        if not parse_tools:
+            messages = hinted(messages, req)
         job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p, chat=True))
         reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools, _tool_map(tools))
         if req.stream:

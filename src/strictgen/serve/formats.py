@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 # one line of JSON as json.dumps writes it: every separator is forced, so jump-forward saves passes
 STYLE = "spaced"
+NUMBERS = "canonical"  # generated numbers as json.dumps writes them (integers without ".0")
 
 
 class RequestError(StrictgenError):
@@ -66,10 +67,10 @@ class GrammarFactory:
                 raise RequestError(f"the schema is not valid JSON: {exc}", param) from exc
         if not isinstance(schema, (dict, bool)):
             raise RequestError(f"a JSON Schema must be an object or a boolean, not {type(schema).__name__}", param)
-        return self._wrap(lambda: self.compiler.compile_json_schema(schema, strict=strict, whitespace=STYLE), param)
+        return self._wrap(lambda: self.compiler.compile_json_schema(schema, strict=strict, whitespace=STYLE, numbers=NUMBERS), param)
 
     def json_any(self) -> CompiledGrammar:
-        return self.compiler.compile_json(whitespace=STYLE)
+        return self.compiler.compile_json(whitespace=STYLE, numbers=NUMBERS)
 
     def regex(self, pattern: Any, param: str) -> CompiledGrammar:
         if not isinstance(pattern, str):
@@ -151,7 +152,7 @@ class GrammarFactory:
         """Add the rules of `schema`'s grammar to `rules` (renamed under `prefix`); a reference to its root."""
         if not isinstance(schema, (dict, bool)):
             raise RequestError("parameters must be a JSON Schema object", param)
-        return self._wrap(lambda: self._limited(lambda: embed_schema(schema, prefix, rules, JsonStyle(STYLE, 20))), param)
+        return self._wrap(lambda: self._limited(lambda: embed_schema(schema, prefix, rules, JsonStyle(STYLE, 20, NUMBERS))), param)
 
     def _limited(self, build):
         """`build()` under the compiler's time limit (one limit for all the tools together: an

@@ -41,6 +41,7 @@ class _Sampling(_Open):
     guided_choice: list[str] | None = None
     guided_grammar: str | None = None
     structured_outputs: dict[str, Any] | None = None
+    format_hint: bool = True  # strictgen: describe a JSON Schema format in the system turn (docs/serve.md)
 
 
 class ChatCompletionRequest(_Sampling):
@@ -68,6 +69,7 @@ class ResponsesRequest(_Open):
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool = True
     stream: bool = False
+    format_hint: bool = True  # as in chat completions
 
 
 class LlamaCppCompletionRequest(_Open):

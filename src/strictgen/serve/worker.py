@@ -58,19 +58,19 @@ class ModelPool:
 
     def run(self, job: Job, on_text: Callable[[str], None] | None = None, cancelled: threading.Event | None = None) -> GenerationResult:
         """Run `job` on a free slot (blocking); `on_text` gets the whole output text after each step."""
-        detokenize = self.primary.detokenize  # every slot has the same vocabulary
         trace = job.trace
 
         def progress(ids: list[int]) -> bool:
             if cancelled is not None and cancelled.is_set():
                 return False
-            if trace is not None and not trace.step(len(ids)):
-                return False  # past the request's deadline
+            return trace is None or trace.step(len(ids))  # False: past the request's deadline
+
+        def text(data: bytes) -> None:  # the run's output bytes (a healed prompt's own bytes left out)
             if on_text is not None:
-                on_text(_complete_utf8_prefix(detokenize(ids)))
-            return True
+                on_text(_complete_utf8_prefix(data))
 
         job.config.on_progress = progress
+        job.config.on_text = text
         result = self._generate(job) if trace is None else trace.run(job, lambda: self._generate(job))
         if self.on_finished is not None:
             self.on_finished(job, result)
