@@ -1,7 +1,8 @@
 """A vLLM (v1) logits-processor plugin: per-request formats inside `vllm serve` and `vllm.LLM`.
 
-Installed with strictgen, it is found through the entry point `vllm.logits_processors` → `strictgen`
-(or name it: `--logits-processors strictgen.integrations.vllm:StrictgenLogitsProcessor`). A request
+Name it when starting vLLM: `--logits-processors strictgen.integrations.vllm:StrictgenLogitsProcessor`
+(no entry point is declared: vLLM 0.33's default GPU runner refuses v1 processors found there, which
+would break every plain `vllm serve`; docs/engines.md). A request
 chooses its format with exactly one `SamplingParams.extra_args` key (`vllm_xargs` on the OpenAI
 server): `strictgen_json_schema` (an object or its JSON text), `strictgen_regex`, `strictgen_grammar`
 (GBNF), `strictgen_choice` (a list or its JSON text) or `strictgen_json_object` (true). Requests
@@ -82,8 +83,8 @@ class StrictgenLogitsProcessor(LogitsProcessor):
     moved), masks are filled for the whole batch at once and applied on the logits' device."""
 
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool):
-        # vLLM builds one instance from the entry point and one more when the class is also named
-        # with --logits-processors; the second stays inert instead of masking every row twice.
+        # should vLLM build the class twice for one engine (an entry point of the user's own and
+        # --logits-processors), the second stays inert instead of masking every row twice.
         first = _built.get(id(vllm_config))
         self._inert = first is not None and first._config is vllm_config
         self._config = vllm_config
