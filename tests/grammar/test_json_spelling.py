@@ -49,3 +49,16 @@ def test_lone_surrogates_and_bad_escapes_are_rejected():
     for text in ['"\\ud83d"', '"\\ude00"', '"\\ud83d\\u0041"', '"\\x41"', '"\\u12"', '"\\U0041"']:
         assert not accepts(m, text), text
     assert accepts(m, '"\\ud83d\\ude00"') and accepts(m, '"\\u0062"') and not accepts(m, '"\\u0061"')
+
+
+def test_spelled_languages_are_kept_by_content():
+    """Two compiles of equal string languages share one spelled DFA (the cache is keyed by the raw
+    minimal DFA's table, not by IR identity), and the shared one spells what a fresh one does."""
+    from strictgen.grammar import automata
+
+    lang = lambda: repeat(charset([(ord("a"), ord("z")), (0xE9, 0xE9)]), 1, 3)  # noqa: E731
+    a, b = automata.regular_dfa(lang()), automata.regular_dfa(lang())
+    assert a is not b and automata.spelled_dfa(a) is automata.spelled_dfa(b)
+    machine = PushdownMachine(compile_automaton(Grammar({"root": seq(lit('"'), Spelled(lang()), lit('"'))})))
+    for body, ok in (("\\u00e9a", True), ("\\u00E9", True), ("\\u0041", False), ("abcd", False), ("\\/", False)):
+        assert accepts(machine, '"' + body + '"') == ok, body

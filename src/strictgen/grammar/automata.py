@@ -11,6 +11,9 @@ that a oneOf's string branches are disjoint never builds a whole product automat
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from strictgen import deadline, regular
@@ -144,11 +147,7 @@ class NFABuilder:
         elif isinstance(expr, Difference):
             got = regular.minimal(regular.product(self.regular_dfa(expr.base), self.regular_dfa(expr.minus), True, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
         elif isinstance(expr, Spelled):  # every JSON spelling of the item's strings, on its minimal DFA
-            raw = self.regular_dfa(expr.item)
-            table = np.frombuffer(raw.table256(), dtype=np.int32).reshape(-1, 256)
-            accepting = np.frombuffer(raw.accepting(), dtype=np.uint8).astype(bool)
-            rows, spelled_accepting = spell_table(table.tolist(), accepting.tolist(), MAX_DFA_STATES)
-            got = regular.minimal(regular.from_table(rows, spelled_accepting))
+            got = spelled_dfa(self.regular_dfa(expr.item))
         else:
             nfa, start, final = self.sub_nfa(expr)
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
@@ -219,6 +218,32 @@ class _RecursiveRule(StrictgenError):
 
 
 _PRODUCT_TOO_LARGE = f"grammar too large: an intersection has more than {MAX_DFA_STATES} states"
+
+# Spelled languages recur across schemas (the same enum, pattern, format or length bound): their
+# minimal DFAs are kept by content, the raw minimal DFA's table, so a new compiler does not spell
+# them again (spelling is the costliest step of a string's automaton). Bounded; DFAs are immutable.
+SPELLED_CACHE_SIZE = 512
+_spelled: OrderedDict[tuple[bytes, bytes], regular.DFA] = OrderedDict()
+_spelled_lock = threading.Lock()
+
+
+def spelled_dfa(raw: regular.DFA) -> regular.DFA:
+    """The minimal DFA of every JSON spelling of the strings of `raw` (a minimal raw-UTF-8 DFA)."""
+    key = (raw.table256(), raw.accepting())
+    with _spelled_lock:
+        got = _spelled.get(key)
+        if got is not None:
+            _spelled.move_to_end(key)
+            return got
+    table = np.frombuffer(key[0], dtype=np.int32).reshape(-1, 256)
+    accepting = np.frombuffer(key[1], dtype=np.uint8).astype(bool)
+    rows, spelled_accepting = spell_table(table.tolist(), accepting.tolist(), MAX_DFA_STATES)
+    got = regular.minimal(regular.from_table(rows, spelled_accepting))
+    with _spelled_lock:
+        _spelled[key] = got
+        while len(_spelled) > SPELLED_CACHE_SIZE:
+            _spelled.popitem(last=False)
+    return got
 
 
 class Language:
