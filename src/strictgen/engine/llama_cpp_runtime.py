@@ -138,11 +138,6 @@ class LlamaCppBatch:
         self.seqs = [KVSequence(model.kv.chunk) for _ in range(n_seq)]  # what the cache holds per sequence
         self.stats = ForwardStats()
 
-    @property
-    def tokens(self) -> list[list[int]]:
-        """The tokens each sequence's KV entries hold."""
-        return [s.tokens for s in self.seqs]
-
     def truncate(self, seq: int, length: int) -> None:
         """Roll sequence `seq` back to its first `length` tokens."""
         held = self.seqs[seq]
