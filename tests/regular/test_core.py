@@ -227,6 +227,56 @@ def test_moore_rounds_tell_states_apart_by_horizon():
     assert len(set(memoryview(raw).cast("i"))) == n and stable == n - 1  # round n - 1 changes nothing
 
 
+def moore_classes(dfa: regular.DFA, rounds: int) -> tuple[list[int], int]:
+    """Python Moore rounds over the core's table: (a class per state, the round that changed
+    nothing or -1), the reference for the core's incremental refine."""
+    n = dfa.num_states
+    table = [[dfa.step(s, bytes([b])) for b in range(256)] for s in range(n)]
+    calls = [dfa.calls(s) for s in range(n)]
+    ids0 = {}
+    cls = [ids0.setdefault((dfa.is_accepting(s), tuple(c for c, _ in calls[s])), len(ids0)) for s in range(n)]
+    for r in range(1, rounds + 1):
+        ids = {}
+        sig = [(cls[s], tuple(cls[t] if t >= 0 else -1 for t in table[s]), tuple((c, cls[t]) for c, t in calls[s])) for s in range(n)]
+        new = [ids.setdefault(x, len(ids)) for x in sig]
+        if len(ids) == len(set(cls)):
+            return new, r
+        cls = new
+    return cls, -1
+
+
+def same_partition(a, b) -> bool:
+    return len(set(a)) == len(set(b)) == len(set(zip(a, b)))
+
+
+@FAST
+@given(nfas(max_states=6, calls=True), st.integers(0, 8), st.booleans())
+def test_incremental_refine_is_moore_round_by_round(ref, rounds, minimise):
+    """The core's refine (which recomputes only states next to a split) ends every round with the
+    same partition as plain Moore rounds, and reports the same stable round."""
+    dfa = regular.determinize(ref.core(), 0, ref.n - 1)
+    if minimise:
+        dfa = regular.minimal(dfa)
+    raw, stable = dfa.refine(rounds)
+    want, want_stable = moore_classes(dfa, rounds)
+    assert same_partition(list(memoryview(raw).cast("i")), want)
+    assert stable == want_stable
+
+
+def test_incremental_refine_on_a_long_counter_with_branches():
+    """A counter of 300 with a second counter beside it: the cheap rounds still split exactly."""
+    rows = [[-1] * 256 for _ in range(602)]
+    for i in range(300):
+        rows[i][ord("a")] = i + 1
+        rows[301 + i][ord("a")] = 302 + i
+        rows[i][ord("b")] = 301 + (i * 7) % 300
+    dfa = regular.from_table(rows, [i in (300, 601, 450) for i in range(602)])
+    for rounds in (1, 5, 64, 299, 700):
+        raw, stable = dfa.refine(rounds)
+        want, want_stable = moore_classes(dfa, rounds)
+        assert same_partition(list(memoryview(raw).cast("i")), want) and stable == want_stable, rounds
+
+
 def test_from_table_and_embed_round_trip():
     rows = [[-1] * 256 for _ in range(3)]
     rows[0][ord("x")] = 1

@@ -1434,25 +1434,67 @@ done:
     return result;
 }
 
+/* s's signature under the classes `cls`: its own class, the class after each letter (-1: none),
+ * then (callee, class of the return state) for each call edge. */
+static int refine_signature(const DFA *d, const int32_t *cls, int32_t s, Vec *sig) {
+    int32_t k = d->k;
+    sig->len = 0;
+    if (vec_reserve(sig, 1 + k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
+        return -1;
+    sig->data[sig->len++] = cls[s];
+    for (int32_t c = 0; c < k; c++) {
+        int32_t x = d->table[(Py_ssize_t)s * k + c];
+        sig->data[sig->len++] = x >= 0 ? cls[x] : -1;
+    }
+    for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
+        sig->data[sig->len++] = d->call_callee[j];
+        sig->data[sig->len++] = cls[d->call_ret[j]];
+    }
+    return 0;
+}
+
+static void interner_clear(Interner *t) {
+    t->pool.len = t->start.len = t->len.len = 0;
+    if (t->slots)
+        memset(t->slots, 0xff, sizeof(int32_t) * (size_t)(t->mask + 1));
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* refine(rounds): Moore's refinement from the initial partition (accepting, callees), at most
- * `rounds` rounds: (classes as int32 bytes, the round after which nothing changed or -1). */
+ * `rounds` rounds: (classes as int32 bytes, the round after which nothing changed or -1).
+ *
+ * Incremental: a round recomputes only the predecessors of the states whose class changed in the
+ * round before (the others keep their signature), so a long counter, which splits one state a
+ * round, costs its splits rather than rounds x states x letters. Within a block, the states not
+ * recomputed share one signature (that of any of them); recomputed states with another signature
+ * move to new blocks. Blocks live in one array (elems, ordered by block; pos is the inverse). */
 static PyObject *DFA_refine(DFA *d, PyObject *args) {
     long rounds;
     double deadline = 0;
     if (!PyArg_ParseTuple(args, "l|d", &rounds, &deadline))
         return NULL;
     int32_t n = d->n, k = d->k;
+    size_t N = (size_t)n + 1;
     PyObject *result = NULL;
-    int32_t *cls = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *next = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    Vec sig = {0};
+    int32_t *cls = (int32_t *)malloc(sizeof(int32_t) * N), *elems = (int32_t *)malloc(sizeof(int32_t) * N);
+    int32_t *pos = (int32_t *)malloc(sizeof(int32_t) * N), *bstart = (int32_t *)malloc(sizeof(int32_t) * N);
+    int32_t *bend = (int32_t *)malloc(sizeof(int32_t) * N), *mcount = (int32_t *)calloc(N, sizeof(int32_t));
+    int32_t *keep = (int32_t *)malloc(sizeof(int32_t) * N), *sigid = (int32_t *)malloc(sizeof(int32_t) * N);
+    int32_t *pred_start = (int32_t *)calloc(N + 1, sizeof(int32_t)), *pred = NULL;
+    uint8_t *mark = (uint8_t *)calloc(N, 1);
+    int64_t *order = (int64_t *)malloc(sizeof(int64_t) * N);
+    Vec sig = {0}, cand = {0}, changed = {0}, next_changed = {0}, touched = {0};
     Interner t = {0};
-    if (!cls || !next) {
+    int added;
+    if (!cls || !elems || !pos || !bstart || !bend || !mcount || !keep || !sigid || !pred_start || !mark || !order) {
         PyErr_NoMemory();
         goto done;
     }
-    int added;
-    for (int32_t s = 0; s < n; s++) {
+    for (int32_t s = 0; s < n; s++) { /* the initial partition */
         sig.len = 0;
         if (vec_push(&sig, d->acc[s]) < 0)
             goto done;
@@ -1464,44 +1506,146 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
             goto done;
         cls[s] = id;
     }
-    Py_ssize_t count = t.start.len;
+    int32_t nblocks = (int32_t)t.start.len;
+    for (int32_t b = 0; b <= nblocks; b++)
+        bstart[b] = 0;
+    for (int32_t s = 0; s < n; s++)
+        bstart[cls[s] + 1]++;
+    for (int32_t b = 0; b < nblocks; b++)
+        bstart[b + 1] += bstart[b];
+    for (int32_t b = 0; b < nblocks; b++)
+        bend[b] = bstart[b];
+    for (int32_t s = 0; s < n; s++) {
+        pos[s] = bend[cls[s]]++;
+        elems[pos[s]] = s;
+    }
+    /* predecessors over letters and call returns, as CSR */
+    for (int32_t s = 0; s < n; s++) {
+        for (int32_t c = 0; c < k; c++) {
+            int32_t x = d->table[(Py_ssize_t)s * k + c];
+            if (x >= 0)
+                pred_start[x + 1]++;
+        }
+        for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++)
+            pred_start[d->call_ret[j] + 1]++;
+    }
+    for (int32_t s = 0; s < n; s++)
+        pred_start[s + 1] += pred_start[s];
+    pred = (int32_t *)malloc(sizeof(int32_t) * ((size_t)pred_start[n] + 1));
+    if (!pred) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int32_t s = 0; s < n; s++)
+        mcount[s] = pred_start[s]; /* fill cursors; zeroed again below */
+    for (int32_t s = 0; s < n; s++) {
+        for (int32_t c = 0; c < k; c++) {
+            int32_t x = d->table[(Py_ssize_t)s * k + c];
+            if (x >= 0)
+                pred[mcount[x]++] = s;
+        }
+        for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++)
+            pred[mcount[d->call_ret[j]]++] = s;
+    }
+    memset(mcount, 0, sizeof(int32_t) * N);
     long stable = -1;
     for (long r = 1; r <= rounds; r++) {
         if (past(deadline))
             goto done;
-        interner_free(&t);
-        for (int32_t s = 0; s < n; s++) {
-            sig.len = 0;
-            if (vec_reserve(&sig, 1 + k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
+        cand.len = 0;
+        if (r == 1) {
+            if (vec_reserve(&cand, n) < 0)
                 goto done;
-            sig.data[sig.len++] = cls[s];
-            for (int32_t c = 0; c < k; c++) {
-                int32_t x = d->table[(Py_ssize_t)s * k + c];
-                sig.data[sig.len++] = x >= 0 ? cls[x] : -1;
+            for (int32_t s = 0; s < n; s++)
+                mark[s] = 1, cand.data[cand.len++] = s;
+        } else {
+            for (Py_ssize_t i = 0; i < changed.len; i++) {
+                int32_t x = changed.data[i];
+                for (int32_t j = pred_start[x]; j < pred_start[x + 1]; j++)
+                    if (!mark[pred[j]]) {
+                        mark[pred[j]] = 1;
+                        if (vec_push(&cand, pred[j]) < 0)
+                            goto done;
+                    }
             }
-            for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
-                sig.data[sig.len++] = d->call_callee[j];
-                sig.data[sig.len++] = cls[d->call_ret[j]];
-            }
-            int32_t id = intern(&t, sig.data, sig.len, -1, &added);
-            if (id < 0)
-                goto done;
-            next[s] = id;
         }
-        memcpy(cls, next, sizeof(int32_t) * (size_t)n);
-        if (t.start.len == count) {
+        interner_clear(&t);
+        touched.len = 0;
+        for (Py_ssize_t i = 0; i < cand.len; i++) {
+            int32_t s = cand.data[i], b = cls[s];
+            if (refine_signature(d, cls, s, &sig) < 0 || (sigid[s] = intern(&t, sig.data, sig.len, -1, &added)) < 0)
+                goto done;
+            if (mcount[b] == 0 && vec_push(&touched, b) < 0)
+                goto done;
+            int32_t at = bstart[b] + mcount[b]++, other = elems[at]; /* candidates to the block's front */
+            elems[pos[s]] = other, pos[other] = pos[s];
+            elems[at] = s, pos[s] = at;
+        }
+        for (Py_ssize_t i = 0; i < touched.len; i++) { /* the signature that stays, before any split */
+            int32_t b = touched.data[i];
+            keep[b] = -1;
+            if (bstart[b] + mcount[b] < bend[b]) {
+                if (refine_signature(d, cls, elems[bstart[b] + mcount[b]], &sig) < 0 || (keep[b] = intern(&t, sig.data, sig.len, -1, &added)) < 0)
+                    goto done;
+            }
+        }
+        next_changed.len = 0;
+        for (Py_ssize_t i = 0; i < touched.len; i++) {
+            int32_t b = touched.data[i], m = mcount[b], lo = bstart[b];
+            mcount[b] = 0;
+            for (int32_t j = 0; j < m; j++)
+                order[j] = ((int64_t)sigid[elems[lo + j]] << 32) | (int64_t)elems[lo + j];
+            qsort(order, (size_t)m, sizeof(int64_t), cmp_i64);
+            int32_t stay = keep[b];
+            if (stay < 0) { /* every state was recomputed: the largest group keeps the block */
+                int32_t best = 0;
+                for (int32_t j = 0, e; j < m; j = e) {
+                    for (e = j; e < m && (order[e] >> 32) == (order[j] >> 32); e++)
+                        ;
+                    if (e - j > best)
+                        best = e - j, stay = (int32_t)(order[j] >> 32);
+                }
+            }
+            int32_t w = lo;
+            for (int32_t j = 0, e; j < m; j = e) {
+                int32_t id = (int32_t)(order[j] >> 32);
+                for (e = j; e < m && (order[e] >> 32) == id; e++)
+                    ;
+                if (id == stay)
+                    continue;
+                int32_t nb = nblocks++;
+                bstart[nb] = w;
+                for (int32_t q = j; q < e; q++) {
+                    int32_t s = (int32_t)(order[q] & 0xffffffff);
+                    elems[w] = s, pos[s] = w++, cls[s] = nb;
+                    if (vec_push(&next_changed, s) < 0)
+                        goto done;
+                }
+                bend[nb] = w;
+            }
+            bstart[b] = w;
+            for (int32_t j = 0; j < m; j++) {
+                int32_t s = (int32_t)(order[j] & 0xffffffff);
+                if ((int32_t)(order[j] >> 32) == stay)
+                    elems[w] = s, pos[s] = w++;
+            }
+        }
+        for (Py_ssize_t i = 0; i < cand.len; i++)
+            mark[cand.data[i]] = 0;
+        if (next_changed.len == 0) {
             stable = r;
             break;
         }
-        count = t.start.len;
+        Vec tmp = changed;
+        changed = next_changed, next_changed = tmp;
     }
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)cls, (Py_ssize_t)sizeof(int32_t) * n);
-    if (bytes) {
+    if (bytes)
         result = Py_BuildValue("(Nl)", bytes, stable);
-    }
 done:
-    free(cls), free(next);
-    vec_free(&sig);
+    free(cls), free(elems), free(pos), free(bstart), free(bend), free(mcount), free(keep), free(sigid);
+    free(pred_start), free(pred), free(mark), free(order);
+    vec_free(&sig), vec_free(&cand), vec_free(&changed), vec_free(&next_changed), vec_free(&touched);
     interner_free(&t);
     return result;
 }
