@@ -9,12 +9,14 @@ emptiness) beneath grammar/ and compile/.
 
 from setuptools import Extension, setup
 
-VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays both C files share
+VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays the C files share
+INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the clock of the regular core
 
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", ["src/strictgen/compile/_machine.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.regular._regular", ["src/strictgen/regular/_regular.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._regular", ["src/strictgen/regular/_regular.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
     ]
 )

@@ -176,11 +176,12 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     called = {n: i for i, n in enumerate(names) if n in recursive}
     shared = shared_nodes(grammar.rules.values())
     regular_dfas: dict[int, regular.DFA] = {}
+    templates: dict = {}  # inlined rules and repeated items, built once for all the rules
     raw: list[regular.DFA] = []
     for name in names:
-        builder = NFABuilder(grammar.rules, called, shared, regular_dfas)
+        builder = NFABuilder(grammar.rules, called, shared, regular_dfas, templates)
         start, final = builder.new(), builder.new()
-        builder.build(grammar.rules[name], start, final, (name,))
+        builder.build(grammar.rules[name], start, final)
         raw.append(regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}"))
     productive = _productive_rules(raw)
     if 0 not in productive:

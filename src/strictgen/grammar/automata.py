@@ -14,8 +14,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-import numpy as np
-
 from strictgen import deadline, regular
 from strictgen.errors import GrammarTooLargeError, StrictgenError
 from strictgen.regular.utf8 import utf8_sequences
@@ -53,15 +51,28 @@ def shared_nodes(rules) -> set[int]:
 class NFABuilder:
     """Adds IR expressions to one core NFA. `called` maps the rules kept as calls to their index
     (they become call edges); other rule references are inlined. `regular` memoises the DFAs of
-    intersections and differences by node id for a whole compile."""
+    intersections and differences by node id for a whole compile.
 
-    def __init__(self, rules: dict[str, Expr], called: dict[str, int], shared: set[int], regular_dfas: dict[int, regular.DFA]):
+    What is copied many times (an inlined rule, the item of a counted repeat) is built once into
+    an NFA of its own, a template, and spliced in by the core at each further use: Python walks
+    each such expression once however often it is inlined. `templates` is shared by the builders
+    of one compile that have the same `called`."""
+
+    def __init__(
+        self,
+        rules: dict[str, Expr],
+        called: dict[str, int],
+        shared: set[int],
+        regular_dfas: dict[int, regular.DFA],
+        templates: dict[tuple, tuple[regular.NFA, int, int]] | None = None,
+    ):
         self.rules = rules
         self.called = called
         self.nfa = regular.NFA()
         self._charset_cache: dict[tuple, list] = {}
         self._shared = shared
         self._regular = regular_dfas
+        self._templates = {} if templates is None else templates
         # a shared sub-expression built towards the same end state is built once: its fragment's
         # private entry state is reused, which keeps DAG-shaped IR (e.g. from JSON Schema) linear
         self._fragments: dict[tuple[int, int], int] = {}
@@ -74,19 +85,19 @@ class NFABuilder:
                 raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
         return s
 
-    def build(self, expr: Expr, start: int, end: int, inlining: tuple[str, ...] = ()) -> None:
+    def build(self, expr: Expr, start: int, end: int) -> None:
         """Add edges so that paths start → end spell exactly the strings of `expr`."""
         if id(expr) in self._shared:
             key = (id(expr), end)
             entry = self._fragments.get(key)
             if entry is None:
                 entry = self._fragments[key] = self.new()
-                self._build(expr, entry, end, inlining)
+                self._build(expr, entry, end)
             self.nfa.add_eps(start, entry)
             return
-        self._build(expr, start, end, inlining)
+        self._build(expr, start, end)
 
-    def _build(self, expr: Expr, start: int, end: int, inlining: tuple[str, ...]) -> None:
+    def _build(self, expr: Expr, start: int, end: int) -> None:
         nfa = self.nfa
         if isinstance(expr, Literal):
             data = expr.data
@@ -109,15 +120,15 @@ class NFABuilder:
             cur = start
             for i, item in enumerate(items):
                 nxt = end if i == len(items) - 1 else self.new()
-                self.build(item, cur, nxt, inlining)
+                self.build(item, cur, nxt)
                 cur = nxt
         elif isinstance(expr, Alt):
             for item in expr.items:
                 s = self.new()
                 nfa.add_eps(start, s)
-                self.build(item, s, end, inlining)
+                self.build(item, s, end)
         elif isinstance(expr, Repeat):
-            self._build_repeat(expr, start, end, inlining)
+            self._build_repeat(expr, start, end)
         elif isinstance(expr, (Intersect, Difference, Spelled)):
             nfa.embed(self.regular_dfa(expr), start, end)
             if nfa.num_states > MAX_NFA_STATES:
@@ -128,11 +139,34 @@ class NFABuilder:
             if expr.name in self.called:
                 nfa.add_call(start, self.called[expr.name], end)
             else:
-                if expr.name in inlining:
-                    raise _RecursiveRule(expr.name)
-                self.build(self.rules[expr.name], start, end, inlining + (expr.name,))
+                self._copy(("rule", expr.name), self.rules[expr.name], start, end)
         else:
             raise TypeError(f"not a grammar expression: {expr!r}")
+
+    def _copy(self, key: tuple, expr: Expr, start: int, end: int) -> None:
+        """`expr` between start and end, spliced from its template (built on first use). A rule
+        met again while its own template is being built is on a reference cycle."""
+        if not isinstance(expr, _COMPOSITE):
+            self._build(expr, start, end)  # a few edges: cheaper built than spliced
+            return
+        got = self._templates.get(key)
+        if got is None:
+            if key in self._templates:  # None: being built
+                raise _RecursiveRule(key[1])
+            self._templates[key] = None
+            try:
+                sub = NFABuilder(self.rules, self.called, self._shared, self._regular, self._templates)
+                sub._charset_cache = self._charset_cache
+                s, f = sub.new(), sub.new()
+                sub._build(expr, s, f)  # not build(): expr itself is what is being templated
+            except BaseException:
+                del self._templates[key]
+                raise
+            got = self._templates[key] = (sub.nfa, s, f)
+        self.nfa.splice(got[0], got[1], got[2], start, end)
+        deadline.check()
+        if self.nfa.num_states > MAX_NFA_STATES:
+            raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
 
     def regular_dfa(self, expr: Expr) -> regular.DFA:
         """The minimal DFA of a regular expression of the IR, Intersect and Difference included
@@ -159,30 +193,40 @@ class NFABuilder:
         sub = NFABuilder(self.rules, {}, self._shared, self._regular)
         start, final = sub.new(), sub.new()
         try:
-            sub.build(expr, start, final, ())
+            sub.build(expr, start, final)
         except _RecursiveRule as exc:
             raise StrictgenError("an intersection or difference may only combine regular languages, not recursive rules") from exc
         return sub.nfa, start, final
 
-    def _build_repeat(self, expr: Repeat, start: int, end: int, inlining: tuple[str, ...]) -> None:
+    def _build_repeat(self, expr: Repeat, start: int, end: int) -> None:
         nfa = self.nfa
+        item = expr.item
+        copies = expr.min + (1 if expr.max is None else expr.max - expr.min)
+        key = ("item", id(item))
+
+        def one(s: int, t: int) -> None:
+            if copies > 1:
+                self._copy(key, item, s, t)
+            else:
+                self.build(item, s, t)
+
         cur = start
         for _ in range(expr.min):
             nxt = self.new()
-            self.build(expr.item, cur, nxt, inlining)
+            one(cur, nxt)
             cur = nxt
         if expr.max is None:
             # the item runs from the loop state back to itself, so that "after k ≥ 1 items" and
             # "before the first" are one DFA state: a true self-loop, which masks exploit
             loop = self.new()
             nfa.add_eps(cur, loop)
-            self.build(expr.item, loop, loop, inlining)
+            one(loop, loop)
             nfa.add_eps(loop, end)
         else:
             for _ in range(expr.max - expr.min):
                 nxt = self.new()
                 nfa.add_eps(cur, end)
-                self.build(expr.item, cur, nxt, inlining)
+                one(cur, nxt)
                 cur = nxt
             nfa.add_eps(cur, end)
 
@@ -210,6 +254,9 @@ class NFABuilder:
                     cur = nxt
 
 
+_COMPOSITE = (Seq, Alt, Repeat, RuleRef)  # what costs a walk to build; the rest is a few edges
+
+
 class _RecursiveRule(StrictgenError):
     """A rule reference met again while it is being inlined: the rule is on a reference cycle."""
 
@@ -235,10 +282,7 @@ def spelled_dfa(raw: regular.DFA) -> regular.DFA:
         if got is not None:
             _spelled.move_to_end(key)
             return got
-    table = np.frombuffer(key[0], dtype=np.int32).reshape(-1, 256)
-    accepting = np.frombuffer(key[1], dtype=np.uint8).astype(bool)
-    rows, spelled_accepting = spell_table(table.tolist(), accepting.tolist(), MAX_DFA_STATES)
-    got = regular.minimal(regular.from_table(rows, spelled_accepting))
+    got = regular.minimal(regular.dense(*spell_table(key[0], key[1], MAX_DFA_STATES)))
     with _spelled_lock:
         _spelled[key] = got
         while len(_spelled) > SPELLED_CACHE_SIZE:

@@ -306,8 +306,26 @@ def chars(text: str) -> Expr:
 # ---- reference analysis -------------------------------------------------------------------------
 
 
-def rule_references(expr: Expr) -> set[str]:
-    """Names of the rules that `expr` refers to (the IR may be a DAG: each node is visited once)."""
+_REFERENCES: dict[int, tuple[Expr, frozenset[str]]] = {}  # id -> (the expression, kept alive; its references)
+_REFERENCES_KEPT = 4096
+
+
+def rule_references(expr: Expr) -> frozenset[str]:
+    """Names of the rules that `expr` refers to (the IR may be a DAG: each node is visited once).
+
+    Remembered by identity (expressions are immutable): a compile asks this of each rule several
+    times (the front end's call planning, then the automaton's cycle search)."""
+    got = _REFERENCES.get(id(expr))
+    if got is not None and got[0] is expr:
+        return got[1]
+    refs = frozenset(_walk_references(expr))
+    if len(_REFERENCES) >= _REFERENCES_KEPT:
+        _REFERENCES.clear()
+    _REFERENCES[id(expr)] = (expr, refs)
+    return refs
+
+
+def _walk_references(expr: Expr) -> set[str]:
     out: set[str] = set()
     stack = [expr]
     seen: set[int] = set()

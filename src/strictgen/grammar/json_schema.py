@@ -1102,11 +1102,18 @@ def _call_big_rules(grammar: Grammar) -> None:
     inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
     for n in order:
         deadline.check()
+        # the size is affine in the referenced rules' sizes, and making another rule a call leaves
+        # this rule's expression as it is: one walk each, then the loop only does arithmetic
+        fixed, weights = _size_terms(grammar.rules[n])
+
+        def size() -> int:
+            return fixed + sum(w * rule_size(r) for r, w in weights.items())
+
+        shares = None
         for _ in range(64):
-            sz = _expr_size(grammar.rules[n], rule_size)
-            if sz <= BIG_RULE:
+            if size() <= BIG_RULE:
                 break
-            shares = _ref_copies(grammar.rules[n])
+            shares = _ref_copies(grammar.rules[n]) if shares is None else shares
             best = max(
                 ((rule_size(r) * k, r) for r, k in shares.items() if r not in called and rule_size(r) > 32),
                 default=None,
@@ -1114,7 +1121,7 @@ def _call_big_rules(grammar: Grammar) -> None:
             if best is None:
                 break
             make_called(best[1])
-        sizes[n] = _expr_size(grammar.rules[n], rule_size)
+        sizes[n] = size()
         if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
             make_called(n)
         # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
@@ -1150,37 +1157,61 @@ def _ref_copies(e: Expr) -> dict[str, int]:
     return out
 
 
-def _expr_size(e: Expr, rule_size) -> int:
-    """Estimated NFA states of `e` with rules inlined (rule_size(name) for references)."""
-    memo: dict[int, int] = {}
+def _size_terms(e: Expr) -> tuple[int, dict[str, int]]:
+    """Estimated NFA states of `e` with rules inlined, as (fixed, weights): the estimate is
+    fixed + sum(weights[r] * size of rule r). A shared sub-expression counts at each use (the
+    estimate is of the inlined automaton); repeats multiply their item, spelled strings count six
+    times (an escape trie of a few states beside each state). One walk: the DAG in topological
+    order, each node's number of inlined copies passed down to its children."""
+    order: list[Expr] = []  # post-order, each node once
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        x, done = stack.pop()
+        if done:
+            order.append(x)
+            continue
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        stack.append((x, True))
+        stack.extend((c, False) for c, _ in _size_children(x))
+    copies = {id(e): 1}
+    fixed = 0
+    weights: dict[str, int] = {}
+    for x in reversed(order):  # parents before children
+        k = copies[id(x)]
+        if isinstance(x, RuleRef):
+            weights[x.name] = weights.get(x.name, 0) + k
+            continue
+        fixed += k * _own_size(x)
+        for c, factor in _size_children(x):
+            copies[id(c)] = copies.get(id(c), 0) + k * factor
+    return fixed, weights
 
-    def rec(x: Expr) -> int:
-        got = memo.get(id(x))
-        if got is not None:
-            return got
-        if isinstance(x, Literal):
-            n = max(1, len(x.data))
-        elif isinstance(x, ByteSet):
-            n = 1
-        elif isinstance(x, CharSet):
-            n = 2 + len(x.ranges)
-        elif isinstance(x, (Seq, Alt, Intersect)):
-            n = sum(rec(i) for i in x.items) + 1
-        elif isinstance(x, Repeat):
-            copies = x.max if x.max is not None else x.min + 1
-            n = rec(x.item) * max(1, copies) + 1
-        elif isinstance(x, Difference):
-            n = rec(x.base) + rec(x.minus)
-        elif isinstance(x, Spelled):
-            n = 6 * rec(x.item)  # an escape trie of a few states beside each state
-        elif isinstance(x, RuleRef):
-            n = rule_size(x.name)
-        else:
-            n = 1
-        memo[id(x)] = n
-        return n
 
-    return rec(e)
+def _size_children(x: Expr) -> list[tuple[Expr, int]]:
+    """(child, copies of it per copy of x) for the size estimate."""
+    if isinstance(x, (Seq, Alt, Intersect)):
+        return [(i, 1) for i in x.items]
+    if isinstance(x, Repeat):
+        return [(x.item, max(1, x.max if x.max is not None else x.min + 1))]
+    if isinstance(x, Difference):
+        return [(x.base, 1), (x.minus, 1)]
+    if isinstance(x, Spelled):
+        return [(x.item, 6)]
+    return []
+
+
+def _own_size(x: Expr) -> int:
+    """States of x itself, beside its children's."""
+    if isinstance(x, Literal):
+        return max(1, len(x.data))
+    if isinstance(x, CharSet):
+        return 2 + len(x.ranges)
+    if isinstance(x, (Difference, Spelled)):
+        return 0
+    return 1  # Seq, Alt, Intersect and Repeat add one; a ByteSet or anything else is one
 
 
 def _where(part, keyword: str) -> str:

@@ -9,7 +9,8 @@ and stop at the first witness, without building whole DFAs.
 
 Every operation takes the compile deadline (`strictgen.deadline`) and a state budget: past the
 deadline it raises CompileTimeoutError, past the budget GrammarTooLargeError with the caller's
-message. The work is in `_regular.c`; this module only translates arguments and errors.
+message. The work is in `_regular.c` (and `_spelling.c`: the JSON spellings of a string DFA);
+this module only translates arguments and errors.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from ._regular import DFA, NFA, Lazy, Limit
 from ._regular import find_member as _find_member
 from ._regular import from_table as _from_table
 from ._regular import lazy as _lazy
+from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "determinize", "find_member", "from_table", "is_empty", "lazy", "minimal", "minimize", "product"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "minimal", "minimize", "product"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -100,3 +102,20 @@ def from_table(rows: Iterable[Sequence[int]], accepting: Iterable[bool], classma
             raise ValueError(f"every row needs {width} next states")
         table.extend(row)
     return _from_table(table.tobytes(), bytes(bool(a) for a in accepting), classmap)
+
+
+def dense(table: bytes, accepting: bytes) -> DFA:
+    """A DFA without calls from a dense table (int32 bytes, 256 next states per state, -1 dead;
+    state 0 the start) and one accepting byte per state."""
+    return _from_table(table, accepting, None)
+
+
+def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True) -> tuple[bytes, bytes] | None:
+    """The dense DFA (as `dense` takes it) of the JSON string bodies that decode into the strings
+    of a dense raw-UTF-8 DFA, in every spelling (with `all_spellings` False printable ASCII only
+    raw), or None when that needs more than `max_states` states."""
+    got = _spell(table, accepting, max_states, all_spellings, deadline.expires_at())
+    if got is False:
+        deadline.check()  # raises: the same clock said the deadline has passed
+        raise CompileTimeoutError("compiling took longer than its time limit")
+    return got

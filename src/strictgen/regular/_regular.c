@@ -30,16 +30,12 @@
 
 #include "_vec.h"
 
+static int too_many(void);
+#include "_intern.h"
+
 static PyObject *LimitError;
 
 /* ---- small helpers -------------------------------------------------------------------------- */
-
-static uint64_t hash_ints(const int32_t *xs, Py_ssize_t n) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
-    for (Py_ssize_t i = 0; i < n; i++)
-        h = mix(h ^ (uint32_t)xs[i]) + 0x632be59bd9b4e019ULL;
-    return h;
-}
 
 static int cmp_int32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -51,12 +47,6 @@ static int cmp_pair(const void *a, const void *b) {
     if (x[0] != y[0])
         return (x[0] > y[0]) - (x[0] < y[0]);
     return (x[1] > y[1]) - (x[1] < y[1]);
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* deadline <= 0: none */
@@ -71,77 +61,6 @@ static int past(double deadline) {
 static int too_many(void) {
     PyErr_SetString(LimitError, "states");
     return -1;
-}
-
-/* Interned int sequences: id -> (start, len) in a pool; an open-addressing table of ids. */
-typedef struct {
-    Vec pool, start, len;
-    int32_t *slots;
-    Py_ssize_t mask;
-} Interner;
-
-static void interner_free(Interner *t) {
-    vec_free(&t->pool);
-    vec_free(&t->start);
-    vec_free(&t->len);
-    free(t->slots);
-    t->slots = NULL;
-    t->mask = 0;
-}
-
-static int interner_rehash(Interner *t) {
-    Py_ssize_t size = t->mask ? 2 * (t->mask + 1) : 1024;
-    int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
-    if (!slots) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    memset(slots, 0xff, sizeof(int32_t) * (size_t)size);
-    Py_ssize_t mask = size - 1;
-    for (Py_ssize_t id = 0; id < t->start.len; id++) {
-        uint64_t h = hash_ints(t->pool.data + t->start.data[id], t->len.data[id]);
-        Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)mask);
-        while (slots[i] >= 0)
-            i = (i + 1) & mask;
-        slots[i] = (int32_t)id;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->mask = mask;
-    return 0;
-}
-
-/* The id of xs[0:n] (added if new, *added set then); -1 with an exception set on failure. */
-static int32_t intern(Interner *t, const int32_t *xs, Py_ssize_t n, Py_ssize_t limit, int *added) {
-    if (!t->slots || 2 * (t->start.len + 1) > t->mask + 1) {
-        if (interner_rehash(t) < 0)
-            return -1;
-    }
-    uint64_t h = hash_ints(xs, n);
-    Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)t->mask);
-    while (t->slots[i] >= 0) {
-        int32_t id = t->slots[i];
-        if (t->len.data[id] == n && !memcmp(t->pool.data + t->start.data[id], xs, sizeof(int32_t) * (size_t)n)) {
-            *added = 0;
-            return id;
-        }
-        i = (i + 1) & t->mask;
-    }
-    if (limit >= 0 && t->start.len >= limit)
-        return too_many();
-    int32_t id = (int32_t)t->start.len;
-    if (vec_reserve(&t->pool, t->pool.len + n) < 0 || vec_push(&t->start, (int32_t)t->pool.len) < 0 || vec_push(&t->len, (int32_t)n) < 0)
-        return -1;
-    memcpy(t->pool.data + t->pool.len, xs, sizeof(int32_t) * (size_t)n);
-    t->pool.len += n;
-    t->slots[i] = id;
-    *added = 1;
-    return id;
-}
-
-static int32_t *interned(Interner *t, int32_t id, Py_ssize_t *n) {
-    *n = t->len.data[id];
-    return t->pool.data + t->start.data[id];
 }
 
 /* ---- NFA ------------------------------------------------------------------------------------- */
@@ -239,6 +158,42 @@ static PyObject *NFA_add_call(NFA *a, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* splice(other, s_other, t_other, s, t): a copy of `other` (new states) whose paths s_other ->
+ * t_other now lead s -> t: the way a fragment built once is used again, at C speed. */
+static int vec_extend_shifted(Vec *v, const Vec *from, int width, const int *shift, int32_t base) {
+    if (vec_reserve(v, v->len + from->len) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < from->len; i++)
+        v->data[v->len + i] = from->data[i] + (shift[i % width] ? base : 0);
+    v->len += from->len;
+    return 0;
+}
+
+static PyObject *NFA_splice(NFA *a, PyObject *args) {
+    NFA *b;
+    long so, to, s, t;
+    if (!PyArg_ParseTuple(args, "O!llll", &NFAType, &b, &so, &to, &s, &t))
+        return NULL;
+    if (b == a) {
+        PyErr_SetString(PyExc_ValueError, "an NFA cannot be spliced into itself");
+        return NULL;
+    }
+    if (nfa_state(b, so) < 0 || nfa_state(b, to) < 0 || nfa_state(a, s) < 0 || nfa_state(a, t) < 0)
+        return NULL;
+    if (b->num_states > INT32_MAX - a->num_states)
+        return PyErr_NoMemory();
+    int32_t base = a->num_states;
+    static const int edge_shift[4] = {1, 0, 0, 1}, eps_shift[2] = {1, 1}, call_shift[3] = {1, 0, 1};
+    if (vec_extend_shifted(&a->edges, &b->edges, 4, edge_shift, base) < 0 || vec_extend_shifted(&a->eps, &b->eps, 2, eps_shift, base) < 0 ||
+        vec_extend_shifted(&a->calls, &b->calls, 3, call_shift, base) < 0)
+        return NULL;
+    a->num_states += b->num_states;
+    if (vec_push(&a->eps, (int32_t)s) < 0 || vec_push(&a->eps, base + (int32_t)so) < 0 || vec_push(&a->eps, base + (int32_t)to) < 0 ||
+        vec_push(&a->eps, (int32_t)t) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 typedef struct {
     PyObject_HEAD
     int32_t n, k;
@@ -297,6 +252,7 @@ static PyMethodDef NFA_methods[] = {
     {"add_eps", (PyCFunction)NFA_add_eps, METH_VARARGS, "add_eps(s, t): an epsilon edge."},
     {"add_call", (PyCFunction)NFA_add_call, METH_VARARGS, "add_call(s, callee, t): a call of rule `callee` returning to t."},
     {"embed", (PyCFunction)NFA_embed, METH_VARARGS, "embed(dfa, s, t): the DFA's language between s and t (new states)."},
+    {"splice", (PyCFunction)NFA_splice, METH_VARARGS, "splice(other, s_other, t_other, s, t): a copy of other's s_other..t_other paths between s and t (new states)."},
     {NULL}};
 
 static PyGetSetDef NFA_getset[] = {{"num_states", (getter)NFA_get_num_states, NULL, "states so far", NULL}, {NULL}};

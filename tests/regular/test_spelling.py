@@ -1,0 +1,73 @@
+"""The core's JSON spellings (`regular.json_spellings`, C) against the Python reference
+(reference_spelling.py) on random string languages: the same language of spelled bodies, with
+every spelling and with printable ASCII raw only, and the same refusal past a state budget."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from strictgen import regular
+from strictgen.grammar.automata import regular_dfa
+from strictgen.grammar.ir import charset, difference, lit, repeat, seq
+
+from .reference_spelling import spell as reference_spell
+
+# code point ranges that cross every case: controls, '"', '\\', '/', ASCII, 2-, 3- and 4-byte UTF-8,
+# the surrogate gap's edges and whole 1024-blocks above U+10000
+EDGES = [0x00, 0x08, 0x1F, 0x20, 0x22, 0x2F, 0x41, 0x5C, 0x7E, 0x7F, 0xE9, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x103FF, 0x10400, 0x1F600, 0x10FFFF]
+
+
+@st.composite
+def languages(draw, depth=2):
+    kind = draw(st.sampled_from(["set", "lit", "seq", "rep", "alt", "minus"] if depth else ["set", "lit"]))
+    if kind == "set":
+        ranges = []
+        for _ in range(draw(st.integers(1, 3))):
+            a, b = sorted(draw(st.sampled_from(EDGES)) for _ in range(2))
+            ranges.append((a, b))
+        return charset(ranges)
+    if kind == "lit":
+        return lit(draw(st.text(alphabet='a"\\/\n\x7fé€😀', min_size=1, max_size=3)))
+    if kind == "seq":
+        return seq(draw(languages(depth - 1)), draw(languages(depth - 1)))
+    if kind == "rep":
+        lo = draw(st.integers(0, 2))
+        return repeat(draw(languages(depth - 1)), lo, lo + draw(st.integers(0, 2)))
+    if kind == "alt":
+        from strictgen.grammar.ir import alt
+
+        return alt(draw(languages(depth - 1)), draw(languages(depth - 1)))
+    return difference(draw(languages(depth - 1)), draw(languages(depth - 1)))
+
+
+def same_language(a: regular.DFA, b: regular.DFA) -> bool:
+    return not regular.minimal(regular.product(a, b, True)).can_finish() and not regular.minimal(regular.product(b, a, True)).can_finish()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages(), st.booleans())
+def test_core_spells_what_the_reference_spells(expr, all_spellings):
+    raw = regular_dfa(expr)
+    table, accepting = raw.table256(), raw.accepting()
+    got = regular.json_spellings(table, accepting, 200_000, all_spellings)
+    rows = np.frombuffer(table, dtype=np.int32).reshape(-1, 256).tolist()
+    want = reference_spell(rows, [bool(x) for x in accepting], 200_000, all_spellings)
+    assert got is not None and want is not None
+    assert same_language(regular.minimal(regular.dense(*got)), regular.minimal(regular.from_table(*want)))
+
+
+def test_budget_is_refused_by_both():
+    raw = regular_dfa(repeat(charset([(0, 0x10FFFF)]), 0, 40))
+    table, accepting = raw.table256(), raw.accepting()
+    rows = np.frombuffer(table, dtype=np.int32).reshape(-1, 256).tolist()
+    assert regular.json_spellings(table, accepting, 60, True) is None
+    assert reference_spell(rows, [bool(x) for x in accepting], 60, True) is None
+    assert regular.json_spellings(table, accepting, 100_000, True) is not None
+
+
+def test_plain_ascii_language_is_its_own_spelling():
+    raw = regular_dfa(repeat(charset([(0x41, 0x5A)]), 1, 3))
+    table, accepting = raw.table256(), raw.accepting()
+    assert regular.json_spellings(table, accepting, 1000, False) == (table, accepting)
