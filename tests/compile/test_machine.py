@@ -94,11 +94,18 @@ def test_bad_arrays_and_states_are_refused():
     with pytest.raises(ValueError, match="node out of range"):
         machine.node(0)
     i32 = lambda *v: np.array(v, dtype=np.int32)  # noqa: E731
-    table = np.full(256, -1, dtype=np.int32)
+    table = np.full(1, -1, dtype=np.int32)  # one frame, one byte class
+    one_class = np.zeros(256, dtype=np.uint8)
+    flags = np.zeros(1, dtype=np.uint8)
+    _machine.Machine(table, i32(0), one_class, flags, i32(0), i32(0), i32(0, 0), i32(), i32())  # consistent
     with pytest.raises(ValueError, match="inconsistent"):  # a call to a frame that does not exist
-        _machine.Machine(table, np.zeros(1, dtype=np.uint8), i32(0), i32(0), i32(0, 1), i32(7), i32(0))
+        _machine.Machine(table, i32(0), one_class, flags, i32(0), i32(0), i32(0, 1), i32(7), i32(0))
+    with pytest.raises(ValueError, match="inconsistent"):  # a row past the end of the table
+        _machine.Machine(table, i32(1), one_class, flags, i32(0), i32(0), i32(0, 0), i32(), i32())
+    with pytest.raises(ValueError, match="inconsistent"):  # a class past the row's end
+        _machine.Machine(table, i32(0), np.full(256, 1, dtype=np.uint8), flags, i32(0), i32(0), i32(0, 0), i32(), i32())
     with pytest.raises(ValueError, match="1-D array of 4-byte"):
-        _machine.Machine(table.astype(np.int64), np.zeros(1, dtype=np.uint8), i32(0), i32(0), i32(0, 0), i32(), i32())
+        _machine.Machine(table.astype(np.int64), i32(0), one_class, flags, i32(0), i32(0), i32(0, 0), i32(), i32())
 
 
 # ---- what the token masks ask the C machine, against the same questions asked of its rows ----

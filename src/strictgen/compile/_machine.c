@@ -5,8 +5,9 @@
  * of the first-pass mask time (profiled: ~9 µs per row, ~80k rows over the bench workload). The
  * algorithm is the one machine.py describes; this file only stores it in flat arrays:
  *
- *   frames  a rule's DFA state as one global index g (rule base + local state); the byte table
- *           dfa[g * 256 + b] gives the global target or -1, flags[g] whether g accepts, waits for
+ *   frames  a rule's DFA state as one global index g (rule base + local state); the table by byte
+ *           class, dfa[row_of[g] + classmap[rule_of[g] * 256 + b]], gives the global target or
+ *           -1 (a row of 256 a frame took 240 MB on big schemas), flags[g] whether g accepts, waits for
  *           a byte, or only finishes (a call returning there pushes nothing: tail calls), and
  *           call_*[call_start[g]:call_start[g + 1]] the (callee's start, return frame) calls.
  *   nodes   interned stacks: node id -> (parent node, frame); node 0 is the empty stack.
@@ -36,8 +37,8 @@
 typedef struct {
     PyObject_HEAD
     /* the grammar, read-only after construction */
-    int32_t *dfa, *rule_of, *base, *call_start, *call_callee, *call_ret;
-    uint8_t *flags;
+    int32_t *dfa, *row_of, *rule_of, *base, *call_start, *call_callee, *call_ret;
+    uint8_t *flags, *classmaps;
     Py_ssize_t num_frames, num_rules;
     /* nodes: parent and frame per id; a hash table of ids keyed by (parent, frame) */
     Vec node_parent, node_frame;
@@ -288,6 +289,8 @@ static int compute_row(Machine *m, int32_t state) {
      * DFA rows, and the distinct target vectors met so far with their states (k + 1 ints each) */
     int32_t stacks_local[LOCAL_STACKS], targets_local[LOCAL_STACKS], seen_local[(LOCAL_STACKS + 1) * 16];
     const int32_t *dfa_local[LOCAL_STACKS];
+    const uint8_t *cmap_local[LOCAL_STACKS];
+    const uint8_t **cmaps = cmap_local;
     int32_t *stacks = stacks_local, *targets = targets_local, *seen = seen_local;
     const int32_t **dfa_rows = dfa_local;
     Py_ssize_t seen_cap = 16, num_seen = 0, k = 0;
@@ -295,9 +298,10 @@ static int compute_row(Machine *m, int32_t state) {
         stacks = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
         targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
         dfa_rows = (const int32_t **)malloc(sizeof(int32_t *) * (size_t)len);
+        cmaps = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)len);
         seen = (int32_t *)malloc(sizeof(int32_t) * (size_t)(len + 1) * 16);
-        if (!stacks || !targets || !dfa_rows || !seen) {
-            free(stacks), free(targets), free((void *)dfa_rows), free(seen);
+        if (!stacks || !targets || !dfa_rows || !cmaps || !seen) {
+            free(stacks), free(targets), free((void *)dfa_rows), free((void *)cmaps), free(seen);
             PyErr_NoMemory();
             return -1;
         }
@@ -305,8 +309,10 @@ static int compute_row(Machine *m, int32_t state) {
     for (Py_ssize_t i = 0; i < len; i++) {
         int32_t n = m->state_pool.data[m->state_start.data[state] + i];
         if (n != 0) {
+            int32_t frame = m->node_frame.data[n];
             stacks[k] = n;
-            dfa_rows[k++] = m->dfa + (Py_ssize_t)m->node_frame.data[n] * 256;
+            cmaps[k] = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
+            dfa_rows[k++] = m->dfa + m->row_of[frame];
         }
     }
     int failed = 0;
@@ -314,7 +320,7 @@ static int compute_row(Machine *m, int32_t state) {
     for (int b = 0; b < 256 && !failed; b++) {
         int live = 0;
         for (Py_ssize_t i = 0; i < k; i++) {
-            targets[i] = dfa_rows[i][b];
+            targets[i] = dfa_rows[i][cmaps[i][b]];
             live |= targets[i] >= 0;
         }
         if (!live) {
@@ -364,6 +370,7 @@ static int compute_row(Machine *m, int32_t state) {
         free(stacks);
         free(targets);
         free((void *)dfa_rows);
+        free((void *)cmaps);
     }
     if (seen != seen_local)
         free(seen);
@@ -463,7 +470,7 @@ static int copy_array(PyObject *obj, void **dest, Py_ssize_t itemsize, Py_ssize_
 }
 
 static void machine_free_arrays(Machine *m) {
-    void *blocks[] = {m->dfa,         m->rule_of,        m->base,          m->call_start,         m->call_callee,
+    void *blocks[] = {m->dfa,         m->row_of,         m->classmaps,      m->rule_of,        m->base,          m->call_start,         m->call_callee,
                       m->call_ret,    m->flags,          m->node_slots,    m->state_slots,        m->node_parent.data,
                       m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_pool.data, m->state_start.data,
                       m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
@@ -479,31 +486,40 @@ static void Machine_dealloc(Machine *m) {
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
-/* Machine(dfa, flags, rule_of, base, call_start, call_callee, call_ret): int32 arrays except
- * flags (uint8); see the file's docstring. */
+/* Machine(dfa, row_of, classmaps, flags, rule_of, base, call_start, call_callee, call_ret): int32
+ * arrays except flags and classmaps (uint8; 256 a rule); see the file's docstring. */
 static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
-    PyObject *objs[7];
+    PyObject *objs[9];
     if (m->dfa) {
         PyErr_SetString(PyExc_RuntimeError, "Machine is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &objs[8]))
         return -1;
-    Py_ssize_t n_dfa, n_flags, n_rule_of, n_starts, n_callee, n_ret;
-    if (copy_array(objs[0], (void **)&m->dfa, 4, &n_dfa, "dfa") < 0 || copy_array(objs[1], (void **)&m->flags, 1, &n_flags, "flags") < 0
-        || copy_array(objs[2], (void **)&m->rule_of, 4, &n_rule_of, "rule_of") < 0
-        || copy_array(objs[3], (void **)&m->base, 4, &m->num_rules, "base") < 0
-        || copy_array(objs[4], (void **)&m->call_start, 4, &n_starts, "call_start") < 0
-        || copy_array(objs[5], (void **)&m->call_callee, 4, &n_callee, "call_callee") < 0
-        || copy_array(objs[6], (void **)&m->call_ret, 4, &n_ret, "call_ret") < 0)
+    Py_ssize_t n_dfa, n_row_of, n_cmaps, n_flags, n_rule_of, n_starts, n_callee, n_ret;
+    if (copy_array(objs[0], (void **)&m->dfa, 4, &n_dfa, "dfa") < 0 || copy_array(objs[1], (void **)&m->row_of, 4, &n_row_of, "row_of") < 0
+        || copy_array(objs[2], (void **)&m->classmaps, 1, &n_cmaps, "classmaps") < 0
+        || copy_array(objs[3], (void **)&m->flags, 1, &n_flags, "flags") < 0
+        || copy_array(objs[4], (void **)&m->rule_of, 4, &n_rule_of, "rule_of") < 0
+        || copy_array(objs[5], (void **)&m->base, 4, &m->num_rules, "base") < 0
+        || copy_array(objs[6], (void **)&m->call_start, 4, &n_starts, "call_start") < 0
+        || copy_array(objs[7], (void **)&m->call_callee, 4, &n_callee, "call_callee") < 0
+        || copy_array(objs[8], (void **)&m->call_ret, 4, &n_ret, "call_ret") < 0)
         return -1;
     Py_ssize_t frames = m->num_frames = n_flags;
-    int ok = frames > 0 && n_dfa == frames * 256 && n_rule_of == frames && n_starts == frames + 1 && n_callee == n_ret
-             && m->num_rules > 0 && m->call_start[0] == 0 && m->call_start[frames] == n_callee;
+    int ok = frames > 0 && n_row_of == frames && n_cmaps == m->num_rules * 256 && n_rule_of == frames && n_starts == frames + 1
+             && n_callee == n_ret && m->num_rules > 0 && m->call_start[0] == 0 && m->call_start[frames] == n_callee;
     for (Py_ssize_t i = 0; ok && i < n_dfa; i++)
         ok = m->dfa[i] >= -1 && m->dfa[i] < frames;
     for (Py_ssize_t i = 0; ok && i < frames; i++)
         ok = m->call_start[i] <= m->call_start[i + 1] && m->rule_of[i] >= 0 && m->rule_of[i] < m->num_rules;
+    for (Py_ssize_t i = 0; ok && i < frames; i++) { /* every class of the frame's rule lies in dfa */
+        const uint8_t *cm = m->classmaps + (Py_ssize_t)m->rule_of[i] * 256;
+        int width = 0;
+        for (int b = 0; b < 256; b++)
+            width = cm[b] + 1 > width ? cm[b] + 1 : width;
+        ok = m->row_of[i] >= 0 && (Py_ssize_t)m->row_of[i] + width <= n_dfa;
+    }
     for (Py_ssize_t i = 0; ok && i < n_callee; i++)
         ok = m->call_callee[i] >= 0 && m->call_callee[i] < frames && m->call_ret[i] >= 0 && m->call_ret[i] < frames;
     for (Py_ssize_t i = 0; ok && i < m->num_rules; i++)

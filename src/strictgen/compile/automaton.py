@@ -20,7 +20,7 @@ import numpy as np
 
 from strictgen import deadline, regular
 from strictgen.errors import GrammarSyntaxError, StrictgenError
-from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, NFABuilder, shared_nodes
+from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, NFABuilder, shared_nodes
 from strictgen.grammar.ir import Grammar, recursive_rules
 
 __all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "compile_automaton", "horizon_classes", "nullable_rules", "recursive_rules"]
@@ -175,11 +175,10 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     names = [grammar.root] + sorted(n for n in recursive if n != grammar.root)
     called = {n: i for i, n in enumerate(names) if n in recursive}
     shared = shared_nodes(grammar.rules.values())
-    regular_dfas: dict[int, regular.DFA] = {}
-    templates: dict = {}  # inlined rules and repeated items, built once for all the rules
+    memo = BuildMemo()  # pieces built once for all the rules
     raw: list[regular.DFA] = []
     for name in names:
-        builder = NFABuilder(grammar.rules, called, shared, regular_dfas, templates)
+        builder = NFABuilder(grammar.rules, called, shared, memo)
         start, final = builder.new(), builder.new()
         builder.build(grammar.rules[name], start, final)
         raw.append(regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from strictgen import deadline
+from strictgen.errors import GrammarTooLargeError
 
 from . import _machine
 from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
@@ -46,12 +47,18 @@ class PushdownMachine:
         rules = automaton.rules
         sizes = [r.num_states for r in rules]
         base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-        tables, flag_parts, call_counts, callees, returns = [], [], [], [], []
+        tables, row_parts, classmaps, flag_parts, call_counts, callees, returns = [], [], [], [], [], [], []
+        offset = 0
         for r, rule in enumerate(rules):
             b = int(base[r])
             deadline.check()
-            table = np.frombuffer(rule.dfa.table256(), dtype=np.int32).reshape(-1, 256)
-            tables.append(np.where(table >= 0, table + b, -1))
+            compact, classmap = rule.dfa.compact(b)  # rows by byte class, targets already global
+            k = len(compact) // (4 * rule.num_states)
+            table = np.frombuffer(compact, dtype=np.int32).reshape(-1, k)
+            tables.append(compact)
+            row_parts.append(offset + k * np.arange(rule.num_states, dtype=np.int64))
+            offset += len(compact) // 4
+            classmaps.append(classmap)
             accepting = np.frombuffer(rule.dfa.accepting(), dtype=np.uint8).astype(bool)
             start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
             counts = np.diff(start)
@@ -62,13 +69,14 @@ class PushdownMachine:
             call_counts.append(counts)
             callees.append(base[callee])
             returns.append(ret + b)
-        dfa_table = np.concatenate(tables).astype(np.int32)
+        if offset > np.iinfo(np.int32).max:
+            raise GrammarTooLargeError("grammar too large: its automaton tables pass 2**31 entries")
         flags = np.concatenate(flag_parts).astype(np.uint8)
         rule_of = np.repeat(np.arange(len(rules), dtype=np.int32), sizes)
         call_start = np.concatenate([[0], np.cumsum(np.concatenate(call_counts))]).astype(np.int32)
         self._core = _machine.Machine(
-            dfa_table.reshape(-1), flags, rule_of, base, call_start,
-            np.concatenate(callees).astype(np.int32), np.concatenate(returns).astype(np.int32),
+            np.frombuffer(b"".join(tables), dtype=np.int32), np.concatenate(row_parts).astype(np.int32), np.frombuffer(b"".join(classmaps), dtype=np.uint8),
+            flags, rule_of, base, call_start, np.concatenate(callees).astype(np.int32), np.concatenate(returns).astype(np.int32),
         )
         self.start = self._core.start
         self.accepting = _Accepting(self._core)

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 
 from strictgen import deadline, regular
-from strictgen.errors import GrammarTooLargeError, StrictgenError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 from strictgen.regular.utf8 import utf8_sequences
 
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Literal, Repeat, RuleRef, Seq, Spelled
@@ -48,31 +48,45 @@ def shared_nodes(rules) -> set[int]:
     return {k for k, n in parents.items() if n > 1}
 
 
+class BuildMemo:
+    """What the builders of one compile share, by node id: minimal DFAs (of intersections,
+    differences, spelled strings, and of call-free pieces that are embedded rather than built
+    again), the pieces whose DFA would outgrow their NFA, templates and call-freedom (these two
+    hold for one `called` map: builders of sub-automata, which call nothing, get `sub`)."""
+
+    def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None):
+        self.dfas: dict[int, regular.DFA] = {} if dfas is None else dfas
+        self.too_big: set[int] = set() if too_big is None else too_big
+        self.templates: dict[tuple, tuple[regular.NFA, int, int] | None] = {}
+        self.call_free: dict[int, bool] = {}
+        self.embedding: set[int] = set()  # pieces whose DFA is being made (a rule met inside itself)
+        self._sub: BuildMemo | None = None
+
+    @property
+    def sub(self) -> BuildMemo:
+        if self._sub is None:
+            self._sub = BuildMemo(self.dfas, self.too_big)
+            self._sub._sub = self._sub
+        return self._sub
+
+
 class NFABuilder:
     """Adds IR expressions to one core NFA. `called` maps the rules kept as calls to their index
-    (they become call edges); other rule references are inlined. `regular` memoises the DFAs of
-    intersections and differences by node id for a whole compile.
+    (they become call edges); other rule references are inlined.
 
-    What is copied many times (an inlined rule, the item of a counted repeat) is built once into
-    an NFA of its own, a template, and spliced in by the core at each further use: Python walks
-    each such expression once however often it is inlined. `templates` is shared by the builders
-    of one compile that have the same `called`."""
+    What is built again and again (a shared piece towards another end, an inlined rule, the item
+    of a counted repeat) costs Python one walk, not one a use: a piece that calls no rule becomes
+    its minimal DFA, embedded by the core at each use, when that DFA is no bigger than its NFA;
+    any other piece is built once into an NFA of its own, a template, that the core splices in."""
 
-    def __init__(
-        self,
-        rules: dict[str, Expr],
-        called: dict[str, int],
-        shared: set[int],
-        regular_dfas: dict[int, regular.DFA],
-        templates: dict[tuple, tuple[regular.NFA, int, int]] | None = None,
-    ):
+    def __init__(self, rules: dict[str, Expr], called: dict[str, int], shared: set[int], memo: BuildMemo | None = None):
         self.rules = rules
         self.called = called
         self.nfa = regular.NFA()
         self._charset_cache: dict[tuple, list] = {}
         self._shared = shared
-        self._regular = regular_dfas
-        self._templates = {} if templates is None else templates
+        self._memo = BuildMemo() if memo is None else memo
+        self._regular = self._memo.dfas
         # a shared sub-expression built towards the same end state is built once: its fragment's
         # private entry state is reused, which keeps DAG-shaped IR (e.g. from JSON Schema) linear
         self._fragments: dict[tuple[int, int], int] = {}
@@ -92,7 +106,8 @@ class NFABuilder:
             entry = self._fragments.get(key)
             if entry is None:
                 entry = self._fragments[key] = self.new()
-                self._build(expr, entry, end)
+                if not self._embed(expr, entry, end):
+                    self._build(expr, entry, end)
             self.nfa.add_eps(start, entry)
             return
         self._build(expr, start, end)
@@ -149,24 +164,98 @@ class NFABuilder:
         if not isinstance(expr, _COMPOSITE):
             self._build(expr, start, end)  # a few edges: cheaper built than spliced
             return
-        got = self._templates.get(key)
+        templates = self._memo.templates
+        if key not in templates and self._embed(expr, start, end):
+            return
+        got = templates.get(key)
         if got is None:
-            if key in self._templates:  # None: being built
+            if key in templates:  # None: being built
                 raise _RecursiveRule(key[1])
-            self._templates[key] = None
+            templates[key] = None
             try:
-                sub = NFABuilder(self.rules, self.called, self._shared, self._regular, self._templates)
+                sub = NFABuilder(self.rules, self.called, self._shared, self._memo)
                 sub._charset_cache = self._charset_cache
                 s, f = sub.new(), sub.new()
                 sub._build(expr, s, f)  # not build(): expr itself is what is being templated
             except BaseException:
-                del self._templates[key]
+                del templates[key]
                 raise
-            got = self._templates[key] = (sub.nfa, s, f)
+            got = templates[key] = (sub.nfa, s, f)
         self.nfa.splice(got[0], got[1], got[2], start, end)
+        self._check_size()
+
+    def _embed(self, expr: Expr, start: int, end: int) -> bool:
+        """Embed the minimal DFA of a composite piece that calls no rule, when it is no bigger
+        than the NFA it stands for (else False: build it)."""
+        if not isinstance(expr, _COMPOSITE):
+            return False
+        memo = self._memo
+        dfa = memo.dfas.get(id(expr))
+        if dfa is None:
+            if id(expr) in memo.too_big or id(expr) in memo.embedding or not self._calls_nothing(expr):
+                return False
+            memo.embedding.add(id(expr))
+            try:
+                nfa, s, f = self.sub_nfa(expr)
+                dfa = regular.determinize(nfa, s, f, max(64, nfa.num_states), "bigger than its NFA")
+            except CompileTimeoutError:
+                raise
+            except GrammarTooLargeError:
+                memo.too_big.add(id(expr))
+                return False
+            finally:
+                memo.embedding.discard(id(expr))
+            dfa = memo.dfas[id(expr)] = regular.minimal(dfa)
+        self.nfa.embed(dfa, start, end)
+        self._check_size()
+        return True
+
+    def _check_size(self) -> None:
         deadline.check()
         if self.nfa.num_states > MAX_NFA_STATES:
             raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
+
+    def _calls_nothing(self, expr: Expr) -> bool:
+        """Does `expr`, with the rules it inlines, reach no call edge? (Iterative over the DAG;
+        remembered by node for this `called`.)"""
+        memo = self._memo.call_free
+        if not self.called:
+            return True
+        if isinstance(expr, RuleRef) and expr.name in self.called:
+            return False
+        if id(expr) in memo:
+            return memo[id(expr)]
+        stack = [(expr, iter(self._parts(expr)), True)]
+        while stack:
+            x, parts, free = stack[-1]
+            part = next(parts, None)
+            if part is None:
+                stack.pop()
+                memo[id(x)] = free
+                if stack and not free:
+                    stack[-1] = (stack[-1][0], stack[-1][1], False)
+                continue
+            got = memo.get(id(part))
+            if got is None:
+                if isinstance(part, RuleRef) and part.name in self.called:
+                    got = memo[id(part)] = False
+                else:
+                    stack.append((part, iter(self._parts(part)), True))
+                    continue
+            if not got:
+                stack[-1] = (x, parts, False)
+        return memo[id(expr)]
+
+    def _parts(self, x: Expr) -> tuple:
+        if isinstance(x, (Seq, Alt, Intersect)):
+            return x.items
+        if isinstance(x, (Repeat, Spelled)):
+            return (x.item,)
+        if isinstance(x, Difference):
+            return (x.base, x.minus)
+        if isinstance(x, RuleRef):
+            return () if x.name in self.called else (self.rules[x.name],) if x.name in self.rules else ()
+        return ()
 
     def regular_dfa(self, expr: Expr) -> regular.DFA:
         """The minimal DFA of a regular expression of the IR, Intersect and Difference included
@@ -190,10 +279,11 @@ class NFABuilder:
 
     def sub_nfa(self, expr: Expr) -> tuple[regular.NFA, int, int]:
         """A fresh NFA of `expr` alone (rule references inlined; recursive ones refused)."""
-        sub = NFABuilder(self.rules, {}, self._shared, self._regular)
+        sub = NFABuilder(self.rules, {}, self._shared, self._memo.sub)
+        sub._charset_cache = self._charset_cache
         start, final = sub.new(), sub.new()
         try:
-            sub.build(expr, start, final)
+            sub._build(expr, start, final)  # not build(): a shared expr would ask for its own DFA
         except _RecursiveRule as exc:
             raise StrictgenError("an intersection or difference may only combine regular languages, not recursive rules") from exc
         return sub.nfa, start, final
@@ -296,7 +386,7 @@ class Language:
     by the core, each determinised only as far as the question needs."""
 
     def __init__(self, expr: Expr, rules: dict[str, Expr] | None = None):
-        self._builder = NFABuilder(rules or {}, {}, shared_nodes([expr]), {})
+        self._builder = NFABuilder(rules or {}, {}, shared_nodes([expr]))
         self.operands: list[tuple[regular.Lazy, bool]] = []
         self._add(expr, True)
 
@@ -325,7 +415,7 @@ class Language:
 def regular_dfa(expr: Expr) -> regular.DFA:
     """The minimal, trimmed DFA of a regular expression without rule references (an empty
     language gives one dead state: `dfa.can_finish()` is False)."""
-    return NFABuilder({}, {}, shared_nodes([expr]), {}).regular_dfa(expr)
+    return NFABuilder({}, {}, shared_nodes([expr])).regular_dfa(expr)
 
 
 def dfa_size(expr: Expr) -> int | None:

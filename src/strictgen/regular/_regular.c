@@ -1617,6 +1617,23 @@ static PyObject *DFA_table256(DFA *d, PyObject *noargs) {
     return out;
 }
 
+/* compact(base=0): (n x k int32 next states plus base, -1 kept for dead; the 256-byte classmap),
+ * the table by byte class as the pushdown machine stores it (a dense 256 row a state would be
+ * 256 / k times larger). */
+static PyObject *DFA_compact(DFA *d, PyObject *args) {
+    long base = 0;
+    if (!PyArg_ParseTuple(args, "|l", &base))
+        return NULL;
+    Py_ssize_t n = (Py_ssize_t)d->n * d->k;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int32_t) * n);
+    if (!out)
+        return NULL;
+    int32_t *p = (int32_t *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++)
+        p[i] = d->table[i] >= 0 ? d->table[i] + (int32_t)base : -1;
+    return Py_BuildValue("(Ny#)", out, (const char *)d->classmap, (Py_ssize_t)256);
+}
+
 static PyObject *DFA_accepting(DFA *d, PyObject *noargs) { return PyBytes_FromStringAndSize((const char *)d->acc, d->n); }
 
 static PyObject *DFA_call_arrays(DFA *d, PyObject *noargs) {
@@ -1722,6 +1739,7 @@ static PyMethodDef DFA_methods[] = {
     {"shortest", (PyCFunction)DFA_shortest, METH_NOARGS, "A shortest accepted byte string, or None."},
     {"refine", (PyCFunction)DFA_refine, METH_VARARGS, "refine(rounds, deadline=0): (Moore classes as int32 bytes, stable round or -1)."},
     {"table256", (PyCFunction)DFA_table256, METH_NOARGS, "n x 256 int32 next states (-1 dead), as bytes."},
+    {"compact", (PyCFunction)DFA_compact, METH_VARARGS, "compact(base=0): (n x k int32 next states + base (-1 dead), 256-byte classmap)."},
     {"accepting", (PyCFunction)DFA_accepting, METH_NOARGS, "n accepting flags, as bytes."},
     {"call_arrays", (PyCFunction)DFA_call_arrays, METH_NOARGS, "(call_start, callee, return) as int32 bytes."},
     {"calls", (PyCFunction)DFA_calls, METH_O, "calls(s): [(callee, return state)] sorted by callee."},
