@@ -153,6 +153,7 @@ class _Run:
         self._pool: ThreadPoolExecutor | None = None
         self._fed = False  # has this run made its first forward pass?
         self.matcher = GrammarMatcher(grammar) if grammar is not None else None
+        self.keep = grammar.marker_tokens if grammar is not None else {}  # special tokens that are output text
         self.budget = TokenBudget(grammar) if grammar is not None and config.truncation_safe else None
         if self.budget is not None:
             self.budget.check(config.max_tokens)
@@ -181,7 +182,7 @@ class _Run:
         return bool((row != DEAD).any())
 
     def _text(self) -> bytes:
-        return self.model.detokenize(self.out)[self.owed :]
+        return self.model.detokenize(self.out, self.keep)[self.owed :]
 
     # ---- jump-forward ----
 
@@ -217,6 +218,8 @@ class _Run:
         """Token healing: take back the last forced token when the grammar allows a longer token
         beginning with its bytes; the next choice is then among those tokens and itself."""
         last = self.out[-1]
+        if self.model.tokenizer_info.is_special[last]:
+            return  # a marker token: nothing longer begins with it
         longer = token_prefixes(self.model.tokenizer_info).extending(self.model.token_bytes(last))
         if not len(longer) or self._grammar_done():
             return
@@ -237,13 +240,14 @@ class _Run:
         forced_b = forced.encode("utf-8")
         for back in range(min(RETOKENIZE_BACKOFF, len(self.out)), -1, -1):
             tail = self.out[len(self.out) - back :] if back else []
-            data = self.model.detokenize(tail) + forced_b
+            data = self.model.detokenize(tail, self.keep) + forced_b
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 continue  # the tail starts inside a character: back off less
-            ids = self.model.tokenize(text)
-            if self.model.detokenize(ids) != data or any(self.model.tokenizer_info.is_special[i] for i in ids):
+            ids = self.model.tokenize(text, special=bool(self.keep))  # a forced marker as its token
+            special = self.model.tokenizer_info.is_special
+            if self.model.detokenize(ids, self.keep) != data or any(special[i] and i not in self.keep for i in ids):
                 continue
             return self.out[: len(self.out) - back] + ids
         # the model's tokenizer does not spell the text back exactly (a SentencePiece tokenizer adds a
@@ -281,7 +285,7 @@ class _Run:
         used = 0
         added = 0
         for t in toks:
-            used += len(self.model.token_bytes(t))
+            used += len(self.model.token_bytes(t, self.keep))
             if used > max_bytes:
                 break
             self.matcher.accept_token(t)
