@@ -40,6 +40,7 @@ from strictgen.runtime.matcher import GrammarMatcher
 
 from .kv_cache import KVSequence, common_prefix
 from .model import Model
+from .reasoning_limit import DONE, INSIDE, ReasoningLimit
 from .sampling import Sampler, SamplingParams
 
 # how many of the last output tokens jump-forward re-encodes together with the forced text
@@ -64,6 +65,8 @@ class GenerationConfig:
     # called after every step (after on_progress) with the output text's bytes so far: what streaming
     # shows (a healed prompt's last token is partly prompt, so ids alone do not give the text)
     on_text: Callable[[bytes], None] | None = None
+    # a bound on the reasoning block the output starts with: at it, the close marker is forced
+    reasoning_limit: ReasoningLimit | None = None
 
     def __post_init__(self):
         if self.max_tokens < 1:
@@ -90,6 +93,7 @@ class GenerationStats:
     guarded: int = 0  # steps where the guard overruled the first choice
     total_s: float = 0.0
     ended_by_eos: bool = False
+    reasoning_cut: bool = False  # the reasoning budget ran out and its close marker was forced
 
     @property
     def passes_saved(self) -> int:
@@ -154,6 +158,9 @@ class _Run:
         self._fed = False  # has this run made its first forward pass?
         self.matcher = GrammarMatcher(grammar) if grammar is not None else None
         self.keep = grammar.marker_tokens if grammar is not None else {}  # special tokens that are output text
+        limit = config.reasoning_limit
+        self._reasoning_from: int | None = 0 if limit is not None and limit.starts_inside else None  # output index
+        self._reasoning_done = limit is None
         self.budget = TokenBudget(grammar) if grammar is not None and config.truncation_safe else None
         if self.budget is not None:
             self.budget.check(config.max_tokens)
@@ -188,22 +195,24 @@ class _Run:
 
     def _jump_forward(self) -> None:
         """Append what the grammar forces now, re-encoding the boundary with the model's tokenizer."""
+        forced = self.matcher.find_jump_forward_string()
+        if forced:
+            self._append_forced(forced)
+
+    def _append_forced(self, forced: str) -> bool:
+        """Append `forced` (text the grammar forces, or a reasoning block's close marker), the
+        boundary re-encoded; within the token budget. False: it could not be appended."""
         m = self.matcher
-        forced = m.find_jump_forward_string()
-        if not forced:
-            return
         before = list(self.out)
         new_out = self._retokenized(forced)
-        if new_out is None:
-            return
-        if not self._replace_output(new_out):
-            return
+        if new_out is None or not self._replace_output(new_out):
+            return False
         if self.budget is not None and self.budget.tokens_needed(m.state) > self.remaining:
             # the model's tokenization of the forced text is too long for the budget: take the
             # shortest-completion tokens inside the forced text instead (always within budget)
             self._replace_output(before)
             self._force_canonical(len(forced.encode("utf-8")))
-            return
+            return True
         if len(self.out) > self.config.max_tokens:  # no budget guard: cut to max_tokens
             self._replace_output(self.out[: self.config.max_tokens])
         self.stats.jumps += 1
@@ -211,8 +220,29 @@ class _Run:
         if kept < len(before):
             self.stats.retokenized += 1
         self.stats.forced_tokens += len(self.out) - len(before)
-        if self.config.token_healing and self.origin and self.origin[-1]:
+        if self.config.token_healing and self.origin and self.origin[-1] and m is not None:
             self._back_off_boundary()
+        return True
+
+    def _limit_reasoning(self) -> None:
+        """Force the reasoning block's close marker once the block used its token budget
+        (strictgen.engine.reasoning_limit); then what the grammar forces after it."""
+        if self._reasoning_done:
+            return
+        limit = self.config.reasoning_limit
+        phase = limit.phase(self._text())
+        if phase == DONE:
+            self._reasoning_done = True
+        if phase != INSIDE:
+            return
+        if self._reasoning_from is None:
+            self._reasoning_from = len(self.out)  # the tokens after the one that opened the block count
+        if len(self.out) - self._reasoning_from < limit.max_tokens:
+            return
+        self._reasoning_done = True
+        self.stats.reasoning_cut = True
+        if self._append_forced(limit.close) and self.matcher is not None and self.config.jump_forward:
+            self._jump_forward()
 
     def _back_off_boundary(self) -> None:
         """Token healing: take back the last forced token when the grammar allows a longer token
@@ -262,6 +292,9 @@ class _Run:
         m = self.matcher
         keep = common_prefix(self.out, new_out)
         origin = self.origin[:keep] + [True] * (len(new_out) - keep)
+        if m is None:  # unconstrained: nothing to check
+            self.out, self.origin = list(new_out), origin
+            return True
         undo = len(self.out) - keep
         if undo:
             m.rollback(undo)
@@ -379,6 +412,7 @@ class _Run:
         self._first = True
         if self.matcher is not None and self.config.jump_forward:
             self._jump_forward()
+        self._limit_reasoning()
         if self.config.heal_prompt and self.config.token_healing and self.matcher is None:
             self._heal_prompt()
 
@@ -442,6 +476,7 @@ class _Run:
         self.origin.append(False)
         if self.matcher is not None and cfg.jump_forward:
             self._jump_forward()
+        self._limit_reasoning()
         if cfg.stop and self._cut_at_stop():  # after jump-forward: forced text may hold a stop string
             return "stop"
         if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:
