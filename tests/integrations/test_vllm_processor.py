@@ -346,7 +346,7 @@ def test_structural_tag_as_vllm_writes_it(config, hf_tokenizer):
     with pytest.raises(VLLMValidationError, match="pattern"):
         validate_logits_processors_parameters([FQCN], chat_params({"strictgen_structural_tag": '{"type": "regex"}'}))
 
-    processor = StrictgenLogitsProcessor(config, torch.device("cpu"), False)
+    processor = StrictgenLogitsProcessor(SimpleNamespace(model_config=config.model_config), torch.device("cpu"), False)  # its own engine
     builder, output = BatchUpdateBuilder(), []
     builder.added.append((0, chat_params({"strictgen_structural_tag": tag}), [1], output))
     processor.update_state(builder.get_and_reset(1))
