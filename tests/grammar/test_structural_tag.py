@@ -24,6 +24,10 @@ CASES = [
     ({"type": "triggered_tags", "triggers": ["<f>"], "tags": [CALL], "at_least_one": True, "stop_after_first": True}, ['x <f>{"q": "x"}</f>'], ["x", 'x <f>{"q": "x"}</f> y']),
     ({"type": "tags_with_separator", "tags": [CALL], "separator": ",", "at_least_one": True}, ['<f>{"q": "x"}</f>,<f>{"q": "y"}</f>'], ["", '<f>{"q": "x"}</f>,']),
     ({"type": "tags_with_separator", "tags": [CALL], "separator": ","}, ["", '<f>{"q": "x"}</f>'], ["x"]),
+    # xgrammar's `excludes`, and its default fields as SGLang writes them (through xgrammar's model)
+    ({"type": "any_text", "excludes": ["bad"], "max_chars": None}, ["good", "ba d"], ["so bad", "bad"]),
+    ({"type": "triggered_tags", "triggers": ["<f>"], "tags": [CALL], "excludes": ["!"], "at_least_one": False}, ['a <f>{"q": "!"}</f>'], ["a!"]),
+    ({"type": "json_schema", "json_schema": SCHEMA, "style": "json", "any_order": False, "max_whitespace_cnt": None, "excludes": []}, ['{"q": "a"}'], ["{}"]),
 ]
 
 
@@ -51,6 +55,8 @@ def test_older_vllm_form_and_cache(compiler):
     g = compiler.compile_structural_tag(tag, whitespace="spaced")
     assert _accepts(g, 'x <f>{"q": "z"}</f>') and not _accepts(g, "x <f>{}</f>")
     assert compiler.compile_structural_tag(tag, whitespace="spaced") is g
+    g = compiler.compile_structural_tag({**tag, "at_least_one": True}, whitespace="spaced")  # SGLang's legacy field
+    assert _accepts(g, 'x <f>{"q": "z"}</f>') and not _accepts(g, "x")
 
 
 @pytest.mark.parametrize(
@@ -60,6 +66,11 @@ def test_older_vllm_form_and_cache(compiler):
         ({"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "const_string"}]}}, "/format/elements/0"),
         ({"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<g>"], "tags": [CALL]}}, "/format/tags/0/begin"),
         ({"type": "structural_tag"}, "/"),
+        # xgrammar fields strictgen does not enforce are refused unless they hold their default
+        ({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": SCHEMA, "style": "qwen_xml"}}, "/format/style"),
+        ({"type": "structural_tag", "format": {"type": "json_schema", "json_schema": SCHEMA, "max_whitespace_cnt": 2}}, "/format/max_whitespace_cnt"),
+        ({"type": "structural_tag", "format": {"type": "any_text", "max_tokens": 5}}, "/format/max_tokens"),
+        ({"type": "structural_tag", "format": {"type": "grammar", "grammar": "start: x", "syntax": "lark"}}, "/format/syntax"),
         ("not json", "/"),
     ],
 )

@@ -37,6 +37,7 @@ from tests.integrations.triton_stand_in import imported  # noqa: E402
 
 with imported():
     from sglang.srt.arg_groups.choices import GRAMMAR_BACKEND_CHOICES
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
     from sglang.srt.constrained.base_grammar_backend import (
         GRAMMAR_BACKEND_REGISTRY,
         BaseGrammarBackend,
@@ -91,14 +92,14 @@ def test_register_makes_it_a_launch_choice(backend):
     assert "strictgen" in GRAMMAR_BACKEND_REGISTRY
 
 
-def test_scheduler_cycles_end_in_valid_documents(backend, tokenizer):
-    rng = np.random.default_rng(3)
+def drive(grammars, tokenizer, seed: int, favour: str = "") -> tuple[list[str], int, int]:
+    """SGLang's scheduler cycle over `grammars` until each ends: the batch mask (filled, moved,
+    applied), accept, jump-forward with re-tokenization. Returns the texts, steps and jumps.
+    A few ending tokens (and those of `favour`) are favoured so documents end in a few steps."""
+    rng = np.random.default_rng(seed)
     eos = tokenizer.eos_token_id
-    favoured = np.array([eos, *(tokenizer.convert_tokens_to_ids(t) for t in ['"', "}", ",", "5", ")", "m", "@", "true"])])
-    keys = [("json", json.dumps(SCHEMA)), ("regex", EMAIL), ("ebnf", GBNF), ("json", "$$ANY$$"), ("json", json.dumps(SCHEMA))]
-    grammars, hits = zip(*(get_grammar(backend, k) for k in keys))
-    assert hits == (False, False, False, False, True)  # the repeated schema is a copy from the cache
-    assert all(isinstance(g, StrictgenGrammar) for g in grammars)
+    ending = [tokenizer.convert_tokens_to_ids(t) for t in ['"', "}", ",", "5", ")", "m", "@", "true"]]
+    favoured = np.array([eos, *ending, *tokenizer.encode(favour, add_special_tokens=False)])
     outputs = [[] for _ in grammars]
     jumps = 0
     batch = SamplingBatchInfo.__new__(SamplingBatchInfo)  # only the fields update_regex_vocab_mask reads
@@ -128,9 +129,17 @@ def test_scheduler_cycles_end_in_valid_documents(backend, tokenizer):
                 out[:] = new_ids
                 jumps += 1
     assert all(g.finished for g in grammars), [tokenizer.decode(o) for o in outputs]
+    return [tokenizer.decode([t for t in o if t != eos]) for o in outputs], step + 1, jumps
+
+
+def test_scheduler_cycles_end_in_valid_documents(backend, tokenizer):
+    keys = [("json", json.dumps(SCHEMA)), ("regex", EMAIL), ("ebnf", GBNF), ("json", "$$ANY$$"), ("json", json.dumps(SCHEMA))]
+    grammars, hits = zip(*(get_grammar(backend, k) for k in keys))
+    assert hits == (False, False, False, False, True)  # the repeated schema is a copy from the cache
+    assert all(isinstance(g, StrictgenGrammar) for g in grammars)
+    texts, steps, jumps = drive(grammars, tokenizer, seed=3)
     assert jumps > 0
-    texts = [tokenizer.decode([t for t in o if t != eos]) for o in outputs]
-    print(f"\nSGLang driver: {step + 1} steps, {jumps} jump-forwards", *(f"{k[0]}: {t!r}" for k, t in zip(keys, texts)), sep="\n  ")
+    print(f"\nSGLang driver: {steps} steps, {jumps} jump-forwards", *(f"{k[0]}: {t!r}" for k, t in zip(keys, texts)), sep="\n  ")
     jsonschema.validate(json.loads(texts[0]), SCHEMA)
     assert re.fullmatch(EMAIL, texts[1]), texts[1]
     assert re.fullmatch(r"\([0-9x](,[0-9x]){0,2}\)", texts[2]), texts[2]
@@ -163,7 +172,8 @@ def test_bad_formats_come_back_invalid_with_our_message(backend):
         ("json", '{"type": "string", "minLength": "x"}'): "minLength",
         ("regex", "(ab"): "position",
         ("ebnf", 'root ::= "a" missing'): "missing",
-        ("structural_tag", "{}"): "structural tags",
+        ("structural_tag", "{}"): "type",
+        ("structural_tag", '{"type": "structural_tag", "format": {"type": "regex"}}'): "pattern",
     }
     for (kind, text), words in bad.items():
         got = backend._init_value_dispatch((kind, text), False)
@@ -181,3 +191,34 @@ def test_launcher_registers_then_hands_the_arguments_to_sglang():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "--grammar-backend" in run.stdout and "strictgen" in run.stdout
+
+
+def sglang_structural_tag(response_format: dict) -> str:
+    """The `structural_tag` sampling parameter SGLang's OpenAI server makes of a response format
+    (its own ChatCompletionRequest.to_sampling_params; the new form goes through xgrammar's
+    StructuralTag model where xgrammar is installed, which writes every default field)."""
+    request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], response_format=response_format)
+    return request.to_sampling_params([], {})["structural_tag"]
+
+
+def test_structural_tags_as_sglang_sends_them(backend, tokenizer):
+    number = {"type": "integer", "minimum": 0, "maximum": 99}
+    new = sglang_structural_tag({"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "n="},
+        {"type": "tag", "begin": "<n>", "content": {"type": "json_schema", "json_schema": number}, "end": "</n>"},
+    ]}})
+    legacy = sglang_structural_tag({"type": "structural_tag", "triggers": ["<n>"], "at_least_one": True,
+                                    "structures": [{"begin": "<n>", "schema": number, "end": "</n>"}]})
+    assert json.loads(legacy)["at_least_one"] is True
+    grammars, hits = zip(*(get_grammar(backend, ("structural_tag", k)) for k in (new, legacy)))
+    assert not any(hits) and all(isinstance(g, StrictgenGrammar) for g in grammars)
+    texts, _, _ = drive(grammars, tokenizer, seed=5, favour="<n>")
+    print("\nSGLang structural tags:", texts)
+    m = re.fullmatch(r"n=<n>(.*)</n>", texts[0], flags=re.S)
+    assert m, texts[0]
+    jsonschema.validate(json.loads(m.group(1)), number)
+    calls = re.findall(r"<n>(.*?)</n>", texts[1], flags=re.S)
+    assert calls, texts[1]  # at_least_one: a call is there
+    for call in calls:
+        jsonschema.validate(json.loads(call), number)
+    assert "<n>" not in re.sub(r"<n>.*?</n>", "", texts[1], flags=re.S)  # free text opens no unfinished call

@@ -328,3 +328,33 @@ def test_strictgen_import_loads_no_engine():
     code = "import sys, strictgen, strictgen.integrations; print(any(m.split('.')[0] in ('vllm', 'sglang') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_structural_tag_as_vllm_writes_it(config, hf_tokenizer):
+    """`strictgen_structural_tag` takes the JSON text vLLM's own server puts in
+    `structured_outputs.structural_tag` for a `structural_tag` response format."""
+    number = {"type": "integer", "minimum": 0, "maximum": 99}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": {
+        "type": "structural_tag", "format": {"type": "sequence", "elements": [
+            {"type": "const_string", "value": "n="},
+            {"type": "tag", "begin": "<n>", "content": {"type": "json_schema", "json_schema": number}, "end": "</n>"}]}}}
+    tag = ChatCompletionRequest(**body).to_sampling_params(48, {}).structured_outputs.structural_tag
+    assert isinstance(tag, str)
+    validate_logits_processors_parameters([FQCN], chat_params({"strictgen_structural_tag": tag}))
+    from vllm.exceptions import VLLMValidationError
+
+    with pytest.raises(VLLMValidationError, match="pattern"):
+        validate_logits_processors_parameters([FQCN], chat_params({"strictgen_structural_tag": '{"type": "regex"}'}))
+
+    processor = StrictgenLogitsProcessor(SimpleNamespace(model_config=config.model_config), torch.device("cpu"), False)  # its own engine
+    builder, output = BatchUpdateBuilder(), []
+    builder.added.append((0, chat_params({"strictgen_structural_tag": tag}), [1], output))
+    processor.update_state(builder.get_and_reset(1))
+    rng, eos = np.random.default_rng(11), hf_tokenizer.eos_token_id
+    while not output or output[-1] != eos:
+        assert len(output) < 48, hf_tokenizer.decode(output)
+        output.append(int(torch.argmax(processor.apply(model_logits(rng, 1, np.array([eos])))[0])))
+    text = hf_tokenizer.decode(output[:-1])
+    m = re.fullmatch(r"n=<n>(.*)</n>", text, flags=re.S)
+    assert m, text
+    jsonschema.validate(json.loads(m.group(1)), number)

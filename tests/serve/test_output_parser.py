@@ -80,3 +80,20 @@ def test_responses_events_validate_and_add_up(text, finish):
     done = [e.item for e in events if e.type == "response.output_item.done"]
     assert [i.model_dump() for i in done] == [o.model_dump() for o in final.output]
     assert [e.output_index for e in events if e.type == "response.output_item.added"] == list(range(len(final.output)))
+
+
+def test_harmony_call_right_after_the_analysis_channel():
+    """Harmony's call opens with a space (` to=functions.N`) that follows the analysis channel's
+    close directly; the layout strip after a reasoning block must not eat it, in any prefix."""
+    from strictgen.serve.tools.families import FAMILIES
+    from strictgen.serve.tools.reasoning import Reasoning
+
+    harmony = next(f for f in FAMILIES if f.name == "harmony")
+    r = Reasoning("<|channel|>analysis<|message|>", "<|end|><|start|>assistant")
+    text = r.open + "hm" + r.close + harmony.render([("get_weather", {"city": "Paris"})])
+    final = parse_output(text, harmony, None, r, final=True)
+    assert (final.reasoning, final.content) == ("hm", "")
+    assert [(c.name, c.arguments) for c in final.calls] == [("get_weather", '{"city": "Paris"}')]
+    for cut in range(len(text) + 1):
+        p = parse_output(text[:cut], harmony, None, r, final=False)
+        assert p.content == "" and final.reasoning.startswith(p.reasoning), text[:cut]

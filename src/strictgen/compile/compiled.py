@@ -14,6 +14,23 @@ if TYPE_CHECKING:
     from strictgen.tokenizer.info import TokenizerInfo
 
 
+def marker_tokens(markers, info: "TokenizerInfo") -> dict[int, bytes]:
+    """The special tokens (not EOS) whose text lies inside one of the grammar's `markers`, with
+    that text: `<|python_tag|>` where the vocabulary has it as one token. Empty without markers."""
+    texts = [m.encode("utf-8") for m in markers if m]
+    if not texts:
+        return {}
+    eos = set(info.eos_token_ids)
+    out = {}
+    for i in info.special_token_ids:
+        if i in eos or i >= len(info.all_token_bytes):
+            continue
+        data = info.token_bytes(i)
+        if data and any(data in t for t in texts):
+            out[i] = data
+    return out
+
+
 class CompiledGrammar:
     """Immutable to its users; the machine and mask caches inside grow lazily and are thread-safe."""
 
@@ -23,7 +40,9 @@ class CompiledGrammar:
         self.source = source
         self.automaton = compile_automaton(grammar)
         self.machine = PushdownMachine(self.automaton)
-        self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids)
+        self.marker_tokens = marker_tokens(grammar.markers, tokenizer_info)
+        self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
+                                  markers=self.marker_tokens)
 
     def __repr__(self) -> str:
         rules = len(self.automaton.rules)

@@ -31,15 +31,20 @@ _UTF8_LEADS[0xC2:0xF5] = True
 class TokenMasker:
     """Caches the allowed-token bitmask of each machine state for one vocabulary."""
 
-    def __init__(self, machine: PushdownMachine, trie: VocabTrie, vocab_size: int, eos_token_ids, max_cached: int = 4096):
+    def __init__(self, machine: PushdownMachine, trie: VocabTrie, vocab_size: int, eos_token_ids, max_cached: int = 4096,
+                 markers: dict[int, bytes] | None = None):
         self.machine = machine
+        # special tokens that stand for their text (CompiledGrammar.marker_tokens): allowed where
+        # the machine reads that text, so the horizon covers the longest of them too
+        self.markers = sorted((markers or {}).items())
+        longest = max((len(b) for _, b in self.markers), default=0)
         self.trie = trie
         self.vocab_size = vocab_size
         self.eos = np.asarray(sorted(eos_token_ids), dtype=np.int64)
         self.max_cached = max_cached
         self._cache: OrderedDict[object, np.ndarray] = OrderedDict()  # by state, and by horizon key
         self._lock = threading.Lock()
-        self._horizon = HorizonKeys(machine, trie.depth + 1)  # a token reads at most trie.depth bytes
+        self._horizon = HorizonKeys(machine, max(trie.depth, longest) + 1)  # the most bytes a token reads
         self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
 
     def _with_eos(self, packed: np.ndarray) -> np.ndarray:
@@ -192,4 +197,9 @@ class TokenMasker:
         if state == DEAD:
             return np.zeros(words_for(self.vocab_size), dtype=np.int32)
         packed = self._allowed(state)
+        if self.markers:
+            step = self.machine.step_bytes
+            live = [i for i, data in self.markers if step(state, data) != DEAD]
+            if live:
+                _walk.set_bits(packed, np.asarray(live, dtype=np.int64))
         return self._with_eos(packed) if self.machine.accepting[state] else packed

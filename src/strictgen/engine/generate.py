@@ -40,6 +40,7 @@ from strictgen.runtime.matcher import GrammarMatcher
 
 from .kv_cache import KVSequence, common_prefix
 from .model import Model
+from .reasoning_limit import DONE, INSIDE, ReasoningLimit
 from .sampling import Sampler, SamplingParams
 
 # how many of the last output tokens jump-forward re-encodes together with the forced text
@@ -64,6 +65,8 @@ class GenerationConfig:
     # called after every step (after on_progress) with the output text's bytes so far: what streaming
     # shows (a healed prompt's last token is partly prompt, so ids alone do not give the text)
     on_text: Callable[[bytes], None] | None = None
+    # a bound on the reasoning block the output starts with: at it, the close marker is forced
+    reasoning_limit: ReasoningLimit | None = None
 
     def __post_init__(self):
         if self.max_tokens < 1:
@@ -90,6 +93,7 @@ class GenerationStats:
     guarded: int = 0  # steps where the guard overruled the first choice
     total_s: float = 0.0
     ended_by_eos: bool = False
+    reasoning_cut: bool = False  # the reasoning budget ran out and its close marker was forced
 
     @property
     def passes_saved(self) -> int:
@@ -153,6 +157,10 @@ class _Run:
         self._pool: ThreadPoolExecutor | None = None
         self._fed = False  # has this run made its first forward pass?
         self.matcher = GrammarMatcher(grammar) if grammar is not None else None
+        self.keep = grammar.marker_tokens if grammar is not None else {}  # special tokens that are output text
+        limit = config.reasoning_limit
+        self._reasoning_from: int | None = 0 if limit is not None and limit.starts_inside else None  # output index
+        self._reasoning_done = limit is None
         self.budget = TokenBudget(grammar) if grammar is not None and config.truncation_safe else None
         if self.budget is not None:
             self.budget.check(config.max_tokens)
@@ -181,28 +189,30 @@ class _Run:
         return bool((row != DEAD).any())
 
     def _text(self) -> bytes:
-        return self.model.detokenize(self.out)[self.owed :]
+        return self.model.detokenize(self.out, self.keep)[self.owed :]
 
     # ---- jump-forward ----
 
     def _jump_forward(self) -> None:
         """Append what the grammar forces now, re-encoding the boundary with the model's tokenizer."""
+        forced = self.matcher.find_jump_forward_string()
+        if forced:
+            self._append_forced(forced)
+
+    def _append_forced(self, forced: str) -> bool:
+        """Append `forced` (text the grammar forces, or a reasoning block's close marker), the
+        boundary re-encoded; within the token budget. False: it could not be appended."""
         m = self.matcher
-        forced = m.find_jump_forward_string()
-        if not forced:
-            return
         before = list(self.out)
         new_out = self._retokenized(forced)
-        if new_out is None:
-            return
-        if not self._replace_output(new_out):
-            return
+        if new_out is None or not self._replace_output(new_out):
+            return False
         if self.budget is not None and self.budget.tokens_needed(m.state) > self.remaining:
             # the model's tokenization of the forced text is too long for the budget: take the
             # shortest-completion tokens inside the forced text instead (always within budget)
             self._replace_output(before)
             self._force_canonical(len(forced.encode("utf-8")))
-            return
+            return True
         if len(self.out) > self.config.max_tokens:  # no budget guard: cut to max_tokens
             self._replace_output(self.out[: self.config.max_tokens])
         self.stats.jumps += 1
@@ -210,13 +220,36 @@ class _Run:
         if kept < len(before):
             self.stats.retokenized += 1
         self.stats.forced_tokens += len(self.out) - len(before)
-        if self.config.token_healing and self.origin and self.origin[-1]:
+        if self.config.token_healing and self.origin and self.origin[-1] and m is not None:
             self._back_off_boundary()
+        return True
+
+    def _limit_reasoning(self) -> None:
+        """Force the reasoning block's close marker once the block used its token budget
+        (strictgen.engine.reasoning_limit); then what the grammar forces after it."""
+        if self._reasoning_done:
+            return
+        limit = self.config.reasoning_limit
+        phase = limit.phase(self._text())
+        if phase == DONE:
+            self._reasoning_done = True
+        if phase != INSIDE:
+            return
+        if self._reasoning_from is None:
+            self._reasoning_from = len(self.out)  # the tokens after the one that opened the block count
+        if len(self.out) - self._reasoning_from < limit.max_tokens:
+            return
+        self._reasoning_done = True
+        self.stats.reasoning_cut = True
+        if self._append_forced(limit.close) and self.matcher is not None and self.config.jump_forward:
+            self._jump_forward()
 
     def _back_off_boundary(self) -> None:
         """Token healing: take back the last forced token when the grammar allows a longer token
         beginning with its bytes; the next choice is then among those tokens and itself."""
         last = self.out[-1]
+        if self.model.tokenizer_info.is_special[last]:
+            return  # a marker token: nothing longer begins with it
         longer = token_prefixes(self.model.tokenizer_info).extending(self.model.token_bytes(last))
         if not len(longer) or self._grammar_done():
             return
@@ -237,13 +270,14 @@ class _Run:
         forced_b = forced.encode("utf-8")
         for back in range(min(RETOKENIZE_BACKOFF, len(self.out)), -1, -1):
             tail = self.out[len(self.out) - back :] if back else []
-            data = self.model.detokenize(tail) + forced_b
+            data = self.model.detokenize(tail, self.keep) + forced_b
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
                 continue  # the tail starts inside a character: back off less
-            ids = self.model.tokenize(text)
-            if self.model.detokenize(ids) != data or any(self.model.tokenizer_info.is_special[i] for i in ids):
+            ids = self.model.tokenize(text, special=bool(self.keep))  # a forced marker as its token
+            special = self.model.tokenizer_info.is_special
+            if self.model.detokenize(ids, self.keep) != data or any(special[i] and i not in self.keep for i in ids):
                 continue
             return self.out[: len(self.out) - back] + ids
         # the model's tokenizer does not spell the text back exactly (a SentencePiece tokenizer adds a
@@ -258,6 +292,9 @@ class _Run:
         m = self.matcher
         keep = common_prefix(self.out, new_out)
         origin = self.origin[:keep] + [True] * (len(new_out) - keep)
+        if m is None:  # unconstrained: nothing to check
+            self.out, self.origin = list(new_out), origin
+            return True
         undo = len(self.out) - keep
         if undo:
             m.rollback(undo)
@@ -281,7 +318,7 @@ class _Run:
         used = 0
         added = 0
         for t in toks:
-            used += len(self.model.token_bytes(t))
+            used += len(self.model.token_bytes(t, self.keep))
             if used > max_bytes:
                 break
             self.matcher.accept_token(t)
@@ -375,6 +412,7 @@ class _Run:
         self._first = True
         if self.matcher is not None and self.config.jump_forward:
             self._jump_forward()
+        self._limit_reasoning()
         if self.config.heal_prompt and self.config.token_healing and self.matcher is None:
             self._heal_prompt()
 
@@ -438,6 +476,7 @@ class _Run:
         self.origin.append(False)
         if self.matcher is not None and cfg.jump_forward:
             self._jump_forward()
+        self._limit_reasoning()
         if cfg.stop and self._cut_at_stop():  # after jump-forward: forced text may hold a stop string
             return "stop"
         if cfg.on_progress is not None and cfg.on_progress(list(self.out)) is False:

@@ -159,12 +159,16 @@ class Model(ABC):
     def reset(self) -> None:
         self.truncate(0)
 
-    def token_bytes(self, token_id: int) -> bytes:
-        return self.tokenizer_info.token_bytes(token_id) if not self.tokenizer_info.is_special[token_id] else b""
+    def token_bytes(self, token_id: int, keep=()) -> bytes:
+        """A token's bytes; a special token gives nothing unless `keep` holds it (a grammar's
+        marker token stands for its text: CompiledGrammar.marker_tokens)."""
+        if self.tokenizer_info.is_special[token_id] and token_id not in keep:
+            return b""
+        return self.tokenizer_info.token_bytes(token_id)
 
-    def detokenize(self, ids: list[int]) -> bytes:
-        """The bytes of `ids` (special tokens give nothing)."""
-        return b"".join(self.token_bytes(i) for i in ids)
+    def detokenize(self, ids: list[int], keep=()) -> bytes:
+        """The bytes of `ids` (special tokens give nothing, except those in `keep`)."""
+        return b"".join(self.token_bytes(i, keep) for i in ids)
 
     def encode_prompt(self, prompt: str, *, chat: bool = True, system: str | None = None) -> list[int]:
         """Prompt token ids: the chat template around a user message (or the raw text), BOS as the model wants."""

@@ -110,10 +110,15 @@ NOTHING = Alt(())
 
 @dataclass
 class Grammar:
-    """Named rules plus the root rule's name."""
+    """Named rules plus the root rule's name.
+
+    `markers`: fixed texts of the format (a tool call's delimiters) inside which a vocabulary's
+    special tokens may stand for their own text: such a token is allowed where the grammar can
+    read its text, and advances by it; the text spelled by ordinary tokens stays allowed too."""
 
     rules: dict[str, Expr] = field(default_factory=dict)
     root: str = "root"
+    markers: tuple[str, ...] = ()
 
 
 # ---- small constructors that keep expressions flat -------------------------------------------

@@ -76,11 +76,11 @@ def embed(grammar: Grammar, prefix: str, rules: dict[str, Expr]) -> Expr:
     return RuleRef(names[grammar.root])
 
 
-def embed_schema(schema: Any, prefix: str, rules: dict[str, Expr], style: JsonStyle) -> Expr:
+def embed_schema(schema: Any, prefix: str, rules: dict[str, Expr], style: JsonStyle, any_order: bool = False) -> Expr:
     """The JSON documents valid under `schema`, embedded into `rules` (strict: SchemaError otherwise)."""
     from .json_schema import json_schema_grammar, schema_cache_text
 
-    grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=False, style=style)
+    grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=any_order, style=style)
     return embed(grammar, prefix, rules)
 
 
@@ -131,13 +131,31 @@ class FormatBuilder:
             raise StructuralTagError(f"'{key}' has the wrong type ({type(value).__name__})", f"{path}/{key}")
         return value
 
+    @staticmethod
+    def _defaults_only(node: dict, path: str, **defaults: Any) -> None:
+        """Refuse a field that xgrammar knows and strictgen does not enforce, unless it holds its
+        default (SGLang sends every field of xgrammar's models, defaults included)."""
+        for key, default in defaults.items():
+            if key in node and node[key] != default:
+                raise StructuralTagError(f"'{key}' = {node[key]!r} is not supported (only {default!r})", f"{path}/{key}")
+
+    def _excludes(self, node: dict, path: str) -> tuple[str, ...]:
+        """xgrammar's `excludes`: strings free text must not contain."""
+        excludes = self._field(node, "excludes", list, path, [])
+        if not all(isinstance(e, str) for e in excludes):
+            raise StructuralTagError("'excludes' must be a list of strings", path + "/excludes")
+        return tuple(excludes)
+
     def _const_string(self, node, path, stops):
         return lit(self._field(node, "value", str, path))
 
     def _any_text(self, node, path, stops):
-        return text_without(*stops)
+        self._defaults_only(node, path, max_tokens=None, max_chars=None)
+        return text_without(*stops, *self._excludes(node, path))
 
     def _json_schema(self, node, path, stops):
+        self._defaults_only(node, path, style="json", max_whitespace_cnt=None, excludes=[])
+        any_order = self._field(node, "any_order", bool, path, False)
         schema = node.get("json_schema", node.get("schema"))
         if isinstance(schema, str):
             try:
@@ -146,11 +164,12 @@ class FormatBuilder:
                 raise StructuralTagError(f"json_schema is not JSON: {exc}", path + "/json_schema") from exc
         if not isinstance(schema, (dict, bool)):
             raise StructuralTagError("json_schema needs a JSON Schema (object or boolean)", path + "/json_schema")
-        return embed_schema(schema, self.fresh("json"), self.rules, self.style)
+        return embed_schema(schema, self.fresh("json"), self.rules, self.style, any_order=any_order)
 
     def _grammar(self, node, path, stops):
         from .gbnf import parse_gbnf
 
+        self._defaults_only(node, path, syntax="ebnf")
         return embed(parse_gbnf(self._field(node, "grammar", str, path)), self.fresh("gbnf"), self.rules)
 
     def _regex(self, node, path, stops):
@@ -203,7 +222,7 @@ class FormatBuilder:
             if not isinstance(begin, str) or not any(begin.startswith(tr) for tr in triggers):
                 raise StructuralTagError("every tag's begin must start with one of the triggers", f"{path}/tags/{i}/begin")
         one = alt(*self._tags(node, path))
-        free = text_without(*triggers, *stops)
+        free = text_without(*triggers, *stops, *self._excludes(node, path))
         if self._field(node, "stop_after_first", bool, path, False):
             return seq(free, one) if self._field(node, "at_least_one", bool, path, False) else seq(free, alt(one, lit("")))
         if self._field(node, "at_least_one", bool, path, False):
@@ -230,7 +249,10 @@ def legacy_to_format(tag: dict) -> dict:
         if not isinstance(s, dict) or not isinstance(s.get("begin"), str):
             raise StructuralTagError("a structure needs 'begin', 'schema' and 'end'", f"/structures/{i}")
         tags.append({"begin": s["begin"], "content": {"type": "json_schema", "json_schema": s.get("schema", True)}, "end": s.get("end", "")})
-    return {"type": "triggered_tags", "triggers": tag.get("triggers") or [], "tags": tags}
+    fmt = {"type": "triggered_tags", "triggers": tag.get("triggers") or [], "tags": tags}
+    if "at_least_one" in tag:  # SGLang's legacy form carries it
+        fmt["at_least_one"] = tag["at_least_one"]
+    return fmt
 
 
 def structural_tag_grammar(tag: Any, style: JsonStyle | None = None) -> Grammar:

@@ -2,7 +2,10 @@
 
 vLLM passes per-request settings as `SamplingParams.extra_args` (from `vllm_xargs` on its OpenAI
 server, whose values are strings, numbers or lists of them), so a schema or a choice list may come
-as JSON text; SGLang passes the format's text by kind. Both end here, in one compile path.
+as JSON text; SGLang passes the format's text by kind. Both end here, in one compile path. A structural tag is
+the JSON payload vLLM puts in `StructuredOutputsParams.structural_tag` and SGLang in its
+`structural_tag` sampling parameter: `{"type": "structural_tag", "format": {...}}` or the older
+`structures`/`triggers` form.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ REGEX = "strictgen_regex"
 GRAMMAR = "strictgen_grammar"
 CHOICE = "strictgen_choice"
 JSON_OBJECT = "strictgen_json_object"
-FORMAT_KEYS = (JSON_SCHEMA, REGEX, GRAMMAR, CHOICE, JSON_OBJECT)
+STRUCTURAL_TAG = "strictgen_structural_tag"
+FORMAT_KEYS = (JSON_SCHEMA, REGEX, GRAMMAR, CHOICE, JSON_OBJECT, STRUCTURAL_TAG)
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off", ""}
@@ -80,6 +84,10 @@ def compile_format(compiler: GrammarCompiler, key: str, value: Any) -> CompiledG
         return compiler.compile_choice(_choices(value))
     if key == JSON_OBJECT:
         return compiler.compile_json()
+    if key == STRUCTURAL_TAG:
+        if not isinstance(value, (str, dict)):
+            raise StrictgenError(f"{STRUCTURAL_TAG} must be a structural tag (an object, or its JSON text)")
+        return compiler.compile_structural_tag(value)
     raise StrictgenError(f"unknown strictgen format {key!r}; use one of {', '.join(FORMAT_KEYS)}")
 
 

@@ -6,7 +6,8 @@ registers the backend, then runs `sglang.launch_server` with the arguments passe
 with strictgen, `register` is also an SGLang general plugin (entry point `sglang.srt.plugins`), which
 SGLang runs in every process it spawns, so plain `sglang serve ... --grammar-backend strictgen`
 works too. Requests use SGLang's own fields: `json_schema` (or "$$ANY$$" for any JSON), `regex`,
-`ebnf` (strictgen reads it as GBNF). See docs/engines.md.
+`ebnf` (strictgen reads it as GBNF), `structural_tag` (the JSON SGLang makes of a `structural_tag`
+response format). See docs/engines.md.
 
 This module imports SGLang; strictgen itself never does.
 """
@@ -33,7 +34,7 @@ from strictgen.runtime.batch import fill_next_token_bitmask_batch
 from strictgen.runtime.bitmask import apply_token_bitmask_inplace
 from strictgen.tokenizer.info import TokenizerInfo
 
-from ._formats import GRAMMAR, JSON_OBJECT, JSON_SCHEMA, REGEX, compile_format
+from ._formats import GRAMMAR, JSON_OBJECT, JSON_SCHEMA, REGEX, STRUCTURAL_TAG, compile_format
 from ._grammar import RequestGrammar
 
 logger = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class StrictgenGrammarBackend(BaseGrammarBackend):
         return self._compile("ebnf", GRAMMAR, key_string)
 
     def dispatch_structural_tag(self, key_string: str) -> BaseGrammarObject:
-        return InvalidGrammarObject("the strictgen grammar backend does not take structural tags; use json_schema, regex or ebnf")
+        return self._compile("structural_tag", STRUCTURAL_TAG, key_string)
 
 
 def _create(server_args, tokenizer, vocab_size, eos_token_ids) -> StrictgenGrammarBackend:

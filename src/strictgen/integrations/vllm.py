@@ -5,8 +5,9 @@ Name it when starting vLLM: `--logits-processors strictgen.integrations.vllm:Str
 would break every plain `vllm serve`; docs/engines.md). A request
 chooses its format with exactly one `SamplingParams.extra_args` key (`vllm_xargs` on the OpenAI
 server): `strictgen_json_schema` (an object or its JSON text), `strictgen_regex`, `strictgen_grammar`
-(GBNF), `strictgen_choice` (a list or its JSON text) or `strictgen_json_object` (true). Requests
-without one are untouched. See docs/engines.md for the recipe and what a logits processor cannot do.
+(GBNF), `strictgen_choice` (a list or its JSON text), `strictgen_json_object` (true) or
+`strictgen_structural_tag` (the JSON text vLLM itself takes as `structured_outputs.structural_tag`,
+or an object). Requests without one are untouched. See docs/engines.md for the recipe and what a logits processor cannot do.
 
 This module imports vLLM; strictgen itself never does.
 """

@@ -31,6 +31,7 @@ class GrammarMatcher:
         info = compiled.tokenizer_info
         self._token_bytes = info.all_token_bytes
         self._is_special = info.is_special
+        self._markers = compiled.marker_tokens  # special tokens that stand for their text here
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
         self.reset()
@@ -67,7 +68,8 @@ class GrammarMatcher:
             self._terminated = True
             return True
         if self._is_special[token_id]:
-            return False
+            data = self._markers.get(token_id)
+            return data is not None and self._advance(data)
         return self._advance(self._token_bytes[token_id])
 
     def accept_string(self, text: str | bytes) -> bool:

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.compiler import GrammarCompiler
 from strictgen.engine.generate import GenerationConfig, GenerationResult
+from strictgen.engine.reasoning_limit import ReasoningLimit
 from strictgen.engine.sampling import SamplingParams
 from strictgen.errors import StrictgenError
 
@@ -100,6 +101,14 @@ class Server:
             return GenerationConfig(max_tokens=max_tokens, sampling=sampling, stop=stops)
         except StrictgenError as exc:
             raise RequestError(str(exc)) from exc
+
+    def reasoning_limit(self, budget: int | None) -> ReasoningLimit | None:
+        """`thinking_token_budget` as a bound on the template's reasoning block (None: unbounded,
+        also where the template has no block)."""
+        r = self.reasoning
+        if budget is None or budget < 0 or r is None:
+            return None
+        return ReasoningLimit(r.open, r.close, budget, r.starts_inside)
 
     def format_grammar(self, req) -> CompiledGrammar | None:
         """The grammar asked for by response_format or the vLLM extras (None: free text)."""
@@ -350,6 +359,7 @@ def create_app(server: Server) -> FastAPI:
             messages = hinted(messages, req)
         prompt = server.encode_chat(messages, tools)
         cfg = server.config(server.max_tokens(req.max_completion_tokens, req.max_tokens), req.temperature, req.top_p, req.seed, req.stop, req.top_k, chat=True)
+        cfg.reasoning_limit = server.reasoning_limit(req.thinking_token_budget)
         job = Job(prompt, grammar, cfg)
         rid = "chatcmpl-" + uuid.uuid4().hex[:24]
         deltas = _ChatDeltas(server.chat.tools if parse_tools else None, _tool_map(tools), server.reasoning, "call_" + rid[9:21])

@@ -139,7 +139,8 @@ class GrammarFactory:
         rules: dict[str, Expr] = {}
         ref = self._embed_schema(source, "r_", rules, param="response_format")
         rules["sg_root"] = reasoning_prefix(markers, ref)
-        compiled = self._wrap(lambda: self.compiler.compile_ir(Grammar(rules, "sg_root"), source="reasoning"), "response_format")
+        grammar = Grammar(rules, "sg_root", markers=(markers.open, markers.close))
+        compiled = self._wrap(lambda: self.compiler.compile_ir(grammar, source="reasoning"), "response_format")
         with self._lock:
             self._ir_cache[key] = compiled
         return compiled

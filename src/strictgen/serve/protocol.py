@@ -50,6 +50,8 @@ class ChatCompletionRequest(_Sampling):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool = True
+    # vLLM's name: at most this many tokens in the reasoning block, then its close is forced (-1: no bound)
+    thinking_token_budget: int | None = Field(default=None, ge=-1)
 
 
 class CompletionRequest(_Sampling):

@@ -35,6 +35,12 @@ class CallFormat:
         """The call pattern split into literals and slots (literals may be empty strings)."""
         return _SLOT_RE.split(self.call)
 
+    def markers(self) -> tuple[str, ...]:
+        """The format's fixed texts (delimiters, separators): the special tokens of a vocabulary
+        found in them may be emitted as those tokens (Grammar.markers)."""
+        fixed = [p for p in self.pieces() if p and not _SLOT_RE.fullmatch(p)]
+        return tuple(t for t in (*fixed, self.sep, self.section_open, self.section_close, self.content_prefix) if t)
+
     @property
     def trigger(self) -> str:
         """The marker every tool-call section starts with (its fixed opening text up to the first

@@ -117,4 +117,5 @@ def tool_call_grammar(fmt: CallFormat, tools: list[tuple[str, dict]], *, mode: s
         body = section
     rules = dict(builder.rules)
     rules["sg_root"] = after_text(reasoning_prefix(reasoning, body), fmt.prompt_tail, rules)
-    return Grammar(rules, "sg_root")
+    markers = fmt.markers() + ((reasoning.open, reasoning.close) if reasoning is not None else ())
+    return Grammar(rules, "sg_root", markers=markers)

@@ -173,6 +173,10 @@ def parse_output(text: str, fmt: CallFormat | None, tools: dict[str, dict] | Non
         out.content = rest
         return out
     trigger = fmt.trigger
+    bare = trigger.lstrip()
+    after_block = reasoning is not None and (reasoning.starts_inside or text.startswith(reasoning.open))
+    if after_block and bare != trigger and rest and (rest.startswith(bare) or bare.startswith(rest)):
+        rest = trigger[: len(trigger) - len(bare)] + rest  # the layout strip after reasoning took the format's own space (harmony's " to=")
     start = rest.find(trigger) if trigger else 0
     if start < 0:
         out.content = rest if final else hold_partial(rest, trigger).rstrip()
