@@ -425,3 +425,18 @@ def test_gguf_llama_style(tmp_path):
         TokenizerInfo.from_gguf(__file__)
     with pytest.raises(StrictgenError, match="cannot read"):
         TokenizerInfo.from_gguf(tmp_path / "missing.gguf")
+
+
+def test_bpe_read_directly_equals_reading_tokenizer_json(ds_tok, smol_hf, monkeypatch):
+    """A BPE tokenizer's vocabulary and components are asked for directly (faster than its whole
+    JSON); what comes out is what reading the JSON gives: bytes, specials, EOS, fingerprint. The JSON
+    path is forced by replacing the reader, as an unknown model type would take it."""
+    import json
+
+    for tok in (ds_tok, smol_hf):
+        direct = TokenizerInfo.from_huggingface(tok, eos_token_ids=[0])
+        monkeypatch.setattr(info_mod, "_tokenizer_json", lambda backend: json.loads(backend.to_str()))
+        whole = TokenizerInfo.from_huggingface(tok, eos_token_ids=[0])
+        monkeypatch.undo()
+        assert list(direct.all_token_bytes) == list(whole.all_token_bytes)
+        assert direct.special_token_ids == whole.special_token_ids and direct.fingerprint == whole.fingerprint
