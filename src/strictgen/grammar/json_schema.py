@@ -1100,11 +1100,12 @@ def _call_big_rules(grammar: Grammar) -> None:
                 seen.add(child)
                 stack.append((child, iter(sorted(rule_references(grammar.rules[child])))))
     inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
+    terms: dict[int, tuple[int, dict[str, int]]] = {}  # _size_terms of every node, for all the rules
     for n in order:
         deadline.check()
         # the size is affine in the referenced rules' sizes, and making another rule a call leaves
         # this rule's expression as it is: one walk each, then the loop only does arithmetic
-        fixed, weights = _size_terms(grammar.rules[n])
+        fixed, weights = _size_terms(grammar.rules[n], terms)
 
         def size() -> int:
             return fixed + sum(w * rule_size(r) for r, w in weights.items())
@@ -1157,13 +1158,17 @@ def _ref_copies(e: Expr) -> dict[str, int]:
     return out
 
 
-def _size_terms(e: Expr) -> tuple[int, dict[str, int]]:
+_NO_WEIGHTS: dict[str, int] = {}  # shared by every piece that refers to no rule (never written)
+
+
+def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[int, dict[str, int]]:
     """Estimated NFA states of `e` with rules inlined, as (fixed, weights): the estimate is
     fixed + sum(weights[r] * size of rule r). A shared sub-expression counts at each use (the
     estimate is of the inlined automaton); repeats multiply their item, spelled strings count six
-    times (an escape trie of a few states beside each state). One walk: the DAG in topological
-    order, each node's number of inlined copies passed down to its children."""
-    order: list[Expr] = []  # post-order, each node once
+    times (an escape trie of a few states beside each state). Bottom-up over the DAG; `memo` keeps
+    every node's terms, so the rules of one grammar, which share most of their pieces, are walked
+    once together."""
+    order: list[Expr] = []  # post-order of the nodes not in memo yet
     seen: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(e, False)]
     while stack:
@@ -1171,23 +1176,26 @@ def _size_terms(e: Expr) -> tuple[int, dict[str, int]]:
         if done:
             order.append(x)
             continue
-        if id(x) in seen:
+        if id(x) in seen or id(x) in memo:
             continue
         seen.add(id(x))
         stack.append((x, True))
         stack.extend((c, False) for c, _ in _size_children(x))
-    copies = {id(e): 1}
-    fixed = 0
-    weights: dict[str, int] = {}
-    for x in reversed(order):  # parents before children
-        k = copies[id(x)]
+    for x in order:  # children before parents
         if isinstance(x, RuleRef):
-            weights[x.name] = weights.get(x.name, 0) + k
+            memo[id(x)] = (0, {x.name: 1})
             continue
-        fixed += k * _own_size(x)
+        fixed, weights = _own_size(x), _NO_WEIGHTS
         for c, factor in _size_children(x):
-            copies[id(c)] = copies.get(id(c), 0) + k * factor
-    return fixed, weights
+            c_fixed, c_weights = memo[id(c)]
+            fixed += factor * c_fixed
+            if c_weights:
+                if weights is _NO_WEIGHTS:
+                    weights = {}
+                for r, w in c_weights.items():
+                    weights[r] = weights.get(r, 0) + factor * w
+        memo[id(x)] = (fixed, weights)
+    return memo[id(e)]
 
 
 def _size_children(x: Expr) -> list[tuple[Expr, int]]:
