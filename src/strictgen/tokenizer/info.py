@@ -238,10 +238,13 @@ class TokenizerInfo:
 
     @cached_property
     def trie(self):
-        """The vocabulary trie used by mask computation, built once per vocabulary."""
+        """The vocabulary trie used by mask computation, built once per vocabulary, with its
+        per-token facts (made now, not in the first mask fill that needs them)."""
         from strictgen.tokenizer.trie import VocabTrie
 
-        return VocabTrie(self.all_token_bytes, self.is_special)
+        trie = VocabTrie(self.all_token_bytes, self.is_special)
+        trie.facts  # noqa: B018
+        return trie
 
     def __len__(self) -> int:
         return self._vocab_size

@@ -14,6 +14,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .token_facts import TokenFacts
+
 
 # how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
@@ -93,7 +95,6 @@ class VocabTrie:
         """`excluded[i]` marks tokens never matched as text (special, padding, empty)."""
         self._token_bytes = token_bytes
         self._excluded = np.asarray(excluded, dtype=bool)
-        self._byte_sets: np.ndarray | None = None
         self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
@@ -163,7 +164,7 @@ class VocabTrie:
         out = object.__new__(VocabTrie)
         out._token_bytes = self._token_bytes
         out._excluded = self._excluded | ~keep
-        out._byte_sets = self._byte_sets
+        out.__dict__["facts"] = self.facts  # the same vocabulary: its facts are shared
         out._splits = {}
         out._inside_counts = {}
         out._lock = threading.Lock()
@@ -171,9 +172,14 @@ class VocabTrie:
         return out
 
     @functools.cached_property
+    def facts(self) -> TokenFacts:
+        """Per-token facts of the whole vocabulary (token_facts.py; shared with sub-tries)."""
+        return TokenFacts(self._token_bytes, self._lengths if len(self._lengths) == len(self._token_bytes) else None)
+
+    @property
     def first_bytes(self) -> np.ndarray:
         """Each token's first byte (0 for empty tokens, which are never text)."""
-        return np.fromiter((t[0] if t else 0 for t in self._token_bytes), dtype=np.uint8, count=len(self._token_bytes))
+        return self.facts.first_bytes
 
     @property
     def token_lengths(self) -> np.ndarray:
@@ -189,42 +195,22 @@ class VocabTrie:
 
     def byte_sets(self) -> np.ndarray:
         """(tokens, 4) uint64: the set of byte values each token uses, as a 256-bit set."""
-        if self._byte_sets is None:
-            lengths = np.fromiter((len(t) for t in self._token_bytes), dtype=np.int64, count=len(self._token_bytes))
-            flat = np.frombuffer(b"".join(self._token_bytes), dtype=np.uint8).astype(np.int64)
-            owner = np.repeat(np.arange(len(lengths)), lengths)
-            sets = np.zeros((len(lengths), 4), dtype=np.uint64)
-            for word in range(4):
-                sel = (flat >> 6) == word
-                np.bitwise_or.at(sets[:, word], owner[sel], np.left_shift(np.uint64(1), (flat[sel] & 63).astype(np.uint64)))
-            self._byte_sets = sets
-        return self._byte_sets
+        return self.facts.byte_sets
 
-    @functools.cached_property
+    @property
     def complete_utf8(self) -> np.ndarray:
         """Per token: its bytes are whole, valid UTF-8 characters."""
+        return self.facts.complete_utf8
 
-        def whole(data: bytes) -> bool:
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return False
-            return True
-
-        return np.fromiter((whole(t) for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
-
-    @functools.cached_property
+    @property
     def starts_whole_char(self) -> np.ndarray:
         """Per token: it starts with a whole, valid multi-byte UTF-8 character."""
-        return np.fromiter((bool(t) and _char_width(t, 0) > 0 for t in self._token_bytes), dtype=bool, count=len(self._token_bytes))
+        return self.facts.starts_whole_char
 
-    @functools.cached_property
+    @property
     def char_counts(self) -> np.ndarray:
         """Per token: its number of characters when it is whole UTF-8, else its length in bytes."""
-        flat = np.frombuffer(b"".join(self._token_bytes), dtype=np.uint8)
-        owner = np.repeat(np.arange(len(self._lengths)), self._lengths)
-        chars = np.bincount(owner, weights=(flat & 0xC0) != 0x80, minlength=len(self._lengths)).astype(np.int64)
-        return np.where(self.complete_utf8, chars, self._lengths)  # a character starts at every non-continuation byte
+        return self.facts.char_counts
 
     @functools.cached_property
     def max_multibyte_chars(self) -> int:

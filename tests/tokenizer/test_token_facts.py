@@ -1,0 +1,63 @@
+"""The vectorised per-token facts (tokenizer/token_facts.py) against their plain Python
+definitions, on random byte strings and on the real vocabularies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strictgen.tokenizer.info import TokenizerInfo
+from strictgen.tokenizer.token_facts import TokenFacts
+
+
+def whole(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def starts_whole_char(data: bytes) -> bool:
+    if not data or not 0xC2 <= data[0] <= 0xF4:
+        return False
+    width = 2 if data[0] <= 0xDF else 3 if data[0] <= 0xEF else 4
+    return whole(data[:width]) and len(data[:width].decode("utf-8")) == 1
+
+
+def reference(tokens: list[bytes]) -> dict:
+    sets = np.zeros((len(tokens), 4), dtype=np.uint64)
+    for i, t in enumerate(tokens):
+        for b in set(t):
+            sets[i, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    complete = [whole(t) for t in tokens]
+    return {
+        "first_bytes": [t[0] if t else 0 for t in tokens],
+        "complete_utf8": complete,
+        "starts_whole_char": [starts_whole_char(t) for t in tokens],
+        "char_counts": [len(t.decode("utf-8")) if c else len(t) for t, c in zip(tokens, complete)],
+        "byte_sets": sets,
+    }
+
+
+def check(tokens: list[bytes]) -> None:
+    facts, want = TokenFacts(tokens), reference(tokens)
+    for name, expected in want.items():
+        assert np.array_equal(getattr(facts, name), np.asarray(expected)), name
+
+
+# bytes that make every UTF-8 case: ASCII, continuations, every lead range and the edge second bytes
+INTERESTING = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=6) | st.lists(st.sampled_from(INTERESTING), max_size=6).map(bytes), max_size=30))
+def test_facts_match_their_definitions(tokens):
+    check(tokens)
+
+
+@pytest.mark.parametrize("name", ["qwen", "deepseek", "smollm2"])
+def test_facts_on_real_vocabularies(name):
+    check(TokenizerInfo.from_name(name).all_token_bytes)
