@@ -41,6 +41,21 @@ def _allowed_reference(tok: sg.TokenizerInfo, choices: list[bytes], prefix: byte
     return allowed
 
 
+def test_trie_branches_between_characters_and_non_ascii_enums_compile(qwen):
+    """Strings that share a character's lead byte (ö and ü are C3 B6 and C3 BC) branch before
+    the character, so every literal is whole UTF-8, which the JSON spelling of an enum decodes
+    (a German place-name enum failed with an internal error before)."""
+    assert literal_trie(["schön", "schüler"]) == seq(lit("sch"), Alt((lit("ön"), lit("üler"))))
+    names = ["Schöneberg", "Schüler", "Köpenick", "Kreuzberg"]
+    g = sg.GrammarCompiler(qwen).compile_json_schema({"enum": names})
+    for name in names:
+        for text in (json.dumps(name), json.dumps(name, ensure_ascii=False)):
+            m = sg.GrammarMatcher(g)
+            assert m.accept_string(text) and m.can_end(), text
+    m = sg.GrammarMatcher(g)
+    assert not (m.accept_string('"Sch\\u00fcneberg"') and m.can_end())  # escaped: no member either
+
+
 def test_literal_trie_shares_prefixes():
     assert literal_trie([]) == NOTHING
     assert literal_trie(["x"]) == lit("x")

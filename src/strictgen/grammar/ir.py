@@ -210,6 +210,8 @@ def literal_trie(strings) -> Expr:
         limit = min(len(prev), len(word))
         while common < limit and prev[common] == word[common]:
             common += 1
+        while common and common < len(word) and 0x80 <= word[common] <= 0xBF:
+            common -= 1  # branch between characters: every Literal stays whole UTF-8 (json_escaped decodes them)
         close_above(common, prev)
         if len(stack) > MAX_TRIE_NESTING:  # choices nested in each other hundreds deep: the
             return Alt(tuple(Literal(w) for w in words))  # automaton builder recurses per level
