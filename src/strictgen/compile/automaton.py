@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from strictgen import deadline, regular
+from strictgen import regular
 from strictgen.errors import GrammarSyntaxError, StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, NFABuilder, shared_nodes
 from strictgen.grammar.ir import Grammar, recursive_rules
@@ -132,7 +132,7 @@ def horizon_classes(rule: RuleDFA, horizon: int) -> np.ndarray | None:
     n = rule.num_states
     if n <= horizon + 1 or n > MAX_MINIMIZE_STATES:
         return None  # a minimal DFA of n states is told apart within n - 1 rounds
-    raw, _ = rule.dfa.refine(horizon, deadline.expires_at())
+    raw, _ = regular.refine(rule.dfa, horizon)
     classes = np.frombuffer(raw, dtype=np.int32).astype(np.int64)
     return None if int(classes.max()) + 1 == n else classes
 

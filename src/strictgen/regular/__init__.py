@@ -27,7 +27,7 @@ from ._regular import from_table as _from_table
 from ._regular import lazy as _lazy
 from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "minimal", "minimize", "product"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "minimal", "minimize", "product", "refine"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -61,6 +61,15 @@ def minimize(dfa: DFA) -> DFA:
         return dfa.minimize(deadline.expires_at())
     except Limit as exc:
         _raise(exc, "automaton too large to minimise")
+
+
+def refine(dfa: DFA, rounds: int) -> tuple[bytes, int]:
+    """Moore's refinement of `dfa` from (accepting, callees), at most `rounds` rounds: (a class per
+    state as int32 bytes, the round that changed nothing or -1)."""
+    try:
+        return dfa.refine(rounds, deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, "automaton too large to refine")
 
 
 def minimal(dfa: DFA, productive: bytes | None = None) -> DFA:
