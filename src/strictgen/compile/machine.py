@@ -20,7 +20,7 @@ from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError
 
 from . import _machine
-from .automaton import MAX_MINIMIZE_STATES, CompiledAutomaton, horizon_classes, nullable_rules
+from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
 
 DEAD = 0
 EMPTY_STACK = 0
@@ -167,27 +167,15 @@ class HorizonKeys:
 
     def __init__(self, machine: PushdownMachine, horizon: int):
         self.machine = machine
-        self._rules = machine.automaton.rules
-        nullable = nullable_rules(self._rules)
-        # rounds of horizon classes per rule, or None for a rule that keeps exact states; the
-        # classes themselves are made when a key first meets the rule (a big schema's rules are
-        # mostly never entered by one generation, and refining them all was a sixth of compiling)
-        self._rounds: list[int | None] = []
-        for dfa in self._rules:
+        rules = machine.automaton.rules
+        nullable = nullable_rules(rules)
+        self.classes: list[np.ndarray | None] = []
+        for dfa in rules:
             steps = _steps_per_byte(dfa, nullable)
-            may_merge = steps is not None and horizon + 1 < dfa.num_states <= MAX_MINIMIZE_STATES
-            self._rounds.append(steps * horizon + 1 if may_merge else None)
-        self._classes: dict[int, np.ndarray | None] = {}
-        self.active = any(r is not None for r in self._rounds)
+            self.classes.append(None if steps is None else horizon_classes(dfa, steps * horizon + 1))
+        self.active = any(c is not None for c in self.classes)
         self._canonical: dict[int, int] = {EMPTY_STACK: EMPTY_STACK}
         self._ids: dict[tuple[int, int, int], int] = {}
-
-    def classes(self, rule: int) -> np.ndarray | None:
-        """The horizon classes of `rule`'s DFA states (automaton.horizon_classes), or None."""
-        if rule not in self._classes:
-            rounds = self._rounds[rule]
-            self._classes[rule] = None if rounds is None else horizon_classes(self._rules[rule], rounds)
-        return self._classes[rule]
 
     def key(self, state: int):
         """A hashable key for `state` (the state itself when no rule merges anything)."""
@@ -202,7 +190,7 @@ class HorizonKeys:
             node = self.machine.node(node)[0]
         for n in reversed(path):
             parent, rule, dfa_state = self.machine.node(n)
-            classes = self.classes(rule)
+            classes = self.classes[rule]
             key = (self._canonical[parent], rule, dfa_state if classes is None else int(classes[dfa_state]))
             self._canonical[n] = self._ids.setdefault(key, len(self._ids) + 1)
         return self._canonical[path[0]] if path else self._canonical[node]
