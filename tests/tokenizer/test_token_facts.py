@@ -61,3 +61,48 @@ def test_facts_match_their_definitions(tokens):
 @pytest.mark.parametrize("name", ["qwen", "deepseek", "smollm2"])
 def test_facts_on_real_vocabularies(name):
     check(TokenizerInfo.from_name(name).all_token_bytes)
+
+
+def scan_cut(data: bytes, loop: set, multibyte: bool, skip_first: bool) -> int:
+    """The plain scan that loop_cuts reads off in numpy."""
+    def width(i):
+        if not multibyte or not 0xC2 <= data[i] <= 0xF4:
+            return 0
+        w = 2 if data[i] <= 0xDF else 3 if data[i] <= 0xEF else 4
+        return w if whole(data[i : i + w]) and len(data[i : i + w].decode("utf-8")) == 1 else 0
+
+    i = (width(0) or 1) if skip_first else 0
+    while i < len(data):
+        if data[i] in loop:
+            i += 1
+        elif width(i):
+            i += width(i)
+        else:
+            break
+    return min(i, len(data))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(INTERESTING + [0x22, 0x20, 0x61, 0x5C]), min_size=1, max_size=6).map(bytes), min_size=1, max_size=30),
+    st.sets(st.sampled_from([0x20, 0x22, 0x41, 0x5C, 0x61, 0x7F, 0x00])),
+    st.booleans(),
+    st.booleans(),
+)
+def test_loop_cuts_match_the_scan(tokens, loop, multibyte, skip_first):
+    facts = TokenFacts(tokens)
+    ids = np.arange(len(tokens))
+    cuts = facts.loop_cuts(ids, bytes(sorted(loop)), multibyte, skip_first)
+    assert cuts.tolist() == [scan_cut(t, loop, multibyte, skip_first) for t in tokens]
+
+
+def test_loop_cuts_on_a_real_vocabulary():
+    tokens = TokenizerInfo.from_name("qwen").all_token_bytes
+    facts = TokenFacts(tokens)
+    ids = np.flatnonzero(facts.lengths > 0)[::7]
+    loop = bytes(b for b in range(0x20, 0x80) if b not in (0x22, 0x5C, 0x3A))
+    for multibyte in (False, True):
+        for skip in (False, True):
+            cuts = facts.loop_cuts(ids, loop, multibyte, skip)
+            assert cuts.tolist() == [scan_cut(tokens[i], set(loop), multibyte, skip) for i in ids.tolist()]
+    assert facts.loop_cuts(ids, bytes([0x41, 0xC3]), True, False) is None  # a loop byte inside characters: scanned instead

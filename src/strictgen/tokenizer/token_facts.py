@@ -17,6 +17,27 @@ __all__ = ["TokenFacts"]
 class TokenFacts:
     """Facts about every token of one vocabulary (arrays indexed by token id, read-only)."""
 
+    def loop_cuts(self, ids: np.ndarray, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> np.ndarray | None:
+        """For each token of `ids` (non-empty): where its leading run of loop bytes (with
+        `multibyte`, also whole multi-byte characters) ends, the first byte (character) not counted
+        when `skip_first`. None when that cannot be read off the bytes alone: a multi-byte loop with
+        a loop byte above 0x7F, which a scan may step into the middle of a character with."""
+        if multibyte and any(b >= 0x80 for b in loop_bytes):
+            return None
+        is_loop = np.zeros(256, dtype=bool)
+        is_loop[list(loop_bytes)] = True
+        good = is_loop[self.flat]
+        if multibyte:
+            good |= self.in_whole_char
+        begin = self.starts[ids]
+        if skip_first:
+            first = self.char_width[begin].astype(np.int64) if multibyte else np.zeros(len(ids), dtype=np.int64)
+            begin = begin + np.maximum(first, 1)
+        end = self.starts[ids] + self.lengths[ids]
+        bad = np.flatnonzero(~good)
+        stop = np.append(bad, np.iinfo(np.int64).max)[np.searchsorted(bad, begin)]  # the first bad byte at or after begin
+        return np.minimum(stop, end) - self.starts[ids]
+
     def __init__(self, token_bytes: list[bytes], lengths: np.ndarray | None = None):
         n = len(token_bytes)
         lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=n) if lengths is None else np.asarray(lengths, dtype=np.int64)
@@ -29,12 +50,21 @@ class TokenFacts:
         self.first_bytes[nonempty] = flat[starts[nonempty]]
         self.byte_sets = _byte_sets(flat, owner, n)
         lead_ok, width = _whole_chars(flat, owner, starts, lengths)
+        # by byte of the vocabulary laid end to end (what loop scans read): the bytes, where each
+        # token starts, the width of the whole multi-byte character starting at a byte (0: none),
+        # and whether a byte lies in such a character
+        self.flat, self.starts = flat, starts
+        self.char_width = np.where(lead_ok & (width >= 2), width, 0).astype(np.int8)
+        self.in_whole_char = self.char_width > 0
+        for k in (1, 2, 3):
+            self.in_whole_char[k:] |= self.char_width[:-k] > k if len(flat) > k else False
         self.complete_utf8 = _complete(flat, owner, lead_ok, width, n)
         self.starts_whole_char = np.zeros(n, dtype=bool)
-        self.starts_whole_char[nonempty] = lead_ok[starts[nonempty]] & (width[starts[nonempty]] >= 2)
+        self.starts_whole_char[nonempty] = self.char_width[starts[nonempty]] > 0
         chars = np.bincount(owner, weights=(flat & 0xC0) != 0x80, minlength=n).astype(np.int64)
         self.char_counts = np.where(self.complete_utf8, chars, lengths)  # a character starts at every non-continuation byte
-        for a in (self.lengths, self.first_bytes, self.byte_sets, self.complete_utf8, self.starts_whole_char, self.char_counts):
+        for a in (self.lengths, self.first_bytes, self.byte_sets, self.complete_utf8, self.starts_whole_char, self.char_counts, self.flat,
+                  self.starts, self.char_width, self.in_whole_char):
             a.setflags(write=False)
 
 

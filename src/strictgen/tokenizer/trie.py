@@ -237,10 +237,17 @@ class VocabTrie:
 
     def _loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool):
         inside = self.loop_inside(loop_bytes, multibyte)
+        ids = np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes))
+        cuts = self.facts.loop_cuts(ids, loop_bytes, multibyte, skip_first)
+        if cuts is not None:  # read off the vocabulary's bytes in numpy
+            tokens = self._token_bytes
+            suffixes = [tokens[t][c:] for t, c in zip(ids.tolist(), cuts.tolist())]
+            empty = cuts == self.facts.lengths[ids]
+            return VocabTrie(suffixes, empty), ids.astype(np.int64), ids[empty].astype(np.int64)
         looping = set(loop_bytes)
-        suffixes: list[bytes] = []
+        suffixes = []
         owner: list[int] = []
-        for tid in np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes)).tolist():
+        for tid in ids.tolist():
             data = self._token_bytes[tid]
             i = ((multibyte and _char_width(data, 0)) or 1) if skip_first else 0
             while i < len(data):
@@ -315,10 +322,10 @@ class VocabTrie:
         for b in loop_bytes:
             want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
         sets = self.byte_sets()
-        outside = sets & ~want
-        inside = ~(outside != 0).any(axis=1)
+        ascii_inside = ((sets[:, 0] & ~want[0]) | (sets[:, 1] & ~want[1])) == 0  # column by column: no 2-D reduce
+        inside = ascii_inside & (((sets[:, 2] & ~want[2]) | (sets[:, 3] & ~want[3])) == 0)
         if multibyte:  # whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
-            inside |= self.complete_utf8 & ~(outside[:, :2] != 0).any(axis=1)
+            inside |= self.complete_utf8 & ascii_inside
         inside &= ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         return inside
