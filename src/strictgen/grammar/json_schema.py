@@ -74,7 +74,8 @@ GrammarTooLargeError), key patterns of one object that overlap in more than `MAX
 `contains` (or existential) constraints on one array (object), unevaluatedProperties/Items after
 anyOf branches that may overlap (more than 5), $recursiveRef with $recursiveAnchor, patterns
 regex.py cannot translate (lookaround other than a leading ``^(?!...)``, backreferences), and
-references that cannot be resolved (remote documents are never fetched).
+references that cannot be resolved (other documents are never fetched: `documents=` supplies them,
+see schema_documents).
 """
 
 from __future__ import annotations
@@ -1315,14 +1316,17 @@ def json_schema_grammar(
     any_order: bool = False,
     style: JsonStyle | None = None,
     formats: str = "assert",
+    documents: Any = None,
 ) -> tuple[Grammar, list[tuple[str, str]]]:
     """The grammar of the JSON documents valid under `schema` (dict, bool, JSON text or a pydantic
     model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict).
-    formats="annotate" treats `format` as an annotation only (the 2020-12 default)."""
+    formats="annotate" treats `format` as an annotation only (the 2020-12 default). `documents`:
+    the other documents `$ref` may point to, a mapping of URI -> schema or a referencing.Registry
+    (see schema_documents); nothing is fetched."""
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    norm = Normalizer(schema, reporter, formats=formats)
+    norm = Normalizer(schema, reporter, formats=formats, documents=documents)
     emitter = SchemaEmitter(norm, style, any_order, reporter)
     try:
         grammar = emitter.build(norm.root_formula)

@@ -43,7 +43,8 @@ from typing import Any, Callable, Iterable
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, RegexError, SchemaError, StrictgenError
 
-from .schema_dialects import legacy_items_2020, legacy_items_2020_validator
+from .schema_dialects import legacy_items_2020_validator
+from .schema_documents import SchemaDocuments, dialect_of
 from .schema_limits import MAX_SCHEMA_DEPTH, check_schema_bounds, malformed_subschema
 
 __all__ = [
@@ -658,8 +659,9 @@ def _nonneg_int(value: Any, keyword: str, pointer: str) -> int:
 class Normalizer:
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
-    def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert"):
-        import referencing
+    def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None):
+        """`documents`: the other documents `root` may refer to (SchemaDocuments.of takes a mapping
+        of URI -> schema or a referencing.Registry); nothing else is ever fetched."""
         import referencing.jsonschema as rj
 
         if formats not in FORMAT_MODES:
@@ -681,19 +683,21 @@ class Normalizer:
         self._contradictions: dict[tuple, bool] = {}
         self._exact = False  # anyOf expanded into exactly-which-branches alternatives (unevaluated*)
         self.pointers: dict[int, str] = {}
-        self._index(root)
+        self.documents = SchemaDocuments.of(documents)
+        self.documents.check_bounds()
+        self._dicts: list[dict] = []
+        self._index(root, "")
+        for uri, contents, _ in self.documents.items:
+            self._index(contents, uri + "#")
         self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
         if isinstance(root, dict):
-            dialect = root.get("$schema")
-            spec = rj.specification_with(dialect, default=rj.DRAFT202012) if isinstance(dialect, str) else rj.DRAFT202012
-            if spec is rj.DRAFT202012:
-                spec = legacy_items_2020()  # 2020-12, also with an array-form `items`
+            spec = dialect_of(root)  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
             if not isinstance(root.get("$id", ""), str):
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
             uri = resource.id() or ""
             try:
-                self.registry = referencing.Registry().with_resource(uri, resource).crawl()
+                self.registry = self.documents.registry(uri, resource)
             except Exception as e:  # malformed $id and the like
                 raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
@@ -707,10 +711,10 @@ class Normalizer:
             self.spec = rj.DRAFT202012
             self.root_formula = TRUE if root else FALSE
 
-    def _index(self, root: Any) -> None:
-        """JSON pointers of every object of the root document (for error messages)."""
-        self._dicts: list[dict] = []
-        work = [(root, "")]
+    def _index(self, root: Any, prefix: str) -> None:
+        """JSON pointers of every object of a document (for error messages): "/a/b" in the root
+        document, "URI#/a/b" in another one."""
+        work = [(root, prefix)]
         while work:
             node, ptr = work.pop()
             if isinstance(node, dict):
@@ -824,13 +828,19 @@ class Normalizer:
         dialect = schema.get("$schema")
         if isinstance(dialect, str):
             spec = self._rj.specification_with(dialect, default=spec)
-        resolver = info.resolver
-        if any(k in schema for k in ("$id", "id")):
-            try:
-                resolver = resolver.in_subresource(spec.create_resource(schema))
-            except Exception:
-                pass
+        resolver = self._entered(info.resolver, schema, spec)
         return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
+
+    @staticmethod
+    def _entered(resolver: Any, schema: dict, spec: Any) -> Any:
+        """The resolver inside `schema`: its `$id` (`id` in old drafts) is the base URI of the
+        references in it. An `$id` that is not a URI string is ignored, as referencing's crawl does."""
+        if not any(k in schema for k in ("$id", "id")):
+            return resolver
+        try:
+            return resolver.in_subresource(spec.create_resource(schema))
+        except (TypeError, ValueError, AttributeError):
+            return resolver
 
     def and_(self, *items: Formula) -> Formula:
         return self._junction("and", FALSE, TRUE, items)
@@ -1609,7 +1619,7 @@ class Normalizer:
         try:
             resolved = f.src.resolver.lookup(ref)
         except Exception as e:
-            self.reporter.refuse(f"cannot resolve reference {ref!r}: {type(e).__name__}", kw, ptr)
+            self.reporter.refuse(self._unresolvable(f.src.resolver, ref, e), kw, ptr)
             return TRUE
         target = resolved.contents
         if isinstance(target, bool):
@@ -1620,8 +1630,40 @@ class Normalizer:
         dialect = target.get("$schema")
         if isinstance(dialect, str):
             spec = self._rj.specification_with(dialect, default=spec)
-        scope = self._enter(f.src.scope, resolved.resolver)
-        return self.src(target, resolved.resolver, spec, self.pointers.get(id(target), ref), scope)
+        resolver = self._canonical(resolved.resolver, target, spec)
+        scope = self._enter(f.src.scope, resolver)
+        return self.src(target, resolver, spec, self.pointers.get(id(target), ref), scope)
+
+    def _canonical(self, resolver: Any, target: dict, spec: Any) -> Any:
+        """The resolver inside a reference's target. A document supplied under one URI with
+        another `$id` has that `$id` as the base of its references (RFC 3986 §5.1.1), but
+        referencing's lookup leaves the base at the URI asked for; it is the target's `$id` joined
+        onto that URI when the registry holds the target there (a relative `$id` of a target found
+        by its own canonical URI is not applied twice)."""
+        entered = self._entered(resolver, target, spec)
+        if entered is resolver:
+            return resolver
+        try:
+            return entered if self.registry.contents(getattr(entered, "_base_uri", "")) is target else resolver
+        except LookupError:
+            return resolver
+
+    def _unresolvable(self, resolver: Any, ref: str, exc: Exception) -> str:
+        """Why `ref` does not resolve, naming the absolute URI: nothing is fetched, so a document
+        that was not supplied (documents=) is missing, or the fragment names nothing in it."""
+        from urllib.parse import urldefrag, urljoin
+
+        base = getattr(resolver, "_base_uri", "")  # referencing keeps it private
+        uri, fragment = urldefrag(urljoin(base, ref)) if not ref.startswith("#") else (base, ref[1:])
+        try:
+            self.registry[uri]
+        except LookupError:
+            return (
+                f"cannot resolve reference {ref!r}: no document {uri or '(the root)'!r} was supplied "
+                "(other documents are never fetched; pass them with documents=)"
+            )
+        what = "JSON pointer" if fragment.startswith("/") else "anchor"
+        return f"cannot resolve reference {ref!r}: document {uri!r} has no {what} {fragment!r} ({type(exc).__name__})"
 
     def _dynamic_ref(self, f: Formula, ref: Any) -> Formula:
         """$dynamicRef: like $ref, unless the target is a $dynamicAnchor of the fragment's name
