@@ -124,23 +124,9 @@ from .ir import (
 from .json_escapes import json_escaped, spelled_string
 from .json_value import CANONICAL_NUMBER, DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
 from .numbers import decimal_places
-from .schema_normalize import (
-    FALSE,
-    TRUE,
-    ArrP,
-    Conj,
-    Formula,
-    Normalizer,
-    NumP,
-    RefLoop,
-    ObjP,
-    Reporter,
-    json_equal,
-    load_schema,
-    pattern_language,
-    to_fraction,
-    value_key,
-)
+from .schema_ir import FALSE, TRUE, ArrP, Conj, Formula, NumP, ObjP, pattern_language
+from .schema_normalize import Normalizer
+from .schema_values import RefLoop, Reporter, json_equal, load_schema, to_fraction, value_key
 
 __all__ = ["json_schema_grammar", "spelled", "schema_cache_text", "SchemaEmitter", "MAX_PATTERNS"]
 

@@ -21,6 +21,7 @@ from strictgen.errors import SchemaError
 
 from .schema_dialects import legacy_items_2020
 from .schema_limits import check_schema_bounds
+from .schema_values import load_schema
 
 __all__ = ["SchemaDocuments", "dialect_of"]
 
@@ -59,8 +60,6 @@ class SchemaDocuments:
             return cls(tuple(sorted(((u, c, s or dialect_of(c)) for u, c, s in rows), key=lambda item: item[0])))
         if not isinstance(documents, Mapping):
             raise SchemaError(f"documents must be a mapping of URI -> schema or a referencing.Registry, not {type(documents).__name__}")
-        from .schema_normalize import load_schema
-
         out = []
         for uri, schema in documents.items():
             if not isinstance(uri, str):
