@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
 import strictgen as sg  # noqa: E402
-from tests.test_schema_suites import make_encoder, maskbench_groups, run_group, suite_groups  # noqa: E402
+from tests.test_schema_suites import make_encoder, maskbench_groups, run_group, suite_documents, suite_groups  # noqa: E402
 
 
 class _Timeout(BaseException):  # not an Exception: library code that catches those must not swallow it
@@ -52,6 +52,8 @@ def main() -> None:
     options = {"any_order": True} if args.any_order else {}
     if args.formats != "assert":
         options["formats"] = args.formats
+    if args.suite:
+        options["documents"] = suite_documents()  # the suite's remotes/, never fetched
     for kind, name, schema, tests in groups:
         compiler = sg.GrammarCompiler(tok, cache_size=1)
         t0 = time.perf_counter()

@@ -28,7 +28,9 @@ Suites: top-level draft2020-12/*.json (383 groups) are the required tests; `opti
 except `optional/format/*.json`, counted separately. Notes on expected non-passes: `format.json`
 asserts that format is only an annotation, while strictgen enforces formats (the useful behaviour
 for generation; `optional/format` tests that) — those groups show up as false_reject, which is
-stricter, never unsound; `refRemote.json` needs remote documents, which are never fetched.
+stricter, never unsound. The `$ref`s to `http://localhost:1234/...` (refRemote.json, dynamicRef.json)
+point into the suite's `remotes/` folder (a copy is in tests/data/json-schema-test-suite-remotes/):
+strictgen fetches nothing, so `suite_documents()` passes those files as `documents=`.
 
 Run with `-s` to see the summary tables. Time: compiling dominates, and some real-world schemas
 take seconds. `make test` runs the official suite on all three vocabularies and a fixed sample of
@@ -59,6 +61,8 @@ DATA = Path(__file__).parents[1] / ".." / "shared" / "data"
 SUITE = DATA / "json-schema-test-suite" / "draft2020-12"
 MASKBENCH = DATA / "maskbench-dev"
 RATCHET = Path(__file__).parent / "data" / "schema_ratchet.json"
+REMOTES = Path(__file__).parent / "data" / "json-schema-test-suite-remotes"
+REMOTES_URI = "http://localhost:1234/"  # where the suite serves its remotes/ folder
 
 OUTCOMES = ("pass", "compile_error", "false_reject", "false_accept")
 SEARCH_BUDGET = 100_000  # object-key-order search steps per document
@@ -95,6 +99,11 @@ def suite_groups(include_formats: bool = True) -> list[tuple[str, str, object, l
             for i, g in enumerate(json.loads(path.read_text())):
                 out.append(("format", f"format/{path.stem}#{i} {g['description']}", g["schema"], g["tests"]))
     return out
+
+
+def suite_documents() -> dict[str, object]:
+    """The suite's remote documents by the URI its schemas use for them (documents= of compile_json_schema)."""
+    return {REMOTES_URI + p.relative_to(REMOTES).as_posix(): json.loads(p.read_text()) for p in sorted(REMOTES.rglob("*.json"))}
 
 
 def maskbench_groups() -> list[tuple[str, str, object, list]]:
@@ -301,10 +310,10 @@ def run_group(compiler: sg.GrammarCompiler, encode, schema, tests, **options) ->
     return worst, detail, elapsed
 
 
-def run_all(compiler, encode, groups) -> list[dict]:
+def run_all(compiler, encode, groups, **options) -> list[dict]:
     results = []
     for kind, name, schema, tests in groups:
-        outcome, detail, secs = run_group(compiler, encode, schema, tests)
+        outcome, detail, secs = run_group(compiler, encode, schema, tests, **options)
         results.append({"kind": kind, "name": name, "outcome": outcome, "detail": detail, "compile_s": secs})
     return results
 
@@ -351,7 +360,7 @@ def qwen_compiler(qwen):
 
 def test_official_suite_qwen(qwen, qwen_compiler):
     _need(SUITE)
-    results = run_all(qwen_compiler, make_encoder("qwen", qwen), suite_groups())
+    results = run_all(qwen_compiler, make_encoder("qwen", qwen), suite_groups(), documents=suite_documents())
     print("\n" + summary(results, "JSON-Schema-Test-Suite draft2020-12 (qwen)"))
     _check(results, "required", "qwen")
     _check(results, "format", "qwen")
@@ -369,7 +378,7 @@ LONG_SWEEPS = os.environ.get("STRICTGEN_MASKBENCH") == "1"
 def test_official_suite_other_vocabularies(name):
     _need(SUITE)
     tok = sg.TokenizerInfo.from_name(name)
-    results = run_all(sg.GrammarCompiler(tok, cache_size=16), make_encoder(name, tok), suite_groups())
+    results = run_all(sg.GrammarCompiler(tok, cache_size=16), make_encoder(name, tok), suite_groups(), documents=suite_documents())
     print("\n" + summary(results, f"JSON-Schema-Test-Suite draft2020-12 ({name})"))
     _check(results, "required", name)
     _check(results, "format", name)

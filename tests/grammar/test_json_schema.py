@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import os
 import random
+from decimal import Decimal
+from fractions import Fraction
 
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
-from strictgen.compile.automaton import compile_automaton
+from strictgen.compile.automaton import EmptyLanguageError, compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.grammar.ir import ByteSet, CharSet, Grammar, Literal, Seq, charset, intersect, lit, repeat
@@ -309,6 +312,56 @@ def test_compact_whitespace():
     assert s.unenforced == []
 
 
+# ---- not multipleOf: the complement of a remainder automaton ----------------------------------------
+
+
+def _exact(text: str):
+    """A JSON number as jsonschema's exact judge takes it: an int when integral, else a Fraction."""
+    v = Fraction(Decimal(text))
+    return int(v) if v.denominator == 1 else v
+
+
+NOT_MULTIPLE_STEPS = st.sampled_from(["2", "3", "7", "12", "0.5", "2.5", "0.3"])
+
+
+@SETTINGS
+@given(
+    kind=st.sampled_from(["integer", "number", None]),
+    k=NOT_MULTIPLE_STEPS,
+    also=st.one_of(st.none(), st.sampled_from(["2", "5", "1.5"])),
+    lo=st.one_of(st.none(), st.integers(-500, 500)),
+    ints=st.lists(st.integers(-(10**12), 10**12) | st.integers(-100, 100), max_size=12),
+    fracs=st.lists(st.tuples(st.integers(-300, 300), st.sampled_from(["0", "5", "50", "3", "25", "75", "333"])), max_size=6),
+)
+def test_not_multiple_of_matches_jsonschema(kind, k, also, lo, ints, fracs):
+    """`not: {multipleOf: k}` over an unbounded range, alone or with multipleOf, type and minimum:
+    accepted exactly when jsonschema (given exact numbers, not floats) says valid."""
+    parts, judge = [f'"not": {{"multipleOf": {k}}}'], {"not": {"multipleOf": Fraction(k)}}
+    if kind:
+        parts.append(f'"type": "{kind}"')
+        judge["type"] = kind
+    if also:
+        parts.append(f'"multipleOf": {also}')
+        judge["multipleOf"] = Fraction(also)
+    if lo is not None:
+        parts.append(f'"minimum": {lo}')
+        judge["minimum"] = lo
+    try:
+        s = Schema("{" + ", ".join(parts) + "}")
+    except EmptyLanguageError:  # e.g. integers that are not multiples of 0.5
+        s = set()
+    validator = jsonschema.Draft202012Validator(judge)
+    for t in [str(i) for i in ints] + [f"{i}.{f}" for i, f in fracs] + ["0", "-0", "1.0", "6.00", "7.5"]:
+        assert (t in s) == validator.is_valid(_exact(t)), (parts, t)
+
+
+def test_not_multiple_of_examples():
+    check({"type": "integer", "not": {"multipleOf": 3}}, ["1", "-2", "10", "10.0", "100000000000000000000001"], ["0", "-0", "3", "-9", "12.0", "1.5"])
+    check({"type": "integer", "multipleOf": 2, "not": {"multipleOf": 3}}, ["2", "-4", "14.00"], ["6", "-12", "3", "0"])
+    check({"type": "number", "multipleOf": 3.5, "not": {"type": "integer"}, "minimum": 0}, ["3.5", "10.50"], ["7", "0", "3.4", "-3.5"])
+    check({"not": {"multipleOf": 0.5}, "minimum": 1}, ["1.25", "2.001"], ["1", "1.5", '"x"', "0.75"])
+
+
 # ---- errors and strict=False ------------------------------------------------------------------------
 
 
@@ -320,6 +373,7 @@ def test_compact_whitespace():
         ({"items": {"$ref": "http://example.com/remote.json"}}, "$ref", "/items/$ref"),
         ({"type": "string", "pattern": "(?=a)b"}, "pattern", "/pattern"),
         ({"not": {"uniqueItems": True, "type": "array"}}, "uniqueItems", "/not/uniqueItems"),
+        ({"type": "integer", "not": {"multipleOf": 0.123456789}}, "multipleOf", "/not/multipleOf"),  # 123456789 remainders
     ],
 )
 def test_schema_error_names_keyword_and_pointer(schema, keyword, pointer):

@@ -33,6 +33,7 @@ from strictgen.grammar.numbers import (
     multiple_of_integers,
     multiple_of_numbers,
     number_range,
+    residue_filter,
 )
 
 CANONICAL_INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
@@ -497,3 +498,54 @@ def test_number_multiples_examples():
     for bad in [0, -0.5, "x", float("nan")]:
         with pytest.raises(SchemaError):
             multiple_of_numbers(bad)
+
+
+# ---- residue_filter: multipleOf and its complement on any regular range ------------------------------
+
+DROP_STEPS = st.sampled_from(["2", "3", "7", "10", "12", "0.5", "0.3", "2.5", "0.25"])
+
+
+@SETTINGS
+@given(
+    integers=st.booleans(),
+    keep=st.one_of(st.none(), st.sampled_from(["2", "5", "0.5", "1.5"])),
+    drop=st.lists(DROP_STEPS, min_size=1, max_size=2, unique=True),
+    lo=st.one_of(st.none(), st.integers(-3000, 3000)),
+    span=st.one_of(st.none(), st.integers(0, 5000)),
+    texts=st.lists(NUMBER_TEXT, max_size=10),
+    seed=st.integers(0, 2**32),
+)
+def test_residue_filter_is_exact(integers, keep, drop, lo, span, texts, seed):
+    """Texts of the range whose value is a multiple of `keep` and of none of `drop` (unbounded above
+    when span is None: the complement of a remainder automaton, not a list)."""
+    hi = None if lo is None or span is None else lo + span
+    if not integers and lo is None and hi is None:
+        hi = 10**9  # number_range without bounds is the whole JSON syntax; with one, plain decimals
+    base = integer_range(lo, hi) if integers else number_range(lo, hi)
+    expr, rules = residue_filter(base, [Decimal(keep)] if keep else [], [Decimal(d) for d in drop], prefix="res")
+    assert all(name.startswith("res_") for name in rules)
+    syntax = CANONICAL_INT if integers else PLAIN
+
+    def oracle(text: str) -> bool:
+        if not syntax.match(text) or (integers and text == "-0"):
+            return False
+        v = value(text)
+        if not within(v, lo, hi, False, False):
+            return False
+        if keep and (v / Fraction(Decimal(keep))).denominator != 1:
+            return False
+        return all((v / Fraction(Decimal(d))).denominator != 1 for d in drop)
+
+    near = [Fraction(j, 4) for b in (lo, hi, 0) if b is not None for j in range(4 * b - 30, 4 * b + 30)]
+    lang = None if expr == NOTHING else Lang(expr, rules)
+    check(lang, oracle, candidates([lo, hi], near, texts), random.Random(seed))
+
+
+def test_residue_filter_examples():
+    lang = Lang(*residue_filter(integer_range(), [], [3]))
+    assert [i for i in range(-10, 11) if str(i) in lang] == [i for i in range(-10, 11) if i % 3]
+    assert "10000000000000000000001" in lang and "10000000000000000000002" not in lang
+    # multiples of 2 and of no 3 nor 0.5 among plain decimals: 0.5 excludes every integer
+    assert residue_filter(number_range(0, 100), [2], [Decimal("0.5")]) == (NOTHING, {})
+    with pytest.raises(GrammarTooLargeError, match="remainder automaton"):
+        residue_filter(integer_range(), [], [10**9 + 7])

@@ -124,6 +124,7 @@ class GrammarCompiler:
         max_indent: int = 20,
         formats: str = "assert",
         numbers: str = "any",
+        documents=None,
     ) -> CompiledGrammar:
         """JSON documents valid under `schema` (a dict, a bool, JSON text or a pydantic model class).
 
@@ -132,22 +133,31 @@ class GrammarCompiler:
         result's `unenforced` attribute. numbers="any" (the default, as a validator needs) accepts
         every JSON spelling of a number; numbers="canonical" (what the generation entry points use)
         only json.dumps's, so `type: integer` gives `25`, never `25.0`. formats="assert" (default)
-        enforces `format` values; formats="annotate" ignores them, as JSON Schema 2020-12 does by default. See
+        enforces `format` values; formats="annotate" ignores them, as JSON Schema 2020-12 does by default.
+        documents: the other documents `$ref` may point to (a mapping of URI -> schema, or a
+        referencing.Registry); a reference to any other URI is refused, never fetched. See
         strictgen.grammar.json_schema for what is produced."""
+        import hashlib
+
         from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
         from strictgen.grammar.json_value import JsonStyle
+        from strictgen.grammar.schema_documents import SchemaDocuments
 
         style = JsonStyle(whitespace, max_indent, numbers)
         with user_errors("json_schema"):
             text = schema_cache_text(schema)
+            docs = SchemaDocuments.of(documents)
+            docs_key = hashlib.sha256(docs.cache_text().encode("utf-8", "surrogatepass")).hexdigest() if docs else ""
         found: dict = {}
 
         def build() -> Grammar:
-            grammar, unenforced = json_schema_grammar(text, strict=strict, any_order=any_order, style=style, formats=formats)
+            grammar, unenforced = json_schema_grammar(
+                text, strict=strict, any_order=any_order, style=style, formats=formats, documents=docs
+            )
             found["unenforced"] = unenforced
             return grammar
 
-        key = ("json_schema", text, bool(strict), bool(any_order), style, formats)
+        key = ("json_schema", text, bool(strict), bool(any_order), style, formats, docs_key)
         return self._cached(key, "json_schema", build, lambda c: setattr(c, "unenforced", found.get("unenforced", [])))
 
     def compile_structural_tag(self, tag, *, whitespace: str = "flexible", max_indent: int = 20) -> CompiledGrammar:

@@ -68,13 +68,16 @@ GrammarTooLargeError when the product automaton would exceed `MAX_LENGTH_PRODUCT
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite (or at most
-one item is allowed), `not` of uniqueItems, `not multipleOf` over an unbounded range, oneOf whose
+one item is allowed), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
+`numbers.MAX_MODULUS` (its remainder automaton has p states; a plain multipleOf that large is a
+GrammarTooLargeError), oneOf whose
 branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:
 GrammarTooLargeError), key patterns of one object that overlap in more than `MAX_REGIONS` ways, more than 3
 `contains` (or existential) constraints on one array (object), unevaluatedProperties/Items after
 anyOf branches that may overlap (more than 5), $recursiveRef with $recursiveAnchor, patterns
 regex.py cannot translate (lookaround other than a leading ``^(?!...)``, backreferences), and
-references that cannot be resolved (remote documents are never fetched).
+references that cannot be resolved (other documents are never fetched: `documents=` supplies them,
+see schema_documents).
 """
 
 from __future__ import annotations
@@ -121,23 +124,9 @@ from .ir import (
 from .json_escapes import json_escaped, spelled_string
 from .json_value import CANONICAL_NUMBER, DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
 from .numbers import decimal_places
-from .schema_normalize import (
-    FALSE,
-    TRUE,
-    ArrP,
-    Conj,
-    Formula,
-    Normalizer,
-    NumP,
-    RefLoop,
-    ObjP,
-    Reporter,
-    json_equal,
-    load_schema,
-    pattern_language,
-    to_fraction,
-    value_key,
-)
+from .schema_ir import FALSE, TRUE, ArrP, Conj, Formula, NumP, ObjP, pattern_language
+from .schema_normalize import Normalizer
+from .schema_values import RefLoop, Reporter, json_equal, load_schema, to_fraction, value_key
 
 __all__ = ["json_schema_grammar", "spelled", "schema_cache_text", "SchemaEmitter", "MAX_PATTERNS"]
 
@@ -391,55 +380,105 @@ class SchemaEmitter:
 
         if n.is_empty():
             return NOTHING
-        mult = None
-        for m in n.mults:
-            mult = m if mult is None else _lcm(mult, m)
-        regular = True
+        mult = self._multiple(n)
+        excluded = self._excluded(n)
         if n.int_only:
             if mult is not None:
                 expr, rules = multiple_of_integers(mult, *self._bounds(n), prefix=self._prefix("int_mul"))
-                regular = not rules
-                self._merge_rules(rules)
             else:
-                expr = integer_range(*self._bounds(n))
-            zero_ok = NumP(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
-            if not self.canonical_numbers:
-                expr = seq(expr, ZERO_FRACTION)
-            if zero_ok and not self.canonical_numbers:
-                expr = alt(expr, seq(lit("-0"), ZERO_FRACTION))
+                expr, rules = integer_range(*self._bounds(n)), {}
+        elif mult is not None:
+            expr, rules = multiple_of_numbers(mult, *self._bounds(n), prefix=self._prefix("num_mul"))
         else:
-            if mult is not None:
-                expr, rules = multiple_of_numbers(mult, *self._bounds(n), prefix=self._prefix("num_mul"))
-                regular = not rules
-                self._merge_rules(rules)
-            elif n.nonint or n.excluded or n.not_mults:
-                if n.lo is None and n.hi is None:
-                    expr = PLAIN_NUMBER
-                else:
-                    expr = number_range(*self._bounds(n))
-            else:
-                expr = number_range(*self._bounds(n))
-            if n.nonint:
-                if not regular:
-                    self.reporter.refuse("multipleOf on non-integers (under 'not') needs a non-regular intersection", "multipleOf", _where(n, "multipleOf"))
-                else:
-                    expr = intersect(expr, NONINT_PLAIN)
-        base = NumP(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
+            expr, rules = self._plain_range(n), {}
+        not_mults = []
         for m in n.not_mults:
-            mexpr, mrules = multiple_of_numbers(m, *self._bounds(n), prefix=self._prefix("not_mul"))
-            if mrules or not regular:
-                self.reporter.refuse(f"'not multipleOf {m}' over an unbounded range is not expressible here", "multipleOf", _where(n, "multipleOf"))
-                continue
+            try:
+                mexpr, mrules = multiple_of_numbers(m, *self._bounds(n), prefix=self._prefix("not_mul"))
+            except CompileTimeoutError:
+                raise
+            except GrammarTooLargeError:
+                break  # _number_residues refuses it, naming the keyword
+            if mrules:
+                break
+            not_mults.append(mexpr)
+        if rules and (n.nonint or excluded or n.not_mults) or len(not_mults) < len(n.not_mults):
+            # a remainder automaton meets a difference or intersection: build it on the DFAs
+            return self._number_residues(n, mult, excluded)
+        self._merge_rules(rules)
+        if n.int_only:
+            expr = self._integer_spellings(n, expr)
+        elif n.nonint:
+            expr = intersect(expr, NONINT_PLAIN)
+        for mexpr in not_mults:
             expr = difference(expr, mexpr)
-        excluded = [x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults)]
         if excluded:
-            if not regular:
-                self.reporter.refuse("excluding values from a multipleOf range with a remainder automaton is not supported", "multipleOf", _where(n, "multipleOf"))
-            else:
-                expr = difference(expr, alt(*(number_spellings(x) for x in sorted(excluded))))
-        if self.canonical_numbers and not n.int_only and regular:
+            expr = difference(expr, alt(*(number_spellings(x) for x in excluded)))
+        if self.canonical_numbers and not n.int_only and not rules:
             expr = intersect(expr, CANONICAL_NUMBER)
         return expr
+
+    def _number_residues(self, n: NumP, mult: Fraction | None, excluded: list) -> Expr:
+        """`number` when multipleOf (or `not multipleOf`) needs a remainder automaton and is combined
+        with a difference or an intersection: the rest is one regular language of plain decimals,
+        which `residue_filter` multiplies with the remainder automata (their complements for
+        `not multipleOf`)."""
+        from .numbers import integer_range, residue_filter
+
+        if n.int_only:
+            base = self._integer_spellings(n, integer_range(*self._bounds(n)))
+        else:
+            base = self._plain_range(n)
+            if n.nonint:
+                base = intersect(base, NONINT_PLAIN)
+        if excluded:
+            base = difference(base, alt(*(number_spellings(x) for x in excluded)))
+        if self.canonical_numbers and not n.int_only:
+            base = intersect(base, CANONICAL_NUMBER)
+        keep = [mult] if mult is not None else []
+        prefix = self._prefix("num_res")
+        try:
+            expr, rules = residue_filter(base, keep, n.not_mults, prefix=prefix)
+        except CompileTimeoutError:
+            raise
+        except GrammarTooLargeError as e:
+            if not n.not_mults:
+                raise
+            # a step too big for a remainder automaton (or too big a product): refused, or dropped
+            self.reporter.refuse(f"'not multipleOf' cannot be enforced here: {e}", "multipleOf", _where(n, "multipleOf"))
+            expr, rules = residue_filter(base, keep, (), prefix=prefix)
+        self._merge_rules(rules)
+        return expr
+
+    def _plain_range(self, n: NumP) -> Expr:
+        """The numbers within n's bounds, as plain decimals once anything else constrains them."""
+        from .numbers import number_range
+
+        if n.lo is None and n.hi is None and (n.nonint or n.excluded or n.not_mults):
+            return PLAIN_NUMBER
+        return number_range(*self._bounds(n))
+
+    def _integer_spellings(self, n: NumP, expr: Expr) -> Expr:
+        """Canonical integer texts `expr` with every other spelling a validator accepts (`12.0`,
+        `-0` when 0 is admitted), unless numbers are canonical."""
+        if self.canonical_numbers:
+            return expr
+        zero_ok = NumP(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
+        expr = seq(expr, ZERO_FRACTION)
+        return alt(expr, seq(lit("-0"), ZERO_FRACTION)) if zero_ok else expr
+
+    @staticmethod
+    def _multiple(n: NumP) -> Fraction | None:
+        mult = None
+        for m in n.mults:
+            mult = m if mult is None else _lcm(mult, m)
+        return mult
+
+    @staticmethod
+    def _excluded(n: NumP) -> list:
+        """The excluded values inside n's range that no `not multipleOf` excludes already."""
+        base = NumP(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
+        return sorted(x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults))
 
     @staticmethod
     def _bounds(n: NumP):
@@ -1354,14 +1393,17 @@ def json_schema_grammar(
     any_order: bool = False,
     style: JsonStyle | None = None,
     formats: str = "assert",
+    documents: Any = None,
 ) -> tuple[Grammar, list[tuple[str, str]]]:
     """The grammar of the JSON documents valid under `schema` (dict, bool, JSON text or a pydantic
     model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict).
-    formats="annotate" treats `format` as an annotation only (the 2020-12 default)."""
+    formats="annotate" treats `format` as an annotation only (the 2020-12 default). `documents`:
+    the other documents `$ref` may point to, a mapping of URI -> schema or a referencing.Registry
+    (see schema_documents); nothing is fetched."""
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    norm = Normalizer(schema, reporter, formats=formats)
+    norm = Normalizer(schema, reporter, formats=formats, documents=documents)
     emitter = SchemaEmitter(norm, style, any_order, reporter)
     try:
         grammar = emitter.build(norm.root_formula)

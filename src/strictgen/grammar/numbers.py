@@ -73,6 +73,7 @@ __all__ = [
     "multiple_of_integers",
     "multiple_of_numbers",
     "number_range",
+    "residue_filter",
 ]
 
 MAX_DIGITS = 400  # digits of a bound (integer part or fraction); covers every float
@@ -744,6 +745,39 @@ def _product(range_expr: Expr, p: int, n: int, prefix: str) -> tuple[Expr, dict[
         too_large=f"multipleOf {Decimal(p).scaleb(-n)} together with these bounds needs more than {MAX_PRODUCT_STATES} automaton states",
     )
     return _emit(*_symbol_rows(regular.minimal(both)), prefix)
+
+
+def residue_filter(expr: Expr, keep=(), drop=(), prefix: str = "num_residue") -> tuple[Expr, dict[str, Expr]]:
+    """Texts of `expr` whose value is a multiple of every step in `keep` and of no step in `drop`.
+
+    `expr` must be a regular language of plain decimals (``-``, ``.`` and digits only: what
+    `integer_range`, bounded `number_range` and their intersections give). Divisibility of a
+    decimal numeral is regular (the remainder automaton of `_tracker`), so its complement is too:
+    a `drop` step is a difference with its tracker (`not: {multipleOf: k}` over any range). The
+    trackers are multiplied on as minimal DFAs; past MAX_PRODUCT_STATES (or a step p / 10**n with
+    p over MAX_MODULUS) this raises GrammarTooLargeError. Returns (root expression, extra rules
+    named prefix_<i>), as `multiple_of_numbers`."""
+    if expr == NOTHING:
+        return NOTHING, {}
+    dfa = regular.minimal(regular_dfa(expr))
+    rows, _ = _symbol_rows(dfa)
+    if not rows:
+        return NOTHING, {}
+    fraction = any(row[_DOT] >= 0 for row in rows)
+    for step, negated in [(k, False) for k in keep] + [(k, True) for k in drop]:
+        p, n = _step(step)
+        if p > MAX_MODULUS:
+            raise GrammarTooLargeError(f"multipleOf {step} needs a remainder automaton with {p} states (at most {MAX_MODULUS})")
+        dfa = regular.minimal(
+            regular.product(
+                dfa,
+                regular.minimal(_tracker(p, n, fraction)),
+                difference=negated,
+                max_states=MAX_PRODUCT_STATES,
+                too_large=f"{'not ' if negated else ''}multipleOf {step} together with the other number keywords needs more than {MAX_PRODUCT_STATES} automaton states",
+            )
+        )
+    return _emit(*_symbol_rows(dfa), prefix)
 
 
 # ---- multipleOf ------------------------------------------------------------------------------------

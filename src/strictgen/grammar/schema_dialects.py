@@ -5,7 +5,10 @@ validation the draft-4..2019-09 way, `"items": [A, B]` (+ `additionalItems`), wh
 `prefixItems`. The normaliser reads that form as tuple validation; `referencing` and jsonschema's
 2020-12 validator would instead treat the list as one schema and fail inside ('list' object has
 no attribute 'get'). These are the same dialect with that one form accepted: resources inside an
-`items` array are crawled, and the judge validates an `items` array as 2019-09 does."""
+`items` array are crawled, and the judge validates an `items` array as 2019-09 does.
+
+Also the keyword vocabulary of each draft (`DIALECT_KEYWORDS`): a keyword that a schema's declared
+draft does not define is an annotation there (a draft-04 schema's `const`), as jsonschema treats it."""
 
 from __future__ import annotations
 
@@ -46,3 +49,32 @@ def legacy_items_2020_validator():
         yield from (old if isinstance(value, list) else new).VALIDATORS["items"](validator, value, instance, schema)
 
     return jv.extend(new, {"items": items, "additionalItems": old.VALIDATORS["additionalItems"]})
+
+
+# ---- keyword vocabularies ----------------------------------------------------------------------------
+
+_DRAFT4_KEYWORDS = frozenset(
+    """$ref additionalItems additionalProperties allOf anyOf dependencies enum format items maxItems
+    maxLength maxProperties maximum minItems minLength minProperties minimum multipleOf not oneOf
+    pattern patternProperties properties required type uniqueItems exclusiveMinimum exclusiveMaximum""".split()
+)
+_DRAFT6_KEYWORDS = _DRAFT4_KEYWORDS | {"const", "contains", "propertyNames"}
+_DRAFT7_KEYWORDS = _DRAFT6_KEYWORDS | {"if", "then", "else"}
+_DRAFT201909_KEYWORDS = (_DRAFT7_KEYWORDS - {"dependencies"}) | {
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "minContains",
+    "maxContains",
+    "$recursiveRef",
+}
+JSON_TYPES = frozenset("null boolean object array number string integer".split())
+ALL_KEYWORDS = _DRAFT201909_KEYWORDS | {"dependencies", "prefixItems", "$dynamicRef"}
+DIALECT_KEYWORDS = {
+    "draft-03": _DRAFT4_KEYWORDS,
+    "draft-04": _DRAFT4_KEYWORDS,
+    "draft-06": _DRAFT6_KEYWORDS,
+    "draft-07": _DRAFT7_KEYWORDS,
+    "draft2019-09": _DRAFT201909_KEYWORDS,
+}

@@ -1,0 +1,424 @@
+"""The schema IR: formulas (interned references to subschemas and their boolean combinations),
+the per-type parts of a conjunct (NumP, string atoms, ArrP with Contains, ObjP with KeyRule), the
+conjunct `Conj` itself, and the regular languages of `pattern`s."""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+from strictgen.errors import RegexError
+
+from .schema_values import json_type
+
+__all__ = [
+    "Formula", "TRUE", "FALSE", "SrcInfo", "NumP", "str_meet", "Contains", "ArrP", "KeyRule",
+    "ObjP", "ALL_BOOLS", "Conj", "TOP", "NONE", "only", "conj_meet", "pattern_language",
+]
+
+
+# ---- patterns -------------------------------------------------------------------------------------
+
+
+def _structure(p: str, start: int = 0):
+    """(index, char, depth before it) for each `(`, `)` and `|` of regex `p` outside escapes and classes."""
+    depth, i, in_class = 0, start, False
+    while i < len(p):
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()|":
+            yield i, c, depth
+            depth += {"(": 1, ")": -1, "|": 0}[c]
+        i += 1
+
+
+def _split_leading_lookahead(p: str) -> tuple[str, str] | None:
+    """`^(?!A)B` with no alternation at the top level of B → (A, B); otherwise None."""
+    if not p.startswith("^(?!"):
+        return None
+    close = next((i for i, c, d in _structure(p, 4) if c == ")" and d == 0), None)
+    if close is None:
+        return None
+    a, b = p[4:close], p[close + 1 :]
+    if any(c == "|" and d == 0 for _, c, d in _structure(b)):
+        return None
+    return a, b
+
+
+@functools.lru_cache(maxsize=4096)
+def pattern_language(p: str):
+    """Strings containing a match of the ECMA-262 pattern `p` (JSON Schema `pattern`).
+
+    Beyond regex.py: a leading negative lookahead `^(?!A)B` is the difference of two searches,
+    strings with a prefix matching B minus strings with a prefix matching A."""
+    from .ir import difference
+    from .regex import parse_regex_search
+
+    try:
+        return parse_regex_search(p)
+    except RegexError:
+        split = _split_leading_lookahead(p)
+        if split is None:
+            raise
+        a, b = split
+        return difference(parse_regex_search("^(?:" + b + ")"), parse_regex_search("^(?:" + a + ")"))
+
+
+# ---- formulas -------------------------------------------------------------------------------------
+
+
+class Formula:
+    """An interned, lazily normalised schema: src / and / or / not / true / false."""
+
+    __slots__ = ("kind", "key", "args", "src", "_hash")
+
+    def __init__(self, kind: str, key: tuple, args: tuple = (), src: "SrcInfo | None" = None):
+        self.kind = kind
+        self.key = key
+        self.args = args
+        self.src = src
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, Formula) and self.key == other.key)
+
+    def __repr__(self) -> str:
+        if self.kind == "src":
+            return f"Src({self.src.pointer or '#'})"
+        if self.kind in ("true", "false"):
+            return self.kind.upper()
+        return f"{self.kind.capitalize()}{list(self.args)!r}"
+
+
+TRUE = Formula("true", ("true",))
+FALSE = Formula("false", ("false",))
+
+
+@dataclass
+class SrcInfo:
+    schema: dict
+    resolver: Any  # referencing.Resolver for this location
+    spec: Any  # referencing Specification (dialect)
+    pointer: str  # JSON pointer of the schema object in the root document ("" = root)
+    scope: tuple = ()  # dynamic scope: resources (with $dynamicAnchors) entered on the way here
+
+
+# ---- per-type parts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NumP:
+    """A conjunction of numeric constraints (all Fractions exact)."""
+
+    int_only: bool = False
+    nonint: bool = False
+    lo: Fraction | None = None
+    lo_strict: bool = False
+    hi: Fraction | None = None
+    hi_strict: bool = False
+    mults: tuple = ()
+    not_mults: tuple = ()
+    excluded: frozenset = frozenset()  # Fractions
+    where: tuple = field(default=(), compare=False)  # (keyword, pointer) pairs, for error messages
+
+    def meet(self, o: "NumP") -> "NumP | None":
+        lo, ls = self.lo, self.lo_strict
+        if o.lo is not None and (lo is None or o.lo > lo or (o.lo == lo and o.lo_strict)):
+            lo, ls = o.lo, o.lo_strict
+        hi, hs = self.hi, self.hi_strict
+        if o.hi is not None and (hi is None or o.hi < hi or (o.hi == hi and o.hi_strict)):
+            hi, hs = o.hi, o.hi_strict
+        out = NumP(
+            self.int_only or o.int_only,
+            self.nonint or o.nonint,
+            lo,
+            ls,
+            hi,
+            hs,
+            tuple(dict.fromkeys(self.mults + o.mults)),
+            tuple(dict.fromkeys(self.not_mults + o.not_mults)),
+            self.excluded | o.excluded,
+            self.where + o.where,
+        )
+        return out if not out.is_empty() else None
+
+    def is_empty(self) -> bool:
+        if self.int_only and self.nonint:
+            return True
+        if self.lo is not None and self.hi is not None:
+            if self.lo > self.hi or (self.lo == self.hi and (self.lo_strict or self.hi_strict)):
+                return True
+            if self.int_only:
+                a = math.floor(self.lo) + 1 if self.lo_strict else math.ceil(self.lo)
+                b = math.ceil(self.hi) - 1 if self.hi_strict else math.floor(self.hi)
+                if a > b:
+                    return True
+        return False
+
+    def contains(self, x: Fraction) -> bool:
+        if self.int_only and x.denominator != 1:
+            return False
+        if self.nonint and x.denominator == 1:
+            return False
+        if self.lo is not None and (x < self.lo or (self.lo_strict and x == self.lo)):
+            return False
+        if self.hi is not None and (x > self.hi or (self.hi_strict and x == self.hi)):
+            return False
+        if any((x / m).denominator != 1 for m in self.mults):
+            return False
+        if any((x / m).denominator == 1 for m in self.not_mults):
+            return False
+        return x not in self.excluded
+
+    def negate(self) -> list["NumP"]:
+        out: list[NumP] = []
+        if self.int_only:
+            out.append(NumP(nonint=True))
+        if self.nonint:
+            out.append(NumP(int_only=True))
+        if self.lo is not None:
+            out.append(NumP(hi=self.lo, hi_strict=not self.lo_strict))
+        if self.hi is not None:
+            out.append(NumP(lo=self.hi, lo_strict=not self.hi_strict))
+        for m in self.mults:
+            out.append(NumP(not_mults=(m,), where=self.where))
+        for m in self.not_mults:
+            out.append(NumP(mults=(m,)))
+        for v in self.excluded:
+            out.append(NumP(lo=v, hi=v))
+        return out
+
+    @property
+    def trivial(self) -> bool:
+        return self == NumP()
+
+
+# String atoms (a StrP is a tuple of atoms, read as their conjunction):
+#   ("len", lo, hi)        code point count (hi None = unbounded)
+#   ("re", pattern)        contains a match of the ECMA-262 pattern (JSON Schema `pattern`)
+#   ("fmt", name)          a valid `format` value
+#   ("in", frozenset)      one of these strings
+#   ("not", atoms)         not all of the atoms
+
+
+def str_meet(a: tuple, b: tuple) -> tuple | None:
+    lo, hi = 0, None
+    rest: list = []
+    for atom in a + b:
+        if atom[0] == "len":
+            lo = max(lo, atom[1])
+            if atom[2] is not None:
+                hi = atom[2] if hi is None else min(hi, atom[2])
+        elif atom not in rest:
+            rest.append(atom)
+    if hi is not None and lo > hi:
+        return None
+    if lo or hi is not None:
+        rest.insert(0, ("len", lo, hi))
+    return tuple(rest)
+
+
+@dataclass(frozen=True)
+class Contains:
+    schema: Formula
+    lo: int = 1
+    hi: int | None = None
+    start: int = 0  # only items at index >= start count
+    evaluates: bool = True
+
+
+@dataclass(frozen=True)
+class ArrP:
+    prefix: tuple = ()  # Formulas for the first items
+    items: Formula = TRUE  # the items after the prefix
+    min: int = 0
+    max: int | None = None
+    contains: tuple = ()  # Contains
+    unique: bool = False
+    eval_prefix: int = 0  # unevaluatedItems bookkeeping: items evaluated by prefixItems
+    eval_all: bool = False  # ... by items / additionalItems / unevaluatedItems
+    where: tuple = field(default=(), compare=False)  # (keyword, pointer) of refused-later keywords
+
+    def item(self, i: int) -> Formula:
+        return self.prefix[i] if i < len(self.prefix) else self.items
+
+    def meet(self, o: "ArrP", norm: "Normalizer") -> "ArrP | None":
+        n = max(len(self.prefix), len(o.prefix))
+        prefix = tuple(norm.and_(self.item(i), o.item(i)) for i in range(n))
+        lo = max(self.min, o.min)
+        hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
+        if hi is not None and lo > hi:
+            return None
+        if hi is not None and len(prefix) > hi:
+            prefix = prefix[:hi]
+        return ArrP(
+            prefix,
+            norm.and_(self.items, o.items),
+            lo,
+            hi,
+            tuple(dict.fromkeys(self.contains + o.contains)),
+            self.unique or o.unique,
+            max(self.eval_prefix, o.eval_prefix),
+            self.eval_all or o.eval_all,
+            self.where + o.where,
+        )
+
+    @property
+    def trivial(self) -> bool:
+        return self == ArrP()
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """Members whose key is in the rule's key set must have a value valid under `schema`.
+
+    kind "name": the key `name`; "pattern": keys containing a match of `pattern`; "other": keys
+    that are none of `names` and match none of `patterns` (additionalProperties and friends);
+    "keys": keys in the string language `atoms` (only in ObjP.exists, from 'not propertyNames')."""
+
+    kind: str
+    schema: Formula
+    name: str = ""
+    pattern: str = ""
+    names: frozenset = frozenset()
+    patterns: frozenset = frozenset()
+    evaluates: bool = True
+    pointer: str = field(default="", compare=False)
+    atoms: tuple = ()
+
+
+@dataclass(frozen=True)
+class ObjP:
+    rules: tuple = ()
+    required: frozenset = frozenset()
+    min: int = 0
+    max: int | None = None
+    key_atoms: tuple | None = None  # propertyNames: StrP every key must satisfy (None = any)
+    order: tuple = ()  # names in order of first appearance (the order members are emitted in)
+    exists: tuple = ()  # KeyRules read existentially: some member has a key in the set and a valid value
+    clauses: tuple = ()  # presence constraints in CNF: frozensets of (key, present?) literals, one must hold
+    where: tuple = field(default=(), compare=False)
+
+    def meet(self, o: "ObjP") -> "ObjP | None":
+        lo = max(self.min, o.min)
+        hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
+        if hi is not None and lo > hi:
+            return None
+        if self.key_atoms is None:
+            keys = o.key_atoms
+        elif o.key_atoms is None:
+            keys = self.key_atoms
+        else:
+            keys = str_meet(self.key_atoms, o.key_atoms)
+            if keys is None:
+                keys = (("in", frozenset()),)
+        required = self.required | o.required
+        rules = tuple(dict.fromkeys(self.rules + o.rules))
+        if hi is not None and len(required) > hi:
+            return None
+        for r in rules:  # a required member whose name is forbidden
+            if r.kind == "name" and r.schema is FALSE and r.name in required:
+                return None
+        return ObjP(
+            rules,
+            required,
+            lo,
+            hi,
+            keys,
+            tuple(dict.fromkeys(self.order + o.order)),
+            tuple(dict.fromkeys(self.exists + o.exists)),
+            tuple(dict.fromkeys(self.clauses + o.clauses)),
+            self.where + o.where,
+        )
+
+    @property
+    def trivial(self) -> bool:
+        return self == ObjP()
+
+
+ALL_BOOLS = frozenset((False, True))
+
+
+@dataclass(frozen=True)
+class Conj:
+    """One alternative of a normalised schema: constraints per JSON type, or a finite value set."""
+
+    null: bool = True
+    bools: frozenset = ALL_BOOLS
+    num: NumP | None = NumP()
+    str: tuple | None = ()
+    arr: ArrP | None = ArrP()
+    obj: ObjP | None = ObjP()
+    values: tuple | None = None  # a finite conjunct: exactly these values (other fields unused)
+    loose_eval: bool = False  # from overlapping anyOf branches: evaluated keys may be incomplete
+
+    def is_empty(self) -> bool:
+        if self.values is not None:
+            return not self.values
+        return not self.null and not self.bools and self.num is None and self.str is None and self.arr is None and self.obj is None
+
+    @property
+    def is_top(self) -> bool:
+        return (
+            self.values is None
+            and self.null
+            and self.bools == ALL_BOOLS
+            and self.num is not None
+            and self.num.trivial
+            and self.str == ()
+            and self.arr is not None
+            and self.arr.trivial
+            and self.obj is not None
+            and self.obj.trivial
+        )
+
+    def types(self) -> set[str]:
+        if self.values is not None:
+            return {json_type(v) for v in self.values}
+        out = set()
+        if self.null:
+            out.add("null")
+        if self.bools:
+            out.add("boolean")
+        if self.num is not None:
+            out.add("number")
+        if self.str is not None:
+            out.add("string")
+        if self.arr is not None:
+            out.add("array")
+        if self.obj is not None:
+            out.add("object")
+        return out
+
+
+TOP = Conj()
+NONE = Conj(False, frozenset(), None, None, None, None)
+
+
+def only(**parts) -> Conj:
+    """A conjunct admitting only the given types (parts)."""
+    return replace(NONE, **parts)
+
+
+def conj_meet(a: Conj, b: Conj, norm: "Normalizer") -> Conj | None:
+    """Intersection of two non-finite conjuncts (None when empty)."""
+    num = a.num.meet(b.num) if a.num is not None and b.num is not None else None
+    st = str_meet(a.str, b.str) if a.str is not None and b.str is not None else None
+    arr = a.arr.meet(b.arr, norm) if a.arr is not None and b.arr is not None else None
+    obj = a.obj.meet(b.obj) if a.obj is not None and b.obj is not None else None
+    if obj is not None and norm is not None and norm.obj_contradicts(obj, a.obj, b.obj):
+        obj = None
+    c = Conj(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
+    return None if c.is_empty() else c
