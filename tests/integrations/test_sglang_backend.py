@@ -195,8 +195,19 @@ def test_launcher_registers_then_hands_the_arguments_to_sglang():
 
 def sglang_structural_tag(response_format: dict) -> str:
     """The `structural_tag` sampling parameter SGLang's OpenAI server makes of a response format
-    (its own ChatCompletionRequest.to_sampling_params; the new form goes through xgrammar's
-    StructuralTag model where xgrammar is installed, which writes every default field)."""
+    (its own ChatCompletionRequest.to_sampling_params). SGLang parses the new `format` form with
+    xgrammar's StructuralTag model, which writes every default field; xgrammar is SGLang's own
+    dependency but only in our bench extra (never ours at run time), and without it SGLang's
+    server cannot read that form at all. Then the text is what SGLang's own helper writes of
+    the form as sent, without the defaults."""
+    try:
+        import xgrammar  # noqa: F401
+    except ImportError:
+        xgrammar = None
+    if "format" in response_format and xgrammar is None:
+        from sglang.utils import convert_json_schema_to_str
+
+        return convert_json_schema_to_str(response_format)
     request = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "hi"}], response_format=response_format)
     return request.to_sampling_params([], {})["structural_tag"]
 
