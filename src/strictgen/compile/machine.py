@@ -53,11 +53,11 @@ class PushdownMachine:
             b = int(base[r])
             deadline.check()
             compact, classmap = rule.dfa.compact(b)  # rows by byte class, targets already global
-            k = len(compact) // (4 * rule.num_states)
+            k = rule.dfa.num_classes
             table = np.frombuffer(compact, dtype=np.int32).reshape(-1, k)
             tables.append(compact)
             row_parts.append(offset + k * np.arange(rule.num_states, dtype=np.int64))
-            offset += len(compact) // 4
+            offset += table.size
             classmaps.append(classmap)
             accepting = np.frombuffer(rule.dfa.accepting(), dtype=np.uint8).astype(bool)
             start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())

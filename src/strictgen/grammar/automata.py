@@ -52,20 +52,22 @@ class BuildMemo:
     """What the builders of one compile share, by node id: minimal DFAs (of intersections,
     differences, spelled strings, and of call-free pieces that are embedded rather than built
     again), the pieces whose DFA would outgrow their NFA, templates and call-freedom (these two
-    hold for one `called` map: builders of sub-automata, which call nothing, get `sub`)."""
+    hold for one `called` map: builders of sub-automata, which call nothing, get `sub`), and the
+    UTF-8 sequences of character classes, by their ranges."""
 
-    def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None):
+    def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None, charsets: dict[tuple, list] | None = None):
         self.dfas: dict[int, regular.DFA] = {} if dfas is None else dfas
         self.too_big: set[int] = set() if too_big is None else too_big
         self.templates: dict[tuple, tuple[regular.NFA, int, int] | None] = {}
         self.call_free: dict[int, bool] = {}
+        self.charsets: dict[tuple, list] = {} if charsets is None else charsets  # UTF-8 sequences of a CharSet's ranges
         self.embedding: set[int] = set()  # pieces whose DFA is being made (a rule met inside itself)
         self._sub: BuildMemo | None = None
 
     @property
     def sub(self) -> BuildMemo:
         if self._sub is None:
-            self._sub = BuildMemo(self.dfas, self.too_big)
+            self._sub = BuildMemo(self.dfas, self.too_big, self.charsets)
             self._sub._sub = self._sub
         return self._sub
 
@@ -83,10 +85,8 @@ class NFABuilder:
         self.rules = rules
         self.called = called
         self.nfa = regular.NFA()
-        self._charset_cache: dict[tuple, list] = {}
         self._shared = shared
         self._memo = BuildMemo() if memo is None else memo
-        self._regular = self._memo.dfas
         # a shared sub-expression built towards the same end state is built once: its fragment's
         # private entry state is reused, which keeps DAG-shaped IR (e.g. from JSON Schema) linear
         self._fragments: dict[tuple[int, int], int] = {}
@@ -146,8 +146,7 @@ class NFABuilder:
             self._build_repeat(expr, start, end)
         elif isinstance(expr, (Intersect, Difference, Spelled)):
             nfa.embed(self.regular_dfa(expr), start, end)
-            if nfa.num_states > MAX_NFA_STATES:
-                raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
+            self._check_size()
         elif isinstance(expr, RuleRef):
             if expr.name not in self.rules:
                 raise StrictgenError(f"undefined rule {expr.name!r}")
@@ -174,7 +173,6 @@ class NFABuilder:
             templates[key] = None
             try:
                 sub = NFABuilder(self.rules, self.called, self._shared, self._memo)
-                sub._charset_cache = self._charset_cache
                 s, f = sub.new(), sub.new()
                 sub._build(expr, s, f)  # not build(): expr itself is what is being templated
             except BaseException:
@@ -260,7 +258,7 @@ class NFABuilder:
     def regular_dfa(self, expr: Expr) -> regular.DFA:
         """The minimal DFA of a regular expression of the IR, Intersect and Difference included
         (memoised by node for the whole compile)."""
-        got = self._regular.get(id(expr))
+        got = self._memo.dfas.get(id(expr))
         if got is not None:
             return got
         if isinstance(expr, Intersect):
@@ -274,13 +272,12 @@ class NFABuilder:
         else:
             nfa, start, final = self.sub_nfa(expr)
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
-        self._regular[id(expr)] = got
+        self._memo.dfas[id(expr)] = got
         return got
 
     def sub_nfa(self, expr: Expr) -> tuple[regular.NFA, int, int]:
         """A fresh NFA of `expr` alone (rule references inlined; recursive ones refused)."""
         sub = NFABuilder(self.rules, {}, self._shared, self._memo.sub)
-        sub._charset_cache = self._charset_cache
         start, final = sub.new(), sub.new()
         try:
             sub._build(expr, start, final)  # not build(): a shared expr would ask for its own DFA
@@ -322,10 +319,10 @@ class NFABuilder:
 
     def _build_charset(self, expr: CharSet, start: int, end: int) -> None:
         """UTF-8 sequences for the ranges, sharing states by common leading byte ranges."""
-        seqs = self._charset_cache.get(expr.ranges)
+        seqs = self._memo.charsets.get(expr.ranges)
         if seqs is None:
             seqs = [s for lo, hi in expr.ranges for s in utf8_sequences(lo, hi)]
-            self._charset_cache[expr.ranges] = seqs
+            self._memo.charsets[expr.ranges] = seqs
         nfa = self.nfa
         # a small trie over byte-range prefixes keeps the NFA compact for big classes
         trie: dict[tuple, int] = {}

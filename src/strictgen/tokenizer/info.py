@@ -63,7 +63,7 @@ def _decode_byte_level_all(pieces: list[str]) -> list[bytes]:
     out, at = [], 0
     for p, o in zip(pieces, outside):
         if o:
-            out.append(p.encode("utf-8"))
+            out.append(_decode_byte_level(p))
         else:
             out.append(data[at : at + len(p)])
             at += len(p)
@@ -305,15 +305,15 @@ class TokenizerInfo:
         present = np.zeros(size, dtype=bool)
         special: set[int] = set()
 
-        if style == _BYTE_LEVEL:
-            decode = _decode_byte_level
-        elif style == _SENTENCEPIECE:
-            decode = functools.partial(_decode_sentencepiece, meta=meta, byte_pieces=byte_pieces)
-        else:
-            decode = str.encode
         texts = list(pieces)
-        for i, data_ in zip(pieces.values(), _decode_byte_level_all(texts) if style == _BYTE_LEVEL else map(decode, texts)):
-            tokens[i] = data_
+        if style == _BYTE_LEVEL:
+            decoded = _decode_byte_level_all(texts)
+        elif style == _SENTENCEPIECE:
+            decoded = map(functools.partial(_decode_sentencepiece, meta=meta, byte_pieces=byte_pieces), texts)
+        else:
+            decoded = map(str.encode, texts)
+        for i, piece_bytes in zip(pieces.values(), decoded):
+            tokens[i] = piece_bytes
             present[i] = True
         # <unk> stands for text the vocab lacks; emitting it writes no real text
         unk = model.get("unk_token")
