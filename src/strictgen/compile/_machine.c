@@ -9,7 +9,11 @@
  *           class, dfa[row_of[g] + classmap[rule_of[g] * 256 + b]], gives the global target or
  *           -1 (a row of 256 a frame took 240 MB on big schemas), flags[g] whether g accepts, waits for
  *           a byte, or only finishes (a call returning there pushes nothing: tail calls), and
- *           call_*[call_start[g]:call_start[g + 1]] the (callee's start, return frame) calls.
+ *           call_*[call_start[g]:call_start[g + 1]] the (callee's start, return frame) calls; a
+ *           callee -(r + 1) is rule r of those built at run time (lazy rules, lazy_rules.py): its
+ *           start is base[r] once `add_rule` has appended its frames, and until then a closure
+ *           that needs it fails with NeedRule(r), which the Python side answers by building the
+ *           rule and asking again (nothing half-done is kept).
  *   nodes   interned stacks: node id -> (parent node, frame); node 0 is the empty stack.
  *   states  interned sorted sets of nodes, each expanded until its top waits for a byte (or is
  *           the empty stack: the root finished); state 0, the empty set, is dead.
@@ -39,7 +43,7 @@ typedef struct {
     /* the grammar, read-only after construction */
     int32_t *dfa, *row_of, *rule_of, *base, *call_start, *call_callee, *call_ret;
     uint8_t *flags, *classmaps;
-    Py_ssize_t num_frames, num_rules;
+    Py_ssize_t num_frames, num_rules, dfa_len, num_calls;
     /* nodes: parent and frame per id; a hash table of ids keyed by (parent, frame) */
     Vec node_parent, node_frame;
     int32_t *node_slots;
@@ -59,6 +63,8 @@ typedef struct {
     int32_t stamp;
     int32_t start;
 } Machine;
+
+static PyObject *NeedRule; /* the exception a closure raises for a lazy rule not built yet */
 
 static int32_t *index_of(Machine *m) { return (int32_t *)PyByteArray_AS_STRING(m->index); }
 
@@ -152,11 +158,24 @@ static int closure(Machine *m, int32_t node) {
         if (flags & WAITS && vec_push(&m->closure_pool, n) < 0)
             return -1;
         for (int32_t c = m->call_start[frame]; c < m->call_start[frame + 1]; c++) {
-            int32_t ret = m->call_ret[c];
+            int32_t ret = m->call_ret[c], callee = m->call_callee[c];
+            if (callee < 0) { /* a lazy rule: its start once built */
+                int32_t r = -callee - 1;
+                callee = r < m->num_rules ? m->base[r] : -1;
+                if (callee < 0) {
+                    m->closure_pool.len = begin;
+                    PyObject *arg = PyLong_FromLong(r);
+                    if (arg) {
+                        PyErr_SetObject(NeedRule, arg);
+                        Py_DECREF(arg);
+                    }
+                    return -1;
+                }
+            }
             int32_t below = (m->flags[ret] & FINAL_ONLY) ? parent : node_lookup(m, parent, ret);
             if (below < 0)
                 return -1;
-            int32_t pushed = node_lookup(m, below, m->call_callee[c]);
+            int32_t pushed = node_lookup(m, below, callee);
             if (pushed < 0)
                 return -1;
             if (m->mark.data[pushed] != stamp) {
@@ -520,14 +539,18 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
             width = cm[b] + 1 > width ? cm[b] + 1 : width;
         ok = m->row_of[i] >= 0 && (Py_ssize_t)m->row_of[i] + width <= n_dfa;
     }
-    for (Py_ssize_t i = 0; ok && i < n_callee; i++)
-        ok = m->call_callee[i] >= 0 && m->call_callee[i] < frames && m->call_ret[i] >= 0 && m->call_ret[i] < frames;
+    for (Py_ssize_t i = 0; ok && i < n_callee; i++) /* a negative callee: a lazy rule (added later) */
+        ok = m->call_callee[i] < frames && m->call_callee[i] >= -INT32_MAX && m->call_ret[i] >= 0 && m->call_ret[i] < frames;
     for (Py_ssize_t i = 0; ok && i < m->num_rules; i++)
         ok = m->base[i] >= 0 && m->base[i] < frames;
+    for (Py_ssize_t i = 0; ok && i < n_callee; i++)
+        ok = m->call_callee[i] >= 0 || -m->call_callee[i] - 1 >= m->num_rules;
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "inconsistent machine arrays");
         return -1;
     }
+    m->dfa_len = n_dfa;
+    m->num_calls = n_callee;
     m->node_mask = 1023;
     m->state_mask = 1023;
     m->node_slots = (int32_t *)malloc(sizeof(int32_t) * 1024);
@@ -764,6 +787,85 @@ static PyObject *Machine_chain(Machine *m, PyObject *args) {
     return chain;
 }
 
+/* Grow a malloc'd block to `count` items of `item` bytes (the new ones uninitialised). */
+static int grow_block(void **block, Py_ssize_t count, Py_ssize_t item) {
+    void *grown = realloc(*block, (size_t)((count ? count : 1) * item));
+    if (!grown) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *block = grown;
+    return 0;
+}
+
+/* add_rule(rule, dfa, classmap, flags, call_start, call_callee, call_ret): append lazy rule
+ * `rule`'s frames, numbered from num_frames (dfa targets and call returns already global,
+ * call_start local from 0; callees as in the constructor). Existing states and rows stay valid:
+ * frames only grow, and no row depends on a rule that was not built. */
+static PyObject *Machine_add_rule(Machine *m, PyObject *args) {
+    int rule;
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "iOOOOOO", &rule, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    if (rule < 0 || (rule < m->num_rules && m->base[rule] >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "add_rule: that rule exists");
+        return NULL;
+    }
+    int32_t *dfa = NULL, *starts = NULL, *callee = NULL, *ret = NULL;
+    uint8_t *cmap = NULL, *flags = NULL;
+    Py_ssize_t n_dfa, n_cmap, n, n_starts, n_callee, n_ret;
+    PyObject *result = NULL;
+    if (copy_array(objs[0], (void **)&dfa, 4, &n_dfa, "dfa") < 0 || copy_array(objs[1], (void **)&cmap, 1, &n_cmap, "classmap") < 0
+        || copy_array(objs[2], (void **)&flags, 1, &n, "flags") < 0 || copy_array(objs[3], (void **)&starts, 4, &n_starts, "call_start") < 0
+        || copy_array(objs[4], (void **)&callee, 4, &n_callee, "call_callee") < 0 || copy_array(objs[5], (void **)&ret, 4, &n_ret, "call_ret") < 0)
+        goto done;
+    int width = 0;
+    for (Py_ssize_t b = 0; b < n_cmap; b++)
+        width = cmap[b] + 1 > width ? cmap[b] + 1 : width;
+    Py_ssize_t frames = m->num_frames + n;
+    int ok = n > 0 && n_cmap == 256 && n_dfa == n * width && n_starts == n + 1 && starts[0] == 0 && starts[n] == n_callee && n_ret == n_callee;
+    for (Py_ssize_t i = 0; ok && i < n; i++)
+        ok = starts[i] <= starts[i + 1];
+    for (Py_ssize_t i = 0; ok && i < n_dfa; i++)
+        ok = dfa[i] == -1 || (dfa[i] >= m->num_frames && dfa[i] < frames);
+    for (Py_ssize_t i = 0; ok && i < n_callee; i++)
+        ok = callee[i] < m->num_frames && callee[i] >= -INT32_MAX && ret[i] >= m->num_frames && ret[i] < frames;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "add_rule: inconsistent arrays");
+        goto done;
+    }
+    Py_ssize_t rules = rule + 1 > m->num_rules ? rule + 1 : m->num_rules;
+    if (grow_block((void **)&m->dfa, m->dfa_len + n_dfa, 4) < 0 || grow_block((void **)&m->row_of, frames, 4) < 0
+        || grow_block((void **)&m->rule_of, frames, 4) < 0 || grow_block((void **)&m->flags, frames, 1) < 0
+        || grow_block((void **)&m->call_start, frames + 1, 4) < 0 || grow_block((void **)&m->call_callee, m->num_calls + n_callee, 4) < 0
+        || grow_block((void **)&m->call_ret, m->num_calls + n_callee, 4) < 0 || grow_block((void **)&m->base, rules, 4) < 0
+        || grow_block((void **)&m->classmaps, rules * 256, 1) < 0)
+        goto done;
+    for (Py_ssize_t r = m->num_rules; r < rules; r++)
+        m->base[r] = -1;
+    memcpy(m->dfa + m->dfa_len, dfa, sizeof(int32_t) * (size_t)n_dfa);
+    memcpy(m->classmaps + (Py_ssize_t)rule * 256, cmap, 256);
+    memcpy(m->flags + m->num_frames, flags, (size_t)n);
+    memcpy(m->call_callee + m->num_calls, callee, sizeof(int32_t) * (size_t)n_callee);
+    memcpy(m->call_ret + m->num_calls, ret, sizeof(int32_t) * (size_t)n_callee);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        m->row_of[m->num_frames + i] = (int32_t)(m->dfa_len + i * width);
+        m->rule_of[m->num_frames + i] = rule;
+        m->call_start[m->num_frames + i + 1] = (int32_t)(m->num_calls + starts[i + 1]);
+    }
+    m->base[rule] = (int32_t)m->num_frames;
+    m->num_rules = rules;
+    m->num_frames = frames;
+    m->dfa_len += n_dfa;
+    m->num_calls += n_callee;
+    result = Py_NewRef(Py_None);
+done:
+    free(dfa), free(cmap), free(flags), free(starts), free(callee), free(ret);
+    return result;
+}
+
+static PyObject *Machine_get_num_frames(Machine *m, void *closure) { return PyLong_FromSsize_t(m->num_frames); }
+
 static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_FromLong(m->start); }
 static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
 
@@ -778,6 +880,7 @@ static PyMethodDef Machine_methods[] = {
     {"widest", (PyCFunction)Machine_widest, METH_VARARGS, "widest(state, limit): [(target, bytes)] of the row, most bytes first."},
     {"group", (PyCFunction)Machine_group, METH_VARARGS, "group(state, target): the bytes leading from state to target."},
     {"chain", (PyCFunction)Machine_chain, METH_VARARGS, "chain(state, loop, limit): the states the loop bytes step along together, or None."},
+    {"add_rule", (PyCFunction)Machine_add_rule, METH_VARARGS, "add_rule(rule, dfa, classmap, flags, call_start, call_callee, call_ret): append a lazy rule."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -785,6 +888,7 @@ static PyGetSetDef Machine_getset[] = {
     {"tables", (getter)Machine_get_tables, NULL, "(index, table): each state's row number (int32, -1: none yet), the rows (int32 x 256).", NULL},
     {"start", (getter)Machine_get_start, NULL, "The start state.", NULL},
     {"num_states", (getter)Machine_get_num_states, NULL, "States interned so far (dead included).", NULL},
+    {"num_frames", (getter)Machine_get_num_frames, NULL, "Frames (rule DFA states) so far; a rule added next starts here.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -807,7 +911,9 @@ PyMODINIT_FUNC PyInit__machine(void) {
     if (PyType_Ready(&MachineType) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
-    if (mod && PyModule_AddObjectRef(mod, "Machine", (PyObject *)&MachineType) < 0)
+    if (!NeedRule)
+        NeedRule = PyErr_NewExceptionWithDoc("strictgen.compile._machine.NeedRule", "A lazy rule (its index: args[0]) must be built first.", NULL, NULL);
+    if (mod && (!NeedRule || PyModule_AddObjectRef(mod, "Machine", (PyObject *)&MachineType) < 0 || PyModule_AddObjectRef(mod, "NeedRule", NeedRule) < 0))
         Py_CLEAR(mod);
     return mod;
 }

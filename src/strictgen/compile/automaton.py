@@ -23,6 +23,8 @@ from strictgen.errors import GrammarSyntaxError, StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, NFABuilder, shared_nodes
 from strictgen.grammar.ir import Grammar, recursive_rules
 
+from .lazy_rules import CallIndex, LazyRules
+
 __all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "compile_automaton", "horizon_classes", "nullable_rules", "recursive_rules"]
 
 MAX_MINIMIZE_STATES = 50_000  # horizon classes are looked for in rule DFAs up to this size
@@ -62,9 +64,11 @@ class RuleDFA:
 
 @dataclass
 class CompiledAutomaton:
-    """The DFAs of the root and of every recursive rule; rule 0 is the root."""
+    """The DFAs of the root and of every recursive rule; rule 0 is the root. `lazy`: how to build
+    the rules numbered from len(rules) on, the members of families met (None: there are none)."""
 
     rules: list[RuleDFA]
+    lazy: LazyRules | None = None
 
 
 # ---- rule sets ----------------------------------------------------------------------------------
@@ -87,13 +91,14 @@ def _flags(rules: set[int], count: int) -> bytes:
     return bytes(r in rules for r in range(count))
 
 
-def _productive_rules(dfas: list[regular.DFA]) -> set[int]:
-    """Rules that derive at least one finite string."""
+def _productive_rules(dfas: list[regular.DFA], lazy: int = 0) -> set[int]:
+    """Rules that derive at least one finite string (the `lazy` rules numbered after `dfas`,
+    members of families, are by construction)."""
     found: set[int] = set()
     changed = True
     while changed:
         changed = False
-        flags = _flags(found, len(dfas))
+        flags = _flags(found, len(dfas)) + b"\x01" * lazy
         for r, dfa in enumerate(dfas):
             if r not in found and dfa.can_finish(flags):
                 found.add(r)
@@ -148,6 +153,8 @@ def _check_left_recursion(rules: list[RuleDFA]) -> None:
         while work:
             s = work.pop()
             for callee, t in dfa.calls(s):
+                if callee >= len(rules):
+                    continue  # a rule built at run time: families read a byte before any call
                 calls.add(callee)
                 if callee in nullable and t not in seen:
                     seen.add(t)
@@ -173,7 +180,7 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
         raise StrictgenError(f"the grammar has no root rule {grammar.root!r}")
     recursive = recursive_rules(grammar)
     names = [grammar.root] + sorted(n for n in recursive if n != grammar.root)
-    called = {n: i for i, n in enumerate(names) if n in recursive}
+    called = CallIndex({n: i for i, n in enumerate(names) if n in recursive}, len(names))  # numbers Lazy nodes too
     shared = shared_nodes(grammar.rules.values())
     memo = BuildMemo()  # pieces built once for all the rules
     raw: list[regular.DFA] = []
@@ -182,13 +189,13 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
         start, final = builder.new(), builder.new()
         builder.build(grammar.rules[name], start, final)
         raw.append(regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}"))
-    productive = _productive_rules(raw)
+    productive = _productive_rules(raw, len(called.lazy))
     if 0 not in productive:
         raise EmptyLanguageError("the grammar accepts no string at all")
     flags = _flags(productive, len(raw))
-    rules = [RuleDFA(name, regular.minimal(dfa, flags)) for name, dfa in zip(names, raw)]
+    rules = [RuleDFA(name, regular.minimal(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, raw)]
     _check_left_recursion(rules)
-    return CompiledAutomaton(rules)
+    return CompiledAutomaton(rules, LazyRules(grammar.rules, called, flags) if called.lazy else None)
 
 
 class EmptyLanguageError(StrictgenError):

@@ -21,6 +21,7 @@ from strictgen.errors import GrammarTooLargeError
 
 from . import _machine
 from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
+from .lazy_rules import ResolvingCore
 
 DEAD = 0
 EMPTY_STACK = 0
@@ -46,44 +47,71 @@ class PushdownMachine:
         self.automaton = automaton
         rules = automaton.rules
         sizes = [r.num_states for r in rules]
-        base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
-        tables, row_parts, classmaps, flag_parts, call_counts, callees, returns = [], [], [], [], [], [], []
+        self._base = base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
+        parts = []
         offset = 0
         for r, rule in enumerate(rules):
-            b = int(base[r])
             deadline.check()
-            compact, classmap = rule.dfa.compact(b)  # rows by byte class, targets already global
-            k = rule.dfa.num_classes
-            table = np.frombuffer(compact, dtype=np.int32).reshape(-1, k)
-            tables.append(compact)
-            row_parts.append(offset + k * np.arange(rule.num_states, dtype=np.int64))
-            offset += table.size
-            classmaps.append(classmap)
-            accepting = np.frombuffer(rule.dfa.accepting(), dtype=np.uint8).astype(bool)
-            start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
-            counts = np.diff(start)
-            waits = (table >= 0).any(axis=1)
-            # a frame whose state accepts and has no way forward pops at once: calls returning
-            # there push nothing on the parent (tail calls), so right recursion keeps stacks flat
-            flag_parts.append(accepting * ACCEPTING | waits * WAITS | (accepting & ~waits & (counts == 0)) * FINAL_ONLY)
-            call_counts.append(counts)
-            callees.append(base[callee])
-            returns.append(ret + b)
+            part = self._rule_arrays(rule.dfa, int(base[r]))
+            part["rows"] += offset
+            offset += len(part["table"]) // 4
+            parts.append(part)
         if offset > np.iinfo(np.int32).max:
             raise GrammarTooLargeError("grammar too large: its automaton tables pass 2**31 entries")
-        flags = np.concatenate(flag_parts).astype(np.uint8)
-        rule_of = np.repeat(np.arange(len(rules), dtype=np.int32), sizes)
-        call_start = np.concatenate([[0], np.cumsum(np.concatenate(call_counts))]).astype(np.int32)
-        self._core = _machine.Machine(
-            np.frombuffer(b"".join(tables), dtype=np.int32), np.concatenate(row_parts).astype(np.int32), np.frombuffer(b"".join(classmaps), dtype=np.uint8),
-            flags, rule_of, base, call_start, np.concatenate(callees).astype(np.int32), np.concatenate(returns).astype(np.int32),
+        counts = np.concatenate([p["counts"] for p in parts])
+        call_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        core = _machine.Machine(
+            np.frombuffer(b"".join(p["table"] for p in parts), dtype=np.int32), np.concatenate([p["rows"] for p in parts]).astype(np.int32),
+            np.frombuffer(b"".join(p["classmap"] for p in parts), dtype=np.uint8), np.concatenate([p["flags"] for p in parts]).astype(np.uint8),
+            np.repeat(np.arange(len(rules), dtype=np.int32), sizes), base, call_start,
+            np.concatenate([p["callees"] for p in parts]).astype(np.int32), np.concatenate([p["returns"] for p in parts]).astype(np.int32),
         )
+        self._built: set[int] = set()
+        # a grammar with families: rules built when the machine first needs them (lazy_rules.py)
+        self._core = core if automaton.lazy is None else ResolvingCore(core, self._add_lazy_rule)
         self.start = self._core.start
         self.accepting = _Accepting(self._core)
         # table_after(state): `tables` once `state`'s row is in them, the C trie walk's callback;
         # the C method itself, so a row asked for mid-walk costs no Python frame
         self.table_after = self._core.table_after
         self.step_bytes = self._core.step_bytes
+
+    def _rule_arrays(self, dfa, b: int) -> dict:
+        """One rule's part of the C machine's arrays, its frames numbered from `b`: the table by
+        byte class (targets global), the byte classes, frame flags, calls (callees as start
+        frames; -(r + 1) for a lazy rule r) and returns (global), and its rows' offsets from 0."""
+        compact, classmap = dfa.compact(b)  # rows by byte class, targets already global
+        k = dfa.num_classes
+        table = np.frombuffer(compact, dtype=np.int32).reshape(-1, k)
+        n = dfa.num_states
+        accepting = np.frombuffer(dfa.accepting(), dtype=np.uint8).astype(bool)
+        start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in dfa.call_arrays())
+        counts = np.diff(start)
+        waits = (table >= 0).any(axis=1)
+        static = len(self._base)
+        callees = np.where(callee < static, self._base[np.minimum(callee, static - 1)], -(callee.astype(np.int64) + 1)) if len(callee) else callee
+        return {
+            "table": compact, "classmap": classmap, "rows": k * np.arange(n, dtype=np.int64), "counts": counts,
+            # a frame whose state accepts and has no way forward pops at once: calls returning
+            # there push nothing on the parent (tail calls), so right recursion keeps stacks flat
+            "flags": accepting * ACCEPTING | waits * WAITS | (accepting & ~waits & (counts == 0)) * FINAL_ONLY,
+            "callees": callees, "returns": ret + b,
+        }
+
+    def _add_lazy_rule(self, index: int) -> None:
+        """Build lazy rule `index` and append it to the C machine (once, whichever thread asks)."""
+        lazy = self.automaton.lazy
+        with lazy.lock:
+            if index in self._built:
+                return
+            deadline.check()
+            core = self._core._core
+            dfa = lazy.dfa(index)
+            part = self._rule_arrays(dfa, core.num_frames)
+            call_start = np.concatenate([[0], np.cumsum(part["counts"])]).astype(np.int32)
+            core.add_rule(index, np.frombuffer(part["table"], dtype=np.int32), np.frombuffer(part["classmap"], dtype=np.uint8),
+                          part["flags"].astype(np.uint8), call_start, part["callees"].astype(np.int32), part["returns"].astype(np.int32))
+            self._built.add(index)
 
     @property
     def tables(self) -> tuple[bytearray, bytearray]:
@@ -190,7 +218,7 @@ class HorizonKeys:
             node = self.machine.node(node)[0]
         for n in reversed(path):
             parent, rule, dfa_state = self.machine.node(n)
-            classes = self.classes[rule]
+            classes = self.classes[rule] if rule < len(self.classes) else None  # lazy rules: exact
             key = (self._canonical[parent], rule, dfa_state if classes is None else int(classes[dfa_state]))
             self._canonical[n] = self._ids.setdefault(key, len(self._ids) + 1)
         return self._canonical[path[0]] if path else self._canonical[node]

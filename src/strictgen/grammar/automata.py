@@ -18,7 +18,7 @@ from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 from strictgen.regular.utf8 import utf8_sequences
 
-from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Literal, Repeat, RuleRef, Seq, Spelled
+from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 from .json_spelling import spell_table
 
 MAX_NFA_STATES = 400_000
@@ -154,6 +154,8 @@ class NFABuilder:
                 nfa.add_call(start, self.called[expr.name], end)
             else:
                 self._copy(("rule", expr.name), self.rules[expr.name], start, end)
+        elif isinstance(expr, Lazy):  # a rule built at run time: always a call (`called` numbers it)
+            nfa.add_call(start, self.called[expr], end)
         else:
             raise TypeError(f"not a grammar expression: {expr!r}")
 
@@ -219,7 +221,7 @@ class NFABuilder:
         memo = self._memo.call_free
         if not self.called:
             return True
-        if isinstance(expr, RuleRef) and expr.name in self.called:
+        if isinstance(expr, Lazy) or isinstance(expr, RuleRef) and expr.name in self.called:
             return False
         if id(expr) in memo:
             return memo[id(expr)]
@@ -235,7 +237,7 @@ class NFABuilder:
                 continue
             got = memo.get(id(part))
             if got is None:
-                if isinstance(part, RuleRef) and part.name in self.called:
+                if isinstance(part, Lazy) or isinstance(part, RuleRef) and part.name in self.called:
                     got = memo[id(part)] = False
                 else:
                     stack.append((part, iter(self._parts(part)), True))

@@ -101,6 +101,52 @@ class Spelled(Expr):
     item: Expr
 
 
+class LazyFamily:
+    """Rules indexed by keys, each built the first time a compiled machine's input reaches it
+    (compile/lazy_rules.py): a family stands for more rules than could be built ahead (the key
+    sets of an object whose properties may come in any order). `body(key)` is rule `key`'s
+    expression; it refers to the grammar's rules only through `uses` and to other members of the
+    family through `Lazy` nodes, and must read a byte before any of them (no left recursion)."""
+
+    uses: tuple[RuleRef, ...] = ()
+
+    def body(self, key) -> Expr:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Lazy(Expr):
+    """A call of member `key` of `family` (a `LazyFamily`), built at run time. `uses` are the
+    family's rule references as this grammar names them (renaming a grammar renames them; the
+    body is renamed to match when it is built)."""
+
+    family: LazyFamily
+    key: object
+    uses: tuple[Expr, ...]
+
+
+def lazy_body(node: Lazy) -> Expr:
+    """The expression of the rule `node` calls, in the names of the grammar holding `node`."""
+    body = node.family.body(node.key)
+    names = {a.name: b.name for a, b in zip(node.family.uses, node.uses) if a.name != b.name}
+    return rename(body, names) if names else body
+
+
+def rename(expr: Expr, names: dict[str, str]) -> Expr:
+    """`expr` with rule references renamed (IR nodes are frozen dataclasses)."""
+    if isinstance(expr, RuleRef):
+        return RuleRef(names.get(expr.name, expr.name))
+    fields = getattr(expr, "__dataclass_fields__", {})
+    changes = {}
+    for f in fields:
+        v = getattr(expr, f)
+        if isinstance(v, Expr):
+            changes[f] = rename(v, names)
+        elif isinstance(v, tuple) and v and isinstance(v[0], Expr):
+            changes[f] = tuple(rename(x, names) for x in v)
+    return type(expr)(**{f: changes.get(f, getattr(expr, f)) for f in fields}) if changes else expr
+
+
 _LEAVES = (Literal, ByteSet, CharSet, RuleRef)
 MAX_TRIE_NESTING = 64  # nested Alt levels literal_trie builds; deeper, it is a flat Alt
 
@@ -355,6 +401,8 @@ def _walk_references(expr: Expr) -> set[str]:
             stack.extend((e.base, e.minus))
         elif isinstance(e, Spelled):
             stack.append(e.item)
+        elif isinstance(e, Lazy):
+            stack.extend(e.uses)
     return out
 
 

@@ -15,7 +15,8 @@ accepted spellings, never admits an invalid document):
 * Object members come in a fixed order: the listed properties (in the order the schema lists them,
   first appearance across `allOf`/`$ref` merges), each at most once, then any additional members.
   With ``any_order=True`` the listed properties may come in any order (each at most once,
-  interleaved with additional members); refused above a size bound (2**n states).
+  interleaved with additional members); past a dozen properties the sets of keys seen are rules
+  built at run time (schema_key_sets), refused there only with presence clauses or `not` member rules.
 * Strings are accepted in every JSON spelling (DESIGN.md §4 property 7; `json_escapes`): each
   character raw where JSON allows, as a short escape (``\\n``, ``\\/``...), as ``\\uXXXX`` in either
   hex case, or as a surrogate pair above U+FFFF, so const/enum values, patterns, formats, lengths
@@ -124,6 +125,7 @@ from .ir import (
 from .json_escapes import json_escaped, spelled_string
 from .json_value import CANONICAL_NUMBER, DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
 from .numbers import decimal_places
+from .schema_key_sets import key_set_object
 from .schema_ir import FALSE, TRUE, ArrP, Conj, Formula, NumP, ObjP, pattern_language
 from .schema_normalize import Normalizer
 from .schema_values import RefLoop, Reporter, json_equal, load_schema, to_fraction, value_key
@@ -860,8 +862,6 @@ class SchemaEmitter:
             return c + 1 if hi is not None else min(c + 1, lo)
 
         if self.any_order and n > 1:
-            if (1 << n) * n > 60_000:
-                raise GrammarTooLargeError(f"any_order=True with {n} properties: too many orders (at most 12 properties)")
             required_mask = sum(1 << j for j in range(n) if slots[j][1])
 
             def trans(state):
@@ -888,6 +888,10 @@ class SchemaEmitter:
                 used, c, first, sat, present = state
                 return (bin(used).count("1"), c, not first, bin(sat).count("1"))
 
+            if (1 << n) * n > 60_000:  # too many key sets to build ahead: built at run time
+                pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
+                return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
+                                                          lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists and not clauses))
             return seq(open_, self.ws, _dp((0, 0, True, 0, 0), trans, closing, progress))
 
         def trans(state):

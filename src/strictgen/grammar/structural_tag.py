@@ -28,7 +28,7 @@ from typing import Any
 
 from strictgen.errors import StrictgenError
 
-from .ir import Expr, Grammar, RuleRef, alt, charset, difference, lit, repeat, seq
+from .ir import Expr, Grammar, RuleRef, alt, charset, difference, lit, rename, repeat, seq
 from .json_value import JsonStyle
 
 
@@ -51,21 +51,6 @@ def text_without(*markers: str) -> Expr:
     if not found:
         return anything
     return difference(anything, alt(*(seq(anything, lit(m), anything) for m in found)))
-
-
-def rename(expr: Expr, names: dict[str, str]) -> Expr:
-    """`expr` with rule references renamed (IR nodes are frozen dataclasses)."""
-    if isinstance(expr, RuleRef):
-        return RuleRef(names.get(expr.name, expr.name))
-    fields = getattr(expr, "__dataclass_fields__", {})
-    changes = {}
-    for f in fields:
-        v = getattr(expr, f)
-        if isinstance(v, Expr):
-            changes[f] = rename(v, names)
-        elif isinstance(v, tuple) and v and isinstance(v[0], Expr):
-            changes[f] = tuple(rename(x, names) for x in v)
-    return type(expr)(**{f: changes.get(f, getattr(expr, f)) for f in fields}) if changes else expr
 
 
 def embed(grammar: Grammar, prefix: str, rules: dict[str, Expr]) -> Expr:

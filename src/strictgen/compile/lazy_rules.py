@@ -1,0 +1,93 @@
+"""Rules built at run time: the members of a grammar's `LazyFamily`s (grammar/ir.py).
+
+A family stands for more rules than could be built ahead: an object whose properties may come in
+any order needs one rule per set of keys already seen (2**n of them), yet one document visits at
+most n + 1 of those sets. The automaton compiler numbers each `Lazy` node it meets after the
+static rules and emits a call edge to it; the C machine (`_machine.c`) knows such a callee only
+once `add_rule` has appended its frames, and until then any closure that would push it fails with
+`NeedRule(index)`. `ResolvingCore` answers that by building the rule (its body from the family,
+lowered like any rule, minimised, trimmed) and running the call again. Nothing else changes: the
+machine's states, rows and token masks are those of the grammar with every member built, so
+masks stay exact and trimmed (a family only hands out keys whose rule can still finish) and
+grammars without families never meet any of this.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from strictgen import regular
+from strictgen.errors import GrammarTooLargeError
+from strictgen.grammar.automata import MAX_DFA_STATES, BuildMemo, NFABuilder, shared_nodes
+from strictgen.grammar.ir import Expr, Lazy, lazy_body
+
+from ._machine import NeedRule
+
+MAX_LAZY_RULES = 100_000  # members of families one compiled grammar may build
+
+
+class CallIndex(dict):
+    """The automaton builder's `called` map (rule name -> index) that also numbers the `Lazy`
+    nodes it meets, after the static rules, in the order met (`lazy`)."""
+
+    def __init__(self, static: dict[str, int], first_lazy: int):
+        super().__init__(static)
+        self.first_lazy = first_lazy
+        self.lazy: list[Lazy] = []
+
+    def __missing__(self, key):
+        if not isinstance(key, Lazy):
+            raise KeyError(key)
+        if len(self.lazy) >= MAX_LAZY_RULES:
+            raise GrammarTooLargeError(f"grammar too large: more than {MAX_LAZY_RULES} rules built at run time")
+        index = self[key] = self.first_lazy + len(self.lazy)
+        self.lazy.append(key)
+        return index
+
+
+class LazyRules:
+    """What building a lazy rule needs from the compile: the grammar's rules, the call numbering
+    (shared, so the same member always gets the same index) and which static rules are productive."""
+
+    def __init__(self, rules: dict[str, Expr], calls: CallIndex, productive: bytes):
+        self.rules = rules
+        self.calls = calls
+        self.productive = productive
+        self.lock = threading.Lock()
+
+    def dfa(self, index: int) -> regular.DFA:
+        """The minimal, trimmed DFA of lazy rule `index` (callers hold `lock`)."""
+        node = self.calls.lazy[index - self.calls.first_lazy]
+        body = lazy_body(node)
+        builder = NFABuilder(self.rules, self.calls, shared_nodes([body]), BuildMemo())
+        start, final = builder.new(), builder.new()
+        builder.build(body, start, final)
+        dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in a rule built at run time")
+        # members of families are productive by construction (a family hands out live keys only)
+        return regular.minimal(dfa, self.productive + b"\x01" * len(self.calls.lazy))
+
+
+class ResolvingCore:
+    """The C machine of a grammar with lazy rules: a method that fails with NeedRule(r) gets rule
+    r built (`add(r)`) and runs again. Attributes pass through; methods are wrapped once."""
+
+    def __init__(self, core, add):
+        self._core = core
+        self._add = add
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._core, name)
+        if not callable(attr):
+            return attr  # tables, num_states...: read fresh each time
+        add = self._add
+
+        def resolving(*args):
+            while True:
+                try:
+                    return attr(*args)
+                except NeedRule as need:
+                    add(need.args[0])
+
+        resolving.__name__ = name
+        setattr(self, name, resolving)
+        return resolving

@@ -1,0 +1,116 @@
+"""Checks shared by the tests of rules built at run time (any_order key sets, uniqueItems): a
+judge (jsonschema, plus no duplicate object key), feeding a document token by token, and the mask
+check that every sampled allowed token still completes to a valid document."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import numpy as np
+
+import strictgen as sg
+from tests.helpers import allowed_ids, canonical_ids, random_split
+
+# bytes tried first when completing a prefix: close what is open, then the shortest ways on
+_PREFER = list(b'}]"0,:1tfnu')
+_ORDER = np.array(_PREFER + [b for b in range(256) if b not in _PREFER])
+
+
+class Judge:
+    """Is a text a document valid under `schema`, with no listed property twice? (Additional
+    members may repeat a key: the grammar does not prevent that, json_schema.py documents it.)"""
+
+    def __init__(self, schema):
+        self.validator = jsonschema.Draft202012Validator(schema)
+        self.listed = set(schema.get("properties", {})) if isinstance(schema, dict) else set()
+
+    def valid(self, text: str) -> bool:
+        dup = []
+
+        def pairs(items):
+            keys = [k for k, _ in items if k in self.listed]
+            if len(set(keys)) != len(keys):
+                dup.append(keys)
+            return dict(items)
+
+        try:
+            value = json.loads(text, object_pairs_hook=pairs)
+        except ValueError:
+            return False
+        return not dup and self.validator.is_valid(value)
+
+
+def completion(machine, state: int, limit: int = 4000) -> bytes | None:
+    """Some bytes that take `state` to where the document may end (a depth-first search over the
+    machine's rows, closing brackets and strings first), or None if there are none."""
+    def ways(s: int):
+        row = machine.compute_row(s)
+        live = _ORDER[row[_ORDER] != 0]
+        return iter(zip(live.tolist(), row[live].tolist()))
+
+    stack = [(state, ways(state))]
+    path: list[int] = []
+    seen = {state}
+    while stack:
+        s, options = stack[-1]
+        if machine.accepting[s]:
+            return bytes(path)
+        for b, t in options:
+            if t not in seen and len(path) < limit:
+                seen.add(t)
+                path.append(b)
+                stack.append((t, ways(t)))
+                break
+        else:
+            stack.pop()
+            if path:
+                path.pop()
+    return None
+
+
+def check_mask(m: sg.GrammarMatcher, prefix: bytes, judge: Judge, rnd: random.Random, expected: int | None) -> None:
+    """The mask holds `expected` (the document's next token), every sampled allowed token is
+    accepted and completes to a valid document, and sampled disallowed tokens are refused."""
+    info = m.compiled.tokenizer_info
+    allowed = allowed_ids(m).tolist()
+    if expected is not None:
+        assert expected in allowed
+    for t in rnd.sample(allowed, min(5, len(allowed))):
+        if info.is_special[t]:
+            continue
+        assert m.accept_token(t)
+        rest = completion(m.compiled.machine, m.state)
+        assert rest is not None, (prefix, info.token_bytes(t))
+        doc = prefix + info.token_bytes(t) + rest
+        assert judge.valid(doc.decode("utf-8")), doc
+        m.rollback(1)
+    allowed_set = set(allowed)
+    for t in rnd.sample(range(info.vocab_size), 40):
+        if t not in allowed_set and t < len(info.all_token_bytes):
+            assert not m.accept_token(t)
+
+
+def feed_all(g: sg.CompiledGrammar, tok: sg.TokenizerInfo, judge: Judge, text: str, rnd: random.Random, check_masks: bool) -> None:
+    """`text` is accepted token by token (then EOS) exactly when the judge says it is valid, under
+    Qwen's own encoding and a random split; masks are checked on a sample of steps."""
+    expected = judge.valid(text)
+    splits = [canonical_ids("qwen", text), random_split(tok, text.encode("utf-8"), rnd)]
+    for ids in splits:
+        m = sg.GrammarMatcher(g)
+        prefix = b""
+        ok = True
+        for t in ids:
+            if check_masks and rnd.random() < 0.1:
+                check_mask(m, prefix, judge, rnd, t if expected else None)
+            if not m.accept_token(t):
+                ok = False
+                break
+            prefix += tok.token_bytes(t)
+        if ok and ids:  # rollback returns to the very same state
+            state, k = m.state, min(3, len(ids))
+            m.rollback(k)
+            assert all(m.accept_token(t) for t in ids[-k:]) and m.state == state
+        accepted = ok and m.accept_token(tok.eos_token_ids[0])
+        assert accepted == expected, (text, "accepted" if accepted else "rejected")
