@@ -13,8 +13,9 @@ import numpy as np
 import strictgen as sg
 from tests.helpers import allowed_ids, canonical_ids, random_split
 
-# bytes tried first when completing a prefix: close what is open, then the shortest ways on
-_PREFER = list(b'}]"0,:1tfnu')
+# bytes tried first when completing a prefix: close strings, then brackets, then short ways on
+# (z is in no test's string alphabet: a string that takes it is new)
+_PREFER = list(b'"]}z0,:1tfnu')
 _ORDER = np.array(_PREFER + [b for b in range(256) if b not in _PREFER])
 
 
@@ -42,17 +43,59 @@ class Judge:
         return not dup and self.validator.is_valid(value)
 
 
-def completion(machine, state: int, limit: int = 4000) -> bytes | None:
-    """Some bytes that take `state` to where the document may end (a depth-first search over the
-    machine's rows, closing brackets and strings first), or None if there are none."""
+def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
+    """The shortest bytes (breadth first, closing strings and brackets first) that take matcher `m`
+    to where the document may end, or None if none is found within `budget` positions; `m` is
+    left where it was. Positions are told apart by machine state and, for unique arrays, the
+    matcher's track of the items seen (a test may read it)."""
+    machine = m.compiled.machine
+    tracked = m.compiled.unique_items is not None
+
+    def where():
+        return (m.state, m._tracks[-1]) if tracked else m.state
+
+    if m.can_end():
+        return b""
+    if not tracked:
+        return _depth_first(machine, m.state)
+    frontier, seen = [b""], {where()}
+    while frontier:
+        nxt = []
+        for path in frontier:
+            assert not path or m.accept_string(path)
+            row = machine.compute_row(m.state)
+            live = _ORDER[row[_ORDER] != 0].tolist()
+            if tracked and m._tracks[-1] is not None and m._tracks[-1].mode in ("string", "number"):
+                live = live[:3]  # items differ by their text: a few ways on each are enough
+            if path:
+                m.rollback(1)
+            for b in live:
+                cand = path + bytes((b,))
+                if not m.accept_string(cand):
+                    continue
+                key, done = where(), m.can_end()
+                m.rollback(1)
+                if done:
+                    return cand
+                if key not in seen:
+                    seen.add(key)
+                    nxt.append(cand)
+                    if len(seen) > budget:
+                        return None
+        frontier = nxt
+    return None
+
+
+def _depth_first(machine, state: int, limit: int = 4000) -> bytes | None:
+    """Without unique arrays the machine state is the whole position: a depth-first search over
+    its rows finds a way to the end fast (breadth first would try every order of an object's keys)."""
+
     def ways(s: int):
         row = machine.compute_row(s)
         live = _ORDER[row[_ORDER] != 0]
         return iter(zip(live.tolist(), row[live].tolist()))
 
-    stack = [(state, ways(state))]
-    path: list[int] = []
-    seen = {state}
+    stack, path, seen = [(state, ways(state))], [], {state}
     while stack:
         s, options = stack[-1]
         if machine.accepting[s]:
@@ -81,7 +124,7 @@ def check_mask(m: sg.GrammarMatcher, prefix: bytes, judge: Judge, rnd: random.Ra
         if info.is_special[t]:
             continue
         assert m.accept_token(t)
-        rest = completion(m.compiled.machine, m.state)
+        rest = completion(m)
         assert rest is not None, (prefix, info.token_bytes(t))
         doc = prefix + info.token_bytes(t) + rest
         assert judge.valid(doc.decode("utf-8")), doc

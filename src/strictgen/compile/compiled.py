@@ -9,6 +9,7 @@ from strictgen.grammar.ir import Grammar
 from .automaton import compile_automaton
 from .machine import PushdownMachine
 from .token_mask import TokenMasker
+from .unique_items import UniqueItems
 
 if TYPE_CHECKING:
     from strictgen.tokenizer.info import TokenizerInfo
@@ -43,6 +44,16 @@ class CompiledGrammar:
         self.marker_tokens = marker_tokens(grammar.markers, tokenizer_info)
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
                                   markers=self.marker_tokens)
+        self._unique_items: object = None
+
+    @property
+    def unique_items(self):
+        """The grammar's uniqueItems arrays, followed by its matchers (unique_items.py;
+        None when it has none). Found on first use: the vocabulary scan it needs is paid only by
+        grammars that have such arrays."""
+        if self._unique_items is None:
+            self._unique_items = UniqueItems.of(self) or False
+        return self._unique_items or None
 
     def __repr__(self) -> str:
         rules = len(self.automaton.rules)

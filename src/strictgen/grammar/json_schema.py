@@ -68,8 +68,8 @@ a called character rule; a pattern/format combined with a long length bound is r
 GrammarTooLargeError when the product automaton would exceed `MAX_LENGTH_PRODUCT` states.
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
-and dropped under strict=False): uniqueItems unless the item domain is small and finite (or at most
-one item is allowed), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
+and dropped under strict=False): uniqueItems unless the item domain is small and finite, at most
+one item is allowed, or the items are scalars the matcher can follow (schema_unique.py), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
 `numbers.MAX_MODULUS` (its remainder automaton has p states; a plain multipleOf that large is a
 GrammarTooLargeError), oneOf whose
 branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:
@@ -126,6 +126,7 @@ from .json_escapes import json_escaped, spelled_string
 from .json_value import CANONICAL_NUMBER, DIGIT, NONZERO, JsonStyle, json_container, json_integer, json_number, json_string
 from .numbers import decimal_places
 from .schema_key_sets import key_set_object
+from .schema_unique import unique_array_rule, unique_scalar_kinds
 from .schema_ir import FALSE, TRUE, ArrP, Conj, Formula, NumP, ObjP, pattern_language
 from .schema_normalize import Normalizer
 from .schema_values import RefLoop, Reporter, json_equal, load_schema, to_fraction, value_key
@@ -624,18 +625,22 @@ class SchemaEmitter:
             contains = contains[:3]
         unique = a.unique and (a.max is None or a.max > 1)
         domains = None
+        open_, close_more, close_first = self._open_close("[", "]")
         if unique:
             domains = self._finite_domains(a)
+            kinds = unique_scalar_kinds(self.norm.dnf(a.items), self.canonical_numbers) if domains is None and not a.prefix and not contains else None
+            if kinds is not None:  # the matcher refuses copies of earlier items (schema_unique.py)
+                return unique_array_rule(self.rules, seq(open_, self.ws, self._simple_array(a, lo, a.max, close_more, close_first)), kinds)
             if domains is None:
                 kw, ptr = next(iter(a.where), ("uniqueItems", ""))
                 self.reporter.refuse(
                     "uniqueItems is only enforced when the items take at most "
-                    f"{MAX_FINITE_DOMAIN} possible values (or maxItems <= 1)",
+                    f"{MAX_FINITE_DOMAIN} possible values (or maxItems <= 1), or are scalars that can take "
+                    "infinitely many (strings with at most minLength, numbers without bounds or multipleOf, booleans, null)",
                     "uniqueItems",
                     ptr,
                 )
                 unique = False
-        open_, close_more, close_first = self._open_close("[", "]")
         P = len(a.prefix)
         hi = a.max
         if not contains and not unique:

@@ -10,6 +10,7 @@ import numpy as np
 
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.machine import DEAD
+from strictgen.compile.unique_items import VETO
 from strictgen.errors import StrictgenError
 
 
@@ -34,12 +35,14 @@ class GrammarMatcher:
         self._markers = compiled.marker_tokens  # special tokens that stand for their text here
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
+        self._unique = compiled.unique_items  # uniqueItems arrays followed here (None: the grammar has none)
         self.reset()
 
     # ---- state ----
 
     def reset(self) -> None:
         self._history: list[int] = [self._machine.start]
+        self._tracks: list = [None]  # with unique arrays: the Track after each step (unique_items.py)
         self._terminated = False
 
     @property
@@ -65,6 +68,8 @@ class GrammarMatcher:
             if not self._machine.accepting[self.state]:
                 return False
             self._history.append(self.state)
+            if self._unique is not None:
+                self._tracks.append(self._tracks[-1])
             self._terminated = True
             return True
         if self._is_special[token_id]:
@@ -82,6 +87,11 @@ class GrammarMatcher:
         nxt = self._machine.step_bytes(self.state, data)
         if nxt == DEAD:
             return False
+        if self._unique is not None:
+            track = self._unique.advance(self._tracks[-1], self.state, data)
+            if track is VETO:
+                return False
+            self._tracks.append(track)
         self._history.append(nxt)
         return True
 
@@ -91,13 +101,20 @@ class GrammarMatcher:
             raise StrictgenError(f"cannot roll back {num_tokens} tokens: only {len(self._history) - 1} were accepted")
         if num_tokens:
             del self._history[-num_tokens:]
+            if self._unique is not None:
+                del self._tracks[-num_tokens:]
             self._terminated = False
 
     # ---- masks ----
 
     def next_token_mask(self) -> np.ndarray:
         """The packed int32 mask row for the next token (shared and read-only)."""
-        return self._masker.eos_only if self._terminated else self._masker.mask(self.state)
+        if self._terminated:
+            return self._masker.eos_only
+        row = self._masker.mask(self.state)
+        if self._unique is not None:  # without the tokens that would repeat an earlier item
+            return self._unique.mask(row, self._tracks[-1], self.state)
+        return row
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0) -> bool:
         """Write the next-token mask into row `index` of `bitmask` (numpy or CPU torch int32).

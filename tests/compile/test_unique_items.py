@@ -1,0 +1,120 @@
+"""uniqueItems on arrays of scalars that can take unboundedly many values (grammar/schema_unique.py,
+compile/unique_items.py): the matcher accepts exactly the arrays jsonschema validates, with
+duplicates written in other spellings (1, 1.0, 1e0, 10e-1; "a" and "\\u0061"), fed token by token
+through Qwen's vocabulary (its own encoding and a random split); sampled masks allow only tokens
+that still complete to a valid document and refuse the ones that would repeat an item."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strictgen as sg
+from strictgen.errors import SchemaError
+from tests.helpers import respell_strings
+from tests.lazy_checks import Judge, feed_all
+
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+KINDS = [["string"], ["integer"], ["number"], ["string", "integer", "boolean", "null"], ["number", "string", "null"]]
+
+
+@pytest.fixture(scope="module")
+def compiler(qwen) -> sg.GrammarCompiler:
+    return sg.GrammarCompiler(qwen)
+
+
+def spell(v, kinds, rnd: random.Random) -> str:
+    """One JSON spelling of scalar v that the item grammar accepts (numbers="any")."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, int):
+        options = [str(v), f"{v}.0", f"{v}.00"] + (["-0"] if v == 0 else [])
+        if "number" in kinds:
+            options += [f"{v}e0", f"{v}0e-1", f"{v}E+0"]
+        return rnd.choice(options)
+    return rnd.choice([repr(v), f"{repr(v)}e0"] if "e" not in repr(v) else [repr(v)])
+
+
+@st.composite
+def array_cases(draw):
+    kinds = draw(st.sampled_from(KINDS))
+    schema = {"type": "array", "items": {"type": kinds if len(kinds) > 1 else kinds[0]}, "uniqueItems": True}
+    if draw(st.booleans()):
+        schema["minItems"] = draw(st.integers(0, 3))
+        schema["maxItems"] = schema["minItems"] + draw(st.integers(0, 4))
+    scalar = {"string": st.text("ab\u00e9\"\\\U0001f600", max_size=3), "integer": st.integers(-20, 20), "boolean": st.booleans(),
+              "null": st.none(), "number": st.one_of(st.integers(-20, 20), st.sampled_from([0.5, -2.25, 1e-7, 3.0]))}
+    docs = []
+    for _ in range(3):
+        values = draw(st.lists(st.one_of(*(scalar[k] for k in kinds)), max_size=7))
+        if values and draw(st.booleans()):  # an earlier value again, maybe in another spelling
+            values.insert(draw(st.integers(0, len(values))), draw(st.sampled_from(values)))
+        docs.append(values)
+    return schema, kinds, docs
+
+
+@SETTINGS
+@given(array_cases())
+def test_unique_scalars_match_jsonschema(compiler, qwen, case):
+    schema, kinds, docs = case
+    judge = Judge(schema)
+    g = compiler.compile_json_schema(schema)
+    rnd = random.Random(0)
+    for values in docs:
+        for form in range(3):
+            sep = [", ", ",", " ,\n "][form]
+            text = "[" + sep.join(spell(v, kinds, rnd) for v in values) + "]"
+            feed_all(g, qwen, judge, respell_strings(text, rnd) if form == 2 else text, rnd, check_masks=form == 0)
+
+
+def test_spellings_of_one_value_are_one_item(compiler):
+    g = compiler.compile_json_schema({"type": "array", "items": {"type": ["number", "string", "boolean", "null"]}, "uniqueItems": True})
+    for text, ok in [('[1, 2, "1", true, null]', True), ("[1, 1.0]", False), ("[10e-1, 1]", False), ("[0, -0]", False),
+                     ('["a", "\\u0061"]', False), ('["\\ud83d\\ude00", "\U0001f600"]', False), ("[true, false, true]", False),
+                     ("[0.5, 5e-1]", False), ("[1, true]", True)]:
+        m = sg.GrammarMatcher(g)
+        assert (m.accept_string(text) and m.can_end()) == ok, text
+
+
+def test_the_mask_refuses_a_repeat(compiler, qwen):
+    g = compiler.compile_json_schema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string("[7, 0, 12")
+    for text, ok in [(",", True), ("]", True), ("3", True)]:
+        assert m.accept_string(text) == ok
+        m.rollback(1)
+    assert m.accept_string(", 7")
+    mask = sg.allocate_token_bitmask(1, qwen.vocab_size)
+    m.fill_next_token_bitmask(mask)
+    comma = next(i for i in range(qwen.vocab_size) if qwen.token_bytes(i) == b",")
+    digit = next(i for i in range(qwen.vocab_size) if qwen.token_bytes(i) == b"5")
+    assert not (mask[0, comma // 32] >> (comma % 32)) & 1  # 7 again
+    assert (mask[0, digit // 32] >> (digit % 32)) & 1  # 75 is new
+    assert not m.accept_string(",") and not m.accept_string(".0]") and m.accept_string("5]")
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string("[0, ") and not m.accept_string("0") and not m.accept_string("-0")  # 0 is fixed at once
+
+
+def test_unique_arrays_inside_objects_each_start_fresh(compiler):
+    tags = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    g = compiler.compile_json_schema({"type": "object", "properties": {"a": tags, "b": {"type": "array", "items": tags}}})
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string('{"a": ["x", "y"], "b": [["x"], ["x", "y"], []]}') and m.can_end()
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string('{"a": ["x"], "b": [["y", "z"], ["z"') and not m.accept_string(', "z"')
+
+
+def test_items_it_cannot_follow_are_refused_by_name(compiler):
+    for items in [{"type": "string", "maxLength": 3}, {"type": "integer", "maximum": 100}, {"type": "object"}, {"enum": list(range(20))}]:
+        with pytest.raises(SchemaError) as info:
+            compiler.compile_json_schema({"type": "array", "items": items, "uniqueItems": True})
+        assert info.value.keyword == "uniqueItems" and info.value.pointer == "/uniqueItems"
+
+
+def test_no_unique_arrays_no_tracking(compiler):
+    g = compiler.compile_json_schema({"type": "array", "items": {"type": "string"}})
+    assert g.unique_items is None
