@@ -15,6 +15,8 @@ accepted token, so rollback is a pop.
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,18 +51,7 @@ class UniqueItems:
         info = compiled.tokenizer_info
         self.token_bytes = info.all_token_bytes
         self.vocab_size = info.vocab_size
-        tokens = self.token_bytes
-        plain = ~np.asarray([info.is_special[i] for i in range(len(tokens))], dtype=bool)
-
-        def having(byte: bytes) -> np.ndarray:
-            out = np.zeros(self.vocab_size, dtype=bool)
-            out[: len(tokens)] = np.fromiter((byte in t for t in tokens), dtype=bool, count=len(tokens)) & plain
-            return out
-
-        self.with_quote, self.with_comma = having(b'"'), having(b",")
-        self.opening = having(b"[") & self.with_comma  # tokens that may hold two items of a new array
-        self.plain = np.zeros(self.vocab_size, dtype=bool)
-        self.plain[: len(tokens)] = plain
+        self.plain, self.with_quote, self.with_comma, self.opening = _token_classes(info)
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -113,6 +104,33 @@ class UniqueItems:
         out = np.packbits(bits, bitorder="little").view(np.int32)[: words_for(self.vocab_size)].copy()
         out.setflags(write=False)
         return out
+
+
+_CLASSES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CLASSES_LOCK = threading.Lock()
+
+
+def _token_classes(info) -> tuple[np.ndarray, ...]:
+    """Per vocabulary, once (a scan of every token): the tokens that are not special, and those of
+    them holding a quote, a comma, and a bracket with a comma (that may hold two items of a new array)."""
+    with _CLASSES_LOCK:
+        got = _CLASSES.get(info)
+    if got is not None:
+        return got
+    tokens = info.all_token_bytes
+    plain = np.zeros(info.vocab_size, dtype=bool)
+    plain[: len(tokens)] = ~np.fromiter((info.is_special[i] for i in range(len(tokens))), dtype=bool, count=len(tokens))
+
+    def having(byte: bytes) -> np.ndarray:
+        out = np.zeros(info.vocab_size, dtype=bool)
+        out[: len(tokens)] = np.fromiter((byte in t for t in tokens), dtype=bool, count=len(tokens))
+        return out & plain
+
+    with_comma = having(b",")
+    got = (plain, having(b'"'), with_comma, having(b"[") & with_comma)
+    with _CLASSES_LOCK:
+        _CLASSES[info] = got
+    return got
 
 
 def _value(text: bytes):
