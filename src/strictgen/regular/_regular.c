@@ -1390,22 +1390,31 @@ done:
     return result;
 }
 
-/* s's signature under the classes `cls`: its own class, the class after each letter (-1: none),
- * then (callee, class of the return state) for each call edge. */
+/* s's signature under the classes `cls`: its own class; the class after each letter (-1: no
+ * move) as runs, (first letter, class) wherever it changes (a string body's state moves the same
+ * way on most letters: a short signature is cheap to hash and compare); -2; then (callee, class
+ * of the return state) for each call edge. */
 static int refine_signature(const DFA *d, const int32_t *cls, int32_t s, Vec *sig) {
     int32_t k = d->k;
     sig->len = 0;
-    if (vec_reserve(sig, 1 + k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
+    if (vec_reserve(sig, 2 + 2 * k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
         return -1;
-    sig->data[sig->len++] = cls[s];
+    int32_t *out = sig->data;
+    Py_ssize_t len = 0;
+    const int32_t *row = d->table + (Py_ssize_t)s * k;
+    out[len++] = cls[s];
+    int32_t prev = -1;
     for (int32_t c = 0; c < k; c++) {
-        int32_t x = d->table[(Py_ssize_t)s * k + c];
-        sig->data[sig->len++] = x >= 0 ? cls[x] : -1;
+        int32_t v = row[c] >= 0 ? cls[row[c]] : -1;
+        if (v != prev)
+            out[len++] = c, out[len++] = v, prev = v;
     }
+    out[len++] = -2;
     for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
-        sig->data[sig->len++] = d->call_callee[j];
-        sig->data[sig->len++] = cls[d->call_ret[j]];
+        out[len++] = d->call_callee[j];
+        out[len++] = cls[d->call_ret[j]];
     }
+    sig->len = len;
     return 0;
 }
 

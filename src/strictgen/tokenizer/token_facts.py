@@ -70,9 +70,9 @@ class TokenFacts:
 
 def _byte_sets(flat: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
     """(tokens, 4) uint64: the byte values each token uses, as a 256-bit set (bit b & 63 of word b >> 6)."""
-    present = np.zeros((n, 256), dtype=bool)
-    present[owner, flat] = True
-    return np.packbits(present, axis=1, bitorder="little").view("<u8").astype(np.uint64, copy=False).reshape(n, 4)
+    sets = np.zeros((n, 4), dtype=np.uint64)  # set bit by bit: a (tokens, 256) table first touched 33 MB cold
+    np.bitwise_or.at(sets, (owner, flat >> 6), np.left_shift(np.uint64(1), (flat & 63).astype(np.uint64)))
+    return sets
 
 
 def _whole_chars(flat: np.ndarray, owner: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -55,7 +55,7 @@ def _char_width(data: bytes, i: int) -> int:
         return 0
 
 
-def _levels(token_bytes: list[bytes], lengths: np.ndarray, excluded: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+def _levels(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, excluded: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Each depth's node bytes and parents (index within the depth above; -1 at depth 0) and each
     token's end node (index within depth `lengths[t] - 1`; -1 for tokens not in the trie).
 
@@ -65,9 +65,7 @@ def _levels(token_bytes: list[bytes], lengths: np.ndarray, excluded: np.ndarray)
     every node.
     """
     text = np.flatnonzero((lengths > 0) & ~excluded)
-    flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    token_node = np.full(len(token_bytes), -1, dtype=np.int64)
+    token_node = np.full(len(lengths), -1, dtype=np.int64)
     level_bytes: list[np.ndarray] = []
     level_parent: list[np.ndarray] = []
     active = text  # the tokens longer than `depth`
@@ -98,9 +96,11 @@ class VocabTrie:
         self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
-        lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
-        level_bytes, level_parent, token_node = _levels(token_bytes, lengths, self._excluded)
-        self._set_levels(level_bytes, level_parent, token_node, lengths)
+        # per-token facts of the whole vocabulary (token_facts.py; shared with sub-tries); its bytes
+        # laid end to end serve the levels too
+        facts = self.facts = TokenFacts(token_bytes)
+        level_bytes, level_parent, token_node = _levels(facts.flat, facts.starts, facts.lengths, self._excluded)
+        self._set_levels(level_bytes, level_parent, token_node, facts.lengths)
 
     def _set_levels(self, level_bytes: list[np.ndarray], level_parent: list[np.ndarray], token_node: np.ndarray, lengths: np.ndarray) -> None:
         """Derive the flat arrays from each depth's bytes and parents and each token's end node
@@ -164,17 +164,12 @@ class VocabTrie:
         out = object.__new__(VocabTrie)
         out._token_bytes = self._token_bytes
         out._excluded = self._excluded | ~keep
-        out.__dict__["facts"] = self.facts  # the same vocabulary: its facts are shared
+        out.facts = self.facts  # the same vocabulary: its facts are shared
         out._splits = {}
         out._inside_counts = {}
         out._lock = threading.Lock()
         out._set_levels(level_bytes, level_parent, token_node, self._lengths)
         return out
-
-    @functools.cached_property
-    def facts(self) -> TokenFacts:
-        """Per-token facts of the whole vocabulary (token_facts.py; shared with sub-tries)."""
-        return TokenFacts(self._token_bytes, self._lengths if len(self._lengths) == len(self._token_bytes) else None)
 
     @property
     def first_bytes(self) -> np.ndarray:
