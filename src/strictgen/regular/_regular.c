@@ -983,15 +983,42 @@ static PyObject *DFA_can_finish(DFA *d, PyObject *args) {
     Py_buffer pb;
     if (productive_arg(prod, &pb) < 0)
         return NULL;
-    uint8_t *call_ok;
-    uint8_t *ok = dfa_can_finish(d, (const uint8_t *)pb.buf, pb.len, &call_ok);
+    /* forward from the start, stopping at the first accepting state: the fixed point over a
+     * grammar's rules asks this again and again, and most rules finish within a few states */
+    const uint8_t *productive = (const uint8_t *)pb.buf;
+    Py_ssize_t nprod = pb.len;
+    int32_t n = d->n, k = d->k;
+    uint8_t *seen = (uint8_t *)calloc((size_t)n + 1, 1);
+    int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int found = 0;
+    if (!seen || !work) {
+        free(seen), free(work);
+        if (pb.obj)
+            PyBuffer_Release(&pb);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t top = 0;
+    seen[0] = 1, work[top++] = 0;
+    while (top && !found) {
+        int32_t s = work[--top];
+        if (d->acc[s]) {
+            found = 1;
+            break;
+        }
+        const int32_t *row = d->table + (Py_ssize_t)s * k;
+        for (int32_t c = 0; c < k; c++)
+            if (row[c] >= 0 && !seen[row[c]])
+                seen[row[c]] = 1, work[top++] = row[c];
+        for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
+            int32_t callee = d->call_callee[j], t = d->call_ret[j];
+            if ((!productive || (callee < nprod && productive[callee])) && !seen[t])
+                seen[t] = 1, work[top++] = t;
+        }
+    }
+    free(seen), free(work);
     if (pb.obj)
         PyBuffer_Release(&pb);
-    if (!ok)
-        return NULL;
-    int r = ok[0];
-    free(ok), free(call_ok);
-    return PyBool_FromLong(r);
+    return PyBool_FromLong(found);
 }
 
 /* trim(productive=None): only states reachable from the start (by bytes and kept calls) that can
