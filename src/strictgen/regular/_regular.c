@@ -202,7 +202,33 @@ typedef struct {
     uint8_t *acc;
     int32_t *call_start; /* n + 1 */
     int32_t *call_callee, *call_ret;
+    Vec embed_edges; /* (state, lo, hi, target) byte ranges, made by the first embed (DFAs never change) */
 } DFA;
+
+/* The DFA's moves as byte ranges (runs of equal targets), listed once: a piece of a grammar is
+ * embedded at each of its uses, often thousands of times a compile. */
+static int dfa_embed_edges(DFA *d) {
+    if (d->embed_edges.len || !d->n)
+        return 0;
+    for (int32_t q = 0; q < d->n; q++) {
+        const int32_t *row = d->table + (Py_ssize_t)q * d->k;
+        int lo = 0;
+        for (int b = 1; b <= 256; b++) {
+            if (b == 256 || row[d->classmap[b]] != row[d->classmap[lo]]) {
+                int32_t tgt = row[d->classmap[lo]];
+                if (tgt >= 0) {
+                    if (vec_reserve(&d->embed_edges, d->embed_edges.len + 4) < 0)
+                        return -1;
+                    int32_t *e = d->embed_edges.data + d->embed_edges.len;
+                    e[0] = q, e[1] = lo, e[2] = b - 1, e[3] = tgt;
+                    d->embed_edges.len += 4;
+                }
+                lo = b;
+            }
+        }
+    }
+    return 0;
+}
 
 static PyObject *NFA_embed(NFA *a, PyObject *args) {
     DFA *d;
@@ -217,29 +243,23 @@ static PyObject *NFA_embed(NFA *a, PyObject *args) {
     }
     if (d->n > INT32_MAX - a->num_states)
         return PyErr_NoMemory();
+    if (dfa_embed_edges(d) < 0)
+        return NULL;
     int32_t base = a->num_states;
     a->num_states += d->n;
     if (vec_push(&a->eps, (int32_t)s) < 0 || vec_push(&a->eps, base) < 0)
         return NULL;
-    for (int32_t q = 0; q < d->n; q++) {
-        const int32_t *row = d->table + (Py_ssize_t)q * d->k;
+    for (int32_t q = 0; q < d->n; q++)
         if (d->acc[q] && (vec_push(&a->eps, base + q) < 0 || vec_push(&a->eps, (int32_t)t) < 0))
             return NULL;
-        int lo = 0;
-        for (int b = 1; b <= 256; b++) { /* runs of equal targets become byte ranges */
-            if (b == 256 || row[d->classmap[b]] != row[d->classmap[lo]]) {
-                int32_t tgt = row[d->classmap[lo]];
-                if (tgt >= 0) {
-                    if (vec_reserve(&a->edges, a->edges.len + 4) < 0)
-                        return NULL;
-                    int32_t *e = a->edges.data + a->edges.len;
-                    e[0] = base + q, e[1] = lo, e[2] = b - 1, e[3] = base + tgt;
-                    a->edges.len += 4;
-                }
-                lo = b;
-            }
-        }
-    }
+    Py_ssize_t m = d->embed_edges.len;
+    if (vec_reserve(&a->edges, a->edges.len + m) < 0)
+        return NULL;
+    const int32_t *src = d->embed_edges.data;
+    int32_t *e = a->edges.data + a->edges.len;
+    for (Py_ssize_t i = 0; i < m; i += 4)
+        e[i] = base + src[i], e[i + 1] = src[i + 1], e[i + 2] = src[i + 2], e[i + 3] = base + src[i + 3];
+    a->edges.len += m;
     Py_RETURN_NONE;
 }
 
@@ -290,6 +310,7 @@ static DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls) {
 }
 
 static void DFA_dealloc(DFA *d) {
+    vec_free(&d->embed_edges);
     free(d->table);
     free(d->acc);
     free(d->call_start);
