@@ -134,6 +134,38 @@ static PyObject *NFA_add_range(NFA *a, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* add_literal(s, data, t): the bytes of `data` from s to t through len(data) - 1 new states
+ * (data empty: an epsilon edge), in one call: literals are most of a JSON grammar's pieces. */
+static PyObject *NFA_add_literal(NFA *a, PyObject *args) {
+    long s, t;
+    const char *data;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "ly#l", &s, &data, &len, &t))
+        return NULL;
+    if (nfa_state(a, s) < 0 || nfa_state(a, t) < 0)
+        return NULL;
+    if (!len) {
+        if (vec_push(&a->eps, (int32_t)s) < 0 || vec_push(&a->eps, (int32_t)t) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (len - 1 > INT32_MAX - a->num_states)
+        return PyErr_NoMemory();
+    if (vec_reserve(&a->edges, a->edges.len + 4 * len) < 0)
+        return NULL;
+    int32_t first = a->num_states, cur = (int32_t)s;
+    a->num_states += (int32_t)(len - 1);
+    int32_t *e = a->edges.data + a->edges.len;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int32_t nxt = i == len - 1 ? (int32_t)t : first + (int32_t)i;
+        uint8_t b = (uint8_t)data[i];
+        e[4 * i] = cur, e[4 * i + 1] = b, e[4 * i + 2] = b, e[4 * i + 3] = nxt;
+        cur = nxt;
+    }
+    a->edges.len += 4 * len;
+    Py_RETURN_NONE;
+}
+
 static PyObject *NFA_add_eps(NFA *a, PyObject *args) {
     long s, t;
     if (!PyArg_ParseTuple(args, "ll", &s, &t))
@@ -269,6 +301,7 @@ static PyMethodDef NFA_methods[] = {
     {"add_state", (PyCFunction)NFA_add_state, METH_NOARGS, "A new state; its number."},
     {"add_states", (PyCFunction)NFA_add_states, METH_O, "n new states; the first one's number."},
     {"add_range", (PyCFunction)NFA_add_range, METH_VARARGS, "add_range(s, lo, hi, t): bytes lo..hi lead from s to t."},
+    {"add_literal", (PyCFunction)NFA_add_literal, METH_VARARGS, "add_literal(s, data, t): the bytes of data from s to t (new states between)."},
     {"add_eps", (PyCFunction)NFA_add_eps, METH_VARARGS, "add_eps(s, t): an epsilon edge."},
     {"add_call", (PyCFunction)NFA_add_call, METH_VARARGS, "add_call(s, callee, t): a call of rule `callee` returning to t."},
     {"embed", (PyCFunction)NFA_embed, METH_VARARGS, "embed(dfa, s, t): the DFA's language between s and t (new states)."},
