@@ -252,9 +252,10 @@ class TokenizerInfo:
     def trie(self):
         """The vocabulary trie used by mask computation, built once per vocabulary, with its
         per-token facts (made now, not in the first mask fill that needs them)."""
+        from strictgen.tokenizer.token_facts import TokenFacts
         from strictgen.tokenizer.trie import VocabTrie
 
-        return VocabTrie(self.all_token_bytes, self.is_special)
+        return VocabTrie(self.all_token_bytes, self.is_special, TokenFacts(self.all_token_bytes))
 
     def __len__(self) -> int:
         return self._vocab_size
