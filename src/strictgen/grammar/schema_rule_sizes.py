@@ -24,8 +24,8 @@ from .ir import (
     RuleRef,
     Seq,
     Spelled,
-    recursive_rules,
-    rule_references,
+    cyclic_rules,
+    remember_references,
 )
 
 __all__ = ["BIG_RULE", "MAX_INLINE_DEPTH", "call_big_rules", "length_range"]
@@ -43,7 +43,12 @@ def call_big_rules(grammar: Grammar) -> None:
     rule with the largest share (size × copies) is turned into a call, and so is any rule still
     above BIG_RULE. A rule becomes a call through an unproductive self-reference (NOTHING followed
     by the rule), which puts it on a reference cycle without changing its language."""
-    called = set(recursive_rules(grammar))
+    # every node's size terms, bottom-up over the whole grammar at once (its rules share most of
+    # their pieces); a rule's references are the rules its terms weigh
+    terms: dict[int, tuple[int, dict[str, int]]] = {}
+    rule_terms = {n: _size_terms(e, terms) for n, e in grammar.rules.items()}
+    graph = {n: frozenset(weights) for n, (_, weights) in rule_terms.items()}
+    called = cyclic_rules(graph)
     sizes: dict[str, int] = {}
 
     def rule_size(r: str) -> int:
@@ -52,13 +57,14 @@ def call_big_rules(grammar: Grammar) -> None:
     def make_called(r: str) -> None:
         called.add(r)
         grammar.rules[r] = Alt((grammar.rules[r], Seq((NOTHING, RuleRef(r)))))
+        graph[r] = graph[r] | {r}
 
     order: list[str] = []  # post-order from every rule
     seen: set[str] = set()
     for top in grammar.rules:
         if top in seen:
             continue
-        stack = [(top, iter(sorted(rule_references(grammar.rules[top]))))]
+        stack = [(top, iter(sorted(graph[top])))]
         seen.add(top)
         while stack:
             n, it = stack[-1]
@@ -66,16 +72,15 @@ def call_big_rules(grammar: Grammar) -> None:
             if child is None:
                 stack.pop()
                 order.append(n)
-            elif child not in seen and child in grammar.rules:
+            elif child not in seen:
                 seen.add(child)
-                stack.append((child, iter(sorted(rule_references(grammar.rules[child])))))
+                stack.append((child, iter(sorted(graph[child]))))
     inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
-    terms: dict[int, tuple[int, dict[str, int]]] = {}  # _size_terms of every node, for all the rules
     for n in order:
         deadline.check()
         # the size is affine in the referenced rules' sizes, and making another rule a call leaves
-        # this rule's expression as it is: one walk each, then the loop only does arithmetic
-        fixed, weights = _size_terms(grammar.rules[n], terms)
+        # this rule's expression as it is: the loop only does arithmetic
+        fixed, weights = rule_terms[n]
 
         def size() -> int:
             return fixed + sum(w * rule_size(r) for r, w in weights.items())
@@ -97,10 +102,12 @@ def call_big_rules(grammar: Grammar) -> None:
             make_called(n)
         # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
         # deep expression: every MAX_INLINE_DEPTH levels, one rule becomes a call
-        depth = 1 + max((inline_depth.get(r, 0) for r in rule_references(grammar.rules[n]) if r not in called), default=0)
+        depth = 1 + max((inline_depth.get(r, 0) for r in graph[n] if r not in called), default=0)
         if depth > MAX_INLINE_DEPTH and n != grammar.root and n not in called:
             make_called(n)
         inline_depth[n] = 0 if n in called else depth
+    for n, e in grammar.rules.items():  # the automaton compiler asks them again
+        remember_references(e, graph[n])
 
 
 def _ref_copies(e: Expr) -> dict[str, int]:
@@ -137,57 +144,64 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
     estimate is of the inlined automaton); repeats multiply their item, spelled strings count six
     times (an escape trie of a few states beside each state). Bottom-up over the DAG; `memo` keeps
     every node's terms, so the rules of one grammar, which share most of their pieces, are walked
-    once together."""
-    order: list[Expr] = []  # post-order of the nodes not in memo yet
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(e, False)]
+    once together. A node's weights are its only child's own dict when that is all they are
+    (never written after: copied before a second child is added)."""
+    if id(e) in memo:
+        return memo[id(e)]
+    stack = [e]
     while stack:
-        x, done = stack.pop()
-        if done:
-            order.append(x)
+        x = stack[-1]
+        if id(x) in memo:
+            stack.pop()
             continue
-        if id(x) in seen or id(x) in memo:
+        kids, factor = _size_children(x)
+        waiting = [c for c in kids if id(c) not in memo]
+        if waiting:
+            stack.extend(waiting)
             continue
-        seen.add(id(x))
-        stack.append((x, True))
-        stack.extend((c, False) for c, _ in _size_children(x))
-    for x in order:  # children before parents
-        if isinstance(x, RuleRef):
+        stack.pop()
+        if type(x) is RuleRef:
             memo[id(x)] = (0, {x.name: 1})
             continue
-        fixed, weights = _own_size(x), _NO_WEIGHTS
-        for c, factor in _size_children(x):
+        fixed, weights, owned = _own_size(x), _NO_WEIGHTS, False
+        for c in kids:
             c_fixed, c_weights = memo[id(c)]
             fixed += factor * c_fixed
-            if c_weights:
-                if weights is _NO_WEIGHTS:
-                    weights = {}
-                for r, w in c_weights.items():
-                    weights[r] = weights.get(r, 0) + factor * w
+            if not c_weights:
+                continue
+            if weights is _NO_WEIGHTS and factor == 1:
+                weights = c_weights  # shared until another child adds to it
+                continue
+            if not owned:
+                weights, owned = ({} if weights is _NO_WEIGHTS else dict(weights)), True
+            for r, w in c_weights.items():
+                weights[r] = weights.get(r, 0) + factor * w
         memo[id(x)] = (fixed, weights)
     return memo[id(e)]
 
 
-def _size_children(x: Expr) -> list[tuple[Expr, int]]:
-    """(child, copies of it per copy of x) for the size estimate."""
-    if isinstance(x, (Seq, Alt, Intersect)):
-        return [(i, 1) for i in x.items]
-    if isinstance(x, Repeat):
-        return [(x.item, max(1, x.max if x.max is not None else x.min + 1))]
-    if isinstance(x, Difference):
-        return [(x.base, 1), (x.minus, 1)]
-    if isinstance(x, Spelled):
-        return [(x.item, 6)]
-    return []
+def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
+    """(children, copies of each per copy of x) for the size estimate."""
+    t = type(x)
+    if t is Seq or t is Alt or t is Intersect:
+        return x.items, 1
+    if t is Repeat:
+        return (x.item,), max(1, x.max if x.max is not None else x.min + 1)
+    if t is Difference:
+        return (x.base, x.minus), 1
+    if t is Spelled:
+        return (x.item,), 6
+    return (), 1
 
 
 def _own_size(x: Expr) -> int:
     """States of x itself, beside its children's."""
-    if isinstance(x, Literal):
+    t = type(x)
+    if t is Literal:
         return max(1, len(x.data))
-    if isinstance(x, CharSet):
+    if t is CharSet:
         return 2 + len(x.ranges)
-    if isinstance(x, (Difference, Spelled)):
+    if t is Difference or t is Spelled:
         return 0
     return 1  # Seq, Alt, Intersect and Repeat add one; a ByteSet or anything else is one
 
