@@ -28,24 +28,27 @@ MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership questio
 
 def shared_nodes(rules) -> set[int]:
     """ids of composite expressions used in more than one place (the IR may be a DAG)."""
-    parents: dict[int, int] = {}
+    seen: set[int] = set()
+    shared: set[int] = set()
     work: list[Expr] = list(rules)
     while work:
         e = work.pop()
-        if isinstance(e, (Seq, Alt, Intersect)):
+        t = type(e)
+        if t is Seq or t is Alt or t is Intersect:
             children = e.items
-        elif isinstance(e, (Repeat, Spelled)):
+        elif t is Repeat or t is Spelled:
             children = (e.item,)
-        elif isinstance(e, Difference):
+        elif t is Difference:
             children = (e.base, e.minus)
         else:
             continue
         for child in children:
-            seen = parents.get(id(child), 0)
-            parents[id(child)] = seen + 1
-            if not seen:
+            if id(child) in seen:
+                shared.add(id(child))
+            else:
+                seen.add(id(child))
                 work.append(child)
-    return {k for k, n in parents.items() if n > 1}
+    return shared
 
 
 class BuildMemo:
