@@ -882,26 +882,45 @@ static PyObject *mod_from_table(PyObject *self, PyObject *args) {
         }
     }
     if (cm == Py_None) {
-        /* byte classes: bytes whose columns agree (compared by hash, then verified) */
-        uint64_t colhash[256];
-        for (int b = 0; b < 256; b++) {
-            uint64_t h = 0;
-            for (Py_ssize_t s = 0; s < n; s++)
-                h = mix(h ^ (uint32_t)t[s * 256 + b]) + (uint64_t)s;
-            colhash[b] = h;
+        /* byte classes: bytes whose columns agree. The columns are hashed row by row (the table is
+         * stored by rows: a column at a time read it 1 KB apart), classes are made by hash, and
+         * one more pass over the rows checks them; a collision falls back to comparing columns. */
+        uint64_t colhash[256] = {0};
+        for (Py_ssize_t s = 0; s < n; s++) {
+            const int32_t *row = t + s * 256;
+            for (int b = 0; b < 256; b++)
+                colhash[b] = (colhash[b] ^ (uint32_t)row[b]) * 0x9e3779b97f4a7c15ULL;
         }
         for (int b = 0; b < 256; b++) {
             int found = -1;
-            for (int c = 0; c < k && found < 0; c++) {
-                int same = colhash[b] == colhash[rep[c]];
-                for (Py_ssize_t s = 0; s < n && same; s++)
-                    same = t[s * 256 + b] == t[s * 256 + rep[c]];
-                if (same)
+            for (int c = 0; c < k && found < 0; c++)
+                if (colhash[b] == colhash[rep[c]])
                     found = c;
-            }
             if (found < 0)
                 rep[k] = b, found = k++;
             classmap[b] = (uint8_t)found;
+        }
+        int agree = 1;
+        for (Py_ssize_t s = 0; s < n && agree; s++) {
+            const int32_t *row = t + s * 256;
+            for (int b = 0; b < 256; b++)
+                agree &= row[b] == row[rep[classmap[b]]];
+        }
+        if (!agree) {
+            k = 0;
+            for (int b = 0; b < 256; b++) {
+                int found = -1;
+                for (int c = 0; c < k && found < 0; c++) {
+                    int same = 1;
+                    for (Py_ssize_t s = 0; s < n && same; s++)
+                        same = t[s * 256 + b] == t[s * 256 + rep[c]];
+                    if (same)
+                        found = c;
+                }
+                if (found < 0)
+                    rep[k] = b, found = k++;
+                classmap[b] = (uint8_t)found;
+            }
         }
     }
     DFA *d = dfa_new((int32_t)n, k, 0);
