@@ -1155,6 +1155,7 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     Py_ssize_t ncalls = d->call_start[n];
     PyObject *result = NULL;
     Interner keys = {0};
+    Vec keybuf = {0};
     /* letters: byte classes, then callees by first appearance (sorted by callee id) */
     int32_t max_callee = -1;
     for (Py_ssize_t j = 0; j < ncalls; j++)
@@ -1171,7 +1172,7 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *touched = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *key = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *istart = NULL, *isrc = NULL, *iletter = NULL, *lstart = NULL, *lsrc = NULL;
+    int32_t *istart = NULL, *isrc = NULL, *iletter = NULL, *lstart = NULL, *lsrc = NULL, *lcount = NULL, *used = NULL, *cur = NULL;
     int32_t *new_id = NULL, *order = NULL;
     if (!callee_letter || !blk || !elems || !loc || !bfirst || !bend || !bmarked || !inwork || !work || !touched || !key) {
         PyErr_NoMemory();
@@ -1188,19 +1189,14 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
         int added;
         int32_t id;
         Py_ssize_t a = d->call_start[s], b = d->call_start[s + 1];
-        if (vec_reserve(&keys.pool, keys.pool.len + (b - a) + 1) < 0)
-            goto done;
         /* the key: accepting flag then the callees (already sorted) */
-        int32_t *tmp = (int32_t *)malloc(sizeof(int32_t) * ((size_t)(b - a) + 1));
-        if (!tmp) {
-            PyErr_NoMemory();
+        keybuf.len = 0;
+        if (vec_reserve(&keybuf, 1 + (b - a)) < 0)
             goto done;
-        }
-        tmp[0] = d->acc[s];
+        keybuf.data[keybuf.len++] = d->acc[s];
         for (Py_ssize_t j = a; j < b; j++)
-            tmp[1 + j - a] = d->call_callee[j];
-        id = intern(&keys, tmp, 1 + b - a, -1, &added);
-        free(tmp);
+            keybuf.data[keybuf.len++] = d->call_callee[j];
+        id = intern(&keys, keybuf.data, keybuf.len, -1, &added);
         if (id < 0)
             goto done;
         key[s] = id;
@@ -1242,7 +1238,10 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     iletter = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
     lstart = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 2));
     lsrc = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
-    if (!isrc || !iletter || !lstart || !lsrc) {
+    lcount = (int32_t *)calloc((size_t)letters + 1, sizeof(int32_t));
+    used = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
+    cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
+    if (!isrc || !iletter || !lstart || !lsrc || !lcount || !used || !cur) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1281,29 +1280,26 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
             m += istart[elems[i] + 1] - istart[elems[i]];
         if (!m)
             continue;
-        for (int32_t a = 0; a <= letters; a++)
-            lstart[a] = 0;
+        /* only the letters B is entered by (a block's work is its in-edges, not the alphabet;
+         * the order letters split in does not change the coarsest partition) */
+        int32_t nused = 0;
         for (int32_t i = bfirst[B]; i < bend[B]; i++)
             for (int32_t j = istart[elems[i]]; j < istart[elems[i] + 1]; j++)
-                lstart[iletter[j] + 1]++;
-        for (int32_t a = 0; a < letters; a++)
-            lstart[a + 1] += lstart[a];
-        /* B's members may move while splitting: snapshot the sources first */
-        {
-            int32_t *cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
-            if (!cur) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            memcpy(cur, lstart, sizeof(int32_t) * (size_t)letters);
-            for (int32_t i = bfirst[B]; i < bend[B]; i++)
-                for (int32_t j = istart[elems[i]]; j < istart[elems[i] + 1]; j++)
-                    lsrc[cur[iletter[j]]++] = isrc[j];
-            free(cur);
+                if (lcount[iletter[j]]++ == 0)
+                    used[nused++] = iletter[j];
+        for (int32_t u = 0, at = 0; u < nused; u++) {
+            int32_t a = used[u];
+            lstart[a] = cur[a] = at;
+            at += lcount[a];
         }
-        for (int32_t a = 0; a < letters; a++) {
-            int32_t ntouched = 0;
-            for (int32_t j = lstart[a]; j < lstart[a + 1]; j++) {
+        /* B's members may move while splitting: snapshot the sources first */
+        for (int32_t i = bfirst[B]; i < bend[B]; i++)
+            for (int32_t j = istart[elems[i]]; j < istart[elems[i] + 1]; j++)
+                lsrc[cur[iletter[j]]++] = isrc[j];
+        for (int32_t u = 0; u < nused; u++) {
+            int32_t a = used[u], ntouched = 0, a_end = lstart[a] + lcount[a];
+            lcount[a] = 0;
+            for (int32_t j = lstart[a]; j < a_end; j++) {
                 int32_t s = lsrc[j], X = blk[s];
                 /* move s into X's marked prefix */
                 int32_t p = loc[s], q = bfirst[X] + bmarked[X];
@@ -1375,8 +1371,9 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     }
 done:
     interner_free(&keys);
+    vec_free(&keybuf);
     free(callee_letter), free(blk), free(elems), free(loc), free(bfirst), free(bend), free(bmarked), free(inwork), free(work), free(touched), free(key);
-    free(istart), free(isrc), free(iletter), free(lstart), free(lsrc), free(new_id), free(order);
+    free(istart), free(isrc), free(iletter), free(lstart), free(lsrc), free(lcount), free(used), free(cur), free(new_id), free(order);
     return result;
 }
 
