@@ -68,6 +68,25 @@ class VocabTrie:
         self._flat, self._starts, self._lengths = flat, starts, lengths
         self._adopt(np.flatnonzero((lengths > 0) & ~self._excluded))
 
+    @classmethod
+    def of_slices(cls, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "VocabTrie":
+        """The trie of the byte strings flat[starts[i] : starts[i] + lengths[i]] (token i; the
+        empty ones are not in it), without making them into bytes objects unless asked."""
+        out = object.__new__(cls)
+        out._excluded = lengths == 0
+        out._splits = {}
+        out._inside_counts = {}
+        out._lock = threading.Lock()
+        out._flat, out._starts, out._lengths = flat, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64)
+        out._adopt(np.flatnonzero(out._lengths > 0))
+        return out
+
+    @functools.cached_property
+    def _token_bytes(self) -> list[bytes]:
+        """The tokens' bytes, made from the slices when the trie was built from them (of_slices)."""
+        data = self._flat.tobytes()
+        return [data[a : a + n] for a, n in zip(self._starts.tolist(), self._lengths.tolist())]
+
     @functools.cached_property
     def facts(self) -> TokenFacts:
         """Per-token facts of the vocabulary (token_facts.py; shared with sub-tries)."""
@@ -120,7 +139,8 @@ class VocabTrie:
     def subtrie(self, keep: np.ndarray) -> "VocabTrie":
         """The trie of the tokens where `keep` is True (and already in this trie)."""
         out = object.__new__(VocabTrie)
-        out._token_bytes = self._token_bytes
+        if "_token_bytes" in self.__dict__:  # else made from the same slices when asked
+            out.__dict__["_token_bytes"] = self._token_bytes
         out._excluded = self._excluded | ~keep
         out.__dict__["facts"] = self.facts  # the same vocabulary: its facts are shared
         out._splits = {}
@@ -193,11 +213,10 @@ class VocabTrie:
         inside = self.loop_inside(loop_bytes, multibyte)
         ids = np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes))
         cuts = self.facts.loop_cuts(ids, loop_bytes, multibyte, skip_first)
-        if cuts is not None:  # read off the vocabulary's bytes in numpy
-            tokens = self._token_bytes
-            suffixes = [tokens[t][c:] for t, c in zip(ids.tolist(), cuts.tolist())]
-            empty = cuts == self.facts.lengths[ids]
-            return VocabTrie(suffixes, empty), ids.astype(np.int64), ids[empty].astype(np.int64)
+        if cuts is not None:  # read off the vocabulary's bytes in numpy; the suffixes stay slices of them
+            facts = self.facts
+            rest = facts.lengths[ids] - cuts
+            return VocabTrie.of_slices(facts.flat, facts.starts[ids] + cuts, rest), ids.astype(np.int64), ids[rest == 0].astype(np.int64)
         looping = set(loop_bytes)
         suffixes = []
         owner: list[int] = []
