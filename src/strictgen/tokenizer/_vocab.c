@@ -331,9 +331,114 @@ done:
     return result;
 }
 
+/* loop_cuts(flat, starts, lengths, ids, is_loop, in_whole_char, char_width, skip_first) -> int64 bytes
+ * For each token of `ids`: how many of its bytes its leading run of loop bytes (`is_loop`, 256
+ * flags) covers, counting with `in_whole_char` (None: no) every byte of a whole multi-byte
+ * character as a loop byte, and not counting the first byte (with `char_width`, the whole first
+ * character) when `skip_first`. Only the tokens' own bytes are read (a numpy version judged all
+ * of the vocabulary's bytes for a few thousand tokens). */
+static PyObject *vocab_loop_cuts(PyObject *self, PyObject *args) {
+    PyObject *flat_obj, *starts_obj, *lengths_obj, *ids_obj, *loop_obj, *inside_obj, *width_obj;
+    int skip_first;
+    if (!PyArg_ParseTuple(args, "OOOOOOOp", &flat_obj, &starts_obj, &lengths_obj, &ids_obj, &loop_obj, &inside_obj, &width_obj, &skip_first))
+        return NULL;
+    Views w = {0};
+    Py_buffer lb = {0}, ib = {0}, cb = {0};
+    PyObject *result = NULL;
+    int64_t *out = NULL;
+    if (views_get(&w, flat_obj, starts_obj, lengths_obj, ids_obj) < 0 || buffer_of(loop_obj, &lb, 1, "is_loop") < 0)
+        goto done;
+    if ((inside_obj != Py_None && buffer_of(inside_obj, &ib, 1, "in_whole_char") < 0) || (width_obj != Py_None && buffer_of(width_obj, &cb, 1, "char_width") < 0))
+        goto done;
+    if (lb.len != 256 || (ib.obj && ib.len != w.flat.len) || (cb.obj && cb.len != w.flat.len)) {
+        PyErr_SetString(PyExc_ValueError, "loop_cuts: is_loop needs 256 flags, the per-byte facts one per byte");
+        goto done;
+    }
+    const uint8_t *flat = (const uint8_t *)w.flat.buf, *is_loop = (const uint8_t *)lb.buf;
+    const uint8_t *in_char = (const uint8_t *)ib.buf;
+    const int8_t *width = (const int8_t *)cb.buf;
+    const int64_t *starts = (const int64_t *)w.starts.buf, *lengths = (const int64_t *)w.lengths.buf, *ids = (const int64_t *)w.ids.buf;
+    Py_ssize_t n = w.ids.len / 8, ntokens = w.starts.len / 8;
+    out = (int64_t *)malloc(sizeof(int64_t) * ((size_t)n + 1));
+    if (!out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t t = ids[i];
+        if (t < 0 || t >= ntokens || starts[t] < 0 || lengths[t] < 0 || starts[t] + lengths[t] > w.flat.len) {
+            PyErr_Format(PyExc_ValueError, "loop_cuts: token %lld is not in the vocabulary", (long long)t);
+            goto done;
+        }
+        int64_t a = starts[t], e = starts[t] + lengths[t], at = a;
+        if (skip_first && at < e) {
+            int first = width ? width[at] : 0;
+            at += first > 1 ? first : 1;
+        }
+        while (at < e && (is_loop[flat[at]] || (in_char && in_char[at])))
+            at++;
+        out[i] = (at < e ? at : e) - a;
+    }
+    result = bytes_of(out, (Py_ssize_t)sizeof(int64_t) * n);
+done:
+    views_release(&w);
+    if (lb.obj)
+        PyBuffer_Release(&lb);
+    if (ib.obj)
+        PyBuffer_Release(&ib);
+    if (cb.obj)
+        PyBuffer_Release(&cb);
+    free(out);
+    return result;
+}
+
+/* made_of(byte_sets, want, complete) -> bool bytes: per token, whether every byte it uses is in
+ * `want` (a 256-bit set, 4 uint64); with `complete` (per token, it is whole UTF-8; None: no),
+ * also a whole-UTF-8 token whose ASCII bytes are all in `want` (its other bytes make whole
+ * characters). One pass, where numpy made four over strided columns. */
+static PyObject *vocab_made_of(PyObject *self, PyObject *args) {
+    PyObject *sets_obj, *want_obj, *complete_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &sets_obj, &want_obj, &complete_obj))
+        return NULL;
+    Py_buffer sb = {0}, wb = {0}, cb = {0};
+    PyObject *result = NULL;
+    uint8_t *out = NULL;
+    if (buffer_of(sets_obj, &sb, 32, "byte_sets") < 0 || buffer_of(want_obj, &wb, 8, "want") < 0 || (complete_obj != Py_None && buffer_of(complete_obj, &cb, 1, "complete") < 0))
+        goto done;
+    Py_ssize_t n = sb.len / 32;
+    if (wb.len != 32 || (cb.obj && cb.len != n)) {
+        PyErr_SetString(PyExc_ValueError, "made_of: want needs 4 words, complete one flag per token");
+        goto done;
+    }
+    const uint64_t *sets = (const uint64_t *)sb.buf, *want = (const uint64_t *)wb.buf;
+    const uint8_t *complete = (const uint8_t *)cb.buf;
+    out = (uint8_t *)malloc((size_t)n + 1);
+    if (!out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t t = 0; t < n; t++) {
+        const uint64_t *x = sets + 4 * t;
+        int ascii = ((x[0] & ~want[0]) | (x[1] & ~want[1])) == 0;
+        out[t] = (uint8_t)(ascii && ((((x[2] & ~want[2]) | (x[3] & ~want[3])) == 0) || (complete && complete[t])));
+    }
+    result = bytes_of(out, n);
+done:
+    if (sb.obj)
+        PyBuffer_Release(&sb);
+    if (wb.obj)
+        PyBuffer_Release(&wb);
+    if (cb.obj)
+        PyBuffer_Release(&cb);
+    free(out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"trie", vocab_trie, METH_VARARGS, "trie(flat, starts, lengths, ids): the trie's arrays (see the module docstring)."},
     {"facts", vocab_facts, METH_VARARGS, "facts(flat, starts, lengths): per-byte and per-token UTF-8 facts and byte sets."},
+    {"made_of", vocab_made_of, METH_VARARGS, "made_of(byte_sets, want, complete): tokens made only of the bytes in want."},
+    {"loop_cuts", vocab_loop_cuts, METH_VARARGS, "loop_cuts(flat, starts, lengths, ids, is_loop, in_whole_char, char_width, skip_first): run lengths."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_vocab", "Preparing a vocabulary: the trie's arrays and the per-token facts, in C.", -1, methods};

@@ -26,19 +26,11 @@ class TokenFacts:
         a loop byte above 0x7F, which a scan may step into the middle of a character with."""
         if multibyte and any(b >= 0x80 for b in loop_bytes):
             return None
-        is_loop = np.zeros(256, dtype=bool)
-        is_loop[list(loop_bytes)] = True
-        good = is_loop[self.flat]
-        if multibyte:
-            good |= self.in_whole_char
-        begin = self.starts[ids]
-        if skip_first:
-            first = self.char_width[begin].astype(np.int64) if multibyte else np.zeros(len(ids), dtype=np.int64)
-            begin = begin + np.maximum(first, 1)
-        end = self.starts[ids] + self.lengths[ids]
-        bad = np.flatnonzero(~good)
-        stop = np.append(bad, np.iinfo(np.int64).max)[np.searchsorted(bad, begin)]  # the first bad byte at or after begin
-        return np.minimum(stop, end) - self.starts[ids]
+        is_loop = np.zeros(256, dtype=np.uint8)
+        is_loop[list(loop_bytes)] = 1
+        cuts = _vocab.loop_cuts(self.flat, self.starts, self.lengths, np.ascontiguousarray(ids, dtype=np.int64), is_loop,
+                                self.in_whole_char if multibyte else None, self.char_width if multibyte else None, skip_first)
+        return np.frombuffer(cuts, dtype=np.int64)
 
     def __init__(self, token_bytes: list[bytes], lengths: np.ndarray | None = None):
         n = len(token_bytes)

@@ -294,12 +294,9 @@ class VocabTrie:
         want = np.zeros(4, dtype=np.uint64)
         for b in loop_bytes:
             want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-        sets = self.byte_sets()
-        ascii_inside = ((sets[:, 0] & ~want[0]) | (sets[:, 1] & ~want[1])) == 0  # column by column: no 2-D reduce
-        inside = ascii_inside & (((sets[:, 2] & ~want[2]) | (sets[:, 3] & ~want[3])) == 0)
-        if multibyte:  # whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
-            inside |= self.complete_utf8 & ascii_inside
-        inside &= ~self._excluded
+        # with multibyte, whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
+        made = _vocab.made_of(self.byte_sets(), want, self.complete_utf8 if multibyte else None)
+        inside = np.frombuffer(made, dtype=bool) & ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         return inside
 
