@@ -56,7 +56,8 @@ ignored).
 How the hard keywords are enforced exactly: oneOf is the union of its branches when they are
 provably disjoint (different types, disjoint const/enum/ranges/patterns, a member required on one
 side with disjoint value schemas, disjoint key sets), "at least one / not two" presence clauses for
-branches that only list required members, else branch_i ∧ ¬branch_j for all j ≠ i; `not` is
+branches that only list required members, else branch_i ∧ ¬branch_j for every j ≠ i whose branch
+may overlap branch_i (a disjoint one is inside the complement already); `not` is
 pushed down by De Morgan onto each keyword (per-type complements, numeric intervals, Difference for
 strings, absent/violating members and existential member constraints for objects, length/item
 complements for arrays); dependentRequired and anyOf/oneOf of `required` lists become presence
@@ -66,7 +67,7 @@ each alternative (anyOf branches are split by exactly which branches hold when t
 Size control: big subschemas used several times (or as array items under maxItems) are kept as
 called rules rather than inlined (`schema_rule_sizes.call_big_rules`); long length bounds count characters through
 a called character rule; a pattern/format combined with a long length bound is refused with
-GrammarTooLargeError when the product automaton would exceed `MAX_LENGTH_PRODUCT` states.
+GrammarTooLargeError when its raw-character product automaton exceeds `MAX_LENGTH_PRODUCT` states.
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite (or at most
@@ -75,7 +76,8 @@ one item is allowed), `not` of uniqueItems, `not multipleOf` with a step p / 10*
 GrammarTooLargeError), oneOf whose
 branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:
 GrammarTooLargeError), key patterns of one object that overlap in more than `MAX_REGIONS` ways, more than 3
-`contains` (or existential) constraints on one array (object), unevaluatedProperties/Items after
+`contains` constraints on one array, more than `MAX_EXISTS` existential member constraints (from
+`not`) on one object, unevaluatedProperties/Items after
 anyOf branches that may overlap (more than 5), $recursiveRef with $recursiveAnchor, patterns
 regex.py cannot translate (lookaround other than a leading ``^(?!...)``, backreferences), and
 references that cannot be resolved (other documents are never fetched: `documents=` supplies them,

@@ -18,10 +18,11 @@ from .schema_counting import counting_language
 from .schema_emit_strings import ANY_STRING, spelled
 from .schema_ir import Formula, ObjP, pattern_language
 
-__all__ = ["MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
+__all__ = ["MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
 
 MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
 MAX_REGIONS = 24  # beyond that: combinations some key can match
+MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
 
 
 class ObjectEmitter:
@@ -38,9 +39,9 @@ class ObjectEmitter:
         if o.trivial:
             return json_container("{", seq(json_string(), self.colon, self.any_value()), "}", self.style)
         exists = list(o.exists)
-        if len(exists) > 3:
-            self.reporter.refuse("more than 3 existential member constraints (from 'not') on one object", "not", "")
-            exists = exists[:3]
+        if len(exists) > MAX_EXISTS:
+            self.reporter.refuse(f"more than {MAX_EXISTS} existential member constraints (from 'not') on one object", "not", "")
+            exists = exists[:MAX_EXISTS]
         full = (1 << len(exists)) - 1
         names = list(o.order)
         for r in o.rules + tuple(exists):
