@@ -17,6 +17,7 @@ setup(
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", ["src/strictgen/compile/_machine.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", ["src/strictgen/regular/_regular.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
     ]
 )

@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import strictgen as sg
+from strictgen.grammar.ir import Grammar, lit
 
 
 def _compiler():
@@ -63,3 +64,41 @@ def test_compile_slots_bound_cold_compiles_and_failures_release_them():
         else:
             raise AssertionError("the bad regex compiled")
     c.compile_regex("ok")
+
+
+def test_the_cyclic_collector_is_paused_during_compiles_and_restored_after():
+    """Compiles run with gc paused (they make ~10^5 short-lived objects); overlapping compiles
+    keep it paused until the last one ends, failures restore it too, and a collector the caller
+    had disabled stays disabled."""
+    import gc
+
+    c = _compiler()
+    seen: list[bool] = []
+    inner_started, outer_may_end = threading.Event(), threading.Event()
+
+    def slow_build():
+        seen.append(gc.isenabled())
+        inner_started.set()
+        assert outer_may_end.wait(10)
+        return Grammar({"root": lit("a")})
+
+    assert gc.isenabled()
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(c._cached, ("test", 1), "test", slow_build)  # noqa: SLF001 - a compile held open
+        assert inner_started.wait(10)
+        c.compile_regex("[a-z]{1,8}")  # a second compile ends while the first still runs
+        assert not gc.isenabled()
+        outer_may_end.set()
+        first.result(10)
+    assert seen == [False] and gc.isenabled()
+    try:
+        c.compile_regex("(unclosed")
+    except sg.StrictgenError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        c.compile_regex("[0-9]+x")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -24,7 +24,8 @@ from strictgen.compile.automaton import EmptyLanguageError, compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.grammar.ir import ByteSet, CharSet, Grammar, Literal, Seq, charset, intersect, lit, repeat
-from strictgen.grammar.json_schema import json_schema_grammar, spelled
+from strictgen.grammar.json_schema import json_schema_grammar
+from strictgen.grammar.schema_emit_strings import spelled
 from strictgen.grammar.json_value import JsonStyle
 
 SETTINGS = settings(
@@ -561,7 +562,9 @@ def _mutations(doc, rnd: random.Random):
         if doc:
             out.append([["?"]] + doc[1:])
     if isinstance(doc, (int, float)) and not isinstance(doc, bool):
-        out += [doc + 1, doc - 1, doc + 0.5, -doc]
+        # only floats whose shortest repr is their exact value: 24287435004649870 + 0.5 is the float
+        # ...872, written 2.428743500464987e+16, a text whose value is ...870 (valid for multipleOf 5)
+        out += [x for x in (doc + 1, doc - 1, doc + 0.5, -doc) if not isinstance(x, float) or Decimal(repr(x)) == Decimal(x)]
     if isinstance(doc, str):
         out += [doc + "a", doc[:-1], doc + "0", "ab" + doc]
     rnd.shuffle(out)

@@ -1,4 +1,4 @@
-"""Exact numeric languages (strictgen.grammar.numbers) against exact arithmetic.
+"""Exact numeric languages (strictgen.grammar.numbers, strictgen.grammar.multiple_of) against exact arithmetic.
 
 Oracle: a text is in the language iff it has the expected syntax (a regex) and its value, read
 with `decimal.Decimal` and compared as a `fractions.Fraction`, satisfies the bounds / multipleOf.
@@ -26,15 +26,14 @@ from strictgen.compile.automaton import compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 from strictgen.grammar.ir import NOTHING, Expr, Grammar, RuleRef, Seq
-from strictgen.grammar.numbers import (
+from strictgen.grammar.multiple_of import (
     MAX_ENUMERATED,
-    integer_range,
     multiple_of_grammar,
     multiple_of_integers,
     multiple_of_numbers,
-    number_range,
     residue_filter,
 )
+from strictgen.grammar.numbers import integer_range, number_range
 
 CANONICAL_INT = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
 PLAIN = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?\Z")

@@ -1,5 +1,5 @@
-"""The vectorised per-token facts (tokenizer/token_facts.py) against their plain Python
-definitions, on random byte strings and on the real vocabularies."""
+"""The per-token facts (tokenizer/token_facts.py, made in C by _vocab.c) against their plain
+Python definitions, on random byte strings and on the real vocabularies."""
 
 from __future__ import annotations
 
@@ -42,10 +42,24 @@ def reference(tokens: list[bytes]) -> dict:
     }
 
 
+def char_widths(tokens: list[bytes]) -> tuple[list[int], list[bool]]:
+    """By byte of the tokens laid end to end: the width of the one whole multi-byte character
+    starting there inside its token (0: none), and whether the byte lies in such a character."""
+    widths, inside = [], []
+    for t in tokens:
+        w = [next((k for k in (2, 3, 4) if starts_whole_char(t[i : i + k]) and len(t[i : i + k]) == k), 0) for i in range(len(t))]
+        widths += w
+        inside += [any(w[j] > i - j for j in range(max(0, i - 3), i + 1)) for i in range(len(t))]
+    return widths, inside
+
+
 def check(tokens: list[bytes]) -> None:
     facts, want = TokenFacts(tokens), reference(tokens)
     for name, expected in want.items():
         assert np.array_equal(getattr(facts, name), np.asarray(expected)), name
+    if sum(map(len, tokens)) <= 20_000:  # the per-byte facts, on the small inputs only (a Python loop)
+        widths, inside = char_widths(tokens)
+        assert facts.char_width.tolist() == widths and facts.in_whole_char.tolist() == inside
 
 
 # bytes that make every UTF-8 case: ASCII, continuations, every lead range and the edge second bytes
@@ -106,3 +120,20 @@ def test_loop_cuts_on_a_real_vocabulary():
             cuts = facts.loop_cuts(ids, loop, multibyte, skip)
             assert cuts.tolist() == [scan_cut(tokens[i], set(loop), multibyte, skip) for i in ids.tolist()]
     assert facts.loop_cuts(ids, bytes([0x41, 0xC3]), True, False) is None  # a loop byte inside characters: scanned instead
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=6) | st.lists(st.sampled_from(INTERESTING), max_size=6).map(bytes), max_size=30),
+       st.sets(st.integers(0, 255), max_size=40), st.booleans())
+def test_made_of_matches_its_definition(tokens, loop, multibyte):
+    """_vocab.made_of (what a loop state allows unseen): every byte a loop byte, or, with
+    multibyte, whole UTF-8 whose ASCII bytes are loop bytes."""
+    from strictgen.tokenizer import _vocab
+
+    facts = TokenFacts(tokens)
+    want = np.zeros(4, dtype=np.uint64)
+    for b in loop:
+        want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    got = np.frombuffer(_vocab.made_of(facts.byte_sets, want, facts.complete_utf8 if multibyte else None), dtype=bool)
+    expected = [set(t) <= loop or (multibyte and whole(t) and {b for b in t if b < 0x80} <= loop) for t in tokens]
+    assert got.tolist() == expected

@@ -1,4 +1,4 @@
-"""VocabTrie: the walk's node records spell the tokens; the numpy-built sub-trie equals a trie built from scratch."""
+"""VocabTrie (built in C, _vocab.c): the walk's node records spell the tokens, the levels are the sorted prefixes, and a sub-trie equals a trie built from scratch."""
 
 import numpy as np
 import pytest
@@ -70,7 +70,7 @@ def _reference_levels(token_bytes, excluded):
 
 @pytest.mark.parametrize("which", ["synthetic", "smollm2"])
 def test_trie_levels_equal_sorted_prefixes(which):
-    """The numpy construction (one sort per depth) against the prefixes of the tokens, on a real
+    """The C construction (groups split byte by byte, breadth first) against the prefixes of the tokens, on a real
     vocabulary and on one with duplicates, NUL bytes, prefixes of prefixes and excluded tokens."""
     if which == "smollm2":
         import strictgen as sg
@@ -92,3 +92,22 @@ def test_trie_levels_equal_sorted_prefixes(which):
             assert trie.token_node[tid] == trie.offsets[len(data) - 1] + index[data]
         else:
             assert trie.token_node[tid] == trie.num_nodes  # never live
+
+
+def test_c_build_ignores_the_order_of_ids_and_refuses_tokens_it_cannot_hold():
+    """_vocab.trie numbers nodes by prefix order whatever order the tokens come in; an empty or
+    out-of-range token is a ValueError, not a crash."""
+    from strictgen.tokenizer import _vocab
+
+    token_bytes = [b"ab", b"a", b"\x00", b"a\x00", b"abc", b"ab", b"b\xff", b"zz", b"a\x00\x00", b"abd", b""]
+    lengths = np.array([len(t) for t in token_bytes], dtype=np.int64)
+    flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ids = np.arange(10, dtype=np.int64)
+    first = _vocab.trie(flat, starts, lengths, ids)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        assert _vocab.trie(flat, starts, lengths, rng.permutation(ids)) == first
+    for bad in ([10], [11], [-1]):  # the empty token, then ids outside the vocabulary
+        with pytest.raises(ValueError):
+            _vocab.trie(flat, starts, lengths, np.array(bad, dtype=np.int64))

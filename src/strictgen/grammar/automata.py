@@ -28,24 +28,27 @@ MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership questio
 
 def shared_nodes(rules) -> set[int]:
     """ids of composite expressions used in more than one place (the IR may be a DAG)."""
-    parents: dict[int, int] = {}
+    seen: set[int] = set()
+    shared: set[int] = set()
     work: list[Expr] = list(rules)
     while work:
         e = work.pop()
-        if isinstance(e, (Seq, Alt, Intersect)):
+        t = type(e)
+        if t is Seq or t is Alt or t is Intersect:
             children = e.items
-        elif isinstance(e, (Repeat, Spelled)):
+        elif t is Repeat or t is Spelled:
             children = (e.item,)
-        elif isinstance(e, Difference):
+        elif t is Difference:
             children = (e.base, e.minus)
         else:
             continue
         for child in children:
-            seen = parents.get(id(child), 0)
-            parents[id(child)] = seen + 1
-            if not seen:
+            if id(child) in seen:
+                shared.add(id(child))
+            else:
+                seen.add(id(child))
                 work.append(child)
-    return {k for k, n in parents.items() if n > 1}
+    return shared
 
 
 class BuildMemo:
@@ -99,6 +102,18 @@ class NFABuilder:
                 raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
         return s
 
+    def _news(self, n: int) -> int:
+        """n new states at once; the first one's number."""
+        first = self.nfa.add_states(n)
+        self._grown(first)
+        return first
+
+    def _grown(self, before: int) -> None:
+        """The deadline and size checks, as `new` makes them: each time the states pass a
+        multiple of 1024 (a check at every piece was a tenth of building)."""
+        if self.nfa.num_states >> 10 != before >> 10:
+            self._check_size()
+
     def build(self, expr: Expr, start: int, end: int) -> None:
         """Add edges so that paths start → end spell exactly the strings of `expr`."""
         if id(expr) in self._shared:
@@ -115,14 +130,9 @@ class NFABuilder:
     def _build(self, expr: Expr, start: int, end: int) -> None:
         nfa = self.nfa
         if isinstance(expr, Literal):
-            data = expr.data
-            cur = start
-            for i, b in enumerate(data):
-                nxt = end if i == len(data) - 1 else self.new()
-                nfa.add_range(cur, b, b, nxt)
-                cur = nxt
-            if not data:
-                nfa.add_eps(start, end)
+            before = nfa.num_states
+            nfa.add_literal(start, expr.data, end)
+            self._grown(before)
         elif isinstance(expr, ByteSet):
             for lo, hi in expr.ranges:
                 nfa.add_range(start, lo, hi, end)
@@ -132,21 +142,28 @@ class NFABuilder:
             items = expr.items
             if not items:
                 nfa.add_eps(start, end)
+                return
+            last = len(items) - 1
+            first = self._news(last) if last else 0
             cur = start
+            shared = self._shared
             for i, item in enumerate(items):
-                nxt = end if i == len(items) - 1 else self.new()
-                self.build(item, cur, nxt)
+                nxt = end if i == last else first + i
+                (self.build if id(item) in shared else self._build)(item, cur, nxt)  # build() only to share
                 cur = nxt
         elif isinstance(expr, Alt):
-            for item in expr.items:
-                s = self.new()
-                nfa.add_eps(start, s)
-                self.build(item, s, end)
+            first = self._news(len(expr.items)) if expr.items else 0
+            shared = self._shared
+            for i, item in enumerate(expr.items):
+                nfa.add_eps(start, first + i)
+                (self.build if id(item) in shared else self._build)(item, first + i, end)
         elif isinstance(expr, Repeat):
             self._build_repeat(expr, start, end)
         elif isinstance(expr, (Intersect, Difference, Spelled)):
-            nfa.embed(self.regular_dfa(expr), start, end)
-            self._check_size()
+            dfa = self.regular_dfa(expr)
+            before = nfa.num_states
+            nfa.embed(dfa, start, end)
+            self._grown(before)
         elif isinstance(expr, RuleRef):
             if expr.name not in self.rules:
                 raise StrictgenError(f"undefined rule {expr.name!r}")
@@ -181,8 +198,9 @@ class NFABuilder:
                 del templates[key]
                 raise
             got = templates[key] = (sub.nfa, s, f)
+        before = self.nfa.num_states
         self.nfa.splice(got[0], got[1], got[2], start, end)
-        self._check_size()
+        self._grown(before)
 
     def _embed(self, expr: Expr, start: int, end: int) -> bool:
         """Embed the minimal DFA of a composite piece that calls no rule, when it is no bigger
@@ -206,8 +224,9 @@ class NFABuilder:
             finally:
                 memo.embedding.discard(id(expr))
             dfa = memo.dfas[id(expr)] = regular.minimal(dfa)
+        before = self.nfa.num_states
         self.nfa.embed(dfa, start, end)
-        self._check_size()
+        self._grown(before)
         return True
 
     def _check_size(self) -> None:

@@ -372,9 +372,7 @@ def rule_references(expr: Expr) -> frozenset[str]:
     if got is not None and got[0] is expr:
         return got[1]
     refs = frozenset(_walk_references(expr))
-    if len(_REFERENCES) >= _REFERENCES_KEPT:
-        _REFERENCES.clear()
-    _REFERENCES[id(expr)] = (expr, refs)
+    remember_references(expr, refs)
     return refs
 
 
@@ -406,9 +404,22 @@ def _walk_references(expr: Expr) -> set[str]:
     return out
 
 
+def remember_references(expr: Expr, refs: frozenset[str]) -> None:
+    """Tell `rule_references` what `expr` refers to, found by a walk of its own (the rule-size
+    planning of schema grammars reads every rule's references off its size terms)."""
+    if len(_REFERENCES) >= _REFERENCES_KEPT:
+        _REFERENCES.clear()
+    _REFERENCES[id(expr)] = (expr, refs)
+
+
 def recursive_rules(grammar: Grammar) -> set[str]:
-    """Names of the rules that lie on a reference cycle (Tarjan's SCC, iterative)."""
-    graph = {name: rule_references(expr) for name, expr in grammar.rules.items()}
+    """Names of the rules that lie on a reference cycle."""
+    return cyclic_rules({name: rule_references(expr) for name, expr in grammar.rules.items()})
+
+
+def cyclic_rules(graph: dict[str, frozenset[str]]) -> set[str]:
+    """The names on a cycle of `graph` (rule -> the rules it refers to; Tarjan's SCC, iterative);
+    a reference to a rule not in it is an error."""
     for name, refs in graph.items():
         for ref in refs:
             if ref not in graph:

@@ -303,16 +303,22 @@ class Applicators:
             c = self._presence_any(objs, exactly_one=True)
             if c is not None:
                 return [c]
-        if all(
-            self._dnfs_disjoint(dnfs[i], dnfs[j], subs[i], subs[j], 0, context) for i in range(n) for j in range(i + 1, n)
-        ):
+        overlaps = {
+            (i, j)
+            for i in range(n)
+            for j in range(i + 1, n)
+            if not self._dnfs_disjoint(dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
+        }
+        if not overlaps:
             return self._union(dnfs)
-        # exactly one branch: b_i and not b_j for every other j
+        # exactly one branch: b_i and not b_j for every other j that b_i may overlap (a branch
+        # disjoint from b_i lies inside its complement already, so b_i ∧ ¬b_j is b_i: leaving it
+        # out keeps the product small when only a few branches overlap, as in tagged unions)
 
         def exact() -> list[Conj]:
             alts = []
             for i in range(n):
-                others = [self.not_(subs[j]) for j in range(n) if j != i]
+                others = [self.not_(subs[j]) for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
                 whole = self.and_(subs[i], *others)
                 ctx = [[context]] if context is not None else []
                 alts.append(self.product(ctx + [dnfs[i]] + [self.dnf(o) for o in others], whole))

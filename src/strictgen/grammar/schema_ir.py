@@ -17,6 +17,7 @@ from .schema_values import json_type
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumP", "str_meet", "Contains", "ArrP", "KeyRule",
     "ObjP", "ALL_BOOLS", "Conj", "TOP", "NONE", "only", "conj_meet", "pattern_language",
+    "keyword_pointer",
 ]
 
 
@@ -422,3 +423,9 @@ def conj_meet(a: Conj, b: Conj, norm: "Normalizer") -> Conj | None:
         obj = None
     c = Conj(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
     return None if c.is_empty() else c
+
+
+def keyword_pointer(part, keyword: str) -> str:
+    """The JSON pointer of `keyword` recorded on a normalised part's `where` ("" if unknown), for
+    the error that refuses it."""
+    return next((p for k, p in getattr(part, "where", ()) if k == keyword), "")

@@ -2,7 +2,7 @@
 
 The JSON Schema front end works in two steps (DESIGN.md §1): these modules resolve references,
 merge `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
-(sub)schema, a list of *conjuncts* (`Conj`, the alternatives of a DNF); `json_schema.py` turns
+(sub)schema, a list of *conjuncts* (`Conj`, the alternatives of a DNF); `json_schema` (and its schema_emit_* mixins) turns
 conjuncts into grammar IR.
 
 Formulas

@@ -134,6 +134,38 @@ static PyObject *NFA_add_range(NFA *a, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* add_literal(s, data, t): the bytes of `data` from s to t through len(data) - 1 new states
+ * (data empty: an epsilon edge), in one call: literals are most of a JSON grammar's pieces. */
+static PyObject *NFA_add_literal(NFA *a, PyObject *args) {
+    long s, t;
+    const char *data;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "ly#l", &s, &data, &len, &t))
+        return NULL;
+    if (nfa_state(a, s) < 0 || nfa_state(a, t) < 0)
+        return NULL;
+    if (!len) {
+        if (vec_push(&a->eps, (int32_t)s) < 0 || vec_push(&a->eps, (int32_t)t) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (len - 1 > INT32_MAX - a->num_states)
+        return PyErr_NoMemory();
+    if (vec_reserve(&a->edges, a->edges.len + 4 * len) < 0)
+        return NULL;
+    int32_t first = a->num_states, cur = (int32_t)s;
+    a->num_states += (int32_t)(len - 1);
+    int32_t *e = a->edges.data + a->edges.len;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int32_t nxt = i == len - 1 ? (int32_t)t : first + (int32_t)i;
+        uint8_t b = (uint8_t)data[i];
+        e[4 * i] = cur, e[4 * i + 1] = b, e[4 * i + 2] = b, e[4 * i + 3] = nxt;
+        cur = nxt;
+    }
+    a->edges.len += 4 * len;
+    Py_RETURN_NONE;
+}
+
 static PyObject *NFA_add_eps(NFA *a, PyObject *args) {
     long s, t;
     if (!PyArg_ParseTuple(args, "ll", &s, &t))
@@ -202,7 +234,33 @@ typedef struct {
     uint8_t *acc;
     int32_t *call_start; /* n + 1 */
     int32_t *call_callee, *call_ret;
+    Vec embed_edges; /* (state, lo, hi, target) byte ranges, made by the first embed (DFAs never change) */
 } DFA;
+
+/* The DFA's moves as byte ranges (runs of equal targets), listed once: a piece of a grammar is
+ * embedded at each of its uses, often thousands of times a compile. */
+static int dfa_embed_edges(DFA *d) {
+    if (d->embed_edges.len || !d->n)
+        return 0;
+    for (int32_t q = 0; q < d->n; q++) {
+        const int32_t *row = d->table + (Py_ssize_t)q * d->k;
+        int lo = 0;
+        for (int b = 1; b <= 256; b++) {
+            if (b == 256 || row[d->classmap[b]] != row[d->classmap[lo]]) {
+                int32_t tgt = row[d->classmap[lo]];
+                if (tgt >= 0) {
+                    if (vec_reserve(&d->embed_edges, d->embed_edges.len + 4) < 0)
+                        return -1;
+                    int32_t *e = d->embed_edges.data + d->embed_edges.len;
+                    e[0] = q, e[1] = lo, e[2] = b - 1, e[3] = tgt;
+                    d->embed_edges.len += 4;
+                }
+                lo = b;
+            }
+        }
+    }
+    return 0;
+}
 
 static PyObject *NFA_embed(NFA *a, PyObject *args) {
     DFA *d;
@@ -217,29 +275,23 @@ static PyObject *NFA_embed(NFA *a, PyObject *args) {
     }
     if (d->n > INT32_MAX - a->num_states)
         return PyErr_NoMemory();
+    if (dfa_embed_edges(d) < 0)
+        return NULL;
     int32_t base = a->num_states;
     a->num_states += d->n;
     if (vec_push(&a->eps, (int32_t)s) < 0 || vec_push(&a->eps, base) < 0)
         return NULL;
-    for (int32_t q = 0; q < d->n; q++) {
-        const int32_t *row = d->table + (Py_ssize_t)q * d->k;
+    for (int32_t q = 0; q < d->n; q++)
         if (d->acc[q] && (vec_push(&a->eps, base + q) < 0 || vec_push(&a->eps, (int32_t)t) < 0))
             return NULL;
-        int lo = 0;
-        for (int b = 1; b <= 256; b++) { /* runs of equal targets become byte ranges */
-            if (b == 256 || row[d->classmap[b]] != row[d->classmap[lo]]) {
-                int32_t tgt = row[d->classmap[lo]];
-                if (tgt >= 0) {
-                    if (vec_reserve(&a->edges, a->edges.len + 4) < 0)
-                        return NULL;
-                    int32_t *e = a->edges.data + a->edges.len;
-                    e[0] = base + q, e[1] = lo, e[2] = b - 1, e[3] = base + tgt;
-                    a->edges.len += 4;
-                }
-                lo = b;
-            }
-        }
-    }
+    Py_ssize_t m = d->embed_edges.len;
+    if (vec_reserve(&a->edges, a->edges.len + m) < 0)
+        return NULL;
+    const int32_t *src = d->embed_edges.data;
+    int32_t *e = a->edges.data + a->edges.len;
+    for (Py_ssize_t i = 0; i < m; i += 4)
+        e[i] = base + src[i], e[i + 1] = src[i + 1], e[i + 2] = src[i + 2], e[i + 3] = base + src[i + 3];
+    a->edges.len += m;
     Py_RETURN_NONE;
 }
 
@@ -249,6 +301,7 @@ static PyMethodDef NFA_methods[] = {
     {"add_state", (PyCFunction)NFA_add_state, METH_NOARGS, "A new state; its number."},
     {"add_states", (PyCFunction)NFA_add_states, METH_O, "n new states; the first one's number."},
     {"add_range", (PyCFunction)NFA_add_range, METH_VARARGS, "add_range(s, lo, hi, t): bytes lo..hi lead from s to t."},
+    {"add_literal", (PyCFunction)NFA_add_literal, METH_VARARGS, "add_literal(s, data, t): the bytes of data from s to t (new states between)."},
     {"add_eps", (PyCFunction)NFA_add_eps, METH_VARARGS, "add_eps(s, t): an epsilon edge."},
     {"add_call", (PyCFunction)NFA_add_call, METH_VARARGS, "add_call(s, callee, t): a call of rule `callee` returning to t."},
     {"embed", (PyCFunction)NFA_embed, METH_VARARGS, "embed(dfa, s, t): the DFA's language between s and t (new states)."},
@@ -290,6 +343,7 @@ static DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls) {
 }
 
 static void DFA_dealloc(DFA *d) {
+    vec_free(&d->embed_edges);
     free(d->table);
     free(d->acc);
     free(d->call_start);
@@ -828,26 +882,45 @@ static PyObject *mod_from_table(PyObject *self, PyObject *args) {
         }
     }
     if (cm == Py_None) {
-        /* byte classes: bytes whose columns agree (compared by hash, then verified) */
-        uint64_t colhash[256];
-        for (int b = 0; b < 256; b++) {
-            uint64_t h = 0;
-            for (Py_ssize_t s = 0; s < n; s++)
-                h = mix(h ^ (uint32_t)t[s * 256 + b]) + (uint64_t)s;
-            colhash[b] = h;
+        /* byte classes: bytes whose columns agree. The columns are hashed row by row (the table is
+         * stored by rows: a column at a time read it 1 KB apart), classes are made by hash, and
+         * one more pass over the rows checks them; a collision falls back to comparing columns. */
+        uint64_t colhash[256] = {0};
+        for (Py_ssize_t s = 0; s < n; s++) {
+            const int32_t *row = t + s * 256;
+            for (int b = 0; b < 256; b++)
+                colhash[b] = (colhash[b] ^ (uint32_t)row[b]) * 0x9e3779b97f4a7c15ULL;
         }
         for (int b = 0; b < 256; b++) {
             int found = -1;
-            for (int c = 0; c < k && found < 0; c++) {
-                int same = colhash[b] == colhash[rep[c]];
-                for (Py_ssize_t s = 0; s < n && same; s++)
-                    same = t[s * 256 + b] == t[s * 256 + rep[c]];
-                if (same)
+            for (int c = 0; c < k && found < 0; c++)
+                if (colhash[b] == colhash[rep[c]])
                     found = c;
-            }
             if (found < 0)
                 rep[k] = b, found = k++;
             classmap[b] = (uint8_t)found;
+        }
+        int agree = 1;
+        for (Py_ssize_t s = 0; s < n && agree; s++) {
+            const int32_t *row = t + s * 256;
+            for (int b = 0; b < 256; b++)
+                agree &= row[b] == row[rep[classmap[b]]];
+        }
+        if (!agree) {
+            k = 0;
+            for (int b = 0; b < 256; b++) {
+                int found = -1;
+                for (int c = 0; c < k && found < 0; c++) {
+                    int same = 1;
+                    for (Py_ssize_t s = 0; s < n && same; s++)
+                        same = t[s * 256 + b] == t[s * 256 + rep[c]];
+                    if (same)
+                        found = c;
+                }
+                if (found < 0)
+                    rep[k] = b, found = k++;
+                classmap[b] = (uint8_t)found;
+            }
         }
     }
     DFA *d = dfa_new((int32_t)n, k, 0);
@@ -983,15 +1056,42 @@ static PyObject *DFA_can_finish(DFA *d, PyObject *args) {
     Py_buffer pb;
     if (productive_arg(prod, &pb) < 0)
         return NULL;
-    uint8_t *call_ok;
-    uint8_t *ok = dfa_can_finish(d, (const uint8_t *)pb.buf, pb.len, &call_ok);
+    /* forward from the start, stopping at the first accepting state: the fixed point over a
+     * grammar's rules asks this again and again, and most rules finish within a few states */
+    const uint8_t *productive = (const uint8_t *)pb.buf;
+    Py_ssize_t nprod = pb.len;
+    int32_t n = d->n, k = d->k;
+    uint8_t *seen = (uint8_t *)calloc((size_t)n + 1, 1);
+    int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int found = 0;
+    if (!seen || !work) {
+        free(seen), free(work);
+        if (pb.obj)
+            PyBuffer_Release(&pb);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t top = 0;
+    seen[0] = 1, work[top++] = 0;
+    while (top && !found) {
+        int32_t s = work[--top];
+        if (d->acc[s]) {
+            found = 1;
+            break;
+        }
+        const int32_t *row = d->table + (Py_ssize_t)s * k;
+        for (int32_t c = 0; c < k; c++)
+            if (row[c] >= 0 && !seen[row[c]])
+                seen[row[c]] = 1, work[top++] = row[c];
+        for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
+            int32_t callee = d->call_callee[j], t = d->call_ret[j];
+            if ((!productive || (callee < nprod && productive[callee])) && !seen[t])
+                seen[t] = 1, work[top++] = t;
+        }
+    }
+    free(seen), free(work);
     if (pb.obj)
         PyBuffer_Release(&pb);
-    if (!ok)
-        return NULL;
-    int r = ok[0];
-    free(ok), free(call_ok);
-    return PyBool_FromLong(r);
+    return PyBool_FromLong(found);
 }
 
 /* trim(productive=None): only states reachable from the start (by bytes and kept calls) that can
@@ -1055,6 +1155,7 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     Py_ssize_t ncalls = d->call_start[n];
     PyObject *result = NULL;
     Interner keys = {0};
+    Vec keybuf = {0};
     /* letters: byte classes, then callees by first appearance (sorted by callee id) */
     int32_t max_callee = -1;
     for (Py_ssize_t j = 0; j < ncalls; j++)
@@ -1071,7 +1172,7 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *touched = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *key = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *istart = NULL, *isrc = NULL, *iletter = NULL, *lstart = NULL, *lsrc = NULL;
+    int32_t *istart = NULL, *isrc = NULL, *iletter = NULL, *lstart = NULL, *lsrc = NULL, *lcount = NULL, *used = NULL, *cur = NULL;
     int32_t *new_id = NULL, *order = NULL;
     if (!callee_letter || !blk || !elems || !loc || !bfirst || !bend || !bmarked || !inwork || !work || !touched || !key) {
         PyErr_NoMemory();
@@ -1088,19 +1189,14 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
         int added;
         int32_t id;
         Py_ssize_t a = d->call_start[s], b = d->call_start[s + 1];
-        if (vec_reserve(&keys.pool, keys.pool.len + (b - a) + 1) < 0)
-            goto done;
         /* the key: accepting flag then the callees (already sorted) */
-        int32_t *tmp = (int32_t *)malloc(sizeof(int32_t) * ((size_t)(b - a) + 1));
-        if (!tmp) {
-            PyErr_NoMemory();
+        keybuf.len = 0;
+        if (vec_reserve(&keybuf, 1 + (b - a)) < 0)
             goto done;
-        }
-        tmp[0] = d->acc[s];
+        keybuf.data[keybuf.len++] = d->acc[s];
         for (Py_ssize_t j = a; j < b; j++)
-            tmp[1 + j - a] = d->call_callee[j];
-        id = intern(&keys, tmp, 1 + b - a, -1, &added);
-        free(tmp);
+            keybuf.data[keybuf.len++] = d->call_callee[j];
+        id = intern(&keys, keybuf.data, keybuf.len, -1, &added);
         if (id < 0)
             goto done;
         key[s] = id;
@@ -1142,7 +1238,10 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     iletter = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
     lstart = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 2));
     lsrc = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
-    if (!isrc || !iletter || !lstart || !lsrc) {
+    lcount = (int32_t *)calloc((size_t)letters + 1, sizeof(int32_t));
+    used = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
+    cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
+    if (!isrc || !iletter || !lstart || !lsrc || !lcount || !used || !cur) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1181,29 +1280,26 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
             m += istart[elems[i] + 1] - istart[elems[i]];
         if (!m)
             continue;
-        for (int32_t a = 0; a <= letters; a++)
-            lstart[a] = 0;
+        /* only the letters B is entered by (a block's work is its in-edges, not the alphabet;
+         * the order letters split in does not change the coarsest partition) */
+        int32_t nused = 0;
         for (int32_t i = bfirst[B]; i < bend[B]; i++)
             for (int32_t j = istart[elems[i]]; j < istart[elems[i] + 1]; j++)
-                lstart[iletter[j] + 1]++;
-        for (int32_t a = 0; a < letters; a++)
-            lstart[a + 1] += lstart[a];
-        /* B's members may move while splitting: snapshot the sources first */
-        {
-            int32_t *cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
-            if (!cur) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            memcpy(cur, lstart, sizeof(int32_t) * (size_t)letters);
-            for (int32_t i = bfirst[B]; i < bend[B]; i++)
-                for (int32_t j = istart[elems[i]]; j < istart[elems[i] + 1]; j++)
-                    lsrc[cur[iletter[j]]++] = isrc[j];
-            free(cur);
+                if (lcount[iletter[j]]++ == 0)
+                    used[nused++] = iletter[j];
+        for (int32_t u = 0, at = 0; u < nused; u++) {
+            int32_t a = used[u];
+            lstart[a] = cur[a] = at;
+            at += lcount[a];
         }
-        for (int32_t a = 0; a < letters; a++) {
-            int32_t ntouched = 0;
-            for (int32_t j = lstart[a]; j < lstart[a + 1]; j++) {
+        /* B's members may move while splitting: snapshot the sources first */
+        for (int32_t i = bfirst[B]; i < bend[B]; i++)
+            for (int32_t j = istart[elems[i]]; j < istart[elems[i] + 1]; j++)
+                lsrc[cur[iletter[j]]++] = isrc[j];
+        for (int32_t u = 0; u < nused; u++) {
+            int32_t a = used[u], ntouched = 0, a_end = lstart[a] + lcount[a];
+            lcount[a] = 0;
+            for (int32_t j = lstart[a]; j < a_end; j++) {
                 int32_t s = lsrc[j], X = blk[s];
                 /* move s into X's marked prefix */
                 int32_t p = loc[s], q = bfirst[X] + bmarked[X];
@@ -1275,8 +1371,9 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     }
 done:
     interner_free(&keys);
+    vec_free(&keybuf);
     free(callee_letter), free(blk), free(elems), free(loc), free(bfirst), free(bend), free(bmarked), free(inwork), free(work), free(touched), free(key);
-    free(istart), free(isrc), free(iletter), free(lstart), free(lsrc), free(new_id), free(order);
+    free(istart), free(isrc), free(iletter), free(lstart), free(lsrc), free(lcount), free(used), free(cur), free(new_id), free(order);
     return result;
 }
 
@@ -1390,22 +1487,31 @@ done:
     return result;
 }
 
-/* s's signature under the classes `cls`: its own class, the class after each letter (-1: none),
- * then (callee, class of the return state) for each call edge. */
+/* s's signature under the classes `cls`: its own class; the class after each letter (-1: no
+ * move) as runs, (first letter, class) wherever it changes (a string body's state moves the same
+ * way on most letters: a short signature is cheap to hash and compare); -2; then (callee, class
+ * of the return state) for each call edge. */
 static int refine_signature(const DFA *d, const int32_t *cls, int32_t s, Vec *sig) {
     int32_t k = d->k;
     sig->len = 0;
-    if (vec_reserve(sig, 1 + k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
+    if (vec_reserve(sig, 2 + 2 * k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
         return -1;
-    sig->data[sig->len++] = cls[s];
+    int32_t *out = sig->data;
+    Py_ssize_t len = 0;
+    const int32_t *row = d->table + (Py_ssize_t)s * k;
+    out[len++] = cls[s];
+    int32_t prev = -1;
     for (int32_t c = 0; c < k; c++) {
-        int32_t x = d->table[(Py_ssize_t)s * k + c];
-        sig->data[sig->len++] = x >= 0 ? cls[x] : -1;
+        int32_t v = row[c] >= 0 ? cls[row[c]] : -1;
+        if (v != prev)
+            out[len++] = c, out[len++] = v, prev = v;
     }
+    out[len++] = -2;
     for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
-        sig->data[sig->len++] = d->call_callee[j];
-        sig->data[sig->len++] = cls[d->call_ret[j]];
+        out[len++] = d->call_callee[j];
+        out[len++] = cls[d->call_ret[j]];
     }
+    sig->len = len;
     return 0;
 }
 

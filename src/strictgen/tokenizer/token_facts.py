@@ -1,15 +1,17 @@
-"""Per-token facts the mask shortcuts ask of a whole vocabulary, computed once and in numpy.
+"""Per-token facts the mask shortcuts ask of a whole vocabulary, computed once (in C, `_vocab.c`).
 
 String-like states allow tokens by what they are made of (their byte set, whether they are whole
 UTF-8, how many characters they hold, whether they start with a whole character). Computed token
 by token in Python these took a tenth of a second per fact on a 150k vocabulary, and the first
-request that needed them paid it inside one mask fill; here each is one pass over the vocabulary's
-bytes laid end to end, done while the trie is built.
+request that needed them paid it inside one mask fill; here they come from one pass over the
+vocabulary's bytes laid end to end, done while the trie is built.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from . import _vocab
 
 __all__ = ["TokenFacts"]
 
@@ -24,80 +26,33 @@ class TokenFacts:
         a loop byte above 0x7F, which a scan may step into the middle of a character with."""
         if multibyte and any(b >= 0x80 for b in loop_bytes):
             return None
-        is_loop = np.zeros(256, dtype=bool)
-        is_loop[list(loop_bytes)] = True
-        good = is_loop[self.flat]
-        if multibyte:
-            good |= self.in_whole_char
-        begin = self.starts[ids]
-        if skip_first:
-            first = self.char_width[begin].astype(np.int64) if multibyte else np.zeros(len(ids), dtype=np.int64)
-            begin = begin + np.maximum(first, 1)
-        end = self.starts[ids] + self.lengths[ids]
-        bad = np.flatnonzero(~good)
-        stop = np.append(bad, np.iinfo(np.int64).max)[np.searchsorted(bad, begin)]  # the first bad byte at or after begin
-        return np.minimum(stop, end) - self.starts[ids]
+        is_loop = np.zeros(256, dtype=np.uint8)
+        is_loop[list(loop_bytes)] = 1
+        cuts = _vocab.loop_cuts(self.flat, self.starts, self.lengths, np.ascontiguousarray(ids, dtype=np.int64), is_loop,
+                                self.in_whole_char if multibyte else None, self.char_width if multibyte else None, skip_first)
+        return np.frombuffer(cuts, dtype=np.int64)
 
     def __init__(self, token_bytes: list[bytes], lengths: np.ndarray | None = None):
         n = len(token_bytes)
         lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=n) if lengths is None else np.asarray(lengths, dtype=np.int64)
         flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-        owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
         self.lengths = lengths
         nonempty = lengths > 0
         self.first_bytes = np.zeros(n, dtype=np.uint8)  # 0 for empty tokens, which are never text
         self.first_bytes[nonempty] = flat[starts[nonempty]]
-        self.byte_sets = _byte_sets(flat, owner, n)
-        lead_ok, width = _whole_chars(flat, owner, starts, lengths)
+        width, inside, complete, chars, sets = _vocab.facts(flat, starts, lengths)  # one pass in C
         # by byte of the vocabulary laid end to end (what loop scans read): the bytes, where each
         # token starts, the width of the whole multi-byte character starting at a byte (0: none),
         # and whether a byte lies in such a character
         self.flat, self.starts = flat, starts
-        self.char_width = np.where(lead_ok & (width >= 2), width, 0).astype(np.int8)
-        self.in_whole_char = self.char_width > 0
-        for k in (1, 2, 3):
-            self.in_whole_char[k:] |= self.char_width[:-k] > k if len(flat) > k else False
-        self.complete_utf8 = _complete(flat, owner, lead_ok, width, n)
+        self.char_width = np.frombuffer(width, dtype=np.int8)
+        self.in_whole_char = np.frombuffer(inside, dtype=bool)
+        # by token: it decodes as UTF-8; its characters (bytes if it does not); its byte values
+        self.complete_utf8 = np.frombuffer(complete, dtype=bool)
+        self.char_counts = np.frombuffer(chars, dtype=np.int64)
+        self.byte_sets = np.frombuffer(sets, dtype=np.uint64).reshape(n, 4)
         self.starts_whole_char = np.zeros(n, dtype=bool)
         self.starts_whole_char[nonempty] = self.char_width[starts[nonempty]] > 0
-        chars = np.bincount(owner, weights=(flat & 0xC0) != 0x80, minlength=n).astype(np.int64)
-        self.char_counts = np.where(self.complete_utf8, chars, lengths)  # a character starts at every non-continuation byte
-        for a in (self.lengths, self.first_bytes, self.byte_sets, self.complete_utf8, self.starts_whole_char, self.char_counts, self.flat,
-                  self.starts, self.char_width, self.in_whole_char):
+        for a in (self.lengths, self.first_bytes, self.starts_whole_char, self.flat, self.starts):
             a.setflags(write=False)
-
-
-def _byte_sets(flat: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
-    """(tokens, 4) uint64: the byte values each token uses, as a 256-bit set (bit b & 63 of word b >> 6)."""
-    present = np.zeros((n, 256), dtype=bool)
-    present[owner, flat] = True
-    return np.packbits(present, axis=1, bitorder="little").view("<u8").astype(np.uint64, copy=False).reshape(n, 4)
-
-
-def _whole_chars(flat: np.ndarray, owner: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per byte: (it starts a valid UTF-8 character that ends inside its token, that character's
-    width; 0 for a byte no character starts with). Valid as Python's decoder has it: no
-    overlongs (C0, C1, E0 80-9F, F0 80-8F), no surrogates (ED A0-BF), nothing above U+10FFFF."""
-    b = flat.astype(np.int64)
-    width = np.select([b < 0x80, (b >= 0xC2) & (b <= 0xDF), (b >= 0xE0) & (b <= 0xEF), (b >= 0xF0) & (b <= 0xF4)], [1, 2, 3, 4], 0)
-    end = (starts + lengths)[owner] if len(flat) else np.zeros(0, dtype=np.int64)
-    pos = np.arange(len(flat), dtype=np.int64)
-    ok = (width > 0) & (pos + width <= end)
-    padded = np.concatenate([b, np.zeros(3, dtype=np.int64)])
-    for k in (1, 2, 3):
-        follow = padded[pos + k]
-        ok &= (width <= k) | ((follow & 0xC0) == 0x80)
-    second = padded[pos + 1]
-    ok &= ~((b == 0xE0) & (second < 0xA0)) & ~((b == 0xED) & (second > 0x9F))
-    ok &= ~((b == 0xF0) & (second < 0x90)) & ~((b == 0xF4) & (second > 0x8F))
-    return ok, width
-
-
-def _complete(flat: np.ndarray, owner: np.ndarray, lead_ok: np.ndarray, width: np.ndarray, n: int) -> np.ndarray:
-    """Per token: it decodes as UTF-8. Every byte that is no continuation starts a valid character,
-    and the continuations are exactly the ones those characters cover."""
-    continuation = (flat & 0xC0) == 0x80
-    bad_start = np.bincount(owner, weights=~continuation & ~lead_ok, minlength=n)
-    covered = np.bincount(owner, weights=np.where(~continuation & lead_ok, width - 1, 0), minlength=n)
-    return (bad_start == 0) & (covered == np.bincount(owner, weights=continuation, minlength=n))

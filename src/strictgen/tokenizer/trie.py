@@ -1,9 +1,10 @@
-"""The vocabulary as a trie in flat numpy arrays, one set of arrays per depth.
+"""The vocabulary as a trie in flat numpy arrays, nodes numbered depth by depth.
 
 Mask computation walks this trie together with the grammar's automaton (breadth first, in C:
 compile/_walk.c), pruning subtrees whose prefix is already rejected. Nodes of one depth are stored
-in lexicographic order, so the children of a node are one contiguous slice of the next depth, and
-sub-tries (the tokens a state does not loop on) are derived from these arrays in numpy.
+in lexicographic order, so the children of a node are one contiguous slice of the next depth. The
+arrays are built in C (`_vocab.c`), for the vocabulary and for its sub-tries (the tokens a state
+does not loop on, the suffixes left after a loop) alike.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from . import _vocab
 from .token_facts import TokenFacts
 
 
@@ -34,15 +36,6 @@ def pack_bits(allowed: np.ndarray, vocab_size: int) -> np.ndarray:
     return np.packbits(padded, bitorder="little").view("<i4").astype(np.int32, copy=False)
 
 
-def _per_depth(new_index: list[np.ndarray], depths: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """new_index[depths[i]][nodes[i]] for every i."""
-    out = np.empty(len(nodes), dtype=np.int64)
-    for d in np.unique(depths).tolist():
-        sel = depths == d
-        out[sel] = new_index[d][nodes[sel]]
-    return out
-
-
 def _char_width(data: bytes, i: int) -> int:
     """The length of the whole, valid multi-byte UTF-8 character at data[i], or 0 if none is there."""
     b = data[i]
@@ -55,126 +48,107 @@ def _char_width(data: bytes, i: int) -> int:
         return 0
 
 
-def _levels(token_bytes: list[bytes], lengths: np.ndarray, excluded: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-    """Each depth's node bytes and parents (index within the depth above; -1 at depth 0) and each
-    token's end node (index within depth `lengths[t] - 1`; -1 for tokens not in the trie).
-
-    One numpy pass per depth over the tokens longer than it, no Python loop over tokens: they are
-    kept sorted by (node one depth up, byte at this depth), a stable sort that the order of the
-    depth above leaves nearly done, so nodes come out in lexicographic order. Equal texts share
-    every node.
-    """
-    text = np.flatnonzero((lengths > 0) & ~excluded)
-    flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    token_node = np.full(len(token_bytes), -1, dtype=np.int64)
-    level_bytes: list[np.ndarray] = []
-    level_parent: list[np.ndarray] = []
-    active = text  # the tokens longer than `depth`
-    parent = np.full(len(active), -1, dtype=np.int64)  # each one's node at depth - 1
-    depth = 0
-    while len(active):
-        byte = flat[starts[active] + depth]
-        key = (parent + 1) * 256 + byte
-        order = np.argsort(key, kind="stable")
-        active, parent, byte, key = active[order], parent[order], byte[order], key[order]
-        new = np.ones(len(active), dtype=bool)
-        new[1:] = key[1:] != key[:-1]
-        node = np.cumsum(new) - 1
-        level_bytes.append(byte[new])
-        level_parent.append(parent[new])
-        ends = lengths[active] == depth + 1
-        token_node[active[ends]] = node[ends]
-        active, parent = active[~ends], node[~ends]
-        depth += 1
-    return level_bytes, level_parent, token_node
-
-
 class VocabTrie:
-    def __init__(self, token_bytes: list[bytes], excluded: np.ndarray):
-        """`excluded[i]` marks tokens never matched as text (special, padding, empty)."""
+    def __init__(self, token_bytes: list[bytes], excluded: np.ndarray, facts: TokenFacts | None = None):
+        """`excluded[i]` marks tokens never matched as text (special, padding, empty). `facts`:
+        the tokens' TokenFacts when made already (a vocabulary's, made with its trie so that no
+        mask fill pays for them); a trie of loop suffixes makes its own only if asked."""
         self._token_bytes = token_bytes
         self._excluded = np.asarray(excluded, dtype=bool)
         self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
-        lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
-        level_bytes, level_parent, token_node = _levels(token_bytes, lengths, self._excluded)
-        self._set_levels(level_bytes, level_parent, token_node, lengths)
+        if facts is not None:
+            self.__dict__["facts"] = facts  # its bytes laid end to end serve the trie too
+            flat, starts, lengths = facts.flat, facts.starts, facts.lengths
+        else:
+            lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
+            flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self._flat, self._starts, self._lengths = flat, starts, lengths
+        self._adopt(np.flatnonzero((lengths > 0) & ~self._excluded))
 
-    def _set_levels(self, level_bytes: list[np.ndarray], level_parent: list[np.ndarray], token_node: np.ndarray, lengths: np.ndarray) -> None:
-        """Derive the flat arrays from each depth's bytes and parents and each token's end node
-        (index within depth `lengths[t] - 1`; -1 for tokens not in the trie)."""
-        self._lengths = lengths
-        self.depth = len(level_bytes)
-        self.bytes = level_bytes
-        self.parent = level_parent
-        sizes = [len(b) for b in level_bytes]
+    @classmethod
+    def of_slices(cls, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "VocabTrie":
+        """The trie of the byte strings flat[starts[i] : starts[i] + lengths[i]] (token i; the
+        empty ones are not in it), without making them into bytes objects unless asked."""
+        out = object.__new__(cls)
+        out._excluded = lengths == 0
+        out._splits = {}
+        out._inside_counts = {}
+        out._lock = threading.Lock()
+        out._flat, out._starts, out._lengths = flat, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64)
+        out._adopt(np.flatnonzero(out._lengths > 0))
+        return out
+
+    @functools.cached_property
+    def _token_bytes(self) -> list[bytes]:
+        """The tokens' bytes, made from the slices when the trie was built from them (of_slices)."""
+        data = self._flat.tobytes()
+        return [data[a : a + n] for a, n in zip(self._starts.tolist(), self._lengths.tolist())]
+
+    @functools.cached_property
+    def facts(self) -> TokenFacts:
+        """Per-token facts of the vocabulary (token_facts.py; shared with sub-tries)."""
+        return TokenFacts(self._token_bytes, self._lengths)
+
+    def _adopt(self, ids: np.ndarray) -> None:
+        """The arrays of the trie of tokens `ids`, built in C (`_vocab.trie`)."""
+        sizes, node_byte, node_parent, token_node, walk, node_tokens = _vocab.trie(self._flat, self._starts, self._lengths, ids.astype(np.int64))
+        sizes = np.frombuffer(sizes, dtype=np.int64)
+        self.depth = len(sizes)
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.num_nodes = int(self.offsets[-1])
-        # children of node i at depth d: positions child_start[d][i] : child_end[d][i] of depth d+1
-        self.child_start: list[np.ndarray] = []
-        self.child_end: list[np.ndarray] = []
-        for d in range(self.depth - 1):
-            ids = np.arange(sizes[d])
-            self.child_start.append(np.searchsorted(self.parent[d + 1], ids, "left"))
-            self.child_end.append(np.searchsorted(self.parent[d + 1], ids, "right"))
-        # the same, by flat node id (offsets[d] + index within depth d), for the C walk
-        self.node_byte = np.concatenate([np.zeros(0, dtype=np.uint8)] + level_bytes)
-        leaves = [np.zeros(sizes[-1], dtype=np.int64)] if sizes else []  # the deepest nodes have no children
-        flat_child_start = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + s for d, s in enumerate(self.child_start)] + leaves)
-        flat_child_end = np.concatenate([np.zeros(0, dtype=np.int64)] + [self.offsets[d + 1] + e for d, e in enumerate(self.child_end)] + leaves)
-        self.roots = np.arange(sizes[0] if sizes else 0, dtype=np.int64)  # the depth-0 nodes' flat ids
-        # every token's end node as a flat index; excluded tokens point at an extra, never-live slot
-        present = token_node >= 0
-        self.token_node = np.full(len(token_node), self.num_nodes, dtype=np.int64)
-        self.token_node[present] = self.offsets[lengths[present] - 1] + token_node[present]
-        self._local_node = token_node
-        self.num_tokens = len(token_node)
-        self.num_text_tokens = int(present.sum())
-        # the text tokens grouped by end node
-        ids = np.flatnonzero(present)
-        self.node_tokens = ids[np.argsort(self.token_node[ids], kind="stable")]
-        token_start = np.concatenate([[0], np.cumsum(np.bincount(self.token_node[ids], minlength=self.num_nodes + 1))])
+        self.node_byte = np.frombuffer(node_byte, dtype=np.uint8)  # by flat node id (offsets[d] + index within depth d)
+        self._node_parent = np.frombuffer(node_parent, dtype=np.int64)
+        self.roots = np.arange(sizes[0] if self.depth else 0, dtype=np.int64)  # the depth-0 nodes' flat ids
+        # every token's end node as a flat id; tokens not in the trie point at an extra, never-live slot
+        self.token_node = np.frombuffer(token_node, dtype=np.int64)
+        self.num_tokens = len(self.token_node)
+        self.node_tokens = np.frombuffer(node_tokens, dtype=np.int64)  # the text tokens grouped by end node
+        self.num_text_tokens = len(self.node_tokens)
         # what the C walk reads of a node, side by side (one cache line, not four arrays): 4 int32
         # per flat node id, its children's flat ids [start, end) and its slice of node_tokens
-        self.walk_nodes = np.stack(
-            [flat_child_start, flat_child_end, token_start[: self.num_nodes], token_start[1 : self.num_nodes + 1]], axis=1
-        ).astype(np.int32).reshape(-1)
+        self.walk_nodes = np.frombuffer(walk, dtype=np.int32)
+
+    def _per_depth(self, flat: np.ndarray, shift: bool) -> list[np.ndarray]:
+        """`flat` (by flat node id) cut into depths; with `shift`, node ids in it made local to
+        the depth above (-1 stays -1)."""
+        o = self.offsets.tolist()
+        return [flat[o[d] : o[d + 1]] - (o[d - 1] if shift and d else 0) for d in range(self.depth)]
+
+    @functools.cached_property
+    def bytes(self) -> list[np.ndarray]:
+        """Each depth's node bytes."""
+        return self._per_depth(self.node_byte, False)
+
+    @functools.cached_property
+    def parent(self) -> list[np.ndarray]:
+        """Each depth's node parents, as indices within the depth above (-1 at depth 0)."""
+        return self._per_depth(self._node_parent, True)
+
+    @functools.cached_property
+    def child_start(self) -> list[np.ndarray]:
+        """Children of node i at depth d: positions child_start[d][i] : child_end[d][i] of depth d + 1."""
+        return self._per_depth(self.walk_nodes.reshape(-1, 4)[:, 0] - np.repeat(self.offsets[1:], np.diff(self.offsets)), False)[:-1]
+
+    @functools.cached_property
+    def child_end(self) -> list[np.ndarray]:
+        return self._per_depth(self.walk_nodes.reshape(-1, 4)[:, 1] - np.repeat(self.offsets[1:], np.diff(self.offsets)), False)[:-1]
 
     def subtrie(self, keep: np.ndarray) -> "VocabTrie":
-        """The trie of the tokens where `keep` is True (and already in this trie), built from this
-        trie's arrays in numpy: a node stays when a kept token ends at it or below it."""
-        keep = keep & (self._local_node >= 0)
-        node_keep = [np.zeros(len(b), dtype=bool) for b in self.bytes]
-        ids = np.flatnonzero(keep)
-        ends = self._lengths[ids] - 1
-        for d in range(self.depth):
-            node_keep[d][self._local_node[ids[ends == d]]] = True
-        for d in range(self.depth - 1, 0, -1):  # a kept node keeps its parent
-            node_keep[d - 1][self.parent[d][node_keep[d]]] = True
-        new_index = [np.cumsum(k) - 1 for k in node_keep]
-        depth = next((d for d in range(self.depth) if not node_keep[d].any()), self.depth)
-        level_bytes = [self.bytes[d][node_keep[d]] for d in range(depth)]
-        level_parent = [np.full(int(node_keep[0].sum()), -1, dtype=np.int64)] + [
-            new_index[d - 1][self.parent[d][node_keep[d]]] for d in range(1, depth)
-        ]
-        token_node = np.full(self.num_tokens, -1, dtype=np.int64)
-        token_node[ids] = _per_depth(new_index, ends, self._local_node[ids])
+        """The trie of the tokens where `keep` is True (and already in this trie)."""
         out = object.__new__(VocabTrie)
-        out._token_bytes = self._token_bytes
+        if "_token_bytes" in self.__dict__:  # else made from the same slices when asked
+            out.__dict__["_token_bytes"] = self._token_bytes
         out._excluded = self._excluded | ~keep
         out.__dict__["facts"] = self.facts  # the same vocabulary: its facts are shared
         out._splits = {}
         out._inside_counts = {}
         out._lock = threading.Lock()
-        out._set_levels(level_bytes, level_parent, token_node, self._lengths)
+        out._flat, out._starts, out._lengths = self._flat, self._starts, self._lengths
+        out._adopt(np.flatnonzero(keep & (self.token_node < self.num_nodes)))
         return out
-
-    @functools.cached_property
-    def facts(self) -> TokenFacts:
-        """Per-token facts of the whole vocabulary (token_facts.py; shared with sub-tries)."""
-        return TokenFacts(self._token_bytes, self._lengths if len(self._lengths) == len(self._token_bytes) else None)
 
     @property
     def first_bytes(self) -> np.ndarray:
@@ -239,11 +213,10 @@ class VocabTrie:
         inside = self.loop_inside(loop_bytes, multibyte)
         ids = np.flatnonzero(~inside & ~self._excluded & (self.token_node < self.num_nodes))
         cuts = self.facts.loop_cuts(ids, loop_bytes, multibyte, skip_first)
-        if cuts is not None:  # read off the vocabulary's bytes in numpy
-            tokens = self._token_bytes
-            suffixes = [tokens[t][c:] for t, c in zip(ids.tolist(), cuts.tolist())]
-            empty = cuts == self.facts.lengths[ids]
-            return VocabTrie(suffixes, empty), ids.astype(np.int64), ids[empty].astype(np.int64)
+        if cuts is not None:  # read off the vocabulary's bytes in numpy; the suffixes stay slices of them
+            facts = self.facts
+            rest = facts.lengths[ids] - cuts
+            return VocabTrie.of_slices(facts.flat, facts.starts[ids] + cuts, rest), ids.astype(np.int64), ids[rest == 0].astype(np.int64)
         looping = set(loop_bytes)
         suffixes = []
         owner: list[int] = []
@@ -321,12 +294,9 @@ class VocabTrie:
         want = np.zeros(4, dtype=np.uint64)
         for b in loop_bytes:
             want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-        sets = self.byte_sets()
-        ascii_inside = ((sets[:, 0] & ~want[0]) | (sets[:, 1] & ~want[1])) == 0  # column by column: no 2-D reduce
-        inside = ascii_inside & (((sets[:, 2] & ~want[2]) | (sets[:, 3] & ~want[3])) == 0)
-        if multibyte:  # whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
-            inside |= self.complete_utf8 & ascii_inside
-        inside &= ~self._excluded
+        # with multibyte, whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
+        made = _vocab.made_of(self.byte_sets(), want, self.complete_utf8 if multibyte else None)
+        inside = np.frombuffer(made, dtype=bool) & ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         return inside
 

@@ -1,0 +1,251 @@
+"""How big a schema grammar's automata get: which rules to keep as calls, and string lengths.
+
+The automaton compiler inlines every rule that is not on a reference cycle, so a subschema used
+in many places would be copied at every use; `call_big_rules` estimates each rule's inlined size
+(affine in the sizes of the rules it refers to) and turns the biggest shares into calls.
+`length_range` bounds the lengths of a raw-character language, so that a length bound the other
+string constraints already imply is dropped before any product with it is built."""
+
+from __future__ import annotations
+
+from strictgen import deadline
+
+from .ir import (
+    NOTHING,
+    Alt,
+    ByteSet,
+    CharSet,
+    Difference,
+    Expr,
+    Grammar,
+    Intersect,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+    Spelled,
+    cyclic_rules,
+    remember_references,
+)
+
+__all__ = ["BIG_RULE", "MAX_INLINE_DEPTH", "call_big_rules", "length_range"]
+
+BIG_RULE = 4_000  # rules whose inlined automaton would be bigger are kept as calls
+MAX_INLINE_DEPTH = 24  # rules inlined inside one another, at most (the automaton builder recurses per level)
+
+
+def call_big_rules(grammar: Grammar) -> None:
+    """Keep big non-recursive rules as calls instead of letting the compiler inline every use.
+
+    The automaton compiler inlines every rule that is not on a reference cycle, so a subschema used
+    in several places, or as an array item under maxItems, is copied each time. Walking the rules
+    bottom-up, while a rule's inlined size (estimated NFA states) exceeds BIG_RULE, the referenced
+    rule with the largest share (size × copies) is turned into a call, and so is any rule still
+    above BIG_RULE. A rule becomes a call through an unproductive self-reference (NOTHING followed
+    by the rule), which puts it on a reference cycle without changing its language."""
+    # every node's size terms, bottom-up over the whole grammar at once (its rules share most of
+    # their pieces); a rule's references are the rules its terms weigh
+    terms: dict[int, tuple[int, dict[str, int]]] = {}
+    rule_terms = {n: _size_terms(e, terms) for n, e in grammar.rules.items()}
+    graph = {n: frozenset(weights) for n, (_, weights) in rule_terms.items()}
+    called = cyclic_rules(graph)
+    sizes: dict[str, int] = {}
+
+    def rule_size(r: str) -> int:
+        return 1 if r in called else sizes.get(r, 1)
+
+    def make_called(r: str) -> None:
+        called.add(r)
+        grammar.rules[r] = Alt((grammar.rules[r], Seq((NOTHING, RuleRef(r)))))
+        graph[r] = graph[r] | {r}
+
+    order: list[str] = []  # post-order from every rule
+    seen: set[str] = set()
+    for top in grammar.rules:
+        if top in seen:
+            continue
+        stack = [(top, iter(sorted(graph[top])))]
+        seen.add(top)
+        while stack:
+            n, it = stack[-1]
+            child = next(it, None)
+            if child is None:
+                stack.pop()
+                order.append(n)
+            elif child not in seen:
+                seen.add(child)
+                stack.append((child, iter(sorted(graph[child]))))
+    inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
+    for n in order:
+        deadline.check()
+        # the size is affine in the referenced rules' sizes, and making another rule a call leaves
+        # this rule's expression as it is: the loop only does arithmetic
+        fixed, weights = rule_terms[n]
+
+        def size() -> int:
+            return fixed + sum(w * rule_size(r) for r, w in weights.items())
+
+        shares = None
+        for _ in range(64):
+            if size() <= BIG_RULE:
+                break
+            shares = _ref_copies(grammar.rules[n]) if shares is None else shares
+            best = max(
+                ((rule_size(r) * k, r) for r, k in shares.items() if r not in called and rule_size(r) > 32),
+                default=None,
+            )
+            if best is None:
+                break
+            make_called(best[1])
+        sizes[n] = size()
+        if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
+            make_called(n)
+        # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
+        # deep expression: every MAX_INLINE_DEPTH levels, one rule becomes a call
+        depth = 1 + max((inline_depth.get(r, 0) for r in graph[n] if r not in called), default=0)
+        if depth > MAX_INLINE_DEPTH and n != grammar.root and n not in called:
+            make_called(n)
+        inline_depth[n] = 0 if n in called else depth
+    for n, e in grammar.rules.items():  # the automaton compiler asks them again
+        remember_references(e, graph[n])
+
+
+def _ref_copies(e: Expr) -> dict[str, int]:
+    """How many inlined copies of each referenced rule `e` makes (repeats multiply; a shared
+    sub-expression counts once, as the automaton builder shares it)."""
+    out: dict[str, int] = {}
+    seen: set[int] = set()
+
+    def rec(x: Expr, k: int) -> None:
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, RuleRef):
+            out[x.name] = out.get(x.name, 0) + k
+        elif isinstance(x, (Seq, Alt, Intersect)):
+            for i in x.items:
+                rec(i, k)
+        elif isinstance(x, Repeat):
+            rec(x.item, k * max(1, x.max if x.max is not None else x.min + 1))
+        elif isinstance(x, Difference):
+            rec(x.base, k)
+            rec(x.minus, k)
+
+    rec(e, 1)
+    return out
+
+
+_NO_WEIGHTS: dict[str, int] = {}  # shared by every piece that refers to no rule (never written)
+
+
+def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[int, dict[str, int]]:
+    """Estimated NFA states of `e` with rules inlined, as (fixed, weights): the estimate is
+    fixed + sum(weights[r] * size of rule r). A shared sub-expression counts at each use (the
+    estimate is of the inlined automaton); repeats multiply their item, spelled strings count six
+    times (an escape trie of a few states beside each state). Bottom-up over the DAG; `memo` keeps
+    every node's terms, so the rules of one grammar, which share most of their pieces, are walked
+    once together. A node's weights are its only child's own dict when that is all they are
+    (never written after: copied before a second child is added)."""
+    if id(e) in memo:
+        return memo[id(e)]
+    stack = [e]
+    while stack:
+        x = stack[-1]
+        if id(x) in memo:
+            stack.pop()
+            continue
+        kids, factor = _size_children(x)
+        waiting = [c for c in kids if id(c) not in memo]
+        if waiting:
+            stack.extend(waiting)
+            continue
+        stack.pop()
+        if type(x) is RuleRef:
+            memo[id(x)] = (0, {x.name: 1})
+            continue
+        fixed, weights, owned = _own_size(x), _NO_WEIGHTS, False
+        for c in kids:
+            c_fixed, c_weights = memo[id(c)]
+            fixed += factor * c_fixed
+            if not c_weights:
+                continue
+            if weights is _NO_WEIGHTS and factor == 1:
+                weights = c_weights  # shared until another child adds to it
+                continue
+            if not owned:
+                weights, owned = ({} if weights is _NO_WEIGHTS else dict(weights)), True
+            for r, w in c_weights.items():
+                weights[r] = weights.get(r, 0) + factor * w
+        memo[id(x)] = (fixed, weights)
+    return memo[id(e)]
+
+
+def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
+    """(children, copies of each per copy of x) for the size estimate."""
+    t = type(x)
+    if t is Seq or t is Alt or t is Intersect:
+        return x.items, 1
+    if t is Repeat:
+        return (x.item,), max(1, x.max if x.max is not None else x.min + 1)
+    if t is Difference:
+        return (x.base, x.minus), 1
+    if t is Spelled:
+        return (x.item,), 6
+    return (), 1
+
+
+def _own_size(x: Expr) -> int:
+    """States of x itself, beside its children's."""
+    t = type(x)
+    if t is Literal:
+        return max(1, len(x.data))
+    if t is CharSet:
+        return 2 + len(x.ranges)
+    if t is Difference or t is Spelled:
+        return 0
+    return 1  # Seq, Alt, Intersect and Repeat add one; a ByteSet or anything else is one
+
+
+def length_range(e: Expr) -> tuple[int, int | None]:
+    """(fewest, most) characters of the strings of a raw-character language (most None: unbounded)."""
+    memo: dict[int, tuple[int, int | None]] = {}
+
+    def rec(x: Expr) -> tuple[int, int | None]:
+        got = memo.get(id(x))
+        if got is not None:
+            return got
+        if isinstance(x, Literal):
+            n = len(x.data.decode("utf-8"))
+            out: tuple[int, int | None] = (n, n)
+        elif isinstance(x, (ByteSet, CharSet)):
+            out = (1, 1)
+        elif isinstance(x, Seq):
+            lo, hi = 0, 0
+            for i in x.items:
+                a, b = rec(i)
+                lo += a
+                hi = None if hi is None or b is None else hi + b
+            out = (lo, hi)
+        elif isinstance(x, Alt):
+            if not x.items:
+                out = (0, 0)
+            else:
+                rs = [rec(i) for i in x.items]
+                out = (min(r[0] for r in rs), None if any(r[1] is None for r in rs) else max(r[1] for r in rs))
+        elif isinstance(x, Repeat):
+            a, b = rec(x.item)
+            out = (a * x.min, None if x.max is None or b is None else b * x.max)
+            if b == 0:
+                out = (0, 0)
+        elif isinstance(x, Intersect):
+            rs = [rec(i) for i in x.items]
+            his = [r[1] for r in rs if r[1] is not None]
+            out = (max(r[0] for r in rs), min(his) if his else None)
+        elif isinstance(x, Difference):
+            out = rec(x.base)
+        else:
+            out = (0, None)
+        memo[id(x)] = out
+        return out
+
+    return rec(e)
