@@ -19,6 +19,7 @@ from .ir import (
     Expr,
     Grammar,
     Intersect,
+    Lazy,
     Literal,
     Repeat,
     RuleRef,
@@ -191,6 +192,8 @@ def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
         return (x.base, x.minus), 1
     if t is Spelled:
         return (x.item,), 6
+    if t is Lazy:  # a call of a rule built at run time: the rules its body refers to count as references
+        return x.uses, 1
     return (), 1
 
 
