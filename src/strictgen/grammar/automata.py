@@ -144,7 +144,7 @@ class NFABuilder:
                 nfa.add_eps(start, end)
                 return
             last = len(items) - 1
-            first = self._news(last) if last else 0
+            first = self._news(last)
             cur = start
             shared = self._shared
             for i, item in enumerate(items):
@@ -152,7 +152,7 @@ class NFABuilder:
                 (self.build if id(item) in shared else self._build)(item, cur, nxt)  # build() only to share
                 cur = nxt
         elif isinstance(expr, Alt):
-            first = self._news(len(expr.items)) if expr.items else 0
+            first = self._news(len(expr.items))
             shared = self._shared
             for i, item in enumerate(expr.items):
                 nfa.add_eps(start, first + i)

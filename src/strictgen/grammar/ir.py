@@ -417,9 +417,9 @@ def recursive_rules(grammar: Grammar) -> set[str]:
     return cyclic_rules({name: rule_references(expr) for name, expr in grammar.rules.items()})
 
 
-def cyclic_rules(graph: dict[str, frozenset[str]]) -> set[str]:
-    """The names on a cycle of `graph` (rule -> the rules it refers to; Tarjan's SCC, iterative);
-    a reference to a rule not in it is an error."""
+def cyclic_rules(graph: dict) -> set:
+    """The names on a cycle of `graph` (rule -> the rules it refers to; any sortable names, a
+    DFA's states too; Tarjan's SCC, iterative); a reference to a rule not in it is an error."""
     for name, refs in graph.items():
         for ref in refs:
             if ref not in graph:

@@ -37,7 +37,7 @@ from strictgen import deadline, regular
 from strictgen.errors import GrammarTooLargeError, SchemaError
 
 from .automata import regular_dfa
-from .ir import EMPTY, NOTHING, Alt, Expr, Literal, RuleRef, Seq, alt, charset, lit, seq
+from .ir import EMPTY, NOTHING, Alt, Expr, Literal, RuleRef, Seq, alt, charset, cyclic_rules, lit, seq
 from .numbers import (
     MAX_DIGITS,
     bound_fraction,
@@ -121,44 +121,9 @@ def _tracker(p: int, n: int, fraction: bool) -> regular.DFA:
 
 
 def _sccs_cyclic(trans: list[list[int]]) -> list[bool]:
-    """For each state: does it lie on a cycle? (Kosaraju, iterative.)"""
-    n = len(trans)
-    succ = [sorted({t for t in row if t >= 0}) for row in trans]
-    pred: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for t in succ[s]:
-            pred[t].append(s)
-    seen = [False] * n
-    finish: list[int] = []
-    for root in range(n):
-        if seen[root]:
-            continue
-        seen[root] = True
-        stack = [(root, iter(succ[root]))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                finish.append(node)
-            elif not seen[nxt]:
-                seen[nxt] = True
-                stack.append((nxt, iter(succ[nxt])))
-    comp = [-1] * n
-    sizes: list[int] = []
-    for root in reversed(finish):
-        if comp[root] >= 0:
-            continue
-        c = len(sizes)
-        comp[root] = c
-        members = [root]
-        for u in members:
-            for v in pred[u]:
-                if comp[v] < 0:
-                    comp[v] = c
-                    members.append(v)
-        sizes.append(len(members))
-    return [sizes[comp[s]] > 1 or s in succ[s] for s in range(n)]
+    """For each state: does it lie on a cycle? (The rule-cycle search, on the states' graph.)"""
+    on_cycle = cyclic_rules({s: frozenset(t for t in row if t >= 0) for s, row in enumerate(trans)})
+    return [s in on_cycle for s in range(len(trans))]
 
 
 def _emit(trans: list[list[int]], accepting: list[bool], prefix: str) -> tuple[Expr, dict[str, Expr]]:

@@ -54,10 +54,6 @@ class VocabTrie:
         the tokens' TokenFacts when made already (a vocabulary's, made with its trie so that no
         mask fill pays for them); a trie of loop suffixes makes its own only if asked."""
         self._token_bytes = token_bytes
-        self._excluded = np.asarray(excluded, dtype=bool)
-        self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
-        self._inside_counts: dict[tuple[bytes, bool], int] = {}
-        self._lock = threading.Lock()
         if facts is not None:
             self.__dict__["facts"] = facts  # its bytes laid end to end serve the trie too
             flat, starts, lengths = facts.flat, facts.starts, facts.lengths
@@ -65,21 +61,27 @@ class VocabTrie:
             lengths = np.fromiter(map(len, token_bytes), dtype=np.int64, count=len(token_bytes))
             flat = np.frombuffer(b"".join(token_bytes), dtype=np.uint8)
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        self._flat, self._starts, self._lengths = flat, starts, lengths
-        self._adopt(np.flatnonzero((lengths > 0) & ~self._excluded))
+        excluded = np.asarray(excluded, dtype=bool)
+        self._start(flat, starts, lengths, excluded, np.flatnonzero((lengths > 0) & ~excluded))
 
     @classmethod
     def of_slices(cls, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> "VocabTrie":
         """The trie of the byte strings flat[starts[i] : starts[i] + lengths[i]] (token i; the
         empty ones are not in it), without making them into bytes objects unless asked."""
         out = object.__new__(cls)
-        out._excluded = lengths == 0
-        out._splits = {}
-        out._inside_counts = {}
-        out._lock = threading.Lock()
-        out._flat, out._starts, out._lengths = flat, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64)
-        out._adopt(np.flatnonzero(out._lengths > 0))
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        out._start(flat, np.ascontiguousarray(starts, dtype=np.int64), lengths, lengths == 0, np.flatnonzero(lengths > 0))
         return out
+
+    def _start(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, excluded: np.ndarray, ids: np.ndarray) -> None:
+        """What every trie holds (the tokens' bytes as slices of `flat`, empty caches) and the
+        arrays of the trie of tokens `ids`; __init__, of_slices and subtrie all end here."""
+        self._excluded = excluded
+        self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
+        self._inside_counts: dict[tuple[bytes, bool], int] = {}
+        self._lock = threading.Lock()
+        self._flat, self._starts, self._lengths = flat, starts, lengths
+        self._adopt(ids)
 
     @functools.cached_property
     def _token_bytes(self) -> list[bytes]:
@@ -130,24 +132,25 @@ class VocabTrie:
     @functools.cached_property
     def child_start(self) -> list[np.ndarray]:
         """Children of node i at depth d: positions child_start[d][i] : child_end[d][i] of depth d + 1."""
-        return self._per_depth(self.walk_nodes.reshape(-1, 4)[:, 0] - np.repeat(self.offsets[1:], np.diff(self.offsets)), False)[:-1]
+        return self._children_bound(0)
 
     @functools.cached_property
     def child_end(self) -> list[np.ndarray]:
-        return self._per_depth(self.walk_nodes.reshape(-1, 4)[:, 1] - np.repeat(self.offsets[1:], np.diff(self.offsets)), False)[:-1]
+        return self._children_bound(1)
+
+    def _children_bound(self, column: int) -> list[np.ndarray]:
+        """Column 0 (first child) or 1 (past the last) of the walk records, per depth but the
+        deepest, as positions within the depth below."""
+        below = np.repeat(self.offsets[1:], np.diff(self.offsets))  # each node's depth-below offset
+        return self._per_depth(self.walk_nodes.reshape(-1, 4)[:, column] - below, False)[:-1]
 
     def subtrie(self, keep: np.ndarray) -> "VocabTrie":
         """The trie of the tokens where `keep` is True (and already in this trie)."""
         out = object.__new__(VocabTrie)
         if "_token_bytes" in self.__dict__:  # else made from the same slices when asked
             out.__dict__["_token_bytes"] = self._token_bytes
-        out._excluded = self._excluded | ~keep
         out.__dict__["facts"] = self.facts  # the same vocabulary: its facts are shared
-        out._splits = {}
-        out._inside_counts = {}
-        out._lock = threading.Lock()
-        out._flat, out._starts, out._lengths = self._flat, self._starts, self._lengths
-        out._adopt(np.flatnonzero(keep & (self.token_node < self.num_nodes)))
+        out._start(self._flat, self._starts, self._lengths, self._excluded | ~keep, np.flatnonzero(keep & (self.token_node < self.num_nodes)))
         return out
 
     @property
