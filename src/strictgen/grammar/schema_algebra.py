@@ -245,6 +245,14 @@ class BooleanAlgebra:
             out.extend(only(num=n) for n in c.num.negate())
         if c.str is None:
             out.append(only(str=()))
+        elif len(c.str) == 1 and c.str[0][0] == "len":
+            # a length bound's complement is two length bounds, which stay arithmetic (a "not"
+            # atom would be decided on automata, and a long bound unrolls into ~10^5 states)
+            _, lo, hi = c.str[0]
+            if lo:
+                out.append(only(str=(("len", 0, lo - 1),)))
+            if hi is not None:
+                out.append(only(str=(("len", hi + 1, None),)))
         elif c.str:
             out.append(only(str=(("not", c.str),)))
         if c.arr is None:

@@ -74,6 +74,7 @@ class StringEmitter:
 
     def __init__(self):
         self._languages: dict[tuple, Language] = {}
+        self._str_emptiness: dict[tuple, bool] = {}  # str_language_empty's answers
         self._string_rules: dict[tuple, str] = {}
         super().__init__()
 
@@ -164,6 +165,9 @@ class StringEmitter:
             elif a[0] == "in":
                 if s not in a[1]:
                     return False
+            elif a[0] == "not":
+                if self.str_member(a[1], s):
+                    return False
             else:
                 simple = False
         if simple:
@@ -173,12 +177,16 @@ class StringEmitter:
     def str_language_empty(self, atoms: tuple) -> bool:
         """Is the conjunction empty? Decided lazily (the core stops at the first member); a
         language too big to decide counts as not empty, which only costs a disjointness proof."""
-        try:
-            return self._language(atoms).is_empty()
-        except CompileTimeoutError:
-            raise
-        except (StrictgenError, TypeError):
-            return False
+        got = self._str_emptiness.get(atoms)
+        if got is None:
+            try:
+                got = self._language(atoms).is_empty()
+            except CompileTimeoutError:
+                raise
+            except (StrictgenError, TypeError):
+                got = False
+            self._str_emptiness[atoms] = got
+        return got
 
 
 @functools.lru_cache(maxsize=2048)
