@@ -129,16 +129,11 @@ class TokenMasker:
                 continue
             multibyte = machine.utf8_target(t) == t  # a free string body loops on every character
             inside_count = trie.loop_inside_count(loop_key, multibyte)
-            if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
-                continue  # too little to skip: the full walk is as good
+            if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens or trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:
+                continue  # too little to skip, or too much left to walk as suffixes: the full walk is as good
             first = machine.compute_row(state) == t
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            if trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:
-                # too many others to walk as suffixes from t (a URI's host, a date): walk them
-                # whole from here, which still skips the inside tokens that enter t
-                packed, walk_first, _ = self._entering(state, t, first, loop_key, multibyte)
-                return self._live_bits(state, trie.loop_rest(loop_key, multibyte), ~walk_first, packed)
             packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
