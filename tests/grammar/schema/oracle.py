@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 
 import jsonschema
+import referencing
+import referencing.jsonschema
 from hypothesis import strategies as st
 
 from strictgen.grammar.json_schema import SchemaEmitter
@@ -22,16 +24,20 @@ from strictgen.grammar.schema_values import Reporter, is_number, json_equal, to_
 __all__ = ["validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS"]
 
 
-def validator(schema):
-    """The judge: jsonschema's 2020-12 validator, formats asserted."""
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+def validator(schema, documents: dict | None = None):
+    """The judge: jsonschema's 2020-12 validator, formats asserted; `documents` (URI -> schema)
+    are the other documents its references may reach."""
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.jsonschema.DRAFT202012.create_resource(doc)) for uri, doc in (documents or {}).items()
+    )
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
 
 
-def normalizer(schema, strict: bool = True) -> Normalizer:
+def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
     """A Normalizer of `schema` with the emitter's string and key hooks installed (as
     json_schema_grammar does), so negation and disjointness can decide string atoms."""
     reporter = Reporter(strict)
-    norm = Normalizer(schema, reporter)
+    norm = Normalizer(schema, reporter, **kw)
     SchemaEmitter(norm, JsonStyle(), False, reporter)
     return norm
 
