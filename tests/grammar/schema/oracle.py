@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 import jsonschema
+import jsonschema.validators
 import referencing
 import referencing.jsonschema
 from hypothesis import strategies as st
@@ -25,12 +26,13 @@ __all__ = ["validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "j
 
 
 def validator(schema, documents: dict | None = None):
-    """The judge: jsonschema's 2020-12 validator, formats asserted; `documents` (URI -> schema)
-    are the other documents its references may reach."""
+    """The judge: jsonschema's validator for the schema's `$schema` (2020-12 by default), formats
+    asserted; `documents` (URI -> schema) are the other documents its references may reach."""
     registry = referencing.Registry().with_resources(
         (uri, referencing.jsonschema.DRAFT202012.create_resource(doc)) for uri, doc in (documents or {}).items()
     )
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
 
 
 def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
