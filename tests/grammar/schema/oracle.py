@@ -14,6 +14,7 @@ import jsonschema
 import jsonschema.validators
 import referencing
 import referencing.jsonschema
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen.grammar.json_schema import SchemaEmitter
@@ -22,7 +23,10 @@ from strictgen.grammar.schema_ir import AmongStrings, ArrP, Conj, Format, Length
 from strictgen.grammar.schema_normalize import Normalizer
 from strictgen.grammar.schema_values import Reporter, is_number, json_equal, to_fraction
 
-__all__ = ["validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS"]
+__all__ = [
+    "validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS", "check_agreement",
+    "check_random_agreement",
+]
 
 
 def validator(schema, documents: dict | None = None):
@@ -157,3 +161,27 @@ SEEDS = [
     {"a": "s"}, {"a": 1, "b": 2}, {"b": 2}, {"x": "s"}, {"x": 1}, {"xy": "s", "x": "t"}, {"a": 1, "c": 1},
     {"ab": 1}, {"a": [1.0, 2]}, {"a": 1, "b": 2, "c": 3},
 ]
+
+
+def check_agreement(norm: Normalizer, judge, values, dnf: list, neg: list | None = None) -> set:
+    """Every value satisfies `dnf` iff the judge says valid (and `neg` iff invalid); the set of
+    verdicts seen, so a caller can make sure both kinds of value were tried."""
+    seen = set()
+    for v in values:
+        valid = judge.is_valid(v)
+        seen.add(valid)
+        assert dnf_holds(norm, dnf, v) == valid, (v, dnf)
+        if neg is not None:
+            assert dnf_holds(norm, neg, v) == (not valid), (v, neg)
+    return seen
+
+
+def check_random_agreement(norm: Normalizer, judge, dnf: list, neg: list | None = None, examples: int = 20) -> None:
+    """check_agreement on random JSON values (hypothesis)."""
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(json_values)
+    def prop(v):
+        check_agreement(norm, judge, [v], dnf, neg)
+
+    prop()
