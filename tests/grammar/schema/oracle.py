@@ -4,11 +4,14 @@
 by its documented meaning, written out independently of the algebra under test: nested formulas
 and the string atoms `Matches` / `Format` are decided by the real `jsonschema` validator, so a DNF
 can be compared with jsonschema on any JSON value. `json_values` draws small JSON values whose
-keys, strings and numbers hit the test schemas' constraints often."""
+keys, strings and numbers hit the test schemas' constraints often; `nump` and `atoms` draw random
+number parts and string-atom conjunctions; `language_of` decides membership of texts in an
+expression an emitter returned, with the real automaton compiler."""
 
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 
 import jsonschema
 import jsonschema.validators
@@ -17,15 +20,18 @@ import referencing.jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from strictgen.compile.automaton import EmptyLanguageError, compile_automaton
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.grammar.ir import Expr, Grammar
 from strictgen.grammar.json_schema import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
-from strictgen.grammar.schema_ir import AmongStrings, ArrP, Conj, Format, Length, Matches, NotAll, ObjP
+from strictgen.grammar.schema_ir import AmongStrings, ArrP, Conj, Format, Length, Matches, NotAll, NumP, ObjP
 from strictgen.grammar.schema_normalize import Normalizer
 from strictgen.grammar.schema_values import Reporter, is_number, json_equal, to_fraction
 
 __all__ = [
     "validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS", "check_agreement",
-    "check_random_agreement",
+    "check_random_agreement", "nump", "atoms", "WORDS", "language_of", "emitter",
 ]
 
 
@@ -42,10 +48,14 @@ def validator(schema, documents: dict | None = None):
 def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
     """A Normalizer of `schema` with the emitter's string and key hooks installed (as
     json_schema_grammar does), so negation and disjointness can decide string atoms."""
+    return emitter(schema, strict, **kw).norm
+
+
+def emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> SchemaEmitter:
+    """The SchemaEmitter json_schema_grammar would build for `schema` (its `.norm` the Normalizer)."""
     reporter = Reporter(strict)
     norm = Normalizer(schema, reporter, **kw)
-    SchemaEmitter(norm, JsonStyle(), False, reporter)
-    return norm
+    return SchemaEmitter(norm, style or JsonStyle(), any_order, reporter)
 
 
 @functools.lru_cache(maxsize=None)
@@ -139,6 +149,34 @@ def dnf_holds(norm: Normalizer, dnf: list, v) -> bool:
     return any(conj_holds(norm, c, v) for c in dnf)
 
 
+# ---- random IR parts ----
+
+_bound = st.one_of(st.none(), st.integers(-10, 10).map(lambda k: Fraction(k, 2)))
+nump = st.builds(
+    NumP,
+    int_only=st.booleans(),
+    nonint=st.just(False) | st.booleans(),
+    lo=_bound,
+    lo_strict=st.booleans(),
+    hi=_bound,
+    hi_strict=st.booleans(),
+    mults=st.lists(st.sampled_from([Fraction(1, 2), Fraction(2), Fraction(3)]), max_size=2).map(tuple),
+    not_mults=st.lists(st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(4)]), max_size=1).map(tuple),
+    excluded=st.frozensets(st.integers(-4, 4).map(Fraction), max_size=2),
+)
+
+
+WORDS = ["", "a", "ab", "abc", "abcd", "ba", "é", "éé", "aé", "xyz"]
+atom = st.one_of(
+    st.builds(Length, st.integers(0, 3), st.none() | st.integers(0, 4)),
+    st.sampled_from([Matches("^a"), Matches("b"), Matches("^.{2}$")]),
+    st.frozensets(st.sampled_from(WORDS), max_size=4).map(AmongStrings),
+)
+atoms = st.lists(st.one_of(atom, st.lists(atom, min_size=1, max_size=2).map(lambda x: NotAll(tuple(x)))), max_size=3).map(tuple)
+
+
+# ---- random JSON values ----
+
 KEYS = ["a", "b", "c", "x", "xy", "ab"]
 _scalars = st.one_of(
     st.none(),
@@ -185,3 +223,18 @@ def check_random_agreement(norm: Normalizer, judge, dnf: list, neg: list | None 
         check_agreement(norm, judge, [v], dnf, neg)
 
     prop()
+
+
+def language_of(emitter: SchemaEmitter, expr: Expr):
+    """Membership of exact texts in an expression an emitter returned (its rules included),
+    decided by the real engine."""
+    try:
+        machine = PushdownMachine(compile_automaton(Grammar({**emitter.rules, "root": expr}, "root")))
+    except EmptyLanguageError:
+        return lambda text: False
+
+    def accepts(text: str) -> bool:
+        state = machine.step_bytes(machine.start, text.encode("utf-8"))
+        return state != DEAD and bool(machine.accepting[state])
+
+    return accepts

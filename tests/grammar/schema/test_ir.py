@@ -13,34 +13,18 @@ from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from strictgen.errors import RegexError
 from strictgen.grammar.automata import Language
 from strictgen.grammar.schema_ir import (
-    ALL_BOOLS, FALSE, NONE, TOP, TRUE, AmongStrings, ArrP, Conj, Formula, Length, Matches, NotAll, NumP, ObjP,
+    ALL_BOOLS, FALSE, NONE, TOP, TRUE, AmongStrings, ArrP, Conj, Formula, Length, Matches, NumP, ObjP,
     KeyRule, conj_meet, keyword_pointer, only, pattern_language, str_meet,
 )
 
-from .oracle import normalizer, str_holds, validator
+from .oracle import WORDS, atoms, normalizer, nump, str_holds, validator
 
 FEW = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 GRID = [Fraction(k, 4) for k in range(-48, 49)]  # every quarter in [-12, 12]
-
-_bound = st.one_of(st.none(), st.integers(-10, 10).map(lambda k: Fraction(k, 2)))
-nump = st.builds(
-    NumP,
-    int_only=st.booleans(),
-    nonint=st.just(False) | st.booleans(),
-    lo=_bound,
-    lo_strict=st.booleans(),
-    hi=_bound,
-    hi_strict=st.booleans(),
-    mults=st.lists(st.sampled_from([Fraction(1, 2), Fraction(2), Fraction(3)]), max_size=2).map(tuple),
-    not_mults=st.lists(st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(4)]), max_size=1).map(tuple),
-    excluded=st.frozensets(st.integers(-4, 4).map(Fraction), max_size=2),
-)
-
 
 def direct(n: NumP, x: Fraction) -> bool:
     """NumP's meaning, field by field."""
@@ -77,15 +61,6 @@ def test_nump_is_empty_cases():
     assert not NumP(int_only=True, lo=Fraction(1, 4), hi=Fraction(1)).is_empty()
     assert NumP().trivial and not NumP(lo=Fraction(0)).trivial
     assert NumP(where=(("minimum", "/a"),)) == NumP()  # `where` is for messages, not identity
-
-
-WORDS = ["", "a", "ab", "abc", "abcd", "ba", "é", "éé", "aé", "xyz"]
-atom = st.one_of(
-    st.builds(Length, st.integers(0, 3), st.none() | st.integers(0, 4)),
-    st.sampled_from([Matches("^a"), Matches("b"), Matches("^.{2}$")]),
-    st.frozensets(st.sampled_from(WORDS), max_size=4).map(AmongStrings),
-)
-atoms = st.lists(st.one_of(atom, st.lists(atom, min_size=1, max_size=2).map(lambda x: NotAll(tuple(x)))), max_size=3).map(tuple)
 
 
 @FEW
