@@ -10,7 +10,8 @@ Satisfaction of the IR is read by tests/grammar/schema/oracle.py, independently 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.grammar.schema_algebra import MAX_ALTERNATIVES
@@ -173,3 +174,50 @@ def test_dnf_is_memoised_and_deterministic():
     first = norm.dnf(norm.root_formula)
     assert norm.dnf(norm.root_formula) is first
     assert normalizer(schema).dnf(normalizer(schema).root_formula) == first
+
+
+_leaf = st.one_of(
+    st.sampled_from(["null", "boolean", "integer", "number", "string", "array", "object"]).map(lambda t: {"type": t}),
+    st.integers(0, 6).map(lambda k: {"minimum": k}),
+    st.integers(0, 6).map(lambda k: {"exclusiveMaximum": k}),
+    st.sampled_from([2, 3, 0.5]).map(lambda m: {"multipleOf": m}),
+    st.integers(0, 3).map(lambda k: {"maxLength": k}),
+    st.integers(1, 3).map(lambda k: {"minLength": k}),
+    st.sampled_from(["^a", "b", "^x+$"]).map(lambda p: {"pattern": p}),
+    st.sampled_from([1, "a", None, [1], {"a": 1}, True]).map(lambda v: {"const": v}),
+    st.lists(st.sampled_from([1, 2.0, "a", "b", None, [], {}]), min_size=1, max_size=3).map(lambda vs: {"enum": vs}),
+    st.sampled_from(["a", "b", "x"]).map(lambda k: {"required": [k]}),
+    st.integers(0, 2).map(lambda k: {"maxProperties": k}),
+    st.integers(1, 2).map(lambda k: {"minItems": k}),
+    st.just({"additionalProperties": False, "properties": {"a": True}}),
+    st.just({"propertyNames": {"maxLength": 1}}),
+    st.just({"dependentRequired": {"a": ["b"]}}),
+)
+random_schemas = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"allOf": xs}),
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"anyOf": xs}),
+        st.lists(inner, min_size=1, max_size=3).map(lambda xs: {"oneOf": xs}),
+        inner.map(lambda x: {"not": x}),
+        st.tuples(inner, inner, inner).map(lambda t: {"if": t[0], "then": t[1], "else": t[2]}),
+        st.tuples(st.sampled_from(["a", "b", "x"]), inner).map(lambda t: {"properties": {t[0]: t[1]}}),
+        inner.map(lambda x: {"items": x}),
+        inner.map(lambda x: {"contains": x}),
+        inner.map(lambda x: {"additionalProperties": x}),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(random_schemas)
+def test_random_schemas_dnf_and_negation_agree_with_jsonschema(schema):
+    norm = normalizer(schema, strict=False)
+    try:
+        dnf = norm.dnf(norm.root_formula)
+        neg = norm.negate(dnf)
+    except GrammarTooLargeError:
+        assume(False)
+    assume(not norm.reporter.unenforced)  # what was dropped is not claimed
+    check_agreement(norm, validator(schema), SEEDS, dnf, neg)
