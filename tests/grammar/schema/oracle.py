@@ -25,13 +25,13 @@ from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.grammar.ir import Expr, Grammar
 from strictgen.grammar.json_schema import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
-from strictgen.grammar.schema_ir import AmongStrings, ArrP, Conj, Format, Length, Matches, NotAll, NumP, ObjP
+from strictgen.grammar.schema_ir import AmongStrings, ArrP, Conj, Format, Length, Matches, NotAll, NumP, ObjP, str_meet
 from strictgen.grammar.schema_normalize import Normalizer
 from strictgen.grammar.schema_values import Reporter, is_number, json_equal, to_fraction
 
 __all__ = [
     "validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS", "check_agreement",
-    "check_random_agreement", "nump", "atoms", "WORDS", "language_of", "emitter",
+    "check_random_agreement", "nump", "atoms", "raw_atoms", "WORDS", "language_of", "emitter",
 ]
 
 
@@ -172,7 +172,17 @@ atom = st.one_of(
     st.sampled_from([Matches("^a"), Matches("b"), Matches("^.{2}$")]),
     st.frozensets(st.sampled_from(WORDS), max_size=4).map(AmongStrings),
 )
-atoms = st.lists(st.one_of(atom, st.lists(atom, min_size=1, max_size=2).map(lambda x: NotAll(tuple(x)))), max_size=3).map(tuple)
+# any tuple of atoms (what str_meet accepts), and string parts as the normaliser makes them:
+# str_meet's output, one merged Length at most, inside NotAll too (the emitters rely on it)
+raw_atoms = st.lists(st.one_of(atom, st.lists(atom, min_size=1, max_size=2).map(lambda x: NotAll(tuple(x)))), max_size=3).map(tuple)
+
+
+def _part(atom_list) -> tuple | None:
+    return str_meet(tuple(atom_list), ())
+
+
+_inner = st.lists(atom, min_size=1, max_size=2).map(_part).filter(bool)
+atoms = st.lists(st.one_of(atom, _inner.map(NotAll)), max_size=3).map(_part).filter(lambda p: p is not None)
 
 
 # ---- random JSON values ----

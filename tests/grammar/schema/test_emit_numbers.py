@@ -13,6 +13,7 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,11 +63,28 @@ def test_sound_and_complete_for_the_promised_spellings(n, texts):
             negative_zero = value(t) == 0 and t.startswith("-")
             if accepts(t):
                 assert contained, (n, t)
-                assert not canonical or (plain(t) and not negative_zero), t
+                known = negative_zero and n.mults  # NEGATIVE_ZERO below
+                assert not canonical or (plain(t) and (not negative_zero or known)), t
             elif contained and plain(t):
                 # left out only in canonical style: negative zero, and integers with a fraction
                 assert canonical and (negative_zero or (n.int_only and "." in t)), (n, t, style)
         assert not any(accepts(t) for t in NOT_NUMBERS)
+
+
+NEGATIVE_ZERO = (
+    "numbers='canonical' leaves out -0 (json_value.CANONICAL_NUMBER), but not with multipleOf: number() skips the "
+    "canonical intersection when multiple_of returns remainder rules, and the remainder automaton admits -0 and -0.0"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=NEGATIVE_ZERO)
+def test_canonical_numbers_have_no_negative_zero_with_multiple_of_either():
+    em = emitter(True, style=JsonStyle(numbers="canonical"))
+    plain_range = language_of(em, em.number(NumP(lo=Fraction(-3))))
+    assert plain_range("0") and not plain_range("-0") and not plain_range("-0.0")  # holds today
+    multiples = language_of(em, em.number(NumP(mults=(Fraction(1, 2),))))
+    assert multiples("0") and multiples("-1.5") and not multiples("1e1")  # holds today
+    assert not multiples("-0") and not multiples("-0.0")  # both accepted today
 
 
 def test_an_unconstrained_number_has_every_spelling():

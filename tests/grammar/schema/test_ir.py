@@ -21,7 +21,7 @@ from strictgen.grammar.schema_ir import (
     KeyRule, conj_meet, keyword_pointer, only, pattern_language, str_meet,
 )
 
-from .oracle import WORDS, atoms, normalizer, nump, str_holds, validator
+from .oracle import WORDS, normalizer, nump, raw_atoms, str_holds, validator
 
 FEW = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 GRID = [Fraction(k, 4) for k in range(-48, 49)]  # every quarter in [-12, 12]
@@ -64,7 +64,7 @@ def test_nump_is_empty_cases():
 
 
 @FEW
-@given(atoms, atoms)
+@given(raw_atoms, raw_atoms)
 def test_str_meet_is_the_conjunction_with_one_merged_length(a, b):
     m = str_meet(a, b)
     for s in WORDS:
