@@ -221,3 +221,19 @@ def test_random_schemas_dnf_and_negation_agree_with_jsonschema(schema):
         assume(False)
     assume(not norm.reporter.unenforced)  # what was dropped is not claimed
     check_agreement(norm, validator(schema), SEEDS, dnf, neg)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(random_schemas, random_schemas, st.lists(json_values, max_size=6))
+def test_random_pairs_product_and_disjoint_agree_with_jsonschema(a, b, values):
+    norm, fa, fb = _pair(a, b)
+    try:
+        disjoint = norm.disjoint(fa, fb)
+        both = norm.product([norm.dnf(fa), norm.dnf(fb)], norm.and_(fa, fb))
+    except (GrammarTooLargeError, SchemaError):
+        assume(False)
+    ja, jb = validator(a), validator(b)
+    for v in SEEDS + values:
+        in_both = ja.is_valid(v) and jb.is_valid(v)
+        assert not (disjoint and in_both), v
+        assert dnf_holds(norm, both, v) == in_both, v
