@@ -1,0 +1,89 @@
+"""schema_normalize (the Normalizer's root): formula constructors share one formula per distinct
+subschema content (annotations ignored, base URI and dialect kept apart); `view` hides keywords
+the declared draft does not define; `holds` is the jsonschema judge (formats asserted unless
+formats="annotate"), with MAX_ENUM_FILTER bounding its work; bad options and a non-string `$id`
+are clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
+from strictgen.grammar.schema_ir import FALSE, TRUE
+from strictgen.grammar import schema_normalize
+from strictgen.grammar.schema_normalize import MAX_ENUM_FILTER, Normalizer
+
+from .oracle import normalizer
+
+
+def defs(norm, *names):
+    return [norm.sub(norm.root_formula, norm.root["$defs"][n], "$defs", n) for n in names]
+
+
+def test_equal_content_is_one_formula_and_annotations_do_not_count():
+    norm = normalizer({"$defs": {
+        "a": {"type": "integer", "title": "A"},
+        "b": {"type": "integer", "description": "B", "examples": [1]},
+        "c": {"type": "integer", "minimum": 0},
+        "d": {"type": "integer", "$comment": "x", "default": 3},
+    }})
+    a, b, c, d = defs(norm, "a", "b", "c", "d")
+    assert a is b is d and a is not c
+
+
+def test_the_same_content_under_another_base_uri_is_another_formula():
+    inner = {"$ref": "#/$defs/t"}
+    norm = normalizer({"$defs": {
+        "x": {"$id": "https://ex.test/x", "$defs": {"t": {"type": "string"}}, "allOf": [inner]},
+        "y": {"$id": "https://ex.test/y", "$defs": {"t": {"type": "integer"}}, "allOf": [dict(inner)]},
+    }})
+    x, y = defs(norm, "x", "y")
+    (cx,), (cy,) = norm.dnf(x), norm.dnf(y)
+    assert cx.types() == {"string"} and cy.types() == {"number"}
+
+
+def test_boolean_subschemas_are_the_constants():
+    norm = normalizer({"$defs": {"t": True, "f": False}})
+    assert defs(norm, "t", "f") == [TRUE, FALSE]
+    assert normalizer(True).root_formula is TRUE and normalizer(False).root_formula is FALSE
+
+
+def test_view_hides_keywords_outside_the_declared_draft_only():
+    schema = {"$schema": "http://json-schema.org/draft-06/schema#", "if": {}, "const": 1, "x-custom": 2, "minimum": 0}
+    norm = normalizer(schema)
+    assert norm.view(norm.root_formula) == {"$schema": schema["$schema"], "const": 1, "x-custom": 2, "minimum": 0}
+    plain = normalizer({"if": {}, "dependencies": {}, "x-custom": 2})
+    assert plain.view(plain.root_formula) == {"if": {}, "dependencies": {}, "x-custom": 2}
+
+
+def test_holds_is_the_jsonschema_judge_with_formats_as_asked():
+    schema = {"type": "string", "format": "date"}
+    strict = normalizer(schema)
+    assert strict.holds(strict.root_formula, "2020-01-01") and not strict.holds(strict.root_formula, "2020-13-01")
+    annotated = Normalizer(schema, formats="annotate")
+    assert annotated.holds(annotated.root_formula, "2020-13-01")
+    assert not strict.holds(strict.root_formula, 3)
+    f = strict.root_formula
+    assert strict.holds(strict.or_(f, strict.const_(3)), 3) and not strict.holds(strict.not_(f), "2020-01-01")
+
+
+def test_enum_filtering_is_bounded(monkeypatch):
+    monkeypatch.setattr(schema_normalize, "MAX_ENUM_FILTER", 50)  # the real bound is 20,000 checks
+    with pytest.raises(GrammarTooLargeError, match="enum/const checks"):
+        norm = normalizer({"enum": list(range(60)), "minimum": 0})  # each value goes to the judge
+        norm.dnf(norm.root_formula)
+    typed = normalizer({"enum": list(range(60)), "type": "integer"})  # the type check alone
+    (c,) = typed.dnf(typed.root_formula)
+    assert c.values == tuple(range(60))
+    assert MAX_ENUM_FILTER >= 10_000
+
+
+def test_bad_options_and_ids_are_clear_errors():
+    with pytest.raises(StrictgenError, match="formats must be one of"):
+        Normalizer({}, formats="check")
+    with pytest.raises(SchemaError) as e:
+        Normalizer({"$id": 3})
+    assert e.value.keyword == "$id"
+    with pytest.raises(SchemaError) as e:
+        normalizer({"properties": {"a": 3}}, strict=False)
+    assert (e.value.keyword, e.value.pointer) == ("properties", "/properties")

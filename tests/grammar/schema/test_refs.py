@@ -1,0 +1,115 @@
+"""schema_refs (the Normalizer's reference resolution): `$ref` by JSON pointer, anchor, `$id`
+base and to other supplied documents, `$dynamicRef` with its dynamic scope (bookending), each
+judged by jsonschema on the normalised DNF; references to one target share one formula; an
+unresolvable reference is refused (strict) naming the missing document, or recorded (loose);
+a non-string `$ref` is an invalid schema; `$recursiveRef` with `$recursiveAnchor` is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from strictgen.errors import SchemaError
+
+from .oracle import SEEDS, check_agreement, dnf_holds, normalizer, validator
+
+
+def agrees(schema, values, documents=None):
+    norm = normalizer(schema, documents=documents)
+    dnf = norm.dnf(norm.root_formula)
+    outcomes = check_agreement(norm, validator(schema, documents), values, dnf)
+    assert outcomes == {True, False}, "test error: the values should include valid and invalid ones"
+    return norm
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": {"i": {"type": "integer", "minimum": 2}}, "$ref": "#/$defs/i"},
+        {"$defs": {"i": {"$anchor": "small", "maximum": 3}}, "type": "integer", "$ref": "#small"},
+        {"$defs": {"a~b/c": {"type": "string"}}, "$ref": "#/$defs/a~0b~1c"},
+        {"$defs": {"no": False}, "anyOf": [{"$ref": "#/$defs/no"}, {"type": "null"}]},
+        {"$id": "https://ex.test/root", "$defs": {"x": {"$id": "item", "type": "array", "items": {"$ref": "#/$defs/y"}, "$defs": {"y": {"type": "integer"}}}}, "$ref": "item"},
+        {"type": "object", "properties": {"a": {"$ref": "#/properties/b"}, "b": {"type": "string"}}},
+    ],
+)
+def test_local_references_resolve_as_jsonschema_does(schema):
+    agrees(schema, SEEDS)
+
+
+def test_references_to_other_supplied_documents():
+    docs = {
+        "https://ex.test/defs.json": {"$defs": {"name": {"type": "string", "maxLength": 2}}},
+        "https://ex.test/dir/other.json": {"$id": "https://ex.test/dir/other.json", "items": {"$ref": "../defs.json#/$defs/name"}},
+    }
+    schema = {"$id": "https://ex.test/main.json", "type": "array", "$ref": "dir/other.json", "minItems": 1}
+    agrees(schema, SEEDS + [["ab", "a"], ["abc"]], documents=docs)
+
+
+def test_references_to_one_target_by_any_spelling_normalise_alike():
+    t = {"$anchor": "tt", "type": "integer", "minimum": 1}
+    schema = {"$defs": {"t": t}, "type": "object", "properties": {"a": {"$ref": "#/$defs/t"}, "b": {"$ref": "#tt"}, "c": True}}
+    norm = normalizer(schema)
+    (c,) = norm.dnf(norm.root_formula)
+    values = {r.name: r.schema for r in c.obj.rules if r.kind == "name"}
+    target = norm.dnf(norm.sub(norm.root_formula, t, "$defs", "t"))
+    assert norm.dnf(values["a"]) == norm.dnf(values["b"]) == target
+    assert target != norm.dnf(values["c"])
+
+
+def test_dynamic_ref_resolves_to_the_outermost_dynamic_anchor():
+    tree = {
+        "$id": "https://ex.test/tree",
+        "$dynamicAnchor": "node",
+        "type": "object",
+        "properties": {"data": True, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}},
+    }
+    strict_tree = {
+        "$id": "https://ex.test/strict-tree",
+        "$dynamicAnchor": "node",
+        "$ref": "tree",
+        "properties": {"data": True, "children": True},
+        "additionalProperties": False,
+    }
+    docs = {"https://ex.test/tree": tree}
+    nested_typo = {"children": [{"daat": 1}]}
+    values = [{}, {"data": 1}, {"children": [{"data": 1}]}, nested_typo, {"children": [{"children": [{"x": 1}]}]}, {"x": 1}]
+    agrees(strict_tree, values, documents=docs)
+    # the same tree on its own: the nested typo is allowed (the dynamic scope has no strict-tree)
+    loose = normalizer(tree)
+    assert dnf_holds(loose, loose.dnf(loose.root_formula), nested_typo)
+    assert validator(tree).is_valid(nested_typo)
+
+
+def test_an_unresolvable_reference_is_refused_naming_the_missing_document():
+    schema = {"$id": "https://ex.test/a.json", "$ref": "b.json#/x"}
+    with pytest.raises(SchemaError, match="https://ex.test/b.json") as e:
+        norm = normalizer(schema)
+        norm.dnf(norm.root_formula)
+    assert e.value.keyword == "$ref" and "documents=" in str(e.value)
+    loose = normalizer(schema, strict=False)
+    assert loose.dnf(loose.root_formula)[0].is_top  # not enforced: any value
+    assert loose.reporter.unenforced == [("$ref", "/$ref")]
+
+
+def test_a_missing_pointer_in_a_known_document_is_named_as_such():
+    with pytest.raises(SchemaError, match="no JSON pointer '/\\$defs/nope'"):
+        norm = normalizer({"$defs": {}, "$ref": "#/$defs/nope"})
+        norm.dnf(norm.root_formula)
+
+
+@pytest.mark.parametrize("ref", [3, None, ["#"]])
+def test_a_non_string_ref_is_an_invalid_schema(ref):
+    with pytest.raises(SchemaError, match="must be a string") as e:
+        norm = normalizer({"$ref": ref}, strict=False)  # invalid in every mode
+        norm.dnf(norm.root_formula)
+    assert e.value.keyword == "$ref"
+
+
+def test_recursive_ref_with_recursive_anchor_is_refused():
+    schema = {"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": True, "properties": {"a": {"$recursiveRef": "#"}}}
+    norm = normalizer(schema)
+    (c,) = norm.dnf(norm.root_formula)  # the property's value is normalised lazily
+    (rule,) = c.obj.rules
+    with pytest.raises(SchemaError) as e:
+        norm.dnf(rule.schema)
+    assert e.value.keyword == "$recursiveRef" and e.value.pointer == "/properties/a/$recursiveRef"
