@@ -107,8 +107,12 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
             if not isinstance(root.get("$id", ""), str):
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
             uri = resource.id() or ""
+            crawl = self._has_inner_resources(root)
+            bad = None if crawl else malformed_subschema(root)  # what the crawl would have refused
+            if bad is not None:
+                raise self._shape_error(bad, "")
             try:
-                self.registry = self.documents.registry(uri, resource, self._has_inner_resources(root))
+                self.registry = self.documents.registry(uri, resource, crawl)
             except Exception as e:  # malformed $id and the like
                 raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
@@ -289,13 +293,18 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
             raise self._malformed(f.src.schema, f.src.pointer, e, "jsonschema cannot evaluate this subschema", "enum") from None
 
     @staticmethod
+    def _shape_error(bad: tuple[str, str, str], pointer: str) -> SchemaError:
+        """The error for malformed_subschema's finding (keyword, pointer below `pointer`, shape)."""
+        kw, where, shape = bad
+        return invalid(f"{kw} must be {shape}", kw, pointer + where.lstrip("#"))
+
+    @staticmethod
     def _malformed(schema: Any, pointer: str, exc: Exception, what: str, keyword: str) -> SchemaError:
         """The error for a library failing on (part of) the schema: the keyword of the wrong shape
         when there is one; the library's own message only when it is not a Python slip inside it."""
         bad = malformed_subschema(schema)
         if bad is not None:
-            kw, where, shape = bad
-            return invalid(f"{kw} must be {shape}", kw, pointer + where.lstrip("#"))
+            return Normalizer._shape_error(bad, pointer)
         if isinstance(exc, (AttributeError, TypeError, KeyError, IndexError, RecursionError)):
             return invalid(f"{what}: a keyword has a value of the wrong type", keyword, pointer)
         return invalid(f"{what}: {exc}", keyword, pointer)
