@@ -48,7 +48,8 @@ accepted spellings, never admits an invalid document):
 
 Dialects: keywords follow the schema's `$schema` (drafts 4, 6, 7, 2019-09; a keyword the declared
 draft does not define is an annotation there, as jsonschema treats it; drafts up to 7 ignore the
-siblings of `$ref`). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
+siblings of `$ref`; a supplied metaschema's `$vocabulary` drops the keywords of the vocabularies it
+leaves out, schema_vocabularies). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
 `definitions`, array-form `items` + `additionalItems`, boolean `exclusiveMinimum`/`Maximum`,
 `dependencies`. `$dynamicRef` follows the dynamic scope (resources entered on the way, outermost
 first). Unknown keywords are annotations (spec-conformant, so a typo'd keyword is silently
