@@ -460,3 +460,18 @@ def test_maskbench_dev_full(name, qwen):
     results = run_all(sg.GrammarCompiler(tok, cache_size=16), make_encoder(name, tok), maskbench_groups())
     print("\n" + summary(results, f"maskbench-dev ({name})"))
     _check(results, "maskbench", name)
+
+
+def test_any_order_harness_catches_false_rejects_and_accepts(qwen, qwen_compiler):
+    """The any_order check without a key-order search still fails where it must: a grammar in
+    schema order fed shuffled keys is a false reject; an invalid document stays rejected."""
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in "abcdef"}, "required": ["a"], "additionalProperties": False}
+    encode = make_encoder("qwen", qwen)
+    valid = [{"description": "", "data": {"f": 1, "e": 2, "a": 3, "b": 4}, "valid": True}]
+    invalid = [{"description": "", "data": {"f": 1, "a": "x"}, "valid": False}]
+    assert run_group(qwen_compiler, encode, schema, valid + invalid, any_order=True)[0] == "pass"
+    fixed = qwen_compiler.compile_json_schema(schema)
+    fed = spellings(fixed, encode, valid[0]["data"], schema, any_order=True)
+    assert {form for form, _, _ in fed} == {"default", "split", "compact", "ascii", "shuffled"}
+    assert not all(accepts(fixed, ids) for _, _, ids in fed)  # document order f, e, a, b is not schema order
+    assert run_group(qwen_compiler, encode, {"type": "object"}, invalid, any_order=True)[0] == "false_accept"  # a grammar too loose

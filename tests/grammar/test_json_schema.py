@@ -217,6 +217,10 @@ def test_any_order():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {}}, "required": ["a", "b"], "additionalProperties": False}
     check(schema, ['{"a": 1, "b": 2}'], ['{"b": 2, "a": 1}'])
     check(schema, ['{"a": 1, "b": 2}', '{"b": 2, "c": null, "a": 1}'], ['{"b": 2}', '{"a": 1, "a": 1, "b": 2}'], any_order=True)
+    # one listed property and additional members: those may come first too
+    one = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"], "additionalProperties": {"type": "integer"}}
+    check(one, ['{"x": "a", "t": 1}'], ['{"t": 1, "x": "a"}'])
+    check(one, ['{"x": "a", "t": 1}', '{"t": 1, "x": "a"}', '{"t": 1, "x": "a", "u": 2}'], ['{"t": 1}', '{"t": "a", "x": "a"}', '{"x": "a", "x": "b"}'], any_order=True)
 
 
 # ---- arrays ----------------------------------------------------------------------------------------

@@ -77,7 +77,9 @@ class ObjectEmitter:
         open_, close_more, close_first = self.open_close("{", "}")
         lo, hi = o.min, o.max
         n = len(slots)
-        if lo or hi is not None or exists or o.clauses or (self.any_order and n > 1):
+        # any_order matters with two listed members, or one and additional members (which may come first)
+        order_free = self.any_order and (n > 1 or (n == 1 and bool(extras)))
+        if lo or hi is not None or exists or o.clauses or order_free:
             # members appear in many states of the construction: make them rules, so that big
             # ones can be compiled once and called (see schema_rule_sizes.call_big_rules)
             slots = [([(self.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
@@ -95,7 +97,7 @@ class ObjectEmitter:
         def count(c: int) -> int:
             return c + 1 if hi is not None else min(c + 1, lo)
 
-        if self.any_order and n > 1:
+        if order_free:
             required_mask = sum(1 << j for j in range(n) if slots[j][1])
 
             def trans(state):
