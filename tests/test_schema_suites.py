@@ -169,8 +169,36 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
             keys.sort(key=lambda k: ranks.get(k, len(ranks)))  # schema order first, then document order
         open_state = machine.step_bytes(state, b"{")
         failed: set = set()
+        # each member's head (separator, key, colon) as text and bytes, first member and later ones
+        heads = {}
+        for k in keys:
+            text = json.dumps(k, ensure_ascii=form.ascii) + form.key_sep
+            heads[k] = ((form.item_sep + text, (form.item_sep + text).encode()), (text, text.encode()))
+        readable: dict[tuple, list] = {}
 
-        def go(remaining: frozenset, st: int, first: bool) -> tuple[int, str] | None:
+        def heads_from(st: int, first: bool) -> list[tuple[int, str, int]]:
+            """(index, head, state after it) of the members whose head the machine reads from `st`
+            (memoised: a few states, visited many times)."""
+            got = readable.get((st, first))
+            if got is None:
+                got = readable[(st, first)] = []
+                for i, k in enumerate(keys):
+                    head, head_bytes = heads[k][first]
+                    s1 = machine.step_bytes(st, head_bytes)
+                    if s1 != DEAD:
+                        got.append((i, head, s1))
+            return got
+
+        def next_head(remaining: int, st: int, first: bool) -> list[tuple[int, str, int]]:
+            """A fixed order tries only its next member (stepping no other head, which under
+            any_order would build a run-time key-set rule for nothing)."""
+            i = len(keys) - remaining.bit_count()
+            head, head_bytes = heads[keys[i]][first]
+            s1 = machine.step_bytes(st, head_bytes)
+            return [(i, head, s1)] if s1 != DEAD else []
+
+        def go(remaining: int, st: int, first: bool) -> tuple[int, str] | None:
+            """The rest of the members from `st`; `remaining`: a bit per index into `keys`."""
             if (remaining, st, first) in failed:
                 return None
             budget[0] -= 1
@@ -179,23 +207,18 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
             if not remaining:
                 e = machine.step_bytes(st, b"}")
                 return (e, "}") if e != DEAD else None
-            # a fixed order tries only its next key
-            for k in keys if order is None else keys[len(keys) - len(remaining) :][:1]:
-                if k not in remaining:
+            for i, head, s1 in heads_from(st, first) if order is None else next_head(remaining, st, first):
+                if not remaining >> i & 1:
                     continue
-                head = ("" if first else form.item_sep) + json.dumps(k, ensure_ascii=form.ascii) + form.key_sep
-                s1 = machine.step_bytes(st, head.encode())
-                if s1 == DEAD:
-                    continue
-                for e1, t1 in _serialise(machine, s1, value[k], budget, ranks, memo, form, order).items():
-                    rest = go(remaining - {k}, e1, False)
+                for e1, t1 in _serialise(machine, s1, value[keys[i]], budget, ranks, memo, form, order).items():
+                    rest = go(remaining & ~(1 << i), e1, False)
                     if rest is not None:
                         return rest[0], head + t1 + rest[1]
             failed.add((remaining, st, first))
             return None
 
         if open_state != DEAD:
-            found = go(frozenset(keys), open_state, True)
+            found = go((1 << len(keys)) - 1, open_state, True)
             if found is not None:
                 out[found[0]] = "{" + found[1]
     elif isinstance(value, list):

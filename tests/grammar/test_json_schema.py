@@ -221,6 +221,13 @@ def test_any_order():
     one = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"], "additionalProperties": {"type": "integer"}}
     check(one, ['{"x": "a", "t": 1}'], ['{"t": 1, "x": "a"}'])
     check(one, ['{"x": "a", "t": 1}', '{"t": 1, "x": "a"}', '{"t": 1, "x": "a", "u": 2}'], ['{"t": 1}', '{"t": "a", "x": "a"}', '{"x": "a", "x": "b"}'], any_order=True)
+    # const/enum objects: their members in any order too (past a dozen, key sets built at run time)
+    pair = {"const": {"foo": "bar", "baz": {"a": 1, "b": 2}}}
+    check(pair, ['{"foo": "bar", "baz": {"a": 1, "b": 2}}'], ['{"baz": {"a": 1, "b": 2}, "foo": "bar"}'])
+    check(pair, ['{"foo": "bar", "baz": {"a": 1, "b": 2}}', '{"baz": {"b": 2, "a": 1}, "foo": "bar"}'],
+          ['{"baz": {"a": 1, "b": 2}}', '{"foo": "bar", "foo": "bar"}', '{"foo": "bar", "baz": {"a": 1}}'], any_order=True)
+    big = {f"k{i}": i for i in range(14)}
+    check({"enum": [big, 3]}, [json.dumps(big), json.dumps(dict(reversed(list(big.items())))), "3"], [json.dumps({k: v for k, v in big.items() if k != "k3"})], any_order=True)
 
 
 # ---- arrays ----------------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ accepted spellings, never admits an invalid document):
 * Integers: ``-?(0|[1-9][0-9]*)`` optionally followed by ``.0+`` (JSON Schema counts 1.0 as an
   integer), plus ``-0`` when 0 is admitted; numbers with bounds, multipleOf or exclusions are plain
   decimals (no exponent); unconstrained numbers accept the whole JSON number syntax.
-* enum/const values: each value's own serialization (members in the value's key order), numbers in
-  every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
+* enum/const values: each value's own serialization (members in the value's key order; in any
+  order with ``any_order=True``), numbers in every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
 * ``JsonStyle(numbers="canonical")`` (what generation uses) narrows numbers: integers as
   ``json.dumps`` writes them (no fraction, no exponent, no ``-0``), other numbers plain decimals
   without exponent or ``-0`` and with at most 17 fraction digits (json_value.py says why trailing
@@ -94,15 +94,17 @@ from typing import Any
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
 
-from .ir import NOTHING, Alt, Expr, Grammar, RuleRef, Seq, alt, lit, literal_trie, seq
+from .ir import EMPTY, NOTHING, Alt, Expr, Grammar, RuleRef, Seq, alt, lit, literal_trie, seq
 from .json_escapes import json_escaped, spelled_string
 from .json_value import JsonStyle, json_container, json_number, json_string
 from .numbers import number_spellings
+from .schema_counting import counting_language
 from .schema_emit_arrays import ArrayEmitter
 from .schema_emit_numbers import NumberEmitter
-from .schema_emit_objects import ObjectEmitter
+from .schema_emit_objects import KEY_SETS_AHEAD, ObjectEmitter
 from .schema_emit_strings import StringEmitter
 from .schema_ir import FALSE, TRUE, Conj, Formula
+from .schema_key_sets import key_set_object
 from .schema_normalize import Normalizer
 from .schema_rule_sizes import call_big_rules
 from .schema_values import RefLoop, Reporter, load_schema, to_fraction
@@ -277,11 +279,33 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
             if not v:
                 return seq(lit("{"), self.ws, lit("}"))
             members = [seq(spelled_string(k), self.colon, self.value(x)) for k, x in v.items()]
+            if self.any_order and len(members) > 1:
+                return seq(lit("{"), self.ws, self.members_any_order(members), self.ws, lit("}"))
             body = [members[0]]
             for m in members[1:]:
                 body.extend((self.comma, m))
             return seq(lit("{"), self.ws, *body, self.ws, lit("}"))
         raise SchemaError(f"not a JSON value: {v!r}")
+
+    def members_any_order(self, members: list[Expr]) -> Expr:
+        """Every member exactly once, in any order (an enum/const object under any_order): the
+        states are the sets of members seen, built ahead up to a dozen members, past that at run
+        time (schema_key_sets)."""
+        n = len(members)
+        full = (1 << n) - 1
+        members = [self.rule_of(m) for m in members]
+
+        def trans(state):
+            used, c, first, _, _ = state
+            return [(m if first else Seq((self.comma, m)), (used | 1 << j, c + 1, False, 0, 0)) for j, m in enumerate(members) if not used >> j & 1]
+
+        def closing(state):
+            return EMPTY if state[0] == full else None
+
+        start = (0, 0, True, 0, 0)
+        if (1 << n) * n > KEY_SETS_AHEAD:
+            return key_set_object(self.rules, start, trans, closing, required=[True] * n, lo=0, hi=None, extras=False, pieces=members + [self.comma], exact=True)
+        return counting_language(start, trans, closing, lambda state: (state[1],))
 
     # ---- rules the type emitters add ----
 

@@ -19,11 +19,12 @@ from .schema_key_sets import key_set_object
 from .schema_emit_strings import ANY_STRING, spelled
 from .schema_ir import Formula, ObjP, pattern_language
 
-__all__ = ["MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
+__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
 
 MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
 MAX_REGIONS = 24  # beyond that: combinations some key can match
 MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
+KEY_SETS_AHEAD = 60_000  # any_order: past (2**n) * n for n members the key sets are built at run time
 
 
 class ObjectEmitter:
@@ -124,7 +125,7 @@ class ObjectEmitter:
                 used, c, first, sat, present = state
                 return (bin(used).count("1"), c, not first, bin(sat).count("1"))
 
-            if (1 << n) * n > 60_000:  # too many key sets to build ahead: built at run time
+            if (1 << n) * n > KEY_SETS_AHEAD:  # too many key sets to build ahead: built at run time
                 pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
                 return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
                                                           lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists and not clauses))
