@@ -129,3 +129,24 @@ def test_four_existential_member_constraints_from_not():
             {"1": [1, 2], "x": [1, 2]},
         ],
     )
+
+
+def test_the_complement_of_a_long_length_bound_is_two_length_bounds():
+    # `not` of a length bound was a "not" atom decided on automata: maxLength 40,000 unrolled past
+    # the NFA budget (refused), and a oneOf over long bounds asked the same costly question for
+    # every pair of branches (maskbench-dev Github_hard---o9882 ran into its compile timeout)
+    check_exact(
+        {"type": "array", "items": {"not": {"type": "string", "minLength": 2, "maxLength": 40000}}},
+        valid=[["a", 1, ""], [None, {"k": "ab"}], ["é" * 40001]],
+        invalid=[["ab"], [None, "abc"], ["é" * 40000]],
+    )
+    check_exact(
+        {
+            "oneOf": [
+                {"type": "object", "properties": {"d": {"type": "string", "maxLength": 32767}}},
+                {"type": "object", "properties": {"d": {"type": "string", "minLength": 40000}}},
+            ]
+        },
+        valid=[{"d": "x"}, {"d": ""}],
+        invalid=[{}, {"e": 1}, {"d": 5}],
+    )

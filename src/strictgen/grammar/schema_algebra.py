@@ -10,7 +10,10 @@ from typing import Callable
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError
 
-from .schema_ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrP, Conj, Contains, Formula, KeyRule, NumP, ObjP, conj_meet, only, str_meet
+from .schema_ir import (
+    ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrP, Conj, Contains, Formula, KeyRule, Length, Matches, NotAll, NumP, ObjP,
+    conj_meet, only, str_meet,
+)
 from .schema_values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
 
 __all__ = ["BooleanAlgebra", "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING"]
@@ -245,8 +248,16 @@ class BooleanAlgebra:
             out.extend(only(num=n) for n in c.num.negate())
         if c.str is None:
             out.append(only(str=()))
+        elif len(c.str) == 1 and type(c.str[0]) is Length:
+            # a length bound's complement is two length bounds, which stay arithmetic (NotAll
+            # would be decided on automata, and a long bound unrolls into ~10^5 states)
+            lo, hi = c.str[0].lo, c.str[0].hi
+            if lo:
+                out.append(only(str=(Length(0, lo - 1),)))
+            if hi is not None:
+                out.append(only(str=(Length(hi + 1, None),)))
         elif c.str:
-            out.append(only(str=(("not", c.str),)))
+            out.append(only(str=(NotAll(c.str),)))
         if c.arr is None:
             out.append(only(arr=ArrP()))
         else:
@@ -268,7 +279,7 @@ class BooleanAlgebra:
         nums = frozenset(to_fraction(v) for v in values if is_number(v))
         out.append(only(num=NumP(excluded=nums)))
         strs = frozenset(v for v in values if isinstance(v, str))
-        out.append(only(str=(("not", (("in", strs),)),) if strs else ()))
+        out.append(only(str=(NotAll((AmongStrings(strs),)),) if strs else ()))
         arrays = [v for v in values if isinstance(v, list)]
         objects = [v for v in values if isinstance(v, dict)]
         # arrays / objects other than the listed ones: the product of each value's complement
@@ -354,13 +365,13 @@ class BooleanAlgebra:
         if o.max is not None:
             out.append(ObjP(min=o.max + 1))
         if o.key_atoms is not None:  # some key outside the propertyNames language
-            out.append(ObjP(exists=(KeyRule("keys", TRUE, atoms=(("not", o.key_atoms),), evaluates=False),)))
+            out.append(ObjP(exists=(KeyRule("keys", TRUE, atoms=(NotAll(o.key_atoms),), evaluates=False),)))
         for clause in o.clauses:  # every literal of the clause is false
             lits = sorted(clause)
             out.append(ObjP(order=tuple(k for k, _ in lits), clauses=tuple(frozenset(((k, not pos),)) for k, pos in lits)))
         for e in o.exists:  # every member with a key in the set violates the schema
             if e.kind == "keys":
-                neg = (("not", e.atoms),)
+                neg = (NotAll(e.atoms),)
                 if e.schema is TRUE:
                     out.append(ObjP(key_atoms=neg))
                 else:
@@ -439,7 +450,7 @@ class BooleanAlgebra:
         m = str_meet(a, b)
         if m is None:
             return True
-        ins = [x[1] for x in m if x[0] == "in"]
+        ins = [x.values for x in m if type(x) is AmongStrings]
         if ins:
             common = frozenset.intersection(*ins)
             return not common or not any(self.str_member(m, s) for s in common)
@@ -494,7 +505,7 @@ class BooleanAlgebra:
         if r.kind == "name":
             return r.name == key
         if r.kind == "pattern":
-            return self.str_member((("re", r.pattern),), key)
+            return self.str_member((Matches(r.pattern),), key)
         if r.kind == "keys":
             return self.str_member(r.atoms, key)
-        return key not in r.names and not any(self.str_member((("re", p),), key) for p in r.patterns)
+        return key not in r.names and not any(self.str_member((Matches(p),), key) for p in r.patterns)

@@ -1,7 +1,7 @@
 """String emission: the raw-character language of string constraints, and its JSON spellings.
 
-A string subschema is a conjunction of atoms (``("len", lo, hi)``, ``("re", pattern)``,
-``("fmt", name)``, ``("in", values)``, ``("not", atoms)``). `string_language` gives their
+A string subschema is a conjunction of atoms (schema_ir's `Length`, `Matches`, `Format`,
+`AmongStrings`, `NotAll`). `string_language` gives their
 raw-character language (between the quotes, before escaping); `spelled` turns it into every JSON
 spelling of those strings, which commutes with the intersections and differences the atoms are
 built from. Long length bounds are counted through one called character rule, and a long bound
@@ -35,7 +35,7 @@ from .ir import (
 )
 from .json_escapes import json_escaped
 from .json_value import json_string
-from .schema_ir import pattern_language
+from .schema_ir import AmongStrings, Format, Length, Matches, NotAll, pattern_language
 from .schema_rule_sizes import length_range
 
 __all__ = [
@@ -74,16 +74,17 @@ class StringEmitter:
 
     def __init__(self):
         self._languages: dict[tuple, Language] = {}
+        self._str_emptiness: dict[tuple, bool] = {}  # str_language_empty's answers
         self._string_rules: dict[tuple, str] = {}
         super().__init__()
 
     def string(self, atoms: tuple) -> Expr:
         if not atoms:
             return json_string()
-        ins = [a[1] for a in atoms if a[0] == "in"]
+        ins = [a.values for a in atoms if type(a) is AmongStrings]
         if ins:
             common = frozenset.intersection(*ins)
-            rest = tuple(a for a in atoms if a[0] != "in")
+            rest = tuple(a for a in atoms if type(a) is not AmongStrings)
             kept = sorted(s for s in common if not rest or self.str_member(rest, s))
             if not kept:
                 return NOTHING
@@ -91,15 +92,16 @@ class StringEmitter:
         name = self._string_rules.get(atoms)
         if name is not None:
             return RuleRef(name)
-        lens = [a for a in atoms if a[0] == "len"]
-        if len(atoms) == 1 and atoms[0][0] == "len" and max(atoms[0][1], atoms[0][2] or 0) > LONG_STRING:
+        lens = [a for a in atoms if type(a) is Length]
+        long = bool(lens) and max(lens[0].lo, lens[0].hi or 0) > LONG_STRING
+        if long and len(atoms) == 1:
             # a long length bound alone: count characters with calls to one character rule
-            body = json_string(repeat(self._char_rule(), atoms[0][1], atoms[0][2]))
+            body = json_string(repeat(self._char_rule(), lens[0].lo, lens[0].hi))
         else:
-            if lens and max(lens[0][1], lens[0][2] or 0) > LONG_STRING:
+            if long:
                 self._check_length_product(atoms, lens[0])
             body = escaped_string(atoms)
-        if (not lens or max(lens[0][1], lens[0][2] or 0) <= LONG_STRING) and all(a[0] == "len" for a in atoms):
+        if not long and len(lens) == len(atoms):
             return body
         # patterns, formats, long counts: one rule per distinct constraint, shared by every use
         # (big ones are then compiled once, as calls)
@@ -109,21 +111,21 @@ class StringEmitter:
         self.rules[name] = body
         return RuleRef(name)
 
-    def _check_length_product(self, atoms: tuple, length: tuple) -> None:
+    def _check_length_product(self, atoms: tuple, length: Length) -> None:
         """Refuse early when a long length bound meets a pattern/format whose product is too big.
 
         The estimate (~4 product states per pattern state and count) is only a cheap pass: past
         it the raw-character product is built, since most patterns and formats collapse far below
         it (email with maxLength 1024: 11,436 states for an estimate of 618,496); the core stops
         that at its own state budget."""
-        rest = tuple(a for a in atoms if a[0] != "len")
+        rest = tuple(a for a in atoms if type(a) is not Length)
         lang = string_language(atoms)
         if not isinstance(lang, Intersect):
             return  # the length bound was implied by the other atoms, or merged into one class
         states = _raw_states(rest)
         if states is None:
             return
-        count = max(length[1], length[2] or 0)
+        count = max(length.lo, length.hi or 0)
         if 4 * states * count <= MAX_LENGTH_PRODUCT:
             return
         try:
@@ -157,12 +159,16 @@ class StringEmitter:
         """Is the string s in the language of the atoms (ECMA pattern semantics)?"""
         simple = True
         for a in atoms:
-            if a[0] == "len":
+            t = type(a)
+            if t is Length:
                 n = len(s)
-                if n < a[1] or (a[2] is not None and n > a[2]):
+                if n < a.lo or (a.hi is not None and n > a.hi):
                     return False
-            elif a[0] == "in":
-                if s not in a[1]:
+            elif t is AmongStrings:
+                if s not in a.values:
+                    return False
+            elif t is NotAll:
+                if self.str_member(a.atoms, s):
                     return False
             else:
                 simple = False
@@ -173,22 +179,26 @@ class StringEmitter:
     def str_language_empty(self, atoms: tuple) -> bool:
         """Is the conjunction empty? Decided lazily (the core stops at the first member); a
         language too big to decide counts as not empty, which only costs a disjointness proof."""
-        try:
-            return self._language(atoms).is_empty()
-        except CompileTimeoutError:
-            raise
-        except (StrictgenError, TypeError):
-            return False
+        got = self._str_emptiness.get(atoms)
+        if got is None:
+            try:
+                got = self._language(atoms).is_empty()
+            except CompileTimeoutError:
+                raise
+            except (StrictgenError, TypeError):
+                got = False
+            self._str_emptiness[atoms] = got
+        return got
 
 
 @functools.lru_cache(maxsize=2048)
 def string_language(atoms: tuple) -> Expr:
     """The raw-character language of a conjunction of string atoms (cached: the same atoms give
     the same expression object in every grammar)."""
-    langs = [_atom_lang(a) for a in atoms if a[0] != "len"]
-    lens = [a for a in atoms if a[0] == "len"]
+    langs = [_atom_lang(a) for a in atoms if type(a) is not Length]
+    lens = [a for a in atoms if type(a) is Length]
     if lens:
-        lo, hi = lens[0][1], lens[0][2]
+        lo, hi = lens[0].lo, lens[0].hi
         if langs:  # drop or tighten the length bound where the other atoms imply it
             mins, maxs = zip(*(length_range(e) for e in langs))
             lmin = max(mins)
@@ -221,23 +231,23 @@ def escaped_string(atoms: tuple) -> Expr:
     return json_string(spelled(string_language(atoms)))
 
 
-def _atom_lang(a: tuple) -> Expr:
-    kind = a[0]
-    if kind == "len":
-        return repeat(ANY_CHAR, a[1], a[2])
-    if kind == "re":
-        return pattern_language(a[1])
-    if kind == "fmt":
+def _atom_lang(a) -> Expr:
+    t = type(a)
+    if t is Length:
+        return repeat(ANY_CHAR, a.lo, a.hi)
+    if t is Matches:
+        return pattern_language(a.pattern)
+    if t is Format:
         from .formats import format_value_expr
 
-        e = format_value_expr(a[1])
-        if a[1] == "hostname":  # RFC 1123 labels; the whole name is at most 253 characters
+        e = format_value_expr(a.name)
+        if a.name == "hostname":  # RFC 1123 labels; the whole name is at most 253 characters
             e = intersect(e, repeat(ANY_CHAR, 0, 253))
         return e
-    if kind == "in":
-        return literal_trie(a[1])
-    if kind == "not":
-        return difference(ANY_STRING, string_language(a[1]))
+    if t is AmongStrings:
+        return literal_trie(a.values)
+    if t is NotAll:
+        return difference(ANY_STRING, string_language(a.atoms))
     raise AssertionError(a)
 
 

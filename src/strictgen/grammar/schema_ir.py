@@ -15,7 +15,7 @@ from strictgen.errors import RegexError
 from .schema_values import json_type
 
 __all__ = [
-    "Formula", "TRUE", "FALSE", "SrcInfo", "NumP", "str_meet", "Contains", "ArrP", "KeyRule",
+    "Formula", "TRUE", "FALSE", "SrcInfo", "NumP", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrP", "KeyRule",
     "ObjP", "ALL_BOOLS", "Conj", "TOP", "NONE", "only", "conj_meet", "pattern_language",
     "keyword_pointer",
 ]
@@ -206,28 +206,61 @@ class NumP:
         return self == NumP()
 
 
-# String atoms (a StrP is a tuple of atoms, read as their conjunction):
-#   ("len", lo, hi)        code point count (hi None = unbounded)
-#   ("re", pattern)        contains a match of the ECMA-262 pattern (JSON Schema `pattern`)
-#   ("fmt", name)          a valid `format` value
-#   ("in", frozenset)      one of these strings
-#   ("not", atoms)         not all of the atoms
+# String atoms: a string part is a tuple of atoms, read as their conjunction. Frozen dataclasses,
+# so that equal constraints are equal keys of the emitters' caches and share one rule.
+
+
+@dataclass(frozen=True)
+class Length:
+    """The string has lo..hi code points (hi None: unbounded)."""
+
+    lo: int = 0
+    hi: int | None = None
+
+
+@dataclass(frozen=True)
+class Matches:
+    """The string contains a match of an ECMA-262 pattern (JSON Schema `pattern`)."""
+
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Format:
+    """The string is a valid value of a `format`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class AmongStrings:
+    """The string is one of `values` (from enum/const)."""
+
+    values: frozenset
+
+
+@dataclass(frozen=True)
+class NotAll:
+    """Not every one of `atoms` holds (negation, and through it union)."""
+
+    atoms: tuple
 
 
 def str_meet(a: tuple, b: tuple) -> tuple | None:
+    """The conjunction of two string parts (None: empty), their length bounds merged into one."""
     lo, hi = 0, None
     rest: list = []
     for atom in a + b:
-        if atom[0] == "len":
-            lo = max(lo, atom[1])
-            if atom[2] is not None:
-                hi = atom[2] if hi is None else min(hi, atom[2])
+        if type(atom) is Length:
+            lo = max(lo, atom.lo)
+            if atom.hi is not None:
+                hi = atom.hi if hi is None else min(hi, atom.hi)
         elif atom not in rest:
             rest.append(atom)
     if hi is not None and lo > hi:
         return None
     if lo or hi is not None:
-        rest.insert(0, ("len", lo, hi))
+        rest.insert(0, Length(lo, hi))
     return tuple(rest)
 
 
@@ -324,7 +357,7 @@ class ObjP:
         else:
             keys = str_meet(self.key_atoms, o.key_atoms)
             if keys is None:
-                keys = (("in", frozenset()),)
+                keys = (AmongStrings(frozenset()),)
         required = self.required | o.required
         rules = tuple(dict.fromkeys(self.rules + o.rules))
         if hi is not None and len(required) > hi:

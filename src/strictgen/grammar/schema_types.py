@@ -11,7 +11,10 @@ from typing import Any
 
 from strictgen.errors import RegexError
 
-from .schema_ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrP, Conj, Contains, Formula, KeyRule, NumP, ObjP, pattern_language, str_meet
+from .schema_ir import (
+    ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrP, Conj, Contains, Format, Formula, KeyRule, Length, Matches, NotAll, NumP, ObjP,
+    pattern_language, str_meet,
+)
 from .schema_values import escape_pointer, invalid, is_number, nonneg_int, to_fraction
 
 __all__ = ["TypeKeywords"]
@@ -117,13 +120,13 @@ class TypeKeywords:
         lo = nonneg_int(s["minLength"], "minLength", ptr + "/minLength") if "minLength" in s else 0
         hi = nonneg_int(s["maxLength"], "maxLength", ptr + "/maxLength") if "maxLength" in s else None
         if lo or hi is not None:
-            atoms.append(("len", lo, hi))
+            atoms.append(Length(lo, hi))
         if "pattern" in s:
             p = s["pattern"]
             if not isinstance(p, str):
                 raise invalid("pattern must be a string", "pattern", ptr + "/pattern")
             if self.check_pattern(p, ptr + "/pattern"):
-                atoms.append(("re", p))
+                atoms.append(Matches(p))
         if "format" in s:
             atom = self.format_atom(s["format"], ptr + "/format", f.src.spec)
             if atom is not None:
@@ -146,7 +149,7 @@ class TypeKeywords:
         if not self.format_asserted(spec):
             return None  # the 2020-12 default (formats="annotate"): format is only an annotation
         if name in SUPPORTED_FORMATS:
-            return ("fmt", name)
+            return Format(name)
         if name in ("regex", "idn-email", "idn-hostname"):
             self.reporter.refuse(f"format {name!r} is not a regular language and cannot be enforced", "format", ptr)
         return None  # unknown formats are annotations
@@ -258,17 +261,17 @@ class TypeKeywords:
         for c in dnf:
             if c.values is not None:
                 strs = frozenset(v for v in c.values if isinstance(v, str))
-                alts.append((("in", strs),))
+                alts.append((AmongStrings(strs),))
             elif c.str is not None:
                 alts.append(c.str)
         if not alts:
-            return (("in", frozenset()),)
+            return (AmongStrings(frozenset()),)
         if any(a == () for a in alts):
             return None
         if len(alts) == 1:
             return alts[0]
         # a union of conjunctions: not (not a1 and not a2 ...)
-        return (("not", tuple(("not", a) for a in alts)),)
+        return (NotAll(tuple(NotAll(a) for a in alts)),)
 
     # ---- unevaluated* ----
 

@@ -16,6 +16,7 @@ caller refuses uniqueItems with a SchemaError naming it).
 from __future__ import annotations
 
 from .ir import Expr, RuleRef
+from .schema_ir import Length
 from .schema_key_sets import keep_called
 
 __all__ = ["UNIQUE_MARK", "unique_array_rule", "unique_scalar_kinds"]
@@ -32,7 +33,7 @@ def unique_scalar_kinds(dnf, canonical_numbers: bool) -> str | None:
         if c.values is not None or c.arr is not None or c.obj is not None:
             return None
         if c.str is not None:
-            if any(a[0] != "len" or a[2] is not None for a in c.str):
+            if any(type(a) is not Length or a.hi is not None for a in c.str):
                 return None
             kinds.add("s")
         n = c.num
