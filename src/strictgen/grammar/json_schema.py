@@ -68,8 +68,9 @@ each alternative (anyOf branches are split by exactly which branches hold when t
 
 Size control: big subschemas used several times (or as array items under maxItems) are kept as
 called rules rather than inlined (`schema_rule_sizes.call_big_rules`); long length bounds count characters through
-a called character rule; a pattern/format combined with a long length bound is refused with
-GrammarTooLargeError when its raw-character product automaton exceeds `MAX_LENGTH_PRODUCT` states.
+a called character rule; a pattern/format combined with a long length bound whose raw-character
+product automaton exceeds `MAX_LENGTH_PRODUCT` states has its (pattern state, count) rules built at
+run time (length_product).
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite, at most
