@@ -412,8 +412,12 @@ def test_non_strict_records_unenforced():
 def test_too_large_is_a_clear_error():
     props = {f"p{i}": {"type": "integer"} for i in range(16)}
     json_schema_grammar({"type": "object", "properties": props}, any_order=True)  # key sets built at run time
-    with pytest.raises(GrammarTooLargeError, match="presence clauses"):  # those would need a search per key set
-        json_schema_grammar({"type": "object", "properties": props, "dependentRequired": {"p0": ["p1"]}}, any_order=True)
+    json_schema_grammar({"type": "object", "properties": props, "dependentRequired": {"p0": ["p1"]}}, any_order=True)  # clauses too
+    many = {f"p{i}": [f"p{i + 1}"] for i in range(15)}  # clauses over 16 members: 2**16 ways on per key set
+    with pytest.raises(GrammarTooLargeError, match="presence clauses over more than"):
+        json_schema_grammar({"type": "object", "properties": props, "dependentRequired": many}, any_order=True)
+    with pytest.raises(GrammarTooLargeError, match="'not' member constraints"):  # those would need a search per key set
+        json_schema_grammar({"type": "object", "properties": props, "not": {"additionalProperties": {"type": "string"}}}, any_order=True)
 
 
 # ---- public API ----------------------------------------------------------------------------------------

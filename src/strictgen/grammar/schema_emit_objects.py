@@ -15,7 +15,7 @@ from .ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_tri
 from .json_escapes import spelled_string
 from .json_value import json_container, json_string
 from .schema_counting import counting_language
-from .schema_key_sets import key_set_object
+from .schema_key_sets import key_set_object, submasks
 from .schema_emit_strings import ANY_STRING, spelled
 from .schema_ir import Formula, ObjP, pattern_language
 
@@ -69,7 +69,7 @@ class ObjectEmitter:
             key = spelled_string(k)
             variants = [(seq(key, self.colon, self.ref(vf)), 0)]
             applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
-            for mask in _submasks(applicable):
+            for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
                 f = norm.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
                 if not self.is_empty(f):
                     variants.append((seq(key, self.colon, self.ref(f)), mask))
@@ -127,8 +127,11 @@ class ObjectEmitter:
 
             if (1 << n) * n > KEY_SETS_AHEAD:  # too many key sets to build ahead: built at run time
                 pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
+                mentioned = {k for cl in clauses for k, _ in cl}
                 return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
-                                                          lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists and not clauses))
+                                                          lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
+                                                          clauses_hold=clauses_hold if clauses else None,
+                                                          clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
             return seq(open_, self.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
 
         def trans(state):
@@ -245,7 +248,7 @@ class ObjectEmitter:
             else:
                 key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
             members.append((seq(key_expr, self.colon, self.ref(vf)), 0))
-            for sub in _submasks(list(range(len(exists)))):
+            for sub in submasks((1 << len(exists)) - 1, nonempty=True):
                 chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
                 f = norm.and_(vf, *(e.schema for e in chosen))
                 if self.is_empty(f):
@@ -282,9 +285,3 @@ class ObjectEmitter:
         outs = [pattern_language(p) for i, p in enumerate(patterns) if not mask >> i & 1]
         base = intersect(*ins) if ins else ANY_STRING
         return difference(base, alt(*outs)) if outs else base
-
-
-def _submasks(indices: list[int]):
-    """Every non-empty subset of `indices`, as bit masks."""
-    for r in range(1, 1 << len(indices)):
-        yield sum(1 << indices[i] for i in range(len(indices)) if r >> i & 1)
