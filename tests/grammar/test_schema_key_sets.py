@@ -166,3 +166,20 @@ def test_presence_clauses_past_a_dozen_properties(compiler, qwen):
     m = sg.GrammarMatcher(g)
     assert m.accept_string('{"k3": 1, "k14": 2, "k5": 3')
     assert not m.accept_string("}")  # k3 needs k0, which needs k1 and k2
+
+
+def test_key_sets_times_counts_too_many_to_build_ahead(compiler, qwen):
+    """12 properties with a member count and additional members: 2**12 key sets times the counts
+    pass the counting construction's budget, so they are built at run time too."""
+    names = [f"k{i}" for i in range(12)]
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in names}, "required": names[:3],
+              "maxProperties": 12, "additionalProperties": {"type": "boolean"}}
+    g = compiler.compile_json_schema(schema, any_order=True)
+    judge = Judge(schema)
+    rnd = random.Random(5)
+    for i in range(16):
+        keys = rnd.sample(names + ["x", "y", "z"], rnd.randint(0, 13))
+        keys += [k for k in names[:3] if k not in keys and i % 2]
+        rnd.shuffle(keys)
+        text = "{" + ", ".join(f'"{k}": {"true" if k in "xyz" else j}' for j, k in enumerate(keys)) + "}"
+        feed_all(g, qwen, judge, text, rnd, check_masks=i < 3)

@@ -8,7 +8,7 @@ Members come in schema order by default (a key's slot decides it), or in any ord
 
 from __future__ import annotations
 
-from strictgen.errors import CompileTimeoutError, StrictgenError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
 from .automata import Language
 from .ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_trie, seq
@@ -125,14 +125,21 @@ class ObjectEmitter:
                 used, c, first, sat, present = state
                 return (bin(used).count("1"), c, not first, bin(sat).count("1"))
 
-            if (1 << n) * n > KEY_SETS_AHEAD:  # too many key sets to build ahead: built at run time
-                pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
-                mentioned = {k for cl in clauses for k, _ in cl}
-                return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
-                                                          lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
-                                                          clauses_hold=clauses_hold if clauses else None,
-                                                          clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
-            return seq(open_, self.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
+            if (1 << n) * n <= KEY_SETS_AHEAD:
+                try:
+                    return seq(open_, self.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
+                except CompileTimeoutError:
+                    raise
+                except GrammarTooLargeError:
+                    if exists:  # the run-time key sets cannot follow those either
+                        raise
+            # too many key sets (or key sets x counts) to build ahead: built at run time
+            pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
+            mentioned = {k for cl in clauses for k, _ in cl}
+            return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
+                                                      lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
+                                                      clauses_hold=clauses_hold if clauses else None,
+                                                      clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
 
         def trans(state):
             k, c, first, sat, present = state
