@@ -1,4 +1,4 @@
-"""any_order=True past a dozen properties (grammar/schema_key_sets.py, rules built at run time by
+"""any_order=True past nine properties (grammar/schema_key_sets.py, rules built at run time by
 compile/lazy_rules.py): the matcher accepts exactly the objects jsonschema validates that have no
 duplicate key, in any key order and every JSON spelling, fed token by token through Qwen's
 vocabulary (its own encoding and random splits); sampled masks allow only tokens that still
@@ -140,7 +140,7 @@ def test_in_an_embedded_grammar(qwen):
     assert not m.accept_string('<call>{"k0": 2}</call>')
 
 
-def test_presence_clauses_past_a_dozen_properties(compiler, qwen):
+def test_presence_clauses_over_many_properties(compiler, qwen):
     """dependentRequired and anyOf of required lists over many order-free properties: a key set is
     entered only when some way on still satisfies every clause (masks checked on the first form)."""
     names = [f"k{i}" for i in range(15)]
@@ -169,8 +169,7 @@ def test_presence_clauses_past_a_dozen_properties(compiler, qwen):
 
 
 def test_key_sets_times_counts_too_many_to_build_ahead(compiler, qwen):
-    """12 properties with a member count and additional members: 2**12 key sets times the counts
-    pass the counting construction's budget, so they are built at run time too."""
+    """12 properties with a member count and additional members: key sets and counts built at run time."""
     names = [f"k{i}" for i in range(12)]
     schema = {"type": "object", "properties": {k: {"type": "integer"} for k in names}, "required": names[:3],
               "maxProperties": 12, "additionalProperties": {"type": "boolean"}}

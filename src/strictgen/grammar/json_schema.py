@@ -17,7 +17,7 @@ accepted spellings, never admits an invalid document):
 * Object members come in a fixed order: the listed properties (in the order the schema lists them,
   first appearance across `allOf`/`$ref` merges), each at most once, then any additional members.
   With ``any_order=True`` the listed properties may come in any order (each at most once,
-  interleaved with additional members); past a dozen properties the sets of keys seen are rules
+  interleaved with additional members); past nine properties the sets of keys seen are rules
   built at run time (schema_key_sets), refused there only with presence clauses or `not` member rules.
 * Strings are accepted in every JSON spelling (DESIGN.md §4 property 7; `json_escapes`): each
   character raw where JSON allows, as a short escape (``\\n``, ``\\/``...), as ``\\uXXXX`` in either
@@ -290,7 +290,7 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
 
     def members_any_order(self, members: list[Expr]) -> Expr:
         """Every member exactly once, in any order (an enum/const object under any_order): the
-        states are the sets of members seen, built ahead up to a dozen members, past that at run
+        states are the sets of members seen, built ahead up to nine members, past that at run
         time (schema_key_sets)."""
         n = len(members)
         full = (1 << n) - 1

@@ -24,7 +24,8 @@ __all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "Objec
 MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
 MAX_REGIONS = 24  # beyond that: combinations some key can match
 MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
-KEY_SETS_AHEAD = 60_000  # any_order: past (2**n) * n for n members the key sets are built at run time
+KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the key sets are built at run time, which
+# costs a few small rules per object a document holds instead of ~2**n states compiled ahead
 
 
 class ObjectEmitter:

@@ -1,7 +1,7 @@
 """Objects whose properties may come in any order (``any_order=True``), for any number of them.
 
 The order-free construction tracks which listed properties are present: 2**n states, too many
-to build ahead past a dozen properties. Here each state (the emitter's key set, member count,
+to build ahead past nine properties (or past the counting construction's budget). Here each state (the emitter's key set, member count,
 first flag...) becomes a member of a `LazyFamily`, a rule built at run time the first time a
 document reaches it (compile/lazy_rules.py), so a document of n members builds at most n + 1
 rules. A member is handed out only when its state can still close the object (`alive`), which
@@ -70,7 +70,7 @@ def key_set_object(rules: dict[str, Expr], start, trans, closing, *, required: l
     if not exact or (extras and lo > n) or clause_members.bit_count() > MAX_CLAUSE_MEMBERS:
         raise GrammarTooLargeError(
             f"any_order=True with {n} properties and 'not' member constraints, presence clauses over more than "
-            f"{MAX_CLAUSE_MEMBERS} of them or a minProperties above them: too many orders (at most 12 properties)"
+            f"{MAX_CLAUSE_MEMBERS} of them or a minProperties above them: too many orders to build ahead (at most 9 properties)"
         )
     need = sum(1 << j for j in range(n) if required[j])
     optional = sum(1 << j for j in range(n) if not required[j])
