@@ -114,3 +114,22 @@ def test_documents_are_part_of_the_cache_key(qwen):
     assert sg.GrammarMatcher(as_int).accept_string("12") and not sg.GrammarMatcher(as_str).accept_string("12")
     with pytest.raises(StrictgenError):
         compiler.compile_json_schema(root, documents=[1])
+
+
+@pytest.mark.parametrize(
+    "schema,doc,valid",
+    [
+        # pointers resolve without crawling the document for inner resources
+        ({"properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}}, {"a": "x"}, True),
+        ({"properties": {"a": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}}, {"a": 1}, False),
+        # an anchor, an inner $id and a draft-4 id are found only by the crawl
+        ({"properties": {"a": {"$ref": "#s"}}, "$defs": {"s": {"$anchor": "s", "type": "string"}}}, {"a": 1}, False),
+        ({"$id": "http://e/r.json", "properties": {"a": {"$ref": "inner.json"}}, "$defs": {"s": {"$id": "inner.json", "type": "string"}}}, {"a": 1}, False),
+        ({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"$ref": "#s"}}, "definitions": {"s": {"id": "#s", "type": "string"}}}, {"a": 1}, False),
+        ({"$schema": "http://json-schema.org/draft-04/schema#", "properties": {"a": {"$ref": "#s"}}, "definitions": {"s": {"id": "#s", "type": "string"}}}, {"a": "x"}, True),
+    ],
+)
+def test_references_resolve_with_and_without_a_crawl(schema, doc, valid):
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    assert validator.is_valid(doc) == valid, "test error"
+    assert (json.dumps(doc) in Schema(schema)) == valid

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from strictgen.tokenizer.trie import VocabTrie
+import strictgen as sg
+from strictgen.tokenizer.trie import VocabTrie, pack_bits
 
 
 def _same(a: VocabTrie, b: VocabTrie) -> None:
@@ -111,3 +112,24 @@ def test_c_build_ignores_the_order_of_ids_and_refuses_tokens_it_cannot_hold():
     for bad in ([10], [11], [-1]):  # the empty token, then ids outside the vocabulary
         with pytest.raises(ValueError):
             _vocab.trie(flat, starts, lengths, np.array(bad, dtype=np.int64))
+
+
+@pytest.mark.parametrize("name", ["qwen", "deepseek"])
+def test_loop_entries_are_the_inside_tokens_that_enter_by_their_first_byte_or_character(name):
+    """loop_entries takes the groups of first bytes left out away from the loop's inside tokens
+    (C, `_vocab.drop_entries`); it must equal the definition: inside & (first byte enters, or
+    with by_char a whole first character), for any set of first bytes."""
+    info = sg.TokenizerInfo.from_name(name)
+    trie = info.trie
+    rng = np.random.default_rng(7)
+    string_body = bytes(b for b in range(32, 127) if b not in (34, 92))
+    for loop_bytes in (string_body, bytes(range(48, 58)), bytes(b for b in range(32, 256) if b not in (34, 92))):
+        for multibyte in (False, True):
+            for share in (0.1, 0.6, 0.97):
+                first = rng.random(256) < share
+                for by_char in (False, True):
+                    inside = trie.loop_inside(loop_bytes, multibyte)
+                    want = pack_bits(inside & trie.entering(first, by_char), info.vocab_size)
+                    got = trie.loop_entries(loop_bytes, multibyte, first, by_char)
+                    assert np.array_equal(got, want), (loop_bytes[:4], multibyte, share, by_char)
+                    assert not got.flags.writeable  # shared by every grammar

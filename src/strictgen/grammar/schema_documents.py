@@ -96,10 +96,12 @@ class SchemaDocuments:
         for _, contents, _ in self.items:
             check_schema_bounds(contents)
 
-    def registry(self, root_uri: str, root: Any):
-        """A crawled referencing.Registry with these documents and `root` (a Resource) at
-        `root_uri`; it has no retrieve, so any other URI is unresolvable."""
+    def registry(self, root_uri: str, root: Any, crawl: bool = True):
+        """A referencing.Registry with these documents and `root` (a Resource) at `root_uri`,
+        crawled for the anchors and `$id`s inside them unless `crawl` is False (JSON pointers
+        resolve without it); it has no retrieve, so any other URI is unresolvable."""
         import referencing
 
         pairs = [(uri, spec.create_resource(contents)) for uri, contents, spec in self.items]
-        return referencing.Registry().with_resources(pairs).with_resource(root_uri, root).crawl()
+        registry = referencing.Registry().with_resources(pairs).with_resource(root_uri, root)
+        return registry.crawl() if crawl or pairs else registry

@@ -32,7 +32,11 @@ def _path(link) -> list:
 
 def check_schema_bounds(schema: Any, max_depth: int = MAX_SCHEMA_DEPTH, max_nodes: int = MAX_SCHEMA_NODES) -> None:
     """Refuse a schema document nested deeper than `max_depth` objects/arrays or holding more
-    than `max_nodes` JSON values (GrammarTooLargeError with the limit and a JSON pointer)."""
+    than `max_nodes` JSON values (GrammarTooLargeError with the limit and a JSON pointer).
+    Every compile runs it, so the walk keeps no paths; only a schema that passes a limit is
+    walked again, with paths, to name where."""
+    if _within_bounds(schema, max_depth, max_nodes):
+        return
     count = 0
     stack: list[tuple[Any, int, Any]] = [(schema, 0, None)]  # (value, depth, (parent link, key))
     while stack:
@@ -58,6 +62,28 @@ def check_schema_bounds(schema: Any, max_depth: int = MAX_SCHEMA_DEPTH, max_node
             stack.append((value, depth + 1, (link, key)))
 
 
+def _within_bounds(schema: Any, max_depth: int, max_nodes: int) -> bool:
+    """check_schema_bounds' answer, counting a container's values at once and stacking only
+    the containers (most of a schema's values are strings and numbers)."""
+    if not isinstance(schema, (dict, list)):
+        return True
+    count = 1
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth >= max_depth:
+            return False
+        children = node.values() if isinstance(node, dict) else node
+        count += len(children)
+        if count > max_nodes:
+            return False
+        depth += 1
+        for value in children:
+            if isinstance(value, (dict, list)):
+                stack.append((value, depth))
+    return True
+
+
 # keywords whose values hold subschemas, by shape (draft 4 to 2020-12)
 _ONE_SCHEMA = frozenset(
     """additionalItems additionalProperties unevaluatedItems unevaluatedProperties contains
@@ -81,8 +107,10 @@ def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
         node, link = stack.pop()
         if not isinstance(node, dict):
             continue
-        where = json_pointer(_path(link))
         for kw, value in node.items():
+            if kw not in _ONE_SCHEMA and kw != "items" and kw not in _SCHEMA_MAP and kw not in _SCHEMA_LIST:
+                continue
+            where = json_pointer(_path(link))  # only where a subschema keyword is
             if kw in _ONE_SCHEMA or kw == "items":
                 if kw == "items" and isinstance(value, list):
                     children = list(enumerate(value))

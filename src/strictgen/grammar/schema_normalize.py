@@ -112,7 +112,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
             uri = resource.id() or ""
             try:
-                self.registry = self.documents.registry(uri, resource)
+                self.registry = self.documents.registry(uri, resource, self._has_inner_resources(root))
             except Exception as e:  # malformed $id and the like
                 raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
@@ -125,6 +125,19 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
             self.resolver = None
             self.spec = rj.DRAFT202012
             self.root_formula = TRUE if root else FALSE
+
+    def _has_inner_resources(self, root: dict) -> bool:
+        """Does the root document hold anchors, or `$id`s below its root (also draft 4/6 `id`)?
+        Only those need the registry crawled (two thirds of a small schema's set-up)."""
+        for d in self._dicts:
+            if "$anchor" in d or "$dynamicAnchor" in d or "$recursiveAnchor" in d:
+                return True
+            if d is not root and "$id" in d:  # any value: the crawl is what refuses a malformed one
+                return True
+            for v in (d.get("$id"), d.get("id")):  # draft 4/6 `id` (a property named id holds a dict)
+                if isinstance(v, str) and (d is not root or "#" in v.rstrip("#")):  # the root's own: only with an anchor
+                    return True
+        return False
 
     def _index(self, root: Any, prefix: str) -> None:
         """JSON pointers of every object of a document (for error messages): "/a/b" in the root

@@ -434,10 +434,72 @@ done:
     return result;
 }
 
+/* drop_entries(inside, order, starts, ends, first, out): `out` (int32 bitmask words, as many as
+ * `inside`) becomes `inside` without the tokens `order[starts[b]:ends[b]]` (token ids, int64;
+ * `starts` and `ends` 256 int64 each) of every byte b not in `first` (256 bytes, 0/1): the
+ * tokens whose first byte does not enter a loop. The caller groups the ids by first byte, so a
+ * loop's entries for a new set of first bytes cost the groups left out, not a pass over the
+ * vocabulary (the key state of every object has its own first bytes). */
+static PyObject *vocab_drop_entries(PyObject *self, PyObject *args) {
+    PyObject *inside_obj, *order_obj, *starts_obj, *ends_obj, *first_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &inside_obj, &order_obj, &starts_obj, &ends_obj, &first_obj, &out_obj))
+        return NULL;
+    Py_buffer ib = {0}, ob = {0}, sb = {0}, eb = {0}, fb = {0}, outb = {0};
+    PyObject *result = NULL;
+    if (buffer_of(inside_obj, &ib, 4, "inside") < 0 || buffer_of(order_obj, &ob, 8, "order") < 0 || buffer_of(starts_obj, &sb, 8, "starts") < 0 ||
+        buffer_of(ends_obj, &eb, 8, "ends") < 0 || buffer_of(first_obj, &fb, 1, "first") < 0)
+        goto done;
+    if (PyObject_GetBuffer(out_obj, &outb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        goto done;
+    if (outb.len != ib.len || sb.len != 256 * 8 || eb.len != 256 * 8 || fb.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "drop_entries: out as long as inside, 256 starts, ends and first bytes");
+        goto done;
+    }
+    const int64_t *order = (const int64_t *)ob.buf, *starts = (const int64_t *)sb.buf, *ends = (const int64_t *)eb.buf;
+    const uint8_t *first = (const uint8_t *)fb.buf;
+    uint32_t *bits = (uint32_t *)outb.buf;
+    Py_ssize_t norder = ob.len / 8, nbits = ib.len * 8;
+    memcpy(bits, ib.buf, (size_t)ib.len);
+    for (int b = 0; b < 256; b++) {
+        if (first[b])
+            continue;
+        int64_t lo = starts[b], hi = ends[b];
+        if (lo < 0 || hi > norder || lo > hi) {
+            PyErr_SetString(PyExc_ValueError, "drop_entries: a group out of range");
+            goto done;
+        }
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t t = order[k];
+            if (t < 0 || t >= nbits) {
+                PyErr_SetString(PyExc_ValueError, "drop_entries: a token id out of range");
+                goto done;
+            }
+            bits[t >> 5] &= ~((uint32_t)1 << (t & 31));
+        }
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    if (ib.obj)
+        PyBuffer_Release(&ib);
+    if (ob.obj)
+        PyBuffer_Release(&ob);
+    if (sb.obj)
+        PyBuffer_Release(&sb);
+    if (eb.obj)
+        PyBuffer_Release(&eb);
+    if (fb.obj)
+        PyBuffer_Release(&fb);
+    if (outb.obj)
+        PyBuffer_Release(&outb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"trie", vocab_trie, METH_VARARGS, "trie(flat, starts, lengths, ids): the trie's arrays (see the module docstring)."},
     {"facts", vocab_facts, METH_VARARGS, "facts(flat, starts, lengths): per-byte and per-token UTF-8 facts and byte sets."},
     {"made_of", vocab_made_of, METH_VARARGS, "made_of(byte_sets, want, complete): tokens made only of the bytes in want."},
+    {"drop_entries", vocab_drop_entries, METH_VARARGS, "drop_entries(inside, order, starts, ends, first, out): a loop's entries from its inside tokens."},
     {"loop_cuts", vocab_loop_cuts, METH_VARARGS, "loop_cuts(flat, starts, lengths, ids, is_loop, in_whole_char, char_width, skip_first): run lengths."},
     {NULL, NULL, 0, NULL}};
 

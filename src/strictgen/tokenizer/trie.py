@@ -245,10 +245,32 @@ class VocabTrie:
         (`pack_bits`; read-only, cached): made only of loop bytes (`loop_inside`), entering the
         loop by a first byte where `first` (bool per byte value) holds or, with `by_char`, by a
         whole first character. Every string of a kind shares one such set."""
-        return self._cached(
-            ("entries", loop_bytes, multibyte, first.tobytes(), by_char),
-            lambda: pack_bits(self.loop_inside(loop_bytes, multibyte) & self.entering(first, by_char), len(self._token_bytes)),
-        )
+        def build() -> np.ndarray:
+            packed_inside, order, starts, cut_ends, ends = self._inside_by_first_byte(loop_bytes, multibyte)
+            out = np.empty_like(packed_inside)
+            _vocab.drop_entries(packed_inside, order, starts, cut_ends if by_char else ends, np.ascontiguousarray(first, dtype=np.uint8), out)
+            return out
+
+        return self._cached(("entries", loop_bytes, multibyte, first.tobytes(), by_char), build)
+
+    def _inside_by_first_byte(self, loop_bytes: bytes, multibyte: bool) -> tuple[np.ndarray, ...]:
+        """What `loop_entries` takes away from, per loop kind: `loop_inside` packed, and its token
+        ids grouped by first byte, in each group the ones cut inside their first character before
+        those that start with a whole one: (packed, ids, group starts, ends of the cut ones, ends)."""
+
+        def build():
+            inside = self.loop_inside(loop_bytes, multibyte)
+            ids = np.flatnonzero(inside)
+            firsts = self.first_bytes[ids].astype(np.int64)
+            whole = self.starts_whole_char[ids]
+            by_first = np.lexsort((whole, firsts))
+            keys = (2 * firsts + whole)[by_first]
+            starts = np.searchsorted(keys, 2 * np.arange(256)).astype(np.int64)
+            cut_ends = np.searchsorted(keys, 2 * np.arange(256) + 1).astype(np.int64)
+            ends = np.searchsorted(keys, 2 * np.arange(256) + 2).astype(np.int64)
+            return pack_bits(inside, len(self._token_bytes)), ids[by_first].astype(np.int64), starts, cut_ends, ends
+
+        return self._cached(("by_first", loop_bytes, multibyte), build)
 
     def entering(self, first: np.ndarray, by_char: bool, tokens: np.ndarray | None = None) -> np.ndarray:
         """Per token (of `tokens`, or of the vocabulary): it enters a loop by its first byte (where
