@@ -20,7 +20,11 @@ one exists*: a search over key orders driven by the compiled byte-level machine 
 tried first, memoised, with a budget; keys are tried in the order the schema text first lists
 them, then in document order). For valid documents this finds the order the grammar expects; for
 invalid documents it looks for *any* accepted order, which makes the false-accept check stronger
-than one fixed order. The chosen text is then tokenised with the vocabulary's own encoder (Qwen:
+than one fixed order. Under `any_order=True` there is no search: every key order of a valid
+object must be accepted, so each document is fed in its own key order in every form and, in the
+default form, with every object's keys shuffled (seeded); only the spelling of numbers is chosen
+by the machine (the search over orders would build thousands of run-time key-set rules for
+nothing, see schema_key_sets). The chosen text is then tokenised with the vocabulary's own encoder (Qwen:
 tiktoken ranks; DeepSeek: its tokenizer.json; SmolLM2 ships no encoder here, so a seeded random
 split into vocabulary tokens is used) and fed to `GrammarMatcher.accept_token`, then EOS.
 
@@ -143,9 +147,10 @@ def key_ranks(schema) -> dict[str, int]:
     return ranks
 
 
-def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None = None, memo: dict | None = None, form: Form | None = None) -> dict[int, str]:
+def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None = None, memo: dict | None = None, form: Form | None = None, order=None) -> dict[int, str]:
     """Texts of `value` in `form` that the machine can read from `state`, by end state (objects:
-    the first key order found; arrays: at most 2 end states). Memoised per (value, state)."""
+    the first key order found, or only the key order `order(obj)` when given; arrays: at most 2 end
+    states). Memoised per (value, state)."""
     memo = {} if memo is None else memo
     form = form or FORMS[0]
     key = (id(value), state)
@@ -157,12 +162,43 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
     ranks = ranks or {}
     out: dict[int, str] = {}
     if isinstance(value, dict):
-        keys = list(value)
-        keys.sort(key=lambda k: ranks.get(k, len(ranks)))  # schema order first, then document order
+        if order is not None:
+            keys = order(value)  # one fixed order: the search below then tries nothing else
+        else:
+            keys = list(value)
+            keys.sort(key=lambda k: ranks.get(k, len(ranks)))  # schema order first, then document order
         open_state = machine.step_bytes(state, b"{")
         failed: set = set()
+        # each member's head (separator, key, colon) as text and bytes, first member and later ones
+        heads = {}
+        for k in keys:
+            text = json.dumps(k, ensure_ascii=form.ascii) + form.key_sep
+            heads[k] = ((form.item_sep + text, (form.item_sep + text).encode()), (text, text.encode()))
+        readable: dict[tuple, list] = {}
 
-        def go(remaining: frozenset, st: int, first: bool) -> tuple[int, str] | None:
+        def heads_from(st: int, first: bool) -> list[tuple[int, str, int]]:
+            """(index, head, state after it) of the members whose head the machine reads from `st`
+            (memoised: a few states, visited many times)."""
+            got = readable.get((st, first))
+            if got is None:
+                got = readable[(st, first)] = []
+                for i, k in enumerate(keys):
+                    head, head_bytes = heads[k][first]
+                    s1 = machine.step_bytes(st, head_bytes)
+                    if s1 != DEAD:
+                        got.append((i, head, s1))
+            return got
+
+        def next_head(remaining: int, st: int, first: bool) -> list[tuple[int, str, int]]:
+            """A fixed order tries only its next member (stepping no other head, which under
+            any_order would build a run-time key-set rule for nothing)."""
+            i = len(keys) - remaining.bit_count()
+            head, head_bytes = heads[keys[i]][first]
+            s1 = machine.step_bytes(st, head_bytes)
+            return [(i, head, s1)] if s1 != DEAD else []
+
+        def go(remaining: int, st: int, first: bool) -> tuple[int, str] | None:
+            """The rest of the members from `st`; `remaining`: a bit per index into `keys`."""
             if (remaining, st, first) in failed:
                 return None
             budget[0] -= 1
@@ -171,22 +207,18 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
             if not remaining:
                 e = machine.step_bytes(st, b"}")
                 return (e, "}") if e != DEAD else None
-            for k in keys:
-                if k not in remaining:
+            for i, head, s1 in heads_from(st, first) if order is None else next_head(remaining, st, first):
+                if not remaining >> i & 1:
                     continue
-                head = ("" if first else form.item_sep) + json.dumps(k, ensure_ascii=form.ascii) + form.key_sep
-                s1 = machine.step_bytes(st, head.encode())
-                if s1 == DEAD:
-                    continue
-                for e1, t1 in _serialise(machine, s1, value[k], budget, ranks, memo, form).items():
-                    rest = go(remaining - {k}, e1, False)
+                for e1, t1 in _serialise(machine, s1, value[keys[i]], budget, ranks, memo, form, order).items():
+                    rest = go(remaining & ~(1 << i), e1, False)
                     if rest is not None:
                         return rest[0], head + t1 + rest[1]
             failed.add((remaining, st, first))
             return None
 
         if open_state != DEAD:
-            found = go(frozenset(keys), open_state, True)
+            found = go((1 << len(keys)) - 1, open_state, True)
             if found is not None:
                 out[found[0]] = "{" + found[1]
     elif isinstance(value, list):
@@ -199,7 +231,7 @@ def _serialise(machine, state: int, value, budget: list[int], ranks: dict | None
                     s = machine.step_bytes(s, form.item_sep.encode())
                     if s == DEAD:
                         continue
-                for e, tt in _serialise(machine, s, item, budget, ranks, memo, form).items():
+                for e, tt in _serialise(machine, s, item, budget, ranks, memo, form, order).items():
                     if len(nxt) < 2:
                         nxt.setdefault(e, t + (form.item_sep if i else "") + tt)
             cur = nxt
@@ -228,19 +260,48 @@ def _scalar_texts(value, ascii_: bool = False) -> list[str]:
     return [text]
 
 
-def serialise_for(compiled: sg.CompiledGrammar, value, schema=None, form: Form | None = None) -> str:
+def serialise_for(compiled: sg.CompiledGrammar, value, schema=None, form: Form | None = None, order=None) -> str:
     """A serialisation of `value` in `form` the grammar accepts if the search finds one, else
-    json.dumps's. Keys are tried in the order the schema text lists property names first."""
+    json.dumps's. Keys are tried in the order the schema text lists property names first, or only
+    in the order `order(obj)` when given (then only the spelling of numbers is searched)."""
     form = form or FORMS[0]
     machine = compiled.machine
     try:
-        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET], key_ranks(schema) if schema is not None else None, None, form)
+        found = _serialise(machine, machine.start, value, [SEARCH_BUDGET], key_ranks(schema) if schema is not None else None, None, form, order)
     except (_Budget, RecursionError):
         found = {}
     for e, text in found.items():
         if machine.accepting[e]:
             return text
+    if order is not None:
+        return form.dumps(_reordered(value, order))
     return form.dumps(value)
+
+
+def document_order(obj: dict) -> list:
+    return list(obj)
+
+
+def shuffled_order(seed: str):
+    """A seeded random key order per object (the same object keeps its order)."""
+    rng = random.Random(seed)
+    orders: dict[int, list] = {}
+
+    def order(obj: dict) -> list:
+        got = orders.get(id(obj))
+        if got is None:
+            got = orders[id(obj)] = rng.sample(list(obj), len(obj))
+        return got
+
+    return order
+
+
+def _reordered(value, order):
+    if isinstance(value, dict):
+        return {k: _reordered(value[k], order) for k in order(value)}
+    if isinstance(value, list):
+        return [_reordered(v, order) for v in value]
+    return value
 
 
 # ---- tokenisation per vocabulary -----------------------------------------------------------------------
@@ -271,19 +332,37 @@ def accepts(compiled: sg.CompiledGrammar, ids) -> bool:
 # ---- running groups ----------------------------------------------------------------------------------
 
 
-def spellings(compiled: sg.CompiledGrammar, encode, value, schema) -> list[tuple[str, str, list[int] | None]]:
+def spellings(compiled: sg.CompiledGrammar, encode, value, schema, any_order: bool = False) -> list[tuple[str, str, list[int] | None]]:
     """(form, text, token ids) for each way `value` is fed: every Form under the vocabulary's own
-    encoding, and the default form split into random vocabulary tokens (seeded by the text)."""
+    encoding, and the default form split into random vocabulary tokens (seeded by the text).
+
+    With `any_order` the grammar must accept every key order of a valid object, so there is no
+    search over orders: each form keeps the document's own order, and the default form is also fed
+    with every object's keys shuffled (seeded). An invalid document accepted in any of them is
+    still a false accept, a valid one rejected in any a false reject."""
     from tests.helpers import random_split
 
     out = []
+    order = document_order if any_order else None
     for form in FORMS:
-        text = serialise_for(compiled, value, schema, form)
+        text = serialise_for(compiled, value, schema, form, order)
         out.append((form.name, text, encode(text)))
         if form is FORMS[0]:
             split = random_split(compiled.tokenizer_info, text.encode("utf-8"), random.Random(text))
             out.append(("split", text, split))
+    if any_order and _has_object_of_two(value):
+        text = serialise_for(compiled, value, schema, FORMS[0], shuffled_order(text))
+        out.append(("shuffled", text, encode(text)))
     return out
+
+
+def _has_object_of_two(value) -> bool:
+    """Does `value` hold an object with at least two members (one that has other key orders)?"""
+    if isinstance(value, dict):
+        return len(value) > 1 or any(_has_object_of_two(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_object_of_two(v) for v in value)
+    return False
 
 
 def run_group(compiler: sg.GrammarCompiler, encode, schema, tests, **options) -> tuple[str, str, float]:
@@ -299,7 +378,7 @@ def run_group(compiler: sg.GrammarCompiler, encode, schema, tests, **options) ->
     worst = "pass"
     detail = ""
     for t in tests:
-        for form, text, ids in spellings(compiled, encode, t["data"], schema):
+        for form, text, ids in spellings(compiled, encode, t["data"], schema, bool(options.get("any_order"))):
             if ids is None:
                 continue
             got = accepts(compiled, ids)
@@ -404,3 +483,18 @@ def test_maskbench_dev_full(name, qwen):
     results = run_all(sg.GrammarCompiler(tok, cache_size=16), make_encoder(name, tok), maskbench_groups())
     print("\n" + summary(results, f"maskbench-dev ({name})"))
     _check(results, "maskbench", name)
+
+
+def test_any_order_harness_catches_false_rejects_and_accepts(qwen, qwen_compiler):
+    """The any_order check without a key-order search still fails where it must: a grammar in
+    schema order fed shuffled keys is a false reject; an invalid document stays rejected."""
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in "abcdef"}, "required": ["a"], "additionalProperties": False}
+    encode = make_encoder("qwen", qwen)
+    valid = [{"description": "", "data": {"f": 1, "e": 2, "a": 3, "b": 4}, "valid": True}]
+    invalid = [{"description": "", "data": {"f": 1, "a": "x"}, "valid": False}]
+    assert run_group(qwen_compiler, encode, schema, valid + invalid, any_order=True)[0] == "pass"
+    fixed = qwen_compiler.compile_json_schema(schema)
+    fed = spellings(fixed, encode, valid[0]["data"], schema, any_order=True)
+    assert {form for form, _, _ in fed} == {"default", "split", "compact", "ascii", "shuffled"}
+    assert not all(accepts(fixed, ids) for _, _, ids in fed)  # document order f, e, a, b is not schema order
+    assert run_group(qwen_compiler, encode, {"type": "object"}, invalid, any_order=True)[0] == "false_accept"  # a grammar too loose

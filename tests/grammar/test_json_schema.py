@@ -217,6 +217,17 @@ def test_any_order():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {}}, "required": ["a", "b"], "additionalProperties": False}
     check(schema, ['{"a": 1, "b": 2}'], ['{"b": 2, "a": 1}'])
     check(schema, ['{"a": 1, "b": 2}', '{"b": 2, "c": null, "a": 1}'], ['{"b": 2}', '{"a": 1, "a": 1, "b": 2}'], any_order=True)
+    # one listed property and additional members: those may come first too
+    one = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"], "additionalProperties": {"type": "integer"}}
+    check(one, ['{"x": "a", "t": 1}'], ['{"t": 1, "x": "a"}'])
+    check(one, ['{"x": "a", "t": 1}', '{"t": 1, "x": "a"}', '{"t": 1, "x": "a", "u": 2}'], ['{"t": 1}', '{"t": "a", "x": "a"}', '{"x": "a", "x": "b"}'], any_order=True)
+    # const/enum objects: their members in any order too (past nine, key sets built at run time)
+    pair = {"const": {"foo": "bar", "baz": {"a": 1, "b": 2}}}
+    check(pair, ['{"foo": "bar", "baz": {"a": 1, "b": 2}}'], ['{"baz": {"a": 1, "b": 2}, "foo": "bar"}'])
+    check(pair, ['{"foo": "bar", "baz": {"a": 1, "b": 2}}', '{"baz": {"b": 2, "a": 1}, "foo": "bar"}'],
+          ['{"baz": {"a": 1, "b": 2}}', '{"foo": "bar", "foo": "bar"}', '{"foo": "bar", "baz": {"a": 1}}'], any_order=True)
+    big = {f"k{i}": i for i in range(14)}
+    check({"enum": [big, 3]}, [json.dumps(big), json.dumps(dict(reversed(list(big.items())))), "3"], [json.dumps({k: v for k, v in big.items() if k != "k3"})], any_order=True)
 
 
 # ---- arrays ----------------------------------------------------------------------------------------
@@ -401,8 +412,12 @@ def test_non_strict_records_unenforced():
 def test_too_large_is_a_clear_error():
     props = {f"p{i}": {"type": "integer"} for i in range(16)}
     json_schema_grammar({"type": "object", "properties": props}, any_order=True)  # key sets built at run time
-    with pytest.raises(GrammarTooLargeError, match="presence clauses"):  # those would need a search per key set
-        json_schema_grammar({"type": "object", "properties": props, "dependentRequired": {"p0": ["p1"]}}, any_order=True)
+    json_schema_grammar({"type": "object", "properties": props, "dependentRequired": {"p0": ["p1"]}}, any_order=True)  # clauses too
+    many = {f"p{i}": [f"p{i + 1}"] for i in range(15)}  # clauses over 16 members: 2**16 ways on per key set
+    with pytest.raises(GrammarTooLargeError, match="presence clauses over more than"):
+        json_schema_grammar({"type": "object", "properties": props, "dependentRequired": many}, any_order=True)
+    with pytest.raises(GrammarTooLargeError, match="'not' member constraints"):  # those would need a search per key set
+        json_schema_grammar({"type": "object", "properties": props, "not": {"additionalProperties": {"type": "string"}}}, any_order=True)
 
 
 # ---- public API ----------------------------------------------------------------------------------------

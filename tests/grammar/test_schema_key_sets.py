@@ -1,4 +1,4 @@
-"""any_order=True past a dozen properties (grammar/schema_key_sets.py, rules built at run time by
+"""any_order=True past nine properties (grammar/schema_key_sets.py, rules built at run time by
 compile/lazy_rules.py): the matcher accepts exactly the objects jsonschema validates that have no
 duplicate key, in any key order and every JSON spelling, fed token by token through Qwen's
 vocabulary (its own encoding and random splits); sampled masks allow only tokens that still
@@ -117,8 +117,8 @@ def test_compact_style_and_refusals(compiler):
     assert m.accept_string('{"k9":1,"k1":2,"k0":3}') and m.can_end()
     m = sg.GrammarMatcher(g)
     assert not m.accept_string('{"k9": 1')  # compact: no whitespace
-    with pytest.raises(GrammarTooLargeError, match="presence clauses"):
-        compiler.compile_json_schema({**schema, "dependentRequired": {"k2": ["k3"]}}, any_order=True)
+    with pytest.raises(GrammarTooLargeError, match="'not' member constraints"):
+        compiler.compile_json_schema({**schema, "not": {"additionalProperties": {"type": "string"}}}, any_order=True)
     assert jsonschema.Draft202012Validator(schema).is_valid(json.loads('{"k9":1,"k1":2,"k0":3}'))
 
 
@@ -138,3 +138,47 @@ def test_in_an_embedded_grammar(qwen):
     assert m.accept_string('<call>{"k12": 1, "k0": 2}</call>') and m.can_end()
     m = sg.GrammarMatcher(g)
     assert not m.accept_string('<call>{"k0": 2}</call>')
+
+
+def test_presence_clauses_over_many_properties(compiler, qwen):
+    """dependentRequired and anyOf of required lists over many order-free properties: a key set is
+    entered only when some way on still satisfies every clause (masks checked on the first form)."""
+    names = [f"k{i}" for i in range(15)]
+    schema = {
+        "type": "object",
+        "properties": {k: {"type": "integer"} for k in names},
+        "additionalProperties": False,
+        "required": ["k14"],
+        "dependentRequired": {"k0": ["k1", "k2"], "k3": ["k0"]},
+        "anyOf": [{"required": ["k5"]}, {"required": ["k6", "k7"]}],
+        "not": {"required": ["k8", "k9"]},
+    }
+    g = compiler.compile_json_schema(schema, any_order=True)
+    judge = Judge(schema)
+    rnd = random.Random(4)
+    for i in range(24):
+        keys = rnd.sample(names, rnd.randint(0, len(names)))
+        if i % 2:
+            keys = [k for k in keys if k not in ("k8", "k0", "k3")] + ["k14", "k5"]
+        rnd.shuffle(keys)
+        text = "{" + ", ".join(f'"{k}": {j}' for j, k in enumerate(dict.fromkeys(keys))) + "}"
+        feed_all(g, qwen, judge, text, rnd, check_masks=i < 4)
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string('{"k3": 1, "k14": 2, "k5": 3')
+    assert not m.accept_string("}")  # k3 needs k0, which needs k1 and k2
+
+
+def test_key_sets_times_counts_too_many_to_build_ahead(compiler, qwen):
+    """12 properties with a member count and additional members: key sets and counts built at run time."""
+    names = [f"k{i}" for i in range(12)]
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in names}, "required": names[:3],
+              "maxProperties": 12, "additionalProperties": {"type": "boolean"}}
+    g = compiler.compile_json_schema(schema, any_order=True)
+    judge = Judge(schema)
+    rnd = random.Random(5)
+    for i in range(16):
+        keys = rnd.sample(names + ["x", "y", "z"], rnd.randint(0, 13))
+        keys += [k for k in names[:3] if k not in keys and i % 2]
+        rnd.shuffle(keys)
+        text = "{" + ", ".join(f'"{k}": {"true" if k in "xyz" else j}' for j, k in enumerate(keys)) + "}"
+        feed_all(g, qwen, judge, text, rnd, check_masks=i < 3)

@@ -55,7 +55,7 @@ def test_references_handed_over_are_the_walked_ones(name, schema, any_order):
     assert grammar.rules
     for rule, expr in grammar.rules.items():
         assert rule_references(expr) == walked(expr), rule
-    if any_order:  # the key sets past a dozen properties are Lazy calls, whose uses are references
+    if any_order:  # the key sets past nine properties are Lazy calls, whose uses are references
         assert any(isinstance(e, Lazy) for e in _nodes(grammar.rules.values()))
 
 

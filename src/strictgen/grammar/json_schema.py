@@ -17,7 +17,7 @@ accepted spellings, never admits an invalid document):
 * Object members come in a fixed order: the listed properties (in the order the schema lists them,
   first appearance across `allOf`/`$ref` merges), each at most once, then any additional members.
   With ``any_order=True`` the listed properties may come in any order (each at most once,
-  interleaved with additional members); past a dozen properties the sets of keys seen are rules
+  interleaved with additional members); past nine properties the sets of keys seen are rules
   built at run time (schema_key_sets), refused there only with presence clauses or `not` member rules.
 * Strings are accepted in every JSON spelling (DESIGN.md §4 property 7; `json_escapes`): each
   character raw where JSON allows, as a short escape (``\\n``, ``\\/``...), as ``\\uXXXX`` in either
@@ -28,8 +28,8 @@ accepted spellings, never admits an invalid document):
 * Integers: ``-?(0|[1-9][0-9]*)`` optionally followed by ``.0+`` (JSON Schema counts 1.0 as an
   integer), plus ``-0`` when 0 is admitted; numbers with bounds, multipleOf or exclusions are plain
   decimals (no exponent); unconstrained numbers accept the whole JSON number syntax.
-* enum/const values: each value's own serialization (members in the value's key order), numbers in
-  every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
+* enum/const values: each value's own serialization (members in the value's key order; in any
+  order with ``any_order=True``), numbers in every plain spelling of their value (``1``, ``1.0``, ``1.00``...) plus ``json.dumps``'s text.
 * ``JsonStyle(numbers="canonical")`` (what generation uses) narrows numbers: integers as
   ``json.dumps`` writes them (no fraction, no exponent, no ``-0``), other numbers plain decimals
   without exponent or ``-0`` and with at most 17 fraction digits (json_value.py says why trailing
@@ -48,7 +48,8 @@ accepted spellings, never admits an invalid document):
 
 Dialects: keywords follow the schema's `$schema` (drafts 4, 6, 7, 2019-09; a keyword the declared
 draft does not define is an annotation there, as jsonschema treats it; drafts up to 7 ignore the
-siblings of `$ref`). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
+siblings of `$ref`; a supplied metaschema's `$vocabulary` drops the keywords of the vocabularies it
+leaves out, schema_vocabularies). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
 `definitions`, array-form `items` + `additionalItems`, boolean `exclusiveMinimum`/`Maximum`,
 `dependencies`. `$dynamicRef` follows the dynamic scope (resources entered on the way, outermost
 first). Unknown keywords are annotations (spec-conformant, so a typo'd keyword is silently
@@ -67,8 +68,9 @@ each alternative (anyOf branches are split by exactly which branches hold when t
 
 Size control: big subschemas used several times (or as array items under maxItems) are kept as
 called rules rather than inlined (`schema_rule_sizes.call_big_rules`); long length bounds count characters through
-a called character rule; a pattern/format combined with a long length bound is refused with
-GrammarTooLargeError when its raw-character product automaton exceeds `MAX_LENGTH_PRODUCT` states.
+a called character rule; a pattern/format combined with a long length bound whose raw-character
+product automaton exceeds `MAX_LENGTH_PRODUCT` states has its (pattern state, count) rules built at
+run time (length_product).
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite, at most
@@ -93,15 +95,17 @@ from typing import Any
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
 
-from .ir import NOTHING, Alt, Expr, Grammar, RuleRef, Seq, alt, lit, literal_trie, seq
+from .ir import EMPTY, NOTHING, Alt, Expr, Grammar, RuleRef, Seq, alt, lit, literal_trie, seq
 from .json_escapes import json_escaped, spelled_string
 from .json_value import JsonStyle, json_container, json_number, json_string
 from .numbers import number_spellings
+from .schema_counting import counting_language
 from .schema_emit_arrays import ArrayEmitter
 from .schema_emit_numbers import NumberEmitter
-from .schema_emit_objects import ObjectEmitter
+from .schema_emit_objects import KEY_SETS_AHEAD, ObjectEmitter
 from .schema_emit_strings import StringEmitter
 from .schema_ir import FALSE, TRUE, Conj, Formula
+from .schema_key_sets import key_set_object
 from .schema_normalize import Normalizer
 from .schema_rule_sizes import call_big_rules
 from .schema_values import RefLoop, Reporter, load_schema, to_fraction
@@ -276,11 +280,33 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
             if not v:
                 return seq(lit("{"), self.ws, lit("}"))
             members = [seq(spelled_string(k), self.colon, self.value(x)) for k, x in v.items()]
+            if self.any_order and len(members) > 1:
+                return seq(lit("{"), self.ws, self.members_any_order(members), self.ws, lit("}"))
             body = [members[0]]
             for m in members[1:]:
                 body.extend((self.comma, m))
             return seq(lit("{"), self.ws, *body, self.ws, lit("}"))
         raise SchemaError(f"not a JSON value: {v!r}")
+
+    def members_any_order(self, members: list[Expr]) -> Expr:
+        """Every member exactly once, in any order (an enum/const object under any_order): the
+        states are the sets of members seen, built ahead up to nine members, past that at run
+        time (schema_key_sets)."""
+        n = len(members)
+        full = (1 << n) - 1
+        members = [self.rule_of(m) for m in members]
+
+        def trans(state):
+            used, c, first, _, _ = state
+            return [(m if first else Seq((self.comma, m)), (used | 1 << j, c + 1, False, 0, 0)) for j, m in enumerate(members) if not used >> j & 1]
+
+        def closing(state):
+            return EMPTY if state[0] == full else None
+
+        start = (0, 0, True, 0, 0)
+        if (1 << n) * n > KEY_SETS_AHEAD:
+            return key_set_object(self.rules, start, trans, closing, required=[True] * n, lo=0, hi=None, extras=False, pieces=members + [self.comma], exact=True)
+        return counting_language(start, trans, closing, lambda state: (state[1],))
 
     # ---- rules the type emitters add ----
 

@@ -12,7 +12,7 @@ from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError
 
 from .schema_dialects import ALL_KEYWORDS, JSON_TYPES
-from .schema_ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrP, Conj, Formula, KeyRule, NumP, ObjP, only
+from .schema_ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrP, Conj, Formula, KeyRule, NumP, ObjP, conj_meet, only
 from .schema_values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
 
 __all__ = ["Applicators"]
@@ -115,7 +115,7 @@ class Applicators:
                     (
                         pos[kw],
                         lambda subs=subs: self._any_of(subs),
-                        lambda subs=subs: self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs))),
+                        lambda subs=subs: self._none_of(subs),
                     )
                 )
             else:
@@ -173,11 +173,50 @@ class Applicators:
 
     def _not_one_of(self, subs: list[Formula]) -> list[Conj]:
         """Not exactly one branch: none, or at least two."""
-        alts = [self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))]
+        alts = [self._none_of(subs)]
         for i in range(len(subs)):
             for j in range(i + 1, len(subs)):
                 alts.append(self.product([self.dnf(subs[i]), self.dnf(subs[j])], self.and_(subs[i], subs[j])))
         return self._union(alts)
+
+    def _none_of(self, subs: list[Formula]) -> list[Conj]:
+        """No branch holds: the product of the branches' complements, unless a discriminator
+        tells the branches apart (then linear in them, see `_discriminated_none`)."""
+        split = self._discriminated_none(subs)
+        if split is not None:
+            return split
+        return self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))
+
+    def _discriminated_none(self, subs: list[Formula]) -> list[Conj] | None:
+        """None of the branches, when every branch is objects that require a member `k` whose
+        values are disjoint across branches (`"type": {"enum": [...]}` tagged unions): not an
+        object, or no `k`, or a `k` no branch allows, or `k` picks branch j and branch j fails.
+        x[k] in branch j's values rules out every other branch, so this is exact, and it has
+        about as many alternatives as the complements together, where their product (the
+        general way) grows as the product of their sizes. None when there is no such member."""
+        if len(subs) < 3:
+            return None  # the product of two complements stays small
+        dnfs = [self.dnf(g) for g in subs]
+        conjs = [c for d in dnfs for c in d]
+        if not all(d for d in dnfs) or not all(_objects_only(c) for c in conjs):
+            return None
+        for key in sorted(frozenset.intersection(*(c.obj.required for c in conjs))):
+            values = [self.or_(*(self.value_formula(c.obj, key) for c in d)) for d in dnfs]
+            if all(self.disjoint(values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
+                break
+        else:
+            return None
+
+        def member(schema: Formula, required: bool) -> Conj:
+            rule = KeyRule("name", schema, name=key, evaluates=False)
+            return only(obj=ObjP(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
+
+        out = [only(null=True), only(bools=ALL_BOOLS), only(num=NumP()), only(str=()), only(arr=ArrP())]
+        out += [member(FALSE, False), member(self.not_(self.or_(*values)), True)]
+        for g, v in zip(subs, values):
+            pick = member(v, True)
+            out += [m for m in (conj_meet(pick, c, self) for c in self.dnf(self.not_(g))) if m is not None]
+        return self._union([out])
 
     def _finite(self, f: Formula) -> list[Conj]:
         s = self.view(f)
@@ -380,3 +419,8 @@ class Applicators:
             c = replace(TOP, obj=ObjP(order=order, clauses=clauses))
             factors.append(([c], lambda c=c: self.negate([c])))
         return factors
+
+
+def _objects_only(c: Conj) -> bool:
+    """Does conjunct `c` admit objects and nothing else (no other type, no finite values)?"""
+    return c.values is None and c.obj is not None and not c.null and not c.bools and c.num is None and c.str is None and c.arr is None

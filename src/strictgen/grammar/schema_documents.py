@@ -71,6 +71,16 @@ class SchemaDocuments:
     def __bool__(self) -> bool:
         return bool(self.items)
 
+    def get(self, uri: str) -> Any:
+        """The contents of the document supplied under `uri` or whose `$id` is `uri` (an empty
+        fragment ignored on either side), None when there is none."""
+        strip = lambda u: u[:-1] if isinstance(u, str) and u.endswith("#") else u  # noqa: E731
+        uri = strip(uri)
+        for key, contents, _ in self.items:
+            if strip(key) == uri or (isinstance(contents, dict) and strip(contents.get("$id")) == uri):
+                return contents
+        return None
+
     def cache_text(self) -> str:
         """Canonical text of every document (URI, dialect, contents with member order kept: it is
         the emission order); "" when there are none."""

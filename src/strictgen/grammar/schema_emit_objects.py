@@ -8,22 +8,24 @@ Members come in schema order by default (a key's slot decides it), or in any ord
 
 from __future__ import annotations
 
-from strictgen.errors import CompileTimeoutError, StrictgenError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
 from .automata import Language
 from .ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_trie, seq
 from .json_escapes import spelled_string
 from .json_value import json_container, json_string
 from .schema_counting import counting_language
-from .schema_key_sets import key_set_object
+from .schema_key_sets import key_set_object, submasks
 from .schema_emit_strings import ANY_STRING, spelled
 from .schema_ir import Formula, ObjP, pattern_language
 
-__all__ = ["MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
+__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
 
 MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
 MAX_REGIONS = 24  # beyond that: combinations some key can match
 MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
+KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the key sets are built at run time, which
+# costs a few small rules per object a document holds instead of ~2**n states compiled ahead
 
 
 class ObjectEmitter:
@@ -68,7 +70,7 @@ class ObjectEmitter:
             key = spelled_string(k)
             variants = [(seq(key, self.colon, self.ref(vf)), 0)]
             applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
-            for mask in _submasks(applicable):
+            for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
                 f = norm.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
                 if not self.is_empty(f):
                     variants.append((seq(key, self.colon, self.ref(f)), mask))
@@ -77,7 +79,9 @@ class ObjectEmitter:
         open_, close_more, close_first = self.open_close("{", "}")
         lo, hi = o.min, o.max
         n = len(slots)
-        if lo or hi is not None or exists or o.clauses or (self.any_order and n > 1):
+        # any_order matters with two listed members, or one and additional members (which may come first)
+        order_free = self.any_order and (n > 1 or (n == 1 and bool(extras)))
+        if lo or hi is not None or exists or o.clauses or order_free:
             # members appear in many states of the construction: make them rules, so that big
             # ones can be compiled once and called (see schema_rule_sizes.call_big_rules)
             slots = [([(self.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
@@ -95,7 +99,7 @@ class ObjectEmitter:
         def count(c: int) -> int:
             return c + 1 if hi is not None else min(c + 1, lo)
 
-        if self.any_order and n > 1:
+        if order_free:
             required_mask = sum(1 << j for j in range(n) if slots[j][1])
 
             def trans(state):
@@ -122,11 +126,21 @@ class ObjectEmitter:
                 used, c, first, sat, present = state
                 return (bin(used).count("1"), c, not first, bin(sat).count("1"))
 
-            if (1 << n) * n > 60_000:  # too many key sets to build ahead: built at run time
-                pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
-                return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
-                                                          lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists and not clauses))
-            return seq(open_, self.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
+            if (1 << n) * n <= KEY_SETS_AHEAD:
+                try:
+                    return seq(open_, self.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
+                except CompileTimeoutError:
+                    raise
+                except GrammarTooLargeError:
+                    if exists:  # the run-time key sets cannot follow those either
+                        raise
+            # too many key sets (or key sets x counts) to build ahead: built at run time
+            pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
+            mentioned = {k for cl in clauses for k, _ in cl}
+            return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
+                                                      lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
+                                                      clauses_hold=clauses_hold if clauses else None,
+                                                      clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
 
         def trans(state):
             k, c, first, sat, present = state
@@ -242,7 +256,7 @@ class ObjectEmitter:
             else:
                 key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
             members.append((seq(key_expr, self.colon, self.ref(vf)), 0))
-            for sub in _submasks(list(range(len(exists)))):
+            for sub in submasks((1 << len(exists)) - 1, nonempty=True):
                 chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
                 f = norm.and_(vf, *(e.schema for e in chosen))
                 if self.is_empty(f):
@@ -279,9 +293,3 @@ class ObjectEmitter:
         outs = [pattern_language(p) for i, p in enumerate(patterns) if not mask >> i & 1]
         base = intersect(*ins) if ins else ANY_STRING
         return difference(base, alt(*outs)) if outs else base
-
-
-def _submasks(indices: list[int]):
-    """Every non-empty subset of `indices`, as bit masks."""
-    for r in range(1, 1 << len(indices)):
-        yield sum(1 << indices[i] for i in range(len(indices)) if r >> i & 1)

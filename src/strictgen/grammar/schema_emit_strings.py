@@ -14,7 +14,7 @@ import hashlib
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
-from .automata import Language, dfa_size
+from .automata import Language, dfa_size, regular_dfa
 from .ir import (
     MAX_CODEPOINT,
     NOTHING,
@@ -35,6 +35,7 @@ from .ir import (
 )
 from .json_escapes import json_escaped
 from .json_value import json_string
+from .length_product import length_product
 from .schema_ir import AmongStrings, Format, Length, Matches, NotAll, pattern_language
 from .schema_rule_sizes import length_range
 
@@ -97,9 +98,11 @@ class StringEmitter:
         if long and len(atoms) == 1:
             # a long length bound alone: count characters with calls to one character rule
             body = json_string(repeat(self._char_rule(), lens[0].lo, lens[0].hi))
+        elif long and not self._length_product_small(atoms, lens[0]):
+            # too big to build ahead: (pattern state, count) pairs built as a document reaches them
+            rest = tuple(a for a in atoms if type(a) is not Length)
+            body = json_string(length_product(regular_dfa(string_language(rest)), lens[0].lo, lens[0].hi))
         else:
-            if long:
-                self._check_length_product(atoms, lens[0])
             body = escaped_string(atoms)
         if not long and len(lens) == len(atoms):
             return body
@@ -111,8 +114,9 @@ class StringEmitter:
         self.rules[name] = body
         return RuleRef(name)
 
-    def _check_length_product(self, atoms: tuple, length: Length) -> None:
-        """Refuse early when a long length bound meets a pattern/format whose product is too big.
+    def _length_product_small(self, atoms: tuple, length: Length) -> bool:
+        """Is the product of a long length bound and a pattern/format small enough to build ahead?
+        (Else it is built at run time, length_product.)
 
         The estimate (~4 product states per pattern state and count) is only a cheap pass: past
         it the raw-character product is built, since most patterns and formats collapse far below
@@ -121,24 +125,20 @@ class StringEmitter:
         rest = tuple(a for a in atoms if type(a) is not Length)
         lang = string_language(atoms)
         if not isinstance(lang, Intersect):
-            return  # the length bound was implied by the other atoms, or merged into one class
+            return True  # the length bound was implied by the other atoms, or merged into one class
         states = _raw_states(rest)
         if states is None:
-            return
+            return True
         count = max(length.lo, length.hi or 0)
         if 4 * states * count <= MAX_LENGTH_PRODUCT:
-            return
+            return True
         try:
             product = dfa_size(lang)
         except CompileTimeoutError:
             raise
         except GrammarTooLargeError:
             product = MAX_LENGTH_PRODUCT + 1
-        if product is not None and product > MAX_LENGTH_PRODUCT:
-            raise GrammarTooLargeError(
-                f"a string with a length bound of {count} and a pattern/format of {states} states needs more than "
-                f"{MAX_LENGTH_PRODUCT} automaton states"
-            )
+        return product is None or product <= MAX_LENGTH_PRODUCT
 
     def _char_rule(self) -> Expr:
         """One canonically spelled character, as a called rule: a length bound of N then costs

@@ -34,7 +34,8 @@ jsonschema judge of enum values) is composed of mixins, one concern each: schema
 `$dynamicRef`), schema_algebra (dnf, negation, disjointness), schema_applicators (allOf, anyOf,
 oneOf, not, if, dependencies, enum/const), schema_types (per-type keywords, unevaluated*). The
 schema IR is schema_ir, JSON values and errors schema_values, keyword vocabularies schema_dialects,
-other documents schema_documents.
+other documents schema_documents, the dialects a supplied metaschema's `$vocabulary` defines
+schema_vocabularies (`Vocabularies`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .schema_ir import FALSE, TRUE, Conj, Formula, SrcInfo
 from .schema_limits import malformed_subschema
 from .schema_refs import References
 from .schema_types import TypeKeywords
+from .schema_vocabularies import Vocabularies
 from .schema_values import FORMAT_MODES, Reporter, escape_pointer, invalid, json_equal, value_key
 
 __all__ = ["Normalizer", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
@@ -67,7 +69,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
+class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabularies):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None):
@@ -80,7 +82,6 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self.reporter = reporter or Reporter(True)
         self.formats = formats
         self.root = root
-        self._rj = rj
         self._formulas: dict[tuple, Formula] = {}
         self._dnf: dict[Formula, list[Conj]] = {}
         self._active: list[Formula] = []
@@ -97,12 +98,15 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
         self._dicts: list[dict] = []
+        self._dialects_by_uri: dict[str, Any] = {}  # custom dialects (schema_vocabularies)
+        self._dialects_by_name: dict[str, Any] = {}
+        self._judges: dict[tuple, Any] = {}
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
         self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
         if isinstance(root, dict):
-            spec = dialect_of(root)  # 2020-12 by default, also with an array-form `items`
+            spec = self.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
             if not isinstance(root.get("$id", ""), str):
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
@@ -205,7 +209,10 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         if got is None:
             vocab = DIALECT_KEYWORDS.get(getattr(f.src.spec, "name", ""))
             schema = f.src.schema
-            if vocab is None:
+            custom = self.vocabulary_view(f.src.spec, schema)
+            if custom is not None:
+                got = custom
+            elif vocab is None:
                 got = schema
             else:
                 got = {k: v for k, v in schema.items() if k in vocab or k not in ALL_KEYWORDS}
@@ -218,10 +225,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
-        spec = info.spec
-        dialect = schema.get("$schema")
-        if isinstance(dialect, str):
-            spec = self._rj.specification_with(dialect, default=spec)
+        spec = self.dialect_spec(schema, info.spec)
         resolver = self._entered(info.resolver, schema, spec)
         return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
 
@@ -313,7 +317,8 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         import jsonschema.validators as jv
 
         info = f.src
-        name = getattr(info.spec, "name", "")
+        custom = self.dialect(info.spec)
+        name = custom.base if custom is not None else getattr(info.spec, "name", "")
         cls = {
             "draft-03": jv.Draft3Validator,
             "draft-04": jv.Draft4Validator,
@@ -321,6 +326,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
             "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
         }.get(name) or legacy_items_2020_validator()
-        checker = cls.FORMAT_CHECKER if self.formats == "assert" else None
+        cls = self.judge_class(cls, info.spec)
+        checker = cls.FORMAT_CHECKER if self.format_asserted(info.spec) else None
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=info.resolver)

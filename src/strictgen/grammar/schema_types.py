@@ -128,7 +128,7 @@ class TypeKeywords:
             if self.check_pattern(p, ptr + "/pattern"):
                 atoms.append(Matches(p))
         if "format" in s:
-            atom = self.format_atom(s["format"], ptr + "/format")
+            atom = self.format_atom(s["format"], ptr + "/format", f.src.spec)
             if atom is not None:
                 atoms.append(atom)
         return tuple(atoms)
@@ -141,13 +141,13 @@ class TypeKeywords:
             return False
         return True
 
-    def format_atom(self, name: Any, ptr: str):
+    def format_atom(self, name: Any, ptr: str, spec: Any = None):
         from .formats import SUPPORTED_FORMATS
 
         if not isinstance(name, str):
             raise invalid("format must be a string", "format", ptr)
-        if self.formats == "annotate":
-            return None  # the 2020-12 default: format is only an annotation
+        if not self.format_asserted(spec):
+            return None  # the 2020-12 default (formats="annotate"): format is only an annotation
         if name in SUPPORTED_FORMATS:
             return Format(name)
         if name in ("regex", "idn-email", "idn-hostname"):

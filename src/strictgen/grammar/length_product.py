@@ -1,0 +1,134 @@
+"""A string language under a long length bound, as rules built at run time.
+
+`"pattern": "^(?:\\S+\\s+){0,49}\\S+$", "maxLength": 500` is regular, but its automaton pairs each
+pattern state with each count: ~10^5 states over UTF-8 bytes, and several times that once every
+JSON spelling is added, too big to build ahead. Here the pattern's minimal DFA is read as an
+automaton over whole characters, and each (pattern state, characters so far) is a member of a
+`LazyFamily` (like any_order's key sets, schema_key_sets), built the first time a document
+reaches it: a string of n characters builds n + 1 small rules, each one spelled character class
+per next state. A member is handed out only when an accepting state is still reachable within
+the bound (`_Lengths`), so every allowed token extends to a whole string.
+"""
+
+from __future__ import annotations
+
+from strictgen import regular
+from strictgen.errors import GrammarTooLargeError
+
+from .ir import EMPTY, NOTHING, Expr, Lazy, LazyFamily, alt, charset, seq
+from .json_escapes import json_escaped
+
+__all__ = ["LengthProduct", "length_product", "MAX_LAYERS"]
+
+MAX_LAYERS = 4096  # distinct "accepts in exactly k characters" state sets before they repeat
+_CONTINUATIONS = ((0xC0, 0xDF, 1, 0x1F), (0xE0, 0xEF, 2, 0x0F), (0xF0, 0xF7, 3, 0x07))  # lead bytes, continuations, payload mask
+
+
+def char_transitions(dfa: regular.DFA) -> list[dict[int, list[tuple[int, int]]]]:
+    """For each state of a byte-level DFA over UTF-8 text, the code point ranges by next state
+    (a state reached inside a character's bytes is never a key: whole characters only)."""
+    table = memoryview(dfa.table256()).cast("i")
+    memo: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+
+    def tails(s: int, r: int) -> list[tuple[int, int, int]]:
+        """(lo, hi, state): the values of r continuation bytes read from s, by end state."""
+        if r == 0:
+            return [(0, 0, s)]
+        got = memo.get((s, r))
+        if got is None:
+            got = []
+            for b in range(0x80, 0xC0):
+                t = table[s * 256 + b]
+                if t >= 0:
+                    shift = 6 * (r - 1)
+                    got.extend(((b & 0x3F) << shift | lo, (b & 0x3F) << shift | hi, e) for lo, hi, e in tails(t, r - 1))
+            memo[(s, r)] = got = _merged(got)
+        return got
+
+    out = []
+    for q in range(dfa.num_states):
+        runs = [(b, b, table[q * 256 + b]) for b in range(0x80) if table[q * 256 + b] >= 0]
+        for first, last, r, mask in _CONTINUATIONS:
+            for b in range(first, last + 1):
+                t = table[q * 256 + b]
+                if t >= 0:
+                    runs.extend(((b & mask) << 6 * r | lo, (b & mask) << 6 * r | hi, e) for lo, hi, e in tails(t, r))
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for lo, hi, e in _merged(runs):
+            by_target.setdefault(e, []).append((lo, hi))
+        out.append(by_target)
+    return out
+
+
+def _merged(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    out: list[tuple[int, int, int]] = []
+    for lo, hi, e in sorted(runs):
+        if out and out[-1][2] == e and out[-1][1] + 1 >= lo:
+            out[-1] = (out[-1][0], max(out[-1][1], hi), e)
+        else:
+            out.append((lo, hi, e))
+    return out
+
+
+class _Lengths:
+    """Which states accept after exactly k more characters, for every k: the sets S_k (S_0 the
+    accepting states, S_k+1 the predecessors of S_k) repeat from some k on, so a few sets answer
+    "can q accept within lo..hi more characters" for any bound."""
+
+    def __init__(self, succ: list[set[int]], accepting: frozenset):
+        layers: list[frozenset] = []
+        seen: dict[frozenset, int] = {}
+        layer = accepting
+        while layer not in seen:
+            if len(layers) >= MAX_LAYERS:
+                raise GrammarTooLargeError(f"a pattern under a length bound whose accepting lengths repeat only after {MAX_LAYERS} characters")
+            seen[layer] = len(layers)
+            layers.append(layer)
+            layer = frozenset(q for q in range(len(succ)) if succ[q] & layer)
+        self.layers, self.start = layers, seen[layer]
+        self.period = len(layers) - self.start
+
+    def possible(self, q: int, lo: int, hi: int | None) -> bool:
+        """Does q accept after k more characters for some lo <= k <= hi (hi None: unbounded)?"""
+        lo = max(lo, 0)
+        end = max(lo, self.start) + self.period  # past it the layers only repeat
+        if hi is not None:
+            end = min(end, hi)
+        for k in range(lo, end + 1):
+            i = k if k < self.start else self.start + (k - self.start) % self.period
+            if q in self.layers[i]:
+                return True
+        return False
+
+
+class LengthProduct(LazyFamily):
+    """Members (pattern state, characters read): the strings of the pattern's language from that
+    state whose length keeps the whole within lo..hi characters."""
+
+    def __init__(self, dfa: regular.DFA, lo: int, hi: int | None):
+        self.lo, self.hi = lo, hi
+        self.accepting = frozenset(q for q in range(dfa.num_states) if dfa.is_accepting(q))
+        moves = char_transitions(dfa)
+        self.moves = [[(json_escaped(charset(ranges), "all"), t) for t, ranges in sorted(m.items())] for m in moves]
+        self.lengths = _Lengths([set(m) for m in moves], self.accepting)
+        self.uses = ()
+
+    def alive(self, state) -> bool:
+        q, n = state
+        return self.lengths.possible(q, self.lo - n, None if self.hi is None else self.hi - n)
+
+    def body(self, state) -> Expr:
+        q, n = state
+        exits = [seq(chars, Lazy(self, (t, n + 1), ())) for chars, t in self.moves[q] if self.alive((t, n + 1))]
+        if q in self.accepting and n >= self.lo:
+            exits.append(EMPTY)
+        return alt(*exits) if exits else NOTHING
+
+
+def length_product(dfa: regular.DFA, lo: int, hi: int | None) -> Expr:
+    """The JSON string bodies (between the quotes) of the strings of `dfa`'s language (raw UTF-8)
+    with lo..hi characters, in every spelling, as a call of the family's first member."""
+    family = LengthProduct(dfa, lo, hi)
+    if not family.alive((0, 0)):
+        return NOTHING
+    return Lazy(family, (0, 0), ())
