@@ -56,9 +56,6 @@ def text(doc: dict, keys) -> str:
 
 # any_order with a single member slot (one listed key whose value can hold) used to take the
 # fixed-order construction, so other keys could only follow it: found here, fixed by issue 15v
-
-
-
 @pytest.mark.parametrize("schema", SCHEMAS, ids=[str(i) for i in range(len(SCHEMAS))])
 def test_any_order_objects_are_exactly_the_valid_ones(schema):
     judge = validator(schema)
