@@ -1,61 +1,198 @@
-"""uniqueItems for arrays of scalars whose items can take more values than a construction of
-item sets could hold (json_schema.MAX_FINITE_DOMAIN).
+"""uniqueItems for arrays whose items can take more values than a construction of item sets could
+hold (schema_emit_arrays.MAX_FINITE_DOMAIN).
 
 The grammar keeps the array as it is without uniqueItems, as a called rule whose name carries
-UNIQUE_MARK and the kinds of scalar its items may be: s string, i integer (no other number),
-n number, b boolean, z null. The matcher (compile/unique_items.py) follows such an array's items
-as text, remembers each item's value, and refuses the tokens that would complete (or fix the value
-of) a copy of an earlier one: 1, 1.0 and 1e0 are one value, and so are every JSON spelling of a
-string. That is only exact when an unfinished item can still become infinitely many values (the
-refusal of a token then never leaves a dead end), so the items allowed here are: strings with at
-most a minLength, numbers and integers without bounds or multipleOf (numbers only in the "any"
-spelling: the canonical one caps fraction digits), booleans and null. Other items: None (the
-caller refuses uniqueItems with a SchemaError naming it).
+UNIQUE_MARK and, as JSON, one item spec per position (the prefixItems, then the items after
+them). The matcher (compile/unique_items.py) follows such an array's items as text, keys each
+finished item by its JSON value (1 == 1.0, every spelling of a string, objects whatever their key
+order, true != 1) and refuses a token when the item it completes, or fixes the value of, is a copy
+of an earlier one.
+
+Why that leaves no dead end. Refusing a token is harmless as long as, right before it, the item
+can still become some value not seen yet: the way to that value passes no refused token (a token
+is refused only where every value left is seen). So the item kinds allowed here are the ones where
+a refusal always has such an alternative:
+
+* "infinite" kinds, which from every unfinished prefix can still become infinitely many values
+  (and the seen values are finitely many); their value is fixed only by their last byte:
+  - strings (`s`) whose raw-character language has a cycle reachable from every live state of
+    its minimal DFA (`_infinite_everywhere`: any string, minLength, most patterns and formats;
+    not maxLength, enums, `date` or `uuid`); the value is fixed by the closing quote;
+  - numbers (`n`) and integers (`i`) without bounds or multipleOf: more digits always give more
+    values; fixed by the byte after them, an integer already by `0` or `.` (then only zeros may
+    follow); numbers only in the "any" spelling (the canonical one caps fraction digits);
+  - open objects (`o`): no maxProperties or propertyNames, no key patterns, and additional
+    members allowed under some value; a member with a fresh name fits before any `}` (in schema
+    order additional members come last, in any order anywhere), so only the `}` fixes the value;
+  - open arrays (`a`): no maxItems or contains, and items after the prefix allowed; another
+    item fits before any `]` (with uniqueItems too when those items are of an infinite kind);
+* finite kinds, fixed as soon as their candidates run out: true/false/null (by their first
+  letter) and strings from an enum (the matcher keeps the enum values some spelling of the text
+  can still be, and refuses a byte after which all of them are seen). A position whose values are
+  all finite must have one unseen left: the matcher refuses the `,` that would start it otherwise,
+  and a position the array needs (index < minItems) must have more values than items before it.
+
+Finite strings mixed with infinite ones, enum numbers or containers, bounded numbers, strings with
+a finite language, closed objects (their value can be fixed inside, by a member's last byte) and
+`contains` are refused by the caller with a SchemaError naming uniqueItems.
 """
 
 from __future__ import annotations
 
-from .ir import Expr, RuleRef
-from .schema_key_sets import keep_called
+import json
 
-__all__ = ["UNIQUE_MARK", "unique_array_rule", "unique_scalar_kinds"]
+import numpy as np
+
+from strictgen.errors import CompileTimeoutError, StrictgenError
+
+from .automata import regular_dfa
+from .ir import Expr, RuleRef
+from .schema_emit_strings import string_language
+from .schema_key_sets import keep_called
+from .schema_ir import FALSE, Formula
+
+__all__ = ["UNIQUE_MARK", "INFINITE_KINDS", "unique_array_rule", "unique_item_spec", "unique_position_ok"]
 
 UNIQUE_MARK = "~unique:"
+INFINITE_KINDS = frozenset("sinao")
 
 
-def unique_scalar_kinds(dnf, canonical_numbers: bool) -> str | None:
-    """The kinds of scalar the items of `dnf` (a normalised item schema) may be, or None when an
-    item may be something this cannot follow exactly (a container, an enum, a bounded number, a
-    constrained string)."""
+def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
+    """The matcher's spec of an item position: {"k": infinite kinds, "s": enum strings (or None),
+    "l": the literals true/false/null it may be}; None when an item there may be something this
+    cannot follow exactly (see the module docstring)."""
     kinds: set[str] = set()
+    strings: set[str] = set()
+    literals: set = set()
+    dnf = [] if f is FALSE else emitter.norm.dnf(f)
     for c in dnf:
-        if c.values is not None or c.arr is not None or c.obj is not None:
-            return None
+        if c.values is not None:
+            for v in c.values:
+                if isinstance(v, bool) or v is None:
+                    literals.add(v)
+                elif isinstance(v, str):
+                    strings.add(v)
+                else:
+                    return None
+            continue
         if c.str is not None:
-            if any(a[0] != "len" or a[2] is not None for a in c.str):
+            ins = [a[1] for a in c.str if a[0] == "in"]
+            if ins:
+                rest = tuple(a for a in c.str if a[0] != "in")
+                strings.update(s for s in frozenset.intersection(*ins) if not rest or emitter.str_member(rest, s))
+            elif not _infinite_strings(c.str):
                 return None
-            kinds.add("s")
+            else:
+                kinds.add("s")
         n = c.num
         if n is not None:
             if n.nonint or n.lo is not None or n.hi is not None or n.mults or n.not_mults or n.excluded:
                 return None
-            if not n.int_only and canonical_numbers:
+            if not n.int_only and emitter.canonical_numbers:
                 return None
             kinds.add("i" if n.int_only else "n")
-        if c.bools:
-            kinds.add("b")
+        if c.arr is not None:
+            a = c.arr
+            if a.max is not None or a.contains or emitter.is_empty(a.items) or (a.unique and not _grows(emitter, a.items, depth)):
+                return None
+            kinds.add("a")
+        if c.obj is not None:
+            if not _open_object(emitter, c.obj):
+                return None
+            kinds.add("o")
+        literals.update(c.bools)
         if c.null:
-            kinds.add("z")
+            literals.add(None)
     if "n" in kinds:
         kinds.discard("i")
-    if not kinds & {"s", "i", "n"}:
-        return None  # booleans and null alone are a finite domain (handled by the item-set construction)
-    return "".join(sorted(kinds))
+    if strings and "s" in kinds:
+        return None  # a string prefix might be one only an enum value completes: not followed
+    return {"k": "".join(sorted(kinds)), "s": sorted(strings) if strings else None, "l": sorted(literals, key=json.dumps)}
 
 
-def unique_array_rule(rules: dict[str, Expr], body: Expr, kinds: str) -> RuleRef:
+def unique_position_ok(spec: dict, index: int) -> bool:
+    """Can an item at `index` (needed by minItems) always be new? Yes for infinite kinds; a
+    finite position needs more values than the `index` items before it."""
+    if set(spec["k"]) & INFINITE_KINDS:
+        return True
+    return len(spec["s"] or ()) + len(spec["l"]) > index
+
+
+def unique_array_rule(rules: dict[str, Expr], body: Expr, specs: list[dict]) -> RuleRef:
     """`body` (the whole array, brackets included) as a called rule the matcher recognises."""
-    name = f"unique{len(rules)}{UNIQUE_MARK}{kinds}"
+    name = f"unique{len(rules)}{UNIQUE_MARK}{json.dumps(specs, separators=(',', ':'), sort_keys=True)}"
     rules[name] = body
     keep_called(rules, name)
     return RuleRef(name)
+
+
+def _grows(emitter, items: Formula, depth: int) -> bool:
+    """Can a unique array of `items` always take one more item? When the items are of an
+    infinite kind (asked a few arrays deep at most)."""
+    spec = unique_item_spec(emitter, items, depth + 1) if depth < 3 else None
+    return spec is not None and bool(set(spec["k"]) & INFINITE_KINDS)
+
+
+def _open_object(emitter, o) -> bool:
+    """Does every object of `o` take another member before its `}`? Additional members under any
+    name (no key patterns, no propertyNames) with some value, and no maxProperties."""
+    if o.max is not None or o.key_atoms is not None:
+        return False
+    if any(r.kind == "pattern" or (r.kind == "other" and r.patterns) for r in o.rules):
+        return False
+    return not emitter.is_empty(emitter.norm.and_(*(r.schema for r in o.rules if r.kind == "other")))
+
+
+def _infinite_strings(atoms: tuple) -> bool:
+    """Can every live prefix of a string of `atoms` still become infinitely many strings? True
+    when every live state of the raw-character DFA reaches a state on a cycle."""
+    if not atoms:
+        return True
+    try:
+        dfa = regular_dfa(string_language(atoms))
+    except CompileTimeoutError:
+        raise
+    except StrictgenError:
+        return False
+    return dfa.can_finish() and _infinite_everywhere(dfa)
+
+
+def _infinite_everywhere(dfa) -> bool:
+    n = dfa.num_states
+    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(n, 256)
+    succ = [sorted(set(table[s][table[s] >= 0].tolist())) for s in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in succ[s]:
+            pred[t].append(s)
+
+    def back(starts) -> set[int]:
+        out, todo = set(starts), list(starts)
+        while todo:
+            for p in pred[todo.pop()]:
+                if p not in out:
+                    out.add(p)
+                    todo.append(p)
+        return out
+
+    acc = dfa.accepting()
+    live = back([s for s in range(n) if acc[s]])
+    reach, todo = {0} & live, [0] if 0 in live else []
+    while todo:
+        for t in succ[todo.pop()]:
+            if t in live and t not in reach:
+                reach.add(t)
+                todo.append(t)
+    # states on a cycle of live states: those that reach themselves
+    cyclic = set()
+    for s in reach:
+        seen, todo = set(), [t for t in succ[s] if t in live]
+        while todo:
+            t = todo.pop()
+            if t == s:
+                cyclic.add(s)
+                break
+            if t not in seen:
+                seen.add(t)
+                todo.extend(u for u in succ[t] if u in live)
+    return reach <= back(cyclic)
