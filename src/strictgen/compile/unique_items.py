@@ -28,6 +28,7 @@ from decimal import Decimal
 
 import numpy as np
 
+from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
 from strictgen.grammar.schema_unique import INFINITE_KINDS, UNIQUE_MARK
 from strictgen.tokenizer.trie import words_for
 
@@ -45,7 +46,7 @@ _WS = frozenset(b" \t\n\r")
 class Spec:
     """What the item at one position may be (schema_unique.unique_item_spec)."""
 
-    kinds: str  # infinite kinds: s string, i integer, n number, a array, o object
+    kinds: str  # infinite kinds: s string, i integer, n number, d canonical number, a array, o object
     strings: tuple | None  # enum strings (only without kind s)
     literals: tuple  # true/false/null
     int_only: bool
@@ -57,7 +58,7 @@ class Spec:
         finite = None
         if not set(kinds) & INFINITE_KINDS:
             finite = frozenset(item_key(v) for v in list(d["s"] or ()) + list(d["l"]))
-        return cls(kinds, tuple(d["s"]) if d["s"] is not None else None, tuple(d["l"]), "i" in kinds and "n" not in kinds, finite)
+        return cls(kinds, tuple(d["s"]) if d["s"] is not None else None, tuple(d["l"]), "i" in kinds and not {"n", "d"} & set(kinds), finite)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,9 @@ class Track:
 
     @property
     def mode(self) -> str:
-        return self.frames[-1].mode
+        """What the innermost frame is reading: "string" also inside a string of a container."""
+        f = self.frames[-1]
+        return "string" if f.in_string else f.mode
 
 
 class UniqueItems:
@@ -259,7 +262,9 @@ def _lex(f: Frame, b: int):
 
 def _container(f: Frame, b: int):
     """A frame reading an array or object item: follows strings and brackets; the closing one
-    finishes the item."""
+    finishes the item. Whitespace between tokens is left out of the text (it changes no value)."""
+    if b in _WS and not f.in_string:
+        return f
     text = f.text + bytes((b,))
     if f.in_string:
         if f.escaped:
@@ -287,7 +292,25 @@ def _number_byte(f: Frame, b: int):
         if key in f.seen:
             return VETO
         return replace(g, seen=f.seen | {key})
+    if "d" in f.spec.kinds and b"." in text and not _canonical_left(text, f.seen):
+        return VETO
     return g
+
+
+def _canonical_left(text: bytes, seen: frozenset) -> bool:
+    """Can a canonical number (at most MAX_FRACTION_DIGITS fraction digits) starting `text`
+    still be a value not in `seen`? With r digits free it can be 10**r values (the shorter ones
+    equal some with trailing zeros), less zero after `-0.`: listed only when that few."""
+    free = MAX_FRACTION_DIGITS - len(text.split(b".")[1])
+    if 10**free > len(seen):
+        return True
+    for n in range(10**free):
+        tail = f"{n:0{free}d}".encode() if free else b""
+        if text.startswith(b"-0.") and not (text[3:] + tail).strip(b"0"):
+            continue  # -0.000... is no canonical number
+        if item_key(Decimal((text + tail).decode())) not in seen:
+            return True
+    return False
 
 
 def _finish(f: Frame, key: str, mode: str):

@@ -20,7 +20,11 @@ a refusal always has such an alternative:
     not maxLength, enums, `date` or `uuid`); the value is fixed by the closing quote;
   - numbers (`n`) and integers (`i`) without bounds or multipleOf: more digits always give more
     values; fixed by the byte after them, an integer already by `0` or `.` (then only zeros may
-    follow); numbers only in the "any" spelling (the canonical one caps fraction digits);
+    follow);
+  - canonical numbers (`d`, JsonStyle numbers="canonical"): the same, except that their fraction
+    stops at MAX_FRACTION_DIGITS: with r fraction digits still free a prefix can become exactly
+    10**r values (fewer than `-0.` plus zeros can), so the matcher also refuses a fraction digit
+    after which all of them are seen (it lists them only when 10**r is at most the items seen);
   - open objects (`o`): no maxProperties or propertyNames, no key patterns, and additional
     members allowed under some value; a member with a fresh name fits before any `}` (in schema
     order additional members come last, in any order anywhere), so only the `}` fixes the value;
@@ -54,7 +58,7 @@ from .schema_ir import FALSE, Formula
 __all__ = ["UNIQUE_MARK", "INFINITE_KINDS", "unique_array_rule", "unique_item_spec", "unique_position_ok"]
 
 UNIQUE_MARK = "~unique:"
-INFINITE_KINDS = frozenset("sinao")
+INFINITE_KINDS = frozenset("sindao")
 
 
 def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
@@ -88,9 +92,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
         if n is not None:
             if n.nonint or n.lo is not None or n.hi is not None or n.mults or n.not_mults or n.excluded:
                 return None
-            if not n.int_only and emitter.canonical_numbers:
-                return None
-            kinds.add("i" if n.int_only else "n")
+            kinds.add("i" if n.int_only else "d" if emitter.canonical_numbers else "n")
         if c.arr is not None:
             a = c.arr
             if a.max is not None or a.contains or emitter.is_empty(a.items) or (a.unique and not _grows(emitter, a.items, depth)):
@@ -103,7 +105,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
         literals.update(c.bools)
         if c.null:
             literals.add(None)
-    if "n" in kinds:
+    if kinds & {"n", "d"}:
         kinds.discard("i")
     if strings and "s" in kinds:
         return None  # a string prefix might be one only an enum value completes: not followed
