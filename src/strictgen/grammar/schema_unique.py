@@ -28,8 +28,8 @@ a refusal always has such an alternative:
   - open objects (`o`): no maxProperties or propertyNames, no key patterns, and additional
     members allowed under some value; a member with a fresh name fits before any `}` (in schema
     order additional members come last, in any order anywhere), so only the `}` fixes the value;
-  - open arrays (`a`): no maxItems or contains, and items after the prefix allowed; another
-    item fits before any `]` (with uniqueItems too when those items are of an infinite kind);
+  - open arrays (`a`): no maxItems or contains, and every prefix position and the items after
+    them allowed; another item fits before any `]` (with uniqueItems too when those items are of an infinite kind);
 * finite kinds, fixed as soon as their candidates run out: true/false/null (by their first
   letter) and strings from an enum (the matcher keeps the enum values some spelling of the text
   can still be, and refuses a byte after which all of them are seen). A position whose values are
@@ -95,7 +95,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
             kinds.add("i" if n.int_only else "d" if emitter.canonical_numbers else "n")
         if c.arr is not None:
             a = c.arr
-            if a.max is not None or a.contains or emitter.is_empty(a.items) or (a.unique and not _grows(emitter, a.items, depth)):
+            if a.max is not None or a.contains or any(emitter.is_empty(x) for x in a.prefix + (a.items,)) or (a.unique and not _grows(emitter, a.items, depth)):
                 return None
             kinds.add("a")
         if c.obj is not None:
@@ -160,41 +160,41 @@ def _infinite_strings(atoms: tuple) -> bool:
 
 
 def _infinite_everywhere(dfa) -> bool:
+    """Linear: peel off the live states whose live successors are all peeled (they reach no
+    cycle); what remains reaches one. Every live state reachable from the start must remain."""
     n = dfa.num_states
     table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(n, 256)
-    succ = [sorted(set(table[s][table[s] >= 0].tolist())) for s in range(n)]
+    src = np.repeat(np.arange(n, dtype=np.int64), 256)
+    dst = table.ravel().astype(np.int64)
+    keep = dst >= 0
+    edges = np.unique(src[keep] * n + dst[keep])
+    succ: list[list[int]] = [[] for _ in range(n)]
     pred: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for t in succ[s]:
-            pred[t].append(s)
-
-    def back(starts) -> set[int]:
-        out, todo = set(starts), list(starts)
-        while todo:
-            for p in pred[todo.pop()]:
-                if p not in out:
-                    out.add(p)
-                    todo.append(p)
-        return out
-
+    for e in edges.tolist():
+        a, b = divmod(e, n)
+        succ[a].append(b)
+        pred[b].append(a)
     acc = dfa.accepting()
-    live = back([s for s in range(n) if acc[s]])
-    reach, todo = {0} & live, [0] if 0 in live else []
+    live = _closure([s for s in range(n) if acc[s]], pred, None)
+    reach = _closure([0] if 0 in live else [], succ, live)
+    out = {s: sum(t in live for t in succ[s]) for s in live}
+    todo = [s for s, k in out.items() if k == 0]
+    peeled = set(todo)
     while todo:
-        for t in succ[todo.pop()]:
-            if t in live and t not in reach:
-                reach.add(t)
+        for p in pred[todo.pop()]:
+            if p in live and p not in peeled:
+                out[p] -= 1
+                if out[p] == 0:
+                    peeled.add(p)
+                    todo.append(p)
+    return not reach & peeled
+
+
+def _closure(starts: list[int], edges: list[list[int]], within: set[int] | None) -> set[int]:
+    out, todo = set(starts), list(starts)
+    while todo:
+        for t in edges[todo.pop()]:
+            if t not in out and (within is None or t in within):
+                out.add(t)
                 todo.append(t)
-    # states on a cycle of live states: those that reach themselves
-    cyclic = set()
-    for s in reach:
-        seen, todo = set(), [t for t in succ[s] if t in live]
-        while todo:
-            t = todo.pop()
-            if t == s:
-                cyclic.add(s)
-                break
-            if t not in seen:
-                seen.add(t)
-                todo.extend(u for u in succ[t] if u in live)
-    return reach <= back(cyclic)
+    return out
