@@ -36,6 +36,8 @@ CASES = {
     "prefix": ({"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "uniqueItems": True}, [True, False, "foo", 1, [False], {"x": None}]),
     "enum": ({"type": "array", "items": {"enum": COLORS + [None]}, "uniqueItems": True}, COLORS + [None]),
     "pattern": ({"type": "array", "items": {"type": "string", "pattern": "^[a-c]+$"}, "uniqueItems": True, "minItems": 1}, ["a", "b", "ab", "abc", "c"]),
+    "short": ({"type": "array", "items": {"anyOf": [{"type": "string", "pattern": "^[ab]{1,2}$"}, {"enum": ["c", "\u00e9"]}]}, "uniqueItems": True},
+              ["a", "b", "aa", "ab", "ba", "bb", "c", "\u00e9"]),
     "objects": (
         {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}, "t": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
                                     "required": ["a"]}, "uniqueItems": True},

@@ -30,6 +30,7 @@ def specs(schema: dict, **kw) -> list:
         ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, "o"),
         ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "a"),
         ({"type": ["integer", "boolean"]}, "i"),
+        ({"anyOf": [{"enum": [f"v{i}" for i in range(20)]}, {"type": "string", "minLength": 3}]}, "s"),  # "v1" can go on as "v1x"
     ],
 )
 def test_items_followed(items, kinds):
@@ -39,13 +40,8 @@ def test_items_followed(items, kinds):
 @pytest.mark.parametrize(
     "items",
     [
-        {"type": "string", "pattern": "^a+b?$"},  # after "ab" only "ab" itself
-        {"type": "string", "pattern": "^#[0-9a-f]{6}$"},
-        {"type": "string", "format": "date"},
-        {"type": "string", "maxLength": 30},
         {"type": "integer", "minimum": 0},
         {"enum": [[1], [2]] + list(range(20))},
-        {"anyOf": [{"enum": [f"v{i}" for i in range(20)]}, {"type": "string", "minLength": 3}]},
         {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
         {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
         {"type": "object", "propertyNames": {"maxLength": 3}},
@@ -57,6 +53,21 @@ def test_items_refused_by_name(items):
     with pytest.raises(SchemaError) as info:
         json_schema_grammar({"type": "array", "items": items, "uniqueItems": True})
     assert info.value.keyword == "uniqueItems" and info.value.pointer == "/uniqueItems"
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        {"type": "string", "pattern": "^a+b?$"},  # after "ab" only "ab" itself
+        {"type": "string", "pattern": "^#[0-9a-f]{6}$"},
+        {"type": "string", "format": "date"},
+        {"type": "string", "maxLength": 30},
+        {"anyOf": [{"enum": [f"v{i}" for i in range(20)]}, {"type": "string", "pattern": "^#[0-9]{3}$"}]},
+    ],
+)
+def test_strings_that_can_run_out_are_counted(items):
+    spec = specs({"type": "array", "items": items, "uniqueItems": True})[-1]
+    assert "s" not in spec["k"] and spec["s"] is None and "r" in spec
 
 
 def test_enums_positions_and_numbers():

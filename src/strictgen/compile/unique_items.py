@@ -30,9 +30,10 @@ import numpy as np
 
 from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
 from strictgen.grammar.schema_unique import INFINITE_KINDS, UNIQUE_MARK
+from strictgen.grammar.schema_unique_strings import StringCounter, escape_ranges
 from strictgen.tokenizer.trie import words_for
 
-from .unique_spelling import consistent
+from .unique_spelling import consistent, split_text
 
 VETO = object()  # what `advance` returns for data that would repeat an item
 _NUMBER = frozenset(b"0123456789+-.eE")
@@ -50,15 +51,29 @@ class Spec:
     strings: tuple | None  # enum strings (only without kind s)
     literals: tuple  # true/false/null
     int_only: bool
-    finite_keys: frozenset | None  # the keys of every value, when all are finite
+    finite_keys: frozenset | None  # the keys of every value, when all are finite and listed
+    lang: StringCounter | None = None  # strings of a language that can run out (counted)
 
     @classmethod
     def of(cls, d: dict) -> "Spec":
         kinds = d["k"]
         finite = None
-        if not set(kinds) & INFINITE_KINDS:
+        lang = StringCounter.of(*d["r"]) if "r" in d else None
+        if not set(kinds) & INFINITE_KINDS and lang is None:
             finite = frozenset(item_key(v) for v in list(d["s"] or ()) + list(d["l"]))
-        return cls(kinds, tuple(d["s"]) if d["s"] is not None else None, tuple(d["l"]), "i" in kinds and not {"n", "d"} & set(kinds), finite)
+        return cls(kinds, tuple(d["s"]) if d["s"] is not None else None, tuple(d["l"]), "i" in kinds and not {"n", "d"} & set(kinds), finite, lang)
+
+    def exhausted(self, seen: frozenset) -> bool:
+        """Is every value an item here can be among `seen`? (the `,` before it is refused)"""
+        if self.finite_keys is not None:
+            return self.finite_keys <= seen
+        if self.lang is None or set(self.kinds) & INFINITE_KINDS:
+            return False
+        total = self.lang.total()
+        if total is None or total + len(self.literals) > len(seen):
+            return False
+        strings = [v for v in _seen_strings(seen) if self.lang.accepts(v)]
+        return len(strings) == total and all(item_key(v) in seen for v in self.literals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,13 +196,13 @@ class UniqueItems:
             return c["not_opening"]
         f = track.frames[-1]
         outer = len(track.frames) > 1  # an outer item may end at a closing bracket
-        if f.mode == "string" and f.candidates is None:
+        if f.mode == "string" and f.candidates is None and f.spec.lang is None:
             base = c["no_quote"]
         elif f.mode == "container":
             base = c["no_bracket"]
         elif f.mode == "between" and not f.seen:
             base = c["no_comma"]
-        elif f.mode == "between" and f.spec.finite_keys is None and f.spec.strings is None:
+        elif f.mode == "between" and f.spec.finite_keys is None and f.spec.strings is None and f.spec.lang is None:
             base = c["starts_item"]
         else:
             base = c["special"]
@@ -224,12 +239,12 @@ def _lex(f: Frame, b: int):
             return None
         if b == 0x2C:  # ,: the next item's position must have a new value left
             nxt = replace(f, index=f.index + 1)
-            keys = nxt.spec.finite_keys
-            return VETO if keys is not None and keys <= f.seen else nxt
+            return VETO if nxt.spec.exhausted(f.seen) else nxt
         if b == 0x22:
             spec = f.spec
-            g = replace(f, mode="string", text=b'"', escaped=False, candidates=None if "s" in spec.kinds else spec.strings or ())
-            return g if g.candidates is None else _check_candidates(g)
+            listed = "s" not in spec.kinds and spec.lang is None
+            g = replace(f, mode="string", text=b'"', escaped=False, candidates=spec.strings or () if listed else None)
+            return _check_string(g)
         if b in _DIGIT_START:
             return _number_byte(replace(f, mode="number", text=b""), b)
         if b in _LITERALS:
@@ -247,7 +262,7 @@ def _lex(f: Frame, b: int):
             return _finish(replace(f, text=text), _text_key(text), "between")
         else:
             g = replace(f, text=text)
-        return _check_candidates(g) if g.candidates is not None else g
+        return _check_string(g)
     if mode == "number":
         if b in _NUMBER:
             return _number_byte(f, b)
@@ -320,12 +335,61 @@ def _finish(f: Frame, key: str, mode: str):
     return replace(f, seen=f.seen | {key}, mode=mode, text=f.text if mode == "literal" else b"", candidates=None, depth=0)
 
 
-def _check_candidates(f: Frame):
-    """An enum string: keep the values its text can still be; VETO when all of them are seen."""
-    cands = consistent(f.text, f.candidates)
-    if all(item_key(v) in f.seen for v in cands):
-        return VETO
-    return replace(f, candidates=cands)
+def _check_string(f: Frame):
+    """A string that can run out: an enum keeps the values its text can still be, a counted
+    language counts them; VETO when all of them are seen."""
+    if f.candidates is not None:
+        cands = consistent(f.text, f.candidates)
+        if all(item_key(v) in f.seen for v in cands):
+            return VETO
+        return replace(f, candidates=cands)
+    lang = f.spec.lang
+    if lang is None or not f.seen:
+        return f
+    return VETO if _lang_exhausted(lang, f.text, f.seen) else f
+
+
+def _lang_exhausted(lang: StringCounter, text: bytes, seen: frozenset) -> bool:
+    """Is every string of `lang` that the open string `text` can still spell among `seen`?"""
+    decoded, tail = split_text(text[1:])
+    state = lang.walk(decoded.encode("utf-8", "surrogatepass"))
+    if state < 0:
+        return False  # not in the language at all: another kind of string (the grammar decides)
+    cap = sum(1 for _ in _seen_strings(seen))
+    if tail.startswith("\\"):
+        ranges = escape_ranges(tail)
+        count = 0
+        for lo, hi in ranges:
+            got = lang.count(state, lo, hi, cap)
+            if got is None:
+                return False
+            count += got
+    else:
+        raw = tail.encode("latin-1")
+        state = lang.walk(raw, state)
+        if state < 0:
+            return False
+        count = lang.counts[state]
+        ranges = None
+    if count is None or count > cap:
+        return False
+    n = len(decoded)
+    hits = 0
+    for v in _seen_strings(seen):
+        if not v.startswith(decoded) or not lang.accepts(v):
+            continue
+        rest = v[n:]
+        if ranges is not None:
+            if not rest or not any(lo <= ord(rest[0]) <= hi for lo, hi in ranges):
+                continue
+        elif tail and not rest.encode("utf-8", "surrogatepass").startswith(tail.encode("latin-1")):
+            continue
+        hits += 1
+    return hits == count
+
+
+def _seen_strings(seen: frozenset):
+    return (json.loads(k) for k in seen if k.startswith('"'))
 
 
 def _fixed(text: bytes) -> bool:

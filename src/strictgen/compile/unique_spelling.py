@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["consistent"]
+__all__ = ["consistent", "split_text"]
 
 _SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -20,7 +20,7 @@ _SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": 
 def consistent(text: bytes, values: tuple) -> tuple:
     """The strings of `values` that some spelling extending `text` (an open JSON string, from
     its opening quote, before its closing one) can still spell."""
-    decoded, pending = _split(text[1:])
+    decoded, pending = split_text(text[1:])
     out = []
     for v in values:
         if not v.startswith(decoded):
@@ -47,7 +47,7 @@ def _spellings(c: str) -> list[str]:
     return out
 
 
-def _split(body: bytes) -> tuple[str, str]:
+def split_text(body: bytes) -> tuple[str, str]:
     """(the characters `body` spells completely, its unfinished tail): the tail as latin-1 text
     of its bytes, escapes lowercased; a high surrogate escape waits for its low half."""
     i, n, cut = 0, len(body), 0

@@ -59,8 +59,8 @@ class ArrayEmitter:
                 self.reporter.refuse(
                     "uniqueItems is only enforced when the items take at most "
                     f"{MAX_FINITE_DOMAIN} possible values (or maxItems <= 1), or are values the matcher can follow "
-                    "exactly (any value; strings of an infinite language or an enum; numbers without bounds or "
-                    "multipleOf; booleans; null; objects open to additional members; arrays without maxItems)",
+                    "exactly (any value; strings; numbers without bounds or multipleOf; booleans; null; enums of "
+                    "strings; objects open to additional members; arrays without maxItems)",
                     "uniqueItems",
                     ptr,
                 )

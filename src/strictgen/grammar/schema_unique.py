@@ -15,9 +15,9 @@ a refusal always has such an alternative:
 
 * "infinite" kinds, which from every unfinished prefix can still become infinitely many values
   (and the seen values are finitely many); their value is fixed only by their last byte:
-  - strings (`s`) whose raw-character language has a cycle reachable from every live state of
-    its minimal DFA (`_infinite_everywhere`: any string, minLength, most patterns and formats;
-    not maxLength, enums, `date` or `uuid`); the value is fixed by the closing quote;
+  - strings (`s`) whose raw-character language (the union of the position's string clauses)
+    has a cycle reachable from every live state of its minimal DFA (`_infinite_everywhere`: any
+    string, minLength, most patterns and formats); the value is fixed by the closing quote;
   - numbers (`n`) and integers (`i`) without bounds or multipleOf: more digits always give more
     values; fixed by the byte after them, an integer already by `0` or `.` (then only zeros may
     follow);
@@ -30,15 +30,17 @@ a refusal always has such an alternative:
     order additional members come last, in any order anywhere), so only the `}` fixes the value;
   - open arrays (`a`): no maxItems or contains, and every prefix position and the items after
     them allowed; another item fits before any `]` (with uniqueItems too when those items are of an infinite kind);
-* finite kinds, fixed as soon as their candidates run out: true/false/null (by their first
-  letter) and strings from an enum (the matcher keeps the enum values some spelling of the text
-  can still be, and refuses a byte after which all of them are seen). A position whose values are
-  all finite must have one unseen left: the matcher refuses the `,` that would start it otherwise,
-  and a position the array needs (index < minItems) must have more values than items before it.
+* kinds that can run out, fixed as soon as their candidates do: true/false/null (by their first
+  letter); strings from an enum (the matcher keeps the enum values some spelling of the text can
+  still be); strings of any other language (`r`: maxLength, `^#[0-9a-f]{6}$`, `date`, an enum
+  beside a pattern), whose strings the text can still spell the matcher counts on the language's
+  DFA (schema_unique_strings.py). A byte after which all of them are seen is refused. A position
+  whose values can all run out must keep one unseen: the matcher refuses the `,` that would start
+  it otherwise, and a position the array needs (index < minItems) must have more values than
+  items before it (unique_position_ok).
 
-Finite strings mixed with infinite ones, enum numbers or containers, bounded numbers, strings with
-a finite language, closed objects (their value can be fixed inside, by a member's last byte) and
-`contains` are refused by the caller with a SchemaError naming uniqueItems.
+Enum numbers or containers, bounded numbers, closed objects (their value can be fixed inside, by a
+member's last byte) and `contains` are refused by the caller with a SchemaError naming uniqueItems.
 """
 
 from __future__ import annotations
@@ -47,12 +49,15 @@ import json
 
 import numpy as np
 
+from strictgen import regular
 from strictgen.errors import CompileTimeoutError, StrictgenError
 
-from .automata import regular_dfa
+from .automata import MAX_DFA_STATES, regular_dfa
+from .json_spelling import SPELL_ALL_STATES, SPELLED_FACTOR
 from .ir import Expr, RuleRef
 from .schema_emit_strings import string_language
 from .schema_key_sets import keep_called
+from .schema_unique_strings import StringCounter, atoms_to_json
 from .schema_ir import FALSE, Formula
 
 __all__ = ["UNIQUE_MARK", "INFINITE_KINDS", "unique_array_rule", "unique_item_spec", "unique_position_ok"]
@@ -63,11 +68,13 @@ INFINITE_KINDS = frozenset("sindao")
 
 def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
     """The matcher's spec of an item position: {"k": infinite kinds, "s": enum strings (or None),
-    "l": the literals true/false/null it may be}; None when an item there may be something this
-    cannot follow exactly (see the module docstring)."""
+    "l": the literals true/false/null it may be, "r": [string clause atoms, enum strings] of
+    strings that are counted}; None when an item there may be something this cannot follow
+    exactly (see the module docstring)."""
     kinds: set[str] = set()
     strings: set[str] = set()
     literals: set = set()
+    languages: list[tuple] = []  # the atoms of each string clause not an enum
     dnf = [] if f is FALSE else emitter.norm.dnf(f)
     for c in dnf:
         if c.values is not None:
@@ -84,10 +91,10 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
             if ins:
                 rest = tuple(a for a in c.str if a[0] != "in")
                 strings.update(s for s in frozenset.intersection(*ins) if not rest or emitter.str_member(rest, s))
-            elif not _infinite_strings(c.str):
-                return None
             else:
-                kinds.add("s")
+                languages.append(c.str)
+                if _infinite_strings(c.str):
+                    kinds.add("s")
         n = c.num
         if n is not None:
             if n.nonint or n.lo is not None or n.hi is not None or n.mults or n.not_mults or n.excluded:
@@ -107,9 +114,21 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
             literals.add(None)
     if kinds & {"n", "d"}:
         kinds.discard("i")
-    if strings and "s" in kinds:
-        return None  # a string prefix might be one only an enum value completes: not followed
-    return {"k": "".join(sorted(kinds)), "s": sorted(strings) if strings else None, "l": sorted(literals, key=json.dumps)}
+    spec = {"k": "".join(sorted(kinds)), "s": sorted(strings) if strings else None, "l": sorted(literals, key=json.dumps)}
+    if languages and (strings or len(languages) > 1 or "s" not in kinds):
+        # strings that can run out, or an enum beside a language: counted (schema_unique_strings)
+        counter = _counter(languages, spec["s"])
+        if counter is None:
+            return None
+        everywhere = counter.total() is None and _infinite_everywhere(counter.dfa)
+        if not everywhere and not all(_every_spelling(a) for a in languages):
+            return None  # the text could start an escape of a character no spelling allows
+        if everywhere:
+            spec["k"], spec["s"] = "".join(sorted(kinds | {"s"})), None
+        else:
+            spec["k"], spec["s"] = spec["k"].replace("s", ""), None
+            spec["r"] = [[atoms_to_json(a) for a in languages], sorted(strings)]
+    return spec
 
 
 def unique_position_ok(spec: dict, index: int) -> bool:
@@ -117,7 +136,21 @@ def unique_position_ok(spec: dict, index: int) -> bool:
     finite position needs more values than the `index` items before it."""
     if set(spec["k"]) & INFINITE_KINDS:
         return True
-    return len(spec["s"] or ()) + len(spec["l"]) > index
+    strings = len(spec["s"] or ())
+    if "r" in spec:
+        strings = StringCounter.of(*spec["r"]).total()
+        if strings is None:
+            return True
+    return strings + len(spec["l"]) > index
+
+
+def _counter(languages: list[tuple], strings) -> StringCounter | None:
+    try:
+        return StringCounter.of([atoms_to_json(a) for a in languages], sorted(strings or ()))
+    except CompileTimeoutError:
+        raise
+    except StrictgenError:
+        return None
 
 
 def unique_array_rule(rules: dict[str, Expr], body: Expr, specs: list[dict]) -> RuleRef:
@@ -145,18 +178,35 @@ def _open_object(emitter, o) -> bool:
     return not emitter.is_empty(emitter.norm.and_(*(r.schema for r in o.rules if r.kind == "other")))
 
 
+def _every_spelling(atoms: tuple) -> bool:
+    """Does the grammar spell every character of these strings every JSON way? (json_spelling:
+    a big automaton gets printable ASCII raw only; counting the strings an escape can still
+    become assumes every character has its escapes.)"""
+    dfa = _raw_dfa(atoms)
+    if dfa is None:
+        return False
+    n = dfa.num_states
+    limit = min(MAX_DFA_STATES, SPELLED_FACTOR * n + 5_000)
+    return n <= SPELL_ALL_STATES and regular.json_spellings(dfa.table256(), dfa.accepting(), limit, True) is not None
+
+
 def _infinite_strings(atoms: tuple) -> bool:
     """Can every live prefix of a string of `atoms` still become infinitely many strings? True
     when every live state of the raw-character DFA reaches a state on a cycle."""
     if not atoms:
         return True
+    dfa = _raw_dfa(atoms)
+    return dfa is not None and dfa.can_finish() and _infinite_everywhere(dfa)
+
+
+def _raw_dfa(atoms: tuple):
+    """The minimal raw-UTF-8 DFA of the strings of `atoms` (None: too big to build)."""
     try:
-        dfa = regular_dfa(string_language(atoms))
+        return regular_dfa(string_language(atoms))
     except CompileTimeoutError:
         raise
     except StrictgenError:
-        return False
-    return dfa.can_finish() and _infinite_everywhere(dfa)
+        return None
 
 
 def _infinite_everywhere(dfa) -> bool:
