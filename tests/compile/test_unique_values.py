@@ -169,3 +169,16 @@ def test_canonical_numbers_run_out_of_fraction_digits(compiler, qwen):
     m = sg.GrammarMatcher(g)
     assert m.accept_string("[-0.5, 0.5, 1, 1") and not m.accept_string(".0]") and m.accept_string(".25]") and m.can_end()
     assert compiler.compile_json_schema({"uniqueItems": True}, numbers="canonical").unique_items is not None
+
+
+def test_a_language_that_runs_out_is_counted(compiler):
+    """Strings of a finite language: a byte is refused once every string it leaves possible is an
+    item, raw or escaped (an escape half written counts the characters it can still become)."""
+    g = compiler.compile_json_schema({"type": "array", "items": {"type": "string", "pattern": "^#[0-9a-f]{2}$"}, "uniqueItems": True})
+    used = "[" + ", ".join(f'"#0{c}"' for c in "0123456789abcdef")
+    for text, ok in [(', "#0', False), (', "#\\u0030', False), (', "#\\u003', True), (', "#\\u0031', True), (', "#1', True), (', "#', True)]:
+        m = sg.GrammarMatcher(g)
+        assert m.accept_string(used) and m.accept_string(text) == ok, text
+    g = compiler.compile_json_schema({"type": "array", "items": {"type": "string", "maxLength": 1, "pattern": "^[ab]*$"}, "uniqueItems": True})
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string('["", "b", "\\u0061"') and not m.accept_string(",") and m.accept_string("]") and m.can_end()

@@ -9,13 +9,19 @@ inside an item of another gets a frame of its own on top, so a `Track` is a stac
 A finished item is keyed by its JSON value (`item_key`: numbers by exact value, so 1, 1.0 and
 1e0 are one value; strings by their decoded text, whatever the spelling; objects with sorted keys;
 true distinct from 1). A token is refused when it completes, or fixes the value of, a copy of an
-earlier item: a string at its closing quote (an enum string as soon as every enum value its text
-can still be is seen), a number at the byte after it (an integer as soon as `0` or `.` leaves it
-one value), true/false/null at their first letter, an object or array at its closing bracket; and
-the `,` that would start an item at a position whose values (all finite) are all seen.
+earlier item: a string at its closing quote (a string that can run out as soon as every value
+its text can still spell is seen: enum values are listed, other languages counted on their DFA,
+schema_unique_strings.py), a number at the byte after it (an integer as soon as `0` or `.` leaves
+it one value, a canonical number at the fraction digit after which all its values are seen),
+true/false/null at their first letter, an object or array at its closing bracket; and the `,`
+that would start an item at a position whose values can run out and all are seen.
 schema_unique.py admits only items where a refusal leaves another way to a new value, so a
 refusal never leaves the matcher at a dead end. Tracks are immutable: the matcher keeps one per
 accepted token, so rollback is a pop.
+
+Where the machine's stacks disagree (an `anyOf` of an array with uniqueItems and an overlapping
+one without), the array is followed as soon as one stack is inside it: a document valid only
+through the other array can be refused (a false reject), none is accepted that no branch allows.
 """
 
 from __future__ import annotations
