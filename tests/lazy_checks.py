@@ -66,7 +66,7 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
             row = machine.compute_row(m.state)
             live = _ORDER[row[_ORDER] != 0].tolist()
             if tracked and m._tracks[-1] is not None and m._tracks[-1].mode in ("string", "number"):
-                live = live[:3]  # items differ by their text: a few ways on each are enough
+                live = live[:4]  # items differ by their text: a few ways on each are enough (4: a repeated 1.0 needs a 1 past "]0,")
             if path:
                 m.rollback(1)
             for b in live:

@@ -109,7 +109,8 @@ def test_unique_arrays_inside_objects_each_start_fresh(compiler):
 
 
 def test_items_it_cannot_follow_are_refused_by_name(compiler):
-    for items in [{"type": "string", "maxLength": 3}, {"type": "integer", "maximum": 100}, {"type": "object"}, {"enum": list(range(20))}]:
+    for items in [{"type": "integer", "maximum": 100}, {"enum": list(range(20))}, {"type": "object", "maxProperties": 3}, {"type": "array", "maxItems": 2},
+                  {"type": "object", "additionalProperties": False, "properties": {"a": {"type": "integer"}}}]:
         with pytest.raises(SchemaError) as info:
             compiler.compile_json_schema({"type": "array", "items": items, "uniqueItems": True})
         assert info.value.keyword == "uniqueItems" and info.value.pointer == "/uniqueItems"

@@ -74,7 +74,7 @@ run time (length_product).
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite, at most
-one item is allowed, or the items are scalars the matcher can follow (schema_unique.py), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
+one item is allowed, or the items are values the matcher can follow exactly (schema_unique.py), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
 `multiple_of.MAX_MODULUS` (its remainder automaton has p states; a plain multipleOf that large is a
 GrammarTooLargeError), oneOf whose
 branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:

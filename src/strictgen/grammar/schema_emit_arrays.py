@@ -13,12 +13,13 @@ from .ir import NOTHING, Alt, Expr, Seq, alt, repeat, seq
 from .json_value import json_container
 from .schema_counting import counting_language
 from .schema_ir import FALSE, TRUE, ArrP, Formula, keyword_pointer
-from .schema_unique import unique_array_rule, unique_scalar_kinds
+from .schema_unique import unique_array_rule, unique_item_spec, unique_position_ok
 from .schema_values import json_equal, value_key
 
 __all__ = ["ArrayEmitter", "MAX_FINITE_DOMAIN"]
 
 MAX_FINITE_DOMAIN = 12  # item values for uniqueItems
+_NO_ITEMS = {"k": "", "s": None, "l": []}  # the spec of a position past maxItems
 
 
 class ArrayEmitter:
@@ -50,15 +51,16 @@ class ArrayEmitter:
         open_, close_more, close_first = self.open_close("[", "]")
         if unique:
             domains = self._finite_domains(a)
-            kinds = unique_scalar_kinds(self.norm.dnf(a.items), self.canonical_numbers) if domains is None and not a.prefix and not contains else None
-            if kinds is not None:  # the matcher refuses copies of earlier items (schema_unique.py)
-                return unique_array_rule(self.rules, seq(open_, self.ws, self._simple_array(a, lo, a.max, close_more, close_first)), kinds)
             if domains is None:
+                tracked = self._tracked_unique(a, lo, contains, close_more, close_first)
+                if tracked is not None:
+                    return tracked
                 kw, ptr = next(iter(a.where), ("uniqueItems", ""))
                 self.reporter.refuse(
                     "uniqueItems is only enforced when the items take at most "
-                    f"{MAX_FINITE_DOMAIN} possible values (or maxItems <= 1), or are scalars that can take "
-                    "infinitely many (strings with at most minLength, numbers without bounds or multipleOf, booleans, null)",
+                    f"{MAX_FINITE_DOMAIN} possible values (or maxItems <= 1), or are values the matcher can follow "
+                    "exactly (any value; strings; numbers without bounds or multipleOf; booleans; null; enums of "
+                    "strings; objects open to additional members; arrays without maxItems)",
                     "uniqueItems",
                     ptr,
                 )
@@ -149,6 +151,22 @@ class ArrayEmitter:
 
         body = counting_language((0, (0,) * k, frozenset()), trans, closing, progress)
         return seq(open_, self.ws, body)
+
+    def _tracked_unique(self, a: ArrP, lo: int, contains: list, close_more: Expr, close_first: Expr) -> Expr | None:
+        """The array as a rule the matcher follows to refuse repeated items (schema_unique.py), or
+        None when some item position cannot be followed exactly."""
+        if contains:
+            return None
+        P = len(a.prefix)
+        rest_used = a.max is None or a.max > P
+        specs = [unique_item_spec(self, f) for f in a.prefix[: a.max]] + [unique_item_spec(self, a.items) if rest_used else _NO_ITEMS]
+        if any(s is None for s in specs):
+            return None
+        if not all(unique_position_ok(specs[min(i, len(specs) - 1)], i) for i in range(lo)):
+            return None
+        open_ = self.open_close("[", "]")[0]
+        body = self._simple_array(a, lo, a.max, close_more, close_first)
+        return body if body is NOTHING else unique_array_rule(self.rules, seq(open_, self.ws, body), specs)
 
     def _simple_array(self, a: ArrP, lo: int, hi: int | None, close_more: Expr, close_first: Expr) -> Expr:
         P = len(a.prefix)
