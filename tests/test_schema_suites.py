@@ -24,7 +24,7 @@ than one fixed order. Under `any_order=True` there is no search: every key order
 object must be accepted, so each document is fed in its own key order in every form and, in the
 default form, with every object's keys shuffled (seeded); only the spelling of numbers is chosen
 by the machine (the search over orders would build thousands of run-time key-set rules for
-nothing, see schema_key_sets). The chosen text is then tokenised with the vocabulary's own encoder (Qwen:
+nothing, see schema.key_sets). The chosen text is then tokenised with the vocabulary's own encoder (Qwen:
 tiktoken ranks; DeepSeek: its tokenizer.json; SmolLM2 ships no encoder here, so a seeded random
 split into vocabulary tokens is used) and fed to `GrammarMatcher.accept_token`, then EOS.
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 import strictgen as sg
-from strictgen.grammar.schema_limits import MAX_SCHEMA_DEPTH
+from strictgen.grammar.schema.limits import MAX_SCHEMA_DEPTH
 
 LIMIT = 1.0  # seconds: small, so that the cases that cannot finish stay quick
 SLACK = 1.0  # seconds past LIMIT * 1.1 still allowed (one unchecked stretch, unwinding)

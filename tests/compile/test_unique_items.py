@@ -1,4 +1,4 @@
-"""uniqueItems on arrays of scalars that can take unboundedly many values (grammar/schema_unique.py,
+"""uniqueItems on arrays of scalars that can take unboundedly many values (schema/unique.py,
 compile/unique_items.py): the matcher accepts exactly the arrays jsonschema validates, with
 duplicates written in other spellings (1, 1.0, 1e0, 10e-1; "a" and "\\u0061"), fed token by token
 through Qwen's vocabulary (its own encoding and a random split); sampled masks allow only tokens

@@ -1,4 +1,4 @@
-"""uniqueItems over items of any kind (grammar/schema_unique.py, compile/unique_items.py): any JSON
+"""uniqueItems over items of any kind (schema/unique.py, compile/unique_items.py): any JSON
 value, nested arrays and objects (equal whatever their key order, true != 1, 1 == 1.0), enum
 strings past the item-set construction, strings of an infinite pattern, open objects, prefixItems
 by position and unique arrays inside unique arrays, on Qwen's vocabulary.

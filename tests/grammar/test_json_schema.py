@@ -25,7 +25,7 @@ from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.grammar.ir import ByteSet, CharSet, Grammar, Literal, Seq, charset, intersect, lit, repeat
 from strictgen.grammar.json_schema import json_schema_grammar
-from strictgen.grammar.schema_emit_strings import spelled
+from strictgen.grammar.schema.emit_strings import spelled
 from strictgen.grammar.json_value import JsonStyle
 
 SETTINGS = settings(

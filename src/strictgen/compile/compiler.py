@@ -168,7 +168,7 @@ class GrammarCompiler:
 
         from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
         from strictgen.grammar.json_value import JsonStyle
-        from strictgen.grammar.schema_documents import SchemaDocuments
+        from strictgen.grammar.schema.documents import SchemaDocuments
 
         style = JsonStyle(whitespace, max_indent, numbers)
         with user_errors("json_schema"):

@@ -1,4 +1,4 @@
-"""uniqueItems at run time: the matcher's side of grammar/schema_unique.py.
+"""uniqueItems at run time: the matcher's side of schema/unique.py.
 
 An array whose items must be unique stays an ordinary rule of the grammar (named with
 UNIQUE_MARK and, as JSON, one item spec per position). Once a `[` opens it (the machine's stacks
@@ -11,11 +11,11 @@ A finished item is keyed by its JSON value (`item_key`: numbers by exact value, 
 true distinct from 1). A token is refused when it completes, or fixes the value of, a copy of an
 earlier item: a string at its closing quote (a string that can run out as soon as every value
 its text can still spell is seen: enum values are listed, other languages counted on their DFA,
-schema_unique_strings.py), a number at the byte after it (an integer as soon as `0` or `.` leaves
+schema/unique_strings.py), a number at the byte after it (an integer as soon as `0` or `.` leaves
 it one value, a canonical number at the fraction digit after which all its values are seen),
 true/false/null at their first letter, an object or array at its closing bracket; and the `,`
 that would start an item at a position whose values can run out and all are seen.
-schema_unique.py admits only items where a refusal leaves another way to a new value, so a
+schema/unique.py admits only items where a refusal leaves another way to a new value, so a
 refusal never leaves the matcher at a dead end. Tracks are immutable: the matcher keeps one per
 accepted token, so rollback is a pop.
 
@@ -35,8 +35,8 @@ from decimal import Decimal
 import numpy as np
 
 from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
-from strictgen.grammar.schema_unique import INFINITE_KINDS, UNIQUE_MARK
-from strictgen.grammar.schema_unique_strings import StringCounter, escape_ranges
+from strictgen.grammar.schema.unique import INFINITE_KINDS, UNIQUE_MARK
+from strictgen.grammar.schema.unique_strings import StringCounter, escape_ranges
 from strictgen.tokenizer.trie import words_for
 
 from .unique_spelling import consistent, split_text
@@ -51,7 +51,7 @@ _WS = frozenset(b" \t\n\r")
 
 @dataclass(frozen=True, slots=True)
 class Spec:
-    """What the item at one position may be (schema_unique.unique_item_spec)."""
+    """What the item at one position may be (schema.unique.unique_item_spec)."""
 
     kinds: str  # infinite kinds: s string, i integer, n number, d canonical number, a array, o object
     strings: tuple | None  # enum strings (only without kind s)

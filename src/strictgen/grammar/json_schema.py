@@ -3,11 +3,11 @@
 Entry point: `json_schema_grammar(schema, strict=..., any_order=..., style=...)` returns
 `(Grammar, unenforced)`. `GrammarCompiler.compile_json_schema` wraps it with caching.
 
-Two steps (DESIGN.md §1): `schema_normalize.Normalizer` resolves `$ref` (with the `referencing`
+Two steps (DESIGN.md §1): `schema.normalize.Normalizer` resolves `$ref` (with the `referencing`
 library), merges `allOf` and distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` into conjuncts
 (a DNF per subschema); `SchemaEmitter` here turns every subschema formula into one grammar rule,
-with one mixin per JSON type (schema_emit_numbers, _strings, _arrays, _objects; counting
-constructions in schema_counting) and the size control of schema_rule_sizes.
+with one mixin per JSON type (schema.emit_numbers, _strings, _arrays, _objects; counting
+constructions in schema.counting) and the size control of schema.rule_sizes.
 Recursive schemas become recursive rules; the automaton compiler inlines the others.
 
 What the grammar produces and accepts (documented restrictions; each one only narrows the
@@ -18,7 +18,7 @@ accepted spellings, never admits an invalid document):
   first appearance across `allOf`/`$ref` merges), each at most once, then any additional members.
   With ``any_order=True`` the listed properties may come in any order (each at most once,
   interleaved with additional members); past nine properties the sets of keys seen are rules
-  built at run time (schema_key_sets), refused there only with presence clauses or `not` member rules.
+  built at run time (schema.key_sets), refused there only with presence clauses or `not` member rules.
 * Strings are accepted in every JSON spelling (DESIGN.md §4 property 7; `json_escapes`): each
   character raw where JSON allows, as a short escape (``\\n``, ``\\/``...), as ``\\uXXXX`` in either
   hex case, or as a surrogate pair above U+FFFF, so const/enum values, patterns, formats, lengths
@@ -49,7 +49,7 @@ accepted spellings, never admits an invalid document):
 Dialects: keywords follow the schema's `$schema` (drafts 4, 6, 7, 2019-09; a keyword the declared
 draft does not define is an annotation there, as jsonschema treats it; drafts up to 7 ignore the
 siblings of `$ref`; a supplied metaschema's `$vocabulary` drops the keywords of the vocabularies it
-leaves out, schema_vocabularies). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
+leaves out, schema.vocabularies). Without `$schema`, 2020-12 applies plus the legacy forms real schemas use:
 `definitions`, array-form `items` + `additionalItems`, boolean `exclusiveMinimum`/`Maximum`,
 `dependencies`. `$dynamicRef` follows the dynamic scope (resources entered on the way, outermost
 first). Unknown keywords are annotations (spec-conformant, so a typo'd keyword is silently
@@ -67,14 +67,14 @@ clauses checked by the object construction; unevaluated* use the evaluated keys/
 each alternative (anyOf branches are split by exactly which branches hold when they differ).
 
 Size control: big subschemas used several times (or as array items under maxItems) are kept as
-called rules rather than inlined (`schema_rule_sizes.call_big_rules`); long length bounds count characters through
+called rules rather than inlined (`schema.rule_sizes.call_big_rules`); long length bounds count characters through
 a called character rule; a pattern/format combined with a long length bound whose raw-character
 product automaton exceeds `MAX_LENGTH_PRODUCT` states has its (pattern state, count) rules built at
 run time (length_product).
 
 Refused (SchemaError naming keyword and pointer under strict=True; recorded in `unenforced`
 and dropped under strict=False): uniqueItems unless the item domain is small and finite, at most
-one item is allowed, or the items are values the matcher can follow exactly (schema_unique.py), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
+one item is allowed, or the items are values the matcher can follow exactly (schema/unique.py), `not` of uniqueItems, `not multipleOf` with a step p / 10**n whose p exceeds
 `multiple_of.MAX_MODULUS` (its remainder automaton has p states; a plain multipleOf that large is a
 GrammarTooLargeError), oneOf whose
 branches may overlap when the complement is too large (more than `MAX_ALTERNATIVES` alternatives:
@@ -84,7 +84,7 @@ GrammarTooLargeError), key patterns of one object that overlap in more than `MAX
 anyOf branches that may overlap (more than 5), $recursiveRef with $recursiveAnchor, patterns
 regex.py cannot translate (lookaround other than a leading ``^(?!...)``, backreferences), and
 references that cannot be resolved (other documents are never fetched: `documents=` supplies them,
-see schema_documents).
+see schema.documents).
 """
 
 from __future__ import annotations
@@ -99,16 +99,16 @@ from .ir import EMPTY, NOTHING, Alt, Expr, Grammar, RuleRef, Seq, alt, lit, lite
 from .json_escapes import json_escaped, spelled_string
 from .json_value import JsonStyle, json_container, json_number, json_string
 from .numbers import number_spellings
-from .schema_counting import counting_language
-from .schema_emit_arrays import ArrayEmitter
-from .schema_emit_numbers import NumberEmitter
-from .schema_emit_objects import KEY_SETS_AHEAD, ObjectEmitter
-from .schema_emit_strings import StringEmitter
-from .schema_ir import FALSE, TRUE, Conj, Formula
-from .schema_key_sets import key_set_object
-from .schema_normalize import Normalizer
-from .schema_rule_sizes import call_big_rules
-from .schema_values import RefLoop, Reporter, load_schema, to_fraction
+from .schema.counting import counting_language
+from .schema.emit_arrays import ArrayEmitter
+from .schema.emit_numbers import NumberEmitter
+from .schema.emit_objects import KEY_SETS_AHEAD, ObjectEmitter
+from .schema.emit_strings import StringEmitter
+from .schema.ir import FALSE, TRUE, Conjunct, Formula
+from .schema.key_sets import key_set_object
+from .schema.normalize import Normalizer
+from .schema.rule_sizes import call_big_rules
+from .schema.values import RefLoop, Reporter, load_schema, to_fraction
 
 __all__ = ["json_schema_grammar", "schema_cache_text", "SchemaEmitter"]
 
@@ -209,10 +209,10 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
 
     # ---- conjuncts ----
 
-    def emit(self, dnf: list[Conj]) -> Expr:
+    def emit(self, dnf: list[Conjunct]) -> Expr:
         return alt(*(self.conj(c) for c in dnf)) if dnf else NOTHING
 
-    def conj(self, c: Conj) -> Expr:
+    def conj(self, c: Conjunct) -> Expr:
         if c.values is not None:
             return self.enum(c.values)
         if c.is_top:
@@ -291,7 +291,7 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
     def members_any_order(self, members: list[Expr]) -> Expr:
         """Every member exactly once, in any order (an enum/const object under any_order): the
         states are the sets of members seen, built ahead up to nine members, past that at run
-        time (schema_key_sets)."""
+        time (schema.key_sets)."""
         n = len(members)
         full = (1 << n) - 1
         members = [self.rule_of(m) for m in members]
@@ -358,7 +358,7 @@ def json_schema_grammar(
     model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict).
     formats="annotate" treats `format` as an annotation only (the 2020-12 default). `documents`:
     the other documents `$ref` may point to, a mapping of URI -> schema or a referencing.Registry
-    (see schema_documents); nothing is fetched."""
+    (see schema.documents); nothing is fetched."""
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)

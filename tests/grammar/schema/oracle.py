@@ -1,6 +1,6 @@
 """Test-only helpers for the schema front end's unit tests.
 
-`conj_holds` / `dnf_holds` interpret the schema IR (Conj, NumP, string atoms, ArrP, ObjP, KeyRule)
+`conj_holds` / `dnf_holds` interpret the schema IR (Conjunct, NumberConstraints, string atoms, ArrayConstraints, ObjectConstraints, KeyRule)
 by its documented meaning, written out independently of the algebra under test: nested formulas
 and the string atoms `Matches` / `Format` are decided by the real `jsonschema` validator, so a DNF
 can be compared with jsonschema on any JSON value. `json_values` draws small JSON values whose
@@ -25,9 +25,9 @@ from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.grammar.ir import Expr, Grammar
 from strictgen.grammar.json_schema import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
-from strictgen.grammar.schema_ir import AmongStrings, ArrP, Conj, Format, Length, Matches, NotAll, NumP, ObjP, str_meet
-from strictgen.grammar.schema_normalize import Normalizer
-from strictgen.grammar.schema_values import Reporter, is_number, json_equal, to_fraction
+from strictgen.grammar.schema.ir import AmongStrings, ArrayConstraints, Conjunct, Format, Length, Matches, NotAll, NumberConstraints, ObjectConstraints, str_meet
+from strictgen.grammar.schema.normalize import Normalizer
+from strictgen.grammar.schema.values import Reporter, is_number, json_equal, to_fraction
 
 __all__ = [
     "validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS", "check_agreement",
@@ -94,7 +94,7 @@ def _key_in(norm: Normalizer, r, key: str) -> bool:
     return key not in r.names and not any(_keyword_validator("pattern", p).is_valid(key) for p in r.patterns)
 
 
-def _arr_holds(norm: Normalizer, a: ArrP, v: list) -> bool:
+def _arr_holds(norm: Normalizer, a: ArrayConstraints, v: list) -> bool:
     if len(v) < a.min or (a.max is not None and len(v) > a.max):
         return False
     if not all(norm.holds(a.item(i), x) for i, x in enumerate(v)):
@@ -108,7 +108,7 @@ def _arr_holds(norm: Normalizer, a: ArrP, v: list) -> bool:
     return True
 
 
-def _obj_holds(norm: Normalizer, o: ObjP, v: dict) -> bool:
+def _obj_holds(norm: Normalizer, o: ObjectConstraints, v: dict) -> bool:
     if len(v) < o.min or (o.max is not None and len(v) > o.max):
         return False
     if not o.required <= v.keys():
@@ -127,7 +127,7 @@ def _obj_holds(norm: Normalizer, o: ObjP, v: dict) -> bool:
     return True
 
 
-def conj_holds(norm: Normalizer, c: Conj, v) -> bool:
+def conj_holds(norm: Normalizer, c: Conjunct, v) -> bool:
     """Does the JSON value `v` satisfy the conjunct `c`?"""
     if c.values is not None:
         return any(json_equal(v, w) for w in c.values)
@@ -153,7 +153,7 @@ def dnf_holds(norm: Normalizer, dnf: list, v) -> bool:
 
 _bound = st.one_of(st.none(), st.integers(-10, 10).map(lambda k: Fraction(k, 2)))
 nump = st.builds(
-    NumP,
+    NumberConstraints,
     int_only=st.booleans(),
     nonint=st.just(False) | st.booleans(),
     lo=_bound,

@@ -1,4 +1,4 @@
-"""schema_algebra (the Normalizer's boolean algebra on DNFs), checked against jsonschema.
+"""schema.algebra (the Normalizer's boolean algebra on DNFs), checked against jsonschema.
 
 - `dnf(f)`: a value satisfies the DNF of a schema iff jsonschema says it is valid;
 - `negate(dnf)` (and `dnf(not f)`): satisfied iff jsonschema says invalid;
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
-from strictgen.grammar.schema_algebra import MAX_ALTERNATIVES
-from strictgen.grammar.schema_values import RefLoop
+from strictgen.grammar.schema.algebra import MAX_ALTERNATIVES
+from strictgen.grammar.schema.values import RefLoop
 
 from .oracle import SEEDS, check_agreement, check_random_agreement, dnf_holds, json_values, normalizer, validator
 

@@ -1,4 +1,4 @@
-"""schema_applicators (one raw schema's in-place applicators → its conjuncts):
+"""schema.applicators (one raw schema's in-place applicators → its conjuncts):
 
 - allOf / anyOf / oneOf / not / if-then-else / dependentRequired / dependentSchemas /
   dependencies / enum / const each give a DNF that agrees with jsonschema, and so does the DNF of

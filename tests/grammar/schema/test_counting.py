@@ -1,4 +1,4 @@
-"""schema_counting.counting_language: the language of a counting construction (states, moves,
+"""schema.counting.counting_language: the language of a counting construction (states, moves,
 closings) written as IR. Checked on constructions whose language is known in closed form, over
 every string up to a length; silent moves, self-loops (a Repeat), dead states, the sharing of
 suffixes (the expression is a DAG as small as the state space, not a tree of every path) and
@@ -12,7 +12,7 @@ import pytest
 
 from strictgen.errors import GrammarTooLargeError
 from strictgen.grammar.ir import EMPTY, NOTHING, Alt, Expr, Repeat, Seq, lit
-from strictgen.grammar.schema_counting import MAX_DP_STATES, counting_language
+from strictgen.grammar.schema.counting import MAX_DP_STATES, counting_language
 from tests.grammar.ir_match import matches
 
 

@@ -1,4 +1,4 @@
-"""schema_dialects: the keyword vocabulary of each draft matches what jsonschema validates in that
+"""schema.dialects: the keyword vocabulary of each draft matches what jsonschema validates in that
 draft (a keyword outside it is an annotation, as jsonschema treats it, and the normaliser agrees);
 `legacy_items_2020` crawls resources inside an array-form `items`; `legacy_items_2020_validator`
 judges an array-form `items` as 2019-09 does and a schema-form one as 2020-12 does."""
@@ -9,7 +9,7 @@ import jsonschema.validators as jv
 import pytest
 import referencing
 
-from strictgen.grammar.schema_dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020, legacy_items_2020_validator
+from strictgen.grammar.schema.dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020, legacy_items_2020_validator
 
 from .oracle import SEEDS, check_agreement, normalizer
 

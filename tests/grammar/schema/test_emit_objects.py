@@ -1,4 +1,4 @@
-"""schema_emit_objects (ObjectEmitter): the object part of a conjunct emits exactly the object
+"""schema.emit_objects (ObjectEmitter): the object part of a conjunct emits exactly the object
 texts jsonschema finds valid: with any_order=True in every member order, by default in schema
 order (members in `order`, other keys after them), and never an invalid one in any order.
 `allowed_keys` is the keys some valid member can have; `objects_keys_disjoint` is never wrong
@@ -13,8 +13,8 @@ import pytest
 
 from strictgen.errors import SchemaError
 from strictgen.grammar.automata import Language
-from strictgen.grammar.schema_emit_objects import MAX_EXISTS
-from strictgen.grammar.schema_ir import TRUE, KeyRule, ObjP
+from strictgen.grammar.schema.emit_objects import MAX_EXISTS
+from strictgen.grammar.schema.ir import TRUE, KeyRule, ObjectConstraints
 
 from .oracle import emitter, language_of, validator
 
@@ -132,10 +132,10 @@ def test_objects_keys_disjoint(a, b, disjoint):
 def test_too_many_existential_constraints_are_refused_naming_not():
     rules = tuple(KeyRule("name", TRUE, name=f"k{i}", evaluates=False) for i in range(MAX_EXISTS + 1))
     with pytest.raises(SchemaError) as e:
-        emitter(True).object(ObjP(exists=rules))
+        emitter(True).object(ObjectConstraints(exists=rules))
     assert e.value.keyword == "not"
     loose = emitter(True, strict=False)
-    loose.object(ObjP(exists=rules))
+    loose.object(ObjectConstraints(exists=rules))
     assert [k for k, _ in loose.reporter.unenforced] == ["not"]
 
 

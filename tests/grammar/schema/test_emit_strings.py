@@ -1,4 +1,4 @@
-"""schema_emit_strings (StringEmitter): a conjunction of string atoms emits exactly the JSON
+"""schema.emit_strings (StringEmitter): a conjunction of string atoms emits exactly the JSON
 strings whose value satisfies every atom (judged by str_holds, i.e. jsonschema for patterns and
 formats), in every JSON spelling of the value (raw UTF-8, \\u escapes, surrogate pairs, `\\/`);
 `str_member` decides the same membership; `str_language_empty` is never wrong when True and
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 
 from strictgen.grammar.automata import Language
 from strictgen.grammar.ir import NOTHING, lit
-from strictgen.grammar.schema_emit_strings import LONG_STRING, spelled, string_language
-from strictgen.grammar.schema_ir import AmongStrings, Format, Length, Matches, NotAll
+from strictgen.grammar.schema.emit_strings import LONG_STRING, spelled, string_language
+from strictgen.grammar.schema.ir import AmongStrings, Format, Length, Matches, NotAll
 
 from .oracle import WORDS, atoms, emitter, language_of, str_holds
 

@@ -1,9 +1,9 @@
-"""schema_ir: the schema IR's own operations, each against a direct reading of its meaning.
+"""schema.ir: the schema IR's own operations, each against a direct reading of its meaning.
 
-- NumP: `contains` is the conjunction of its fields; `meet` is intersection (None only when no
+- NumberConstraints: `contains` is the conjunction of its fields; `meet` is intersection (None only when no
   number is in both); `negate` is the complement; `is_empty` is never wrong when True;
 - string atoms and `str_meet` (conjunction, length bounds merged, None when lengths cannot meet);
-- ArrP / ObjP `meet`, Conj (`is_empty`, `is_top`, `types`, `only`, `conj_meet`);
+- ArrayConstraints / ObjectConstraints `meet`, Conjunct (`is_empty`, `is_top`, `types`, `only`, `conjunct_meet`);
 - Formula interning (equal keys are equal and hash alike), `pattern_language` (ECMA search,
   a leading negative lookahead included) against jsonschema's `pattern`, `keyword_pointer`."""
 
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 
 from strictgen.errors import RegexError
 from strictgen.grammar.automata import Language
-from strictgen.grammar.schema_ir import (
-    ALL_BOOLS, FALSE, NONE, TOP, TRUE, AmongStrings, ArrP, Conj, Formula, Length, Matches, NumP, ObjP,
-    KeyRule, conj_meet, keyword_pointer, only, pattern_language, str_meet,
+from strictgen.grammar.schema.ir import (
+    ALL_BOOLS, FALSE, NONE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Length, Matches, NumberConstraints, ObjectConstraints,
+    KeyRule, conjunct_meet, keyword_pointer, only, pattern_language, str_meet,
 )
 
 from .oracle import WORDS, normalizer, nump, raw_atoms, str_holds, validator
@@ -26,8 +26,8 @@ from .oracle import WORDS, normalizer, nump, raw_atoms, str_holds, validator
 FEW = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 GRID = [Fraction(k, 4) for k in range(-48, 49)]  # every quarter in [-12, 12]
 
-def direct(n: NumP, x: Fraction) -> bool:
-    """NumP's meaning, field by field."""
+def direct(n: NumberConstraints, x: Fraction) -> bool:
+    """NumberConstraints's meaning, field by field."""
     checks = [
         not n.int_only or x.denominator == 1,
         not n.nonint or x.denominator != 1,
@@ -55,12 +55,12 @@ def test_nump_contains_meet_negate_and_is_empty(a, b):
 
 
 def test_nump_is_empty_cases():
-    assert NumP(int_only=True, lo=Fraction(1, 4), hi=Fraction(3, 4)).is_empty()  # no integer in (0, 1)
-    assert NumP(lo=Fraction(2), hi=Fraction(2), hi_strict=True).is_empty()
-    assert NumP(int_only=True, nonint=True).is_empty()
-    assert not NumP(int_only=True, lo=Fraction(1, 4), hi=Fraction(1)).is_empty()
-    assert NumP().trivial and not NumP(lo=Fraction(0)).trivial
-    assert NumP(where=(("minimum", "/a"),)) == NumP()  # `where` is for messages, not identity
+    assert NumberConstraints(int_only=True, lo=Fraction(1, 4), hi=Fraction(3, 4)).is_empty()  # no integer in (0, 1)
+    assert NumberConstraints(lo=Fraction(2), hi=Fraction(2), hi_strict=True).is_empty()
+    assert NumberConstraints(int_only=True, nonint=True).is_empty()
+    assert not NumberConstraints(int_only=True, lo=Fraction(1, 4), hi=Fraction(1)).is_empty()
+    assert NumberConstraints().trivial and not NumberConstraints(lo=Fraction(0)).trivial
+    assert NumberConstraints(where=(("minimum", "/a"),)) == NumberConstraints()  # `where` is for messages, not identity
 
 
 @FEW
@@ -107,23 +107,23 @@ def test_normaliser_interns_formulas_and_simplifies_junctions():
 
 def test_array_meet():
     norm = normalizer(True)
-    a = ArrP(prefix=(TRUE,), min=1, max=5)
-    b = ArrP(min=2, max=3, unique=True)
+    a = ArrayConstraints(prefix=(TRUE,), min=1, max=5)
+    b = ArrayConstraints(min=2, max=3, unique=True)
     m = a.meet(b, norm)
     assert (m.min, m.max, m.unique, len(m.prefix)) == (2, 3, True, 1)
-    assert ArrP(min=4).meet(ArrP(max=3), norm) is None
-    assert ArrP(prefix=(TRUE, TRUE, TRUE)).meet(ArrP(max=1), norm).prefix == (TRUE,)  # items past max cannot exist
-    assert ArrP(prefix=(TRUE,)).item(0) is TRUE and ArrP(items=FALSE).item(3) is FALSE
+    assert ArrayConstraints(min=4).meet(ArrayConstraints(max=3), norm) is None
+    assert ArrayConstraints(prefix=(TRUE, TRUE, TRUE)).meet(ArrayConstraints(max=1), norm).prefix == (TRUE,)  # items past max cannot exist
+    assert ArrayConstraints(prefix=(TRUE,)).item(0) is TRUE and ArrayConstraints(items=FALSE).item(3) is FALSE
 
 
 def test_object_meet():
     forbid = KeyRule("name", FALSE, name="a")
-    assert ObjP(required=frozenset("a")).meet(ObjP(rules=(forbid,))) is None  # required yet forbidden
-    assert ObjP(required=frozenset("ab")).meet(ObjP(max=1)) is None
-    assert ObjP(min=3).meet(ObjP(max=2)) is None
-    m = ObjP(order=("a",), key_atoms=(Length(0, 3),)).meet(ObjP(order=("b", "a"), key_atoms=(Length(2, None),), min=1))
+    assert ObjectConstraints(required=frozenset("a")).meet(ObjectConstraints(rules=(forbid,))) is None  # required yet forbidden
+    assert ObjectConstraints(required=frozenset("ab")).meet(ObjectConstraints(max=1)) is None
+    assert ObjectConstraints(min=3).meet(ObjectConstraints(max=2)) is None
+    m = ObjectConstraints(order=("a",), key_atoms=(Length(0, 3),)).meet(ObjectConstraints(order=("b", "a"), key_atoms=(Length(2, None),), min=1))
     assert m.order == ("a", "b") and m.key_atoms == (Length(2, 3),) and m.min == 1
-    empty = ObjP(key_atoms=(Length(3, None),)).meet(ObjP(key_atoms=(Length(0, 1),)))
+    empty = ObjectConstraints(key_atoms=(Length(3, None),)).meet(ObjectConstraints(key_atoms=(Length(0, 1),)))
     assert empty is not None and empty.key_atoms == (AmongStrings(frozenset()),)  # only {} is left
 
 
@@ -132,19 +132,19 @@ def test_conj_emptiness_top_and_types():
     assert TOP.types() == {"null", "boolean", "number", "string", "array", "object"}
     assert NONE.types() == set()
     assert only(str=()).types() == {"string"} and only(bools=frozenset([True])).types() == {"boolean"}
-    assert Conj(values=(1, "a", None)).types() == {"number", "string", "null"}
-    assert Conj(values=()).is_empty() and not Conj(values=(None,)).is_empty()
-    assert not only(num=NumP(lo=Fraction(0))).is_top
+    assert Conjunct(values=(1, "a", None)).types() == {"number", "string", "null"}
+    assert Conjunct(values=()).is_empty() and not Conjunct(values=(None,)).is_empty()
+    assert not only(num=NumberConstraints(lo=Fraction(0))).is_top
 
 
 def test_conj_meet_is_per_type():
     norm = normalizer(True)
-    a = only(null=True, num=NumP(lo=Fraction(0)), str=(Length(0, 2),))
-    b = Conj(null=True, bools=ALL_BOOLS, num=NumP(hi=Fraction(5)), str=(Length(1, None),), arr=None, obj=None)
-    m = conj_meet(a, b, norm)
+    a = only(null=True, num=NumberConstraints(lo=Fraction(0)), str=(Length(0, 2),))
+    b = Conjunct(null=True, bools=ALL_BOOLS, num=NumberConstraints(hi=Fraction(5)), str=(Length(1, None),), arr=None, obj=None)
+    m = conjunct_meet(a, b, norm)
     assert m.null and not m.bools and m.arr is None and m.obj is None
-    assert m.num == NumP(lo=Fraction(0), hi=Fraction(5)) and m.str == (Length(1, 2),)
-    assert conj_meet(only(null=True), only(str=()), norm) is None
+    assert m.num == NumberConstraints(lo=Fraction(0), hi=Fraction(5)) and m.str == (Length(1, 2),)
+    assert conjunct_meet(only(null=True), only(str=()), norm) is None
 
 
 PATTERNS = ["^a+$", "b", "^(?!foo)[a-z]+", "^(?!a|b)[a-z0-9]{2}", "\\d", "^[^@]+@[^@]+$", "(?:ab)*c", "^é+"]
@@ -172,6 +172,6 @@ def test_pattern_language_refuses_a_lookahead_it_cannot_split():
 
 
 def test_keyword_pointer_reads_where():
-    n = NumP(where=(("minimum", "/properties/a"), ("multipleOf", "/b")))
+    n = NumberConstraints(where=(("minimum", "/properties/a"), ("multipleOf", "/b")))
     assert keyword_pointer(n, "multipleOf") == "/b"
     assert keyword_pointer(n, "maximum") == "" and keyword_pointer(object(), "x") == ""

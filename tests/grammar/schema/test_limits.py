@@ -1,4 +1,4 @@
-"""schema_limits: check_schema_bounds refuses a document nested deeper than MAX_SCHEMA_DEPTH or
+"""schema.limits: check_schema_bounds refuses a document nested deeper than MAX_SCHEMA_DEPTH or
 holding more than MAX_SCHEMA_NODES values with a GrammarTooLargeError that names the limit and the
 JSON pointer (and walks iteratively: no RecursionError at any depth); json_pointer escapes per
 RFC 6901 (checked against `referencing`'s own pointer lookup); malformed_subschema names the
@@ -11,7 +11,7 @@ import referencing
 import referencing.jsonschema as rj
 
 from strictgen.errors import GrammarTooLargeError
-from strictgen.grammar.schema_limits import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, check_schema_bounds, json_pointer, malformed_subschema
+from strictgen.grammar.schema.limits import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, check_schema_bounds, json_pointer, malformed_subschema
 
 
 def nested(depth: int) -> dict:

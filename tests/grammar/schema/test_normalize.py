@@ -1,4 +1,4 @@
-"""schema_normalize (the Normalizer's root): formula constructors share one formula per distinct
+"""schema.normalize (the Normalizer's root): formula constructors share one formula per distinct
 subschema content (annotations ignored, base URI and dialect kept apart); `view` hides keywords
 the declared draft does not define; `holds` is the jsonschema judge (formats asserted unless
 formats="annotate"), with MAX_ENUM_FILTER bounding its work; bad options and a non-string `$id`
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
-from strictgen.grammar.schema_ir import FALSE, TRUE
-from strictgen.grammar import schema_normalize
-from strictgen.grammar.schema_normalize import MAX_ENUM_FILTER, Normalizer
+from strictgen.grammar.schema.ir import FALSE, TRUE
+from strictgen.grammar.schema import normalize as normalize_module
+from strictgen.grammar.schema.normalize import MAX_ENUM_FILTER, Normalizer
 
 from .oracle import normalizer
 
@@ -68,7 +68,7 @@ def test_holds_is_the_jsonschema_judge_with_formats_as_asked():
 
 
 def test_enum_filtering_is_bounded(monkeypatch):
-    monkeypatch.setattr(schema_normalize, "MAX_ENUM_FILTER", 50)  # the real bound is 20,000 checks
+    monkeypatch.setattr(normalize_module, "MAX_ENUM_FILTER", 50)  # the real bound is 20,000 checks
     with pytest.raises(GrammarTooLargeError, match="enum/const checks"):
         norm = normalizer({"enum": list(range(60)), "minimum": 0})  # each value goes to the judge
         norm.dnf(norm.root_formula)

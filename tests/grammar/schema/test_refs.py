@@ -1,4 +1,4 @@
-"""schema_refs (the Normalizer's reference resolution): `$ref` by JSON pointer, anchor, `$id`
+"""schema.refs (the Normalizer's reference resolution): `$ref` by JSON pointer, anchor, `$id`
 base and to other supplied documents, `$dynamicRef` with its dynamic scope (bookending), each
 judged by jsonschema on the normalised DNF; references to one target share one formula; an
 unresolvable reference is refused (strict) naming the missing document, or recorded (loose);

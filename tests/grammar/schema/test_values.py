@@ -1,4 +1,4 @@
-"""schema_values: JSON equality and value keys as jsonschema's uniqueness defines them (1 == 1.0,
+"""schema.values: JSON equality and value keys as jsonschema's uniqueness defines them (1 == 1.0,
 true != 1, key order irrelevant, exact decimals), dedupe_values, to_fraction, json_type,
 is_number, load_schema (dict / bool / text / bytes / pydantic; clear errors), nonneg_int,
 escape_pointer and the Reporter (strict raises, loose records once)."""
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
-from strictgen.grammar.schema_values import (
+from strictgen.grammar.schema.values import (
     Reporter, dedupe_values, escape_pointer, is_number, json_equal, json_type, load_schema, nonneg_int, to_fraction,
     value_key,
 )

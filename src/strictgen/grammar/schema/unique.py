@@ -1,5 +1,5 @@
 """uniqueItems for arrays whose items can take more values than a construction of item sets could
-hold (schema_emit_arrays.MAX_FINITE_DOMAIN).
+hold (schema.emit_arrays.MAX_FINITE_DOMAIN).
 
 The grammar keeps the array as it is without uniqueItems, as a called rule whose name carries
 UNIQUE_MARK and, as JSON, one item spec per position (the prefixItems, then the items after
@@ -34,7 +34,7 @@ a refusal always has such an alternative:
   letter); strings from an enum (the matcher keeps the enum values some spelling of the text can
   still be); strings of any other language (`r`: maxLength, `^#[0-9a-f]{6}$`, `date`, an enum
   beside a pattern), whose strings the text can still spell the matcher counts on the language's
-  DFA (schema_unique_strings.py). A byte after which all of them are seen is refused. A position
+  DFA (schema/unique_strings.py). A byte after which all of them are seen is refused. A position
   whose values can all run out must keep one unseen: the matcher refuses the `,` that would start
   it otherwise, and a position the array needs (index < minItems) must have more values than
   items before it (unique_position_ok).
@@ -52,13 +52,13 @@ import numpy as np
 from strictgen import regular
 from strictgen.errors import CompileTimeoutError, StrictgenError
 
-from .automata import MAX_DFA_STATES, regular_dfa
-from .json_spelling import SPELL_ALL_STATES, SPELLED_FACTOR
-from .ir import Expr, RuleRef
-from .schema_emit_strings import string_language
-from .schema_key_sets import keep_called
-from .schema_unique_strings import StringCounter, atoms_to_json
-from .schema_ir import FALSE, AmongStrings, Formula
+from ..automata import MAX_DFA_STATES, regular_dfa
+from ..json_spelling import SPELL_ALL_STATES, SPELLED_FACTOR
+from ..ir import Expr, RuleRef
+from .emit_strings import string_language
+from .key_sets import keep_called
+from .unique_strings import StringCounter, atoms_to_json
+from .ir import FALSE, AmongStrings, Formula
 
 __all__ = ["UNIQUE_MARK", "INFINITE_KINDS", "unique_array_rule", "unique_item_spec", "unique_position_ok"]
 
@@ -116,7 +116,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
         kinds.discard("i")
     spec = {"k": "".join(sorted(kinds)), "s": sorted(strings) if strings else None, "l": sorted(literals, key=json.dumps)}
     if languages and (strings or len(languages) > 1 or "s" not in kinds):
-        # strings that can run out, or an enum beside a language: counted (schema_unique_strings)
+        # strings that can run out, or an enum beside a language: counted (schema.unique_strings)
         counter = _counter(languages, spec["s"])
         if counter is None:
             return None

@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .schema_documents import dialect_of
-from .schema_values import escape_pointer, invalid
+from .documents import dialect_of
+from .values import escape_pointer, invalid
 
 __all__ = ["Vocabularies", "Dialect", "VOCABULARY_KEYWORDS"]
 

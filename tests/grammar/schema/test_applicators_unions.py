@@ -1,4 +1,4 @@
-"""In-place applicators (strictgen.grammar.schema_applicators): here the complement of a tagged
+"""In-place applicators (strictgen.grammar.schema.applicators): here the complement of a tagged
 union (`not` / `oneOf` of objects told apart by a required discriminator), checked against
 jsonschema on documents of every kind."""
 
@@ -8,7 +8,7 @@ import json
 
 import jsonschema
 
-from strictgen.grammar.schema_normalize import Normalizer
+from strictgen.grammar.schema.normalize import Normalizer
 from tests.grammar.test_json_schema import Schema
 
 

@@ -1,6 +1,6 @@
 """Counting the strings of a regular language that a JSON string's text so far can still become
 (uniqueItems over strings of a language that can run out: maxLength, `^#[0-9a-f]{6}$`, an enum
-beside a pattern). schema_unique.py puts the language's atoms in the array's spec; the matcher
+beside a pattern). schema/unique.py puts the language's atoms in the array's spec; the matcher
 (compile/unique_items.py) refuses a byte once every string it leaves possible is an item already.
 
 The language's minimal DFA is over raw UTF-8, so `counts[q]` (the strings accepted from state q;
@@ -19,10 +19,10 @@ import json
 
 import numpy as np
 
-from .automata import regular_dfa
-from .ir import alt, literal_trie
-from .schema_emit_strings import string_language
-from .schema_ir import AmongStrings, Format, Length, Matches, NotAll
+from ..automata import regular_dfa
+from ..ir import alt, literal_trie
+from .emit_strings import string_language
+from .ir import AmongStrings, Format, Length, Matches, NotAll
 
 __all__ = ["StringCounter", "atoms_from_json", "atoms_to_json", "escape_ranges"]
 
@@ -30,7 +30,7 @@ _LEADS = [(0x00, 0x7F, 1, 0x7F), (0xC2, 0xDF, 2, 0x1F), (0xE0, 0xEF, 3, 0x0F), (
 
 
 def atoms_to_json(atoms: tuple) -> list:
-    """A conjunction of string atoms (schema_ir) as JSON, for an array rule's name."""
+    """A conjunction of string atoms (schema.ir) as JSON, for an array rule's name."""
     out = []
     for a in atoms:
         if isinstance(a, Length):

@@ -1,4 +1,4 @@
-"""schema_rule_sizes.call_big_rules reads each rule's references off its size terms and hands
+"""schema.rule_sizes.call_big_rules reads each rule's references off its size terms and hands
 them to ir.rule_references: they must be exactly what a plain walk of the final rules finds,
 or the automaton compiler's cycle search would miss a call."""
 

@@ -11,9 +11,9 @@ from typing import Any, Callable
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError
 
-from .schema_dialects import ALL_KEYWORDS, JSON_TYPES
-from .schema_ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrP, Conj, Formula, KeyRule, NumP, ObjP, conj_meet, only
-from .schema_values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
+from .dialects import ALL_KEYWORDS, JSON_TYPES
+from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, only
+from .values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
 
 __all__ = ["Applicators"]
 
@@ -23,7 +23,7 @@ class Applicators:
 
     # ---- one raw schema ----
 
-    def _norm_src(self, f: Formula) -> list[Conj]:
+    def _norm_src(self, f: Formula) -> list[Conjunct]:
         s = self.view(f)
         out = self._norm_core(f)
         if "unevaluatedProperties" in s or "unevaluatedItems" in s:
@@ -47,7 +47,7 @@ class Applicators:
         finally:
             self.reporter = saved
 
-    def _norm_core(self, f: Formula) -> list[Conj]:
+    def _norm_core(self, f: Formula) -> list[Conjunct]:
         info = f.src
         s = self.view(f)
         legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
@@ -60,7 +60,7 @@ class Applicators:
             return []
         return self.product([pos_dnf[1]() for pos_dnf in factors], f)
 
-    def _negate_src(self, f: Formula) -> list[Conj]:
+    def _negate_src(self, f: Formula) -> list[Conjunct]:
         """not f for a raw schema: by De Morgan, the union of the complements of its factors
         (its own keywords, $ref, each allOf branch, anyOf, oneOf, not, if, dependencies), which
         avoids negating the product of all of them."""
@@ -130,7 +130,7 @@ class Applicators:
             then = self.sub(f, s["then"], "then") if "then" in s else TRUE
             els = self.sub(f, s["else"], "else") if "else" in s else TRUE
 
-            def branch(c: Formula, t: Formula) -> list[Conj]:
+            def branch(c: Formula, t: Formula) -> list[Conjunct]:
                 return self.product([self.dnf(c), self.dnf(t)], self.and_(c, t))
 
             factors.append(
@@ -152,7 +152,7 @@ class Applicators:
         factors.sort(key=lambda x: x[0])
         return factors
 
-    def _drop_eval(self, conjs: list[Conj]) -> list[Conj]:
+    def _drop_eval(self, conjs: list[Conjunct]) -> list[Conjunct]:
         """The same conjuncts without annotations (a negated schema evaluates nothing)."""
         if not self._uses_unevaluated:
             return conjs
@@ -171,7 +171,7 @@ class Applicators:
             out.append(c)
         return out
 
-    def _not_one_of(self, subs: list[Formula]) -> list[Conj]:
+    def _not_one_of(self, subs: list[Formula]) -> list[Conjunct]:
         """Not exactly one branch: none, or at least two."""
         alts = [self._none_of(subs)]
         for i in range(len(subs)):
@@ -179,7 +179,7 @@ class Applicators:
                 alts.append(self.product([self.dnf(subs[i]), self.dnf(subs[j])], self.and_(subs[i], subs[j])))
         return self._union(alts)
 
-    def _none_of(self, subs: list[Formula]) -> list[Conj]:
+    def _none_of(self, subs: list[Formula]) -> list[Conjunct]:
         """No branch holds: the product of the branches' complements, unless a discriminator
         tells the branches apart (then linear in them, see `_discriminated_none`)."""
         split = self._discriminated_none(subs)
@@ -187,7 +187,7 @@ class Applicators:
             return split
         return self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))
 
-    def _discriminated_none(self, subs: list[Formula]) -> list[Conj] | None:
+    def _discriminated_none(self, subs: list[Formula]) -> list[Conjunct] | None:
         """None of the branches, when every branch is objects that require a member `k` whose
         values are disjoint across branches (`"type": {"enum": [...]}` tagged unions): not an
         object, or no `k`, or a `k` no branch allows, or `k` picks branch j and branch j fails.
@@ -207,18 +207,18 @@ class Applicators:
         else:
             return None
 
-        def member(schema: Formula, required: bool) -> Conj:
+        def member(schema: Formula, required: bool) -> Conjunct:
             rule = KeyRule("name", schema, name=key, evaluates=False)
-            return only(obj=ObjP(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
+            return only(obj=ObjectConstraints(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
 
-        out = [only(null=True), only(bools=ALL_BOOLS), only(num=NumP()), only(str=()), only(arr=ArrP())]
+        out = [only(null=True), only(bools=ALL_BOOLS), only(num=NumberConstraints()), only(str=()), only(arr=ArrayConstraints())]
         out += [member(FALSE, False), member(self.not_(self.or_(*values)), True)]
         for g, v in zip(subs, values):
             pick = member(v, True)
-            out += [m for m in (conj_meet(pick, c, self) for c in self.dnf(self.not_(g))) if m is not None]
+            out += [m for m in (conjunct_meet(pick, c, self) for c in self.dnf(self.not_(g))) if m is not None]
         return self._union([out])
 
-    def _finite(self, f: Formula) -> list[Conj]:
+    def _finite(self, f: Formula) -> list[Conjunct]:
         s = self.view(f)
         values: list = []
         if "enum" in s:
@@ -250,16 +250,16 @@ class Applicators:
             kept = tuple(kept_)
         else:
             kept = tuple(v for v in values if self.holds(f, v))
-        return [Conj(values=kept)] if kept else []
+        return [Conjunct(values=kept)] if kept else []
 
-    def _presence_only(self, dnfs: list[list[Conj]]) -> list[ObjP] | None:
+    def _presence_only(self, dnfs: list[list[Conjunct]]) -> list[ObjectConstraints] | None:
         """The object parts of branches that only constrain which members are present."""
         out = []
         for d in dnfs:
             if len(d) != 1 or d[0].values is not None:
                 return None
             c = d[0]
-            if not (c.null and c.bools == ALL_BOOLS and c.num == NumP() and c.str == () and c.arr == ArrP() and c.obj is not None):
+            if not (c.null and c.bools == ALL_BOOLS and c.num == NumberConstraints() and c.str == () and c.arr == ArrayConstraints() and c.obj is not None):
                 return None
             o = c.obj
             if o.rules or o.min or o.max is not None or o.key_atoms is not None or o.exists:
@@ -268,10 +268,10 @@ class Applicators:
         return out
 
     @staticmethod
-    def _cnf(o: ObjP) -> list[frozenset]:
+    def _cnf(o: ObjectConstraints) -> list[frozenset]:
         return [frozenset(((k, True),)) for k in sorted(o.required)] + list(o.clauses)
 
-    def _presence_any(self, objs: list[ObjP], exactly_one: bool) -> Conj | None:
+    def _presence_any(self, objs: list[ObjectConstraints], exactly_one: bool) -> Conjunct | None:
         """anyOf / oneOf of presence-only branches as one conjunct with CNF presence clauses."""
         branches = [self._cnf(o) for o in objs]
         if any(not b for b in branches):
@@ -294,12 +294,12 @@ class Applicators:
                     lits = {next(iter(cl)) for cl in branches[i] + branches[j]}
                     clauses.append(frozenset((k, not pos) for k, pos in lits))
         order = tuple(dict.fromkeys(k for o in objs for k in o.order + tuple(k for cl in o.clauses for k, _ in cl)))
-        obj = ObjP(order=order, clauses=tuple(dict.fromkeys(clauses)))
+        obj = ObjectConstraints(order=order, clauses=tuple(dict.fromkeys(clauses)))
         if exactly_one:
             return only(obj=obj)  # every branch holds for non-objects, so oneOf fails there
         return replace(TOP, obj=obj)
 
-    def _any_of(self, subs: list[Formula]) -> list[Conj]:
+    def _any_of(self, subs: list[Formula]) -> list[Conjunct]:
         dnfs = [self.dnf(g) for g in subs]
         if len(subs) > 1:
             objs = self._presence_only(dnfs)
@@ -323,14 +323,14 @@ class Applicators:
                 out = [replace(c, loose_eval=True) if c.values is None else c for c in out]
         return out
 
-    def _eval_signature(self, c: Conj) -> tuple:
+    def _eval_signature(self, c: Conjunct) -> tuple:
         if c.values is not None:
             return ((), ())
         obj = tuple(sorted((r.kind, r.name, r.pattern) for r in c.obj.rules if r.evaluates)) if c.obj else ()
         arr = (c.arr.eval_prefix, c.arr.eval_all, tuple(x.schema.key for x in c.arr.contains if x.evaluates)) if c.arr else ()
         return obj, arr
 
-    def _one_of(self, subs: list[Formula], ptr: str, context: Conj | None = None) -> list[Conj]:
+    def _one_of(self, subs: list[Formula], ptr: str, context: Conjunct | None = None) -> list[Conjunct]:
         """oneOf: the union when the branches are disjoint (within `context`, the schema's own
         keywords), else branch i and not branch j for every other j."""
         n = len(subs)
@@ -354,7 +354,7 @@ class Applicators:
         # disjoint from b_i lies inside its complement already, so b_i ∧ ¬b_j is b_i: leaving it
         # out keeps the product small when only a few branches overlap, as in tagged unions)
 
-        def exact() -> list[Conj]:
+        def exact() -> list[Conjunct]:
             alts = []
             for i in range(n):
                 others = [self.not_(subs[j]) for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
@@ -379,7 +379,7 @@ class Applicators:
             return self._union(dnfs)
         return out
 
-    def _dependencies(self, f: Formula) -> list[tuple[list[Conj], Callable[[], list[Conj]]]]:
+    def _dependencies(self, f: Formula) -> list[tuple[list[Conjunct], Callable[[], list[Conjunct]]]]:
         """dependentRequired / dependentSchemas / dependencies as (DNF, complement thunk) factors."""
         s = self.view(f)
         ptr = f.src.pointer
@@ -403,9 +403,9 @@ class Applicators:
                         required_deps.append((key, d))
                 continue
             not_object = replace(TOP, obj=None)
-            absent = only(obj=ObjP(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
+            absent = only(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
             g = self.sub(f, dep, kw, key)
-            present_conj = only(obj=ObjP(required=frozenset([key]), order=(key,)))
+            present_conj = only(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
             present = self.product([[present_conj], self.dnf(g)], g)
             factors.append(
                 (
@@ -416,11 +416,11 @@ class Applicators:
         if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
             order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
             clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
-            c = replace(TOP, obj=ObjP(order=order, clauses=clauses))
+            c = replace(TOP, obj=ObjectConstraints(order=order, clauses=clauses))
             factors.append(([c], lambda c=c: self.negate([c])))
         return factors
 
 
-def _objects_only(c: Conj) -> bool:
+def _objects_only(c: Conjunct) -> bool:
     """Does conjunct `c` admit objects and nothing else (no other type, no finite values)?"""
     return c.values is None and c.obj is not None and not c.null and not c.bools and c.num is None and c.str is None and c.arr is None

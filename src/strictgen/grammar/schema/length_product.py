@@ -4,7 +4,7 @@
 pattern state with each count: ~10^5 states over UTF-8 bytes, and several times that once every
 JSON spelling is added, too big to build ahead. Here the pattern's minimal DFA is read as an
 automaton over whole characters, and each (pattern state, characters so far) is a member of a
-`LazyFamily` (like any_order's key sets, schema_key_sets), built the first time a document
+`LazyFamily` (like any_order's key sets, schema.key_sets), built the first time a document
 reaches it: a string of n characters builds n + 1 small rules, each one spelled character class
 per next state. A member is handed out only when an accepting state is still reachable within
 the bound (`_Lengths`), so every allowed token extends to a whole string.
@@ -15,8 +15,8 @@ from __future__ import annotations
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
 
-from .ir import EMPTY, NOTHING, Expr, Lazy, LazyFamily, alt, charset, seq
-from .json_escapes import json_escaped
+from ..ir import EMPTY, NOTHING, Expr, Lazy, LazyFamily, alt, charset, seq
+from ..json_escapes import json_escaped
 
 __all__ = ["LengthProduct", "length_product", "MAX_LAYERS"]
 

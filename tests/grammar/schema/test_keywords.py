@@ -1,4 +1,4 @@
-"""schema_types (per-type keywords → the parts of one conjunct, and unevaluated*):
+"""schema.keywords (per-type keywords → the parts of one conjunct, and unevaluated*):
 
 - the parts read from `type`, number bounds (draft-04 boolean exclusives too), multipleOf, string
   lengths / pattern / format, array and object keywords, propertyNames as a key language;
@@ -14,7 +14,7 @@ from fractions import Fraction
 import pytest
 
 from strictgen.errors import SchemaError
-from strictgen.grammar.schema_ir import ALL_BOOLS, Format, Length, Matches, NumP
+from strictgen.grammar.schema.ir import ALL_BOOLS, Format, Length, Matches, NumberConstraints
 
 from .oracle import SEEDS, check_agreement, normalizer, str_holds, validator
 
@@ -28,19 +28,19 @@ def only_conj(schema, **kw):
 def test_type_and_number_keywords_make_one_number_part():
     c = only_conj({"type": "integer", "minimum": 1.5, "exclusiveMaximum": 4, "multipleOf": 0.5})
     assert (c.null, c.bools, c.str, c.arr, c.obj) == (False, frozenset(), None, None, None)
-    assert c.num == NumP(int_only=True, lo=Fraction(3, 2), hi=Fraction(4), hi_strict=True, mults=(Fraction(1, 2),))
+    assert c.num == NumberConstraints(int_only=True, lo=Fraction(3, 2), hi=Fraction(4), hi_strict=True, mults=(Fraction(1, 2),))
     assert c.types() == {"number"}
 
 
 def test_draft_04_boolean_exclusive_bounds():
     c = only_conj({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 0, "exclusiveMinimum": True})
-    assert c.num == NumP(lo=Fraction(0), lo_strict=True)
+    assert c.num == NumberConstraints(lo=Fraction(0), lo_strict=True)
 
 
 def test_keywords_of_one_type_leave_the_other_types_alone():
     c = only_conj({"minLength": 2, "maxLength": 5, "pattern": "^a", "minimum": 3})
     assert c.null and c.bools == ALL_BOOLS and c.arr.trivial and c.obj.trivial
-    assert c.str == (Length(2, 5), Matches("^a")) and c.num == NumP(lo=Fraction(3))
+    assert c.str == (Length(2, 5), Matches("^a")) and c.num == NumberConstraints(lo=Fraction(3))
 
 
 def test_format_is_an_atom_unless_annotated():

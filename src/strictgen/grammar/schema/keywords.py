@@ -11,11 +11,11 @@ from typing import Any
 
 from strictgen.errors import RegexError
 
-from .schema_ir import (
-    ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrP, Conj, Contains, Format, Formula, KeyRule, Length, Matches, NotAll, NumP, ObjP,
+from .ir import (
+    ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Format, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
     pattern_language, str_meet,
 )
-from .schema_values import escape_pointer, invalid, is_number, nonneg_int, to_fraction
+from .values import escape_pointer, invalid, is_number, nonneg_int, to_fraction
 
 __all__ = ["TypeKeywords"]
 
@@ -27,7 +27,7 @@ class TypeKeywords:
 
     # ---- local keywords ----
 
-    def _local(self, f: Formula) -> Conj | None:
+    def _local(self, f: Formula) -> Conjunct | None:
         s = self.view(f)
         ptr = f.src.pointer
         c = TOP
@@ -39,16 +39,16 @@ class TypeKeywords:
             ts = set(names)
             num = None
             if "number" in ts:
-                num = NumP()
+                num = NumberConstraints()
             elif "integer" in ts:
-                num = NumP(int_only=True)
-            c = Conj(
+                num = NumberConstraints(int_only=True)
+            c = Conjunct(
                 "null" in ts,
                 ALL_BOOLS if "boolean" in ts else frozenset(),
                 num,
                 () if "string" in ts else None,
-                ArrP() if "array" in ts else None,
-                ObjP() if "object" in ts else None,
+                ArrayConstraints() if "array" in ts else None,
+                ObjectConstraints() if "object" in ts else None,
             )
         if c.num is not None:
             n = self._numeric(f)
@@ -78,10 +78,10 @@ class TypeKeywords:
             return v
         return to_fraction(v)
 
-    def _numeric(self, f: Formula) -> NumP | None:
+    def _numeric(self, f: Formula) -> NumberConstraints | None:
         s = self.view(f)
         ptr = f.src.pointer
-        n = NumP()
+        n = NumberConstraints()
         empty = False
         for kw, is_lo in (("minimum", True), ("maximum", False), ("exclusiveMinimum", True), ("exclusiveMaximum", False)):
             if kw not in s:
@@ -97,7 +97,7 @@ class TypeKeywords:
                 if (is_lo and x > 0) or (not is_lo and x < 0):
                     empty = True
                 continue
-            bound = NumP(lo=x, lo_strict=strict) if is_lo else NumP(hi=x, hi_strict=strict)
+            bound = NumberConstraints(lo=x, lo_strict=strict) if is_lo else NumberConstraints(hi=x, hi_strict=strict)
             m = n.meet(bound)
             if m is None:
                 empty = True
@@ -110,7 +110,7 @@ class TypeKeywords:
                 raise invalid(f"multipleOf must be a positive number, not {v!r}", "multipleOf", ptr + "/multipleOf")
             n = replace(n, mults=n.mults + (x,), where=n.where + (("multipleOf", ptr + "/multipleOf"),))
         if empty:
-            n = NumP(int_only=True, nonint=True)  # empty, dropped by the caller's meet
+            n = NumberConstraints(int_only=True, nonint=True)  # empty, dropped by the caller's meet
         return None if n.trivial else n
 
     def _string(self, f: Formula) -> tuple:
@@ -142,7 +142,7 @@ class TypeKeywords:
         return True
 
     def format_atom(self, name: Any, ptr: str, spec: Any = None):
-        from .formats import SUPPORTED_FORMATS
+        from ..formats import SUPPORTED_FORMATS
 
         if not isinstance(name, str):
             raise invalid("format must be a string", "format", ptr)
@@ -154,10 +154,10 @@ class TypeKeywords:
             self.reporter.refuse(f"format {name!r} is not a regular language and cannot be enforced", "format", ptr)
         return None  # unknown formats are annotations
 
-    def _array(self, f: Formula) -> ArrP | None:
+    def _array(self, f: Formula) -> ArrayConstraints | None:
         s = self.view(f)
         ptr = f.src.pointer
-        a = ArrP()
+        a = ArrayConstraints()
         prefix: tuple = ()
         items: Formula = TRUE
         eval_prefix, eval_all = 0, False
@@ -185,23 +185,23 @@ class TypeKeywords:
             cmin = nonneg_int(s["minContains"], "minContains", ptr + "/minContains") if "minContains" in s else 1
             cmax = nonneg_int(s["maxContains"], "maxContains", ptr + "/maxContains") if "maxContains" in s else None
             if cmax is not None and cmin > cmax:
-                return ArrP(min=1, max=0)
+                return ArrayConstraints(min=1, max=0)
             if cmin > 0 or cmax is not None:
                 contains = (Contains(x, cmin, cmax, 0, True),)
             elif x is not FALSE:
                 contains = (Contains(x, 0, None, 0, True),)  # vacuous, kept for unevaluatedItems
         unique = s.get("uniqueItems") is True
         if hi is not None and lo > hi:
-            return ArrP(min=1, max=0)
+            return ArrayConstraints(min=1, max=0)
         if hi is not None and len(prefix) > hi:
             prefix = prefix[:hi]
         where = ((("uniqueItems", ptr + "/uniqueItems"),) if unique else ()) + (
             (("contains", ptr + "/contains"),) if contains else ()
         )
-        a = ArrP(prefix, items, lo, hi, contains, unique, eval_prefix, eval_all, where)
+        a = ArrayConstraints(prefix, items, lo, hi, contains, unique, eval_prefix, eval_all, where)
         return None if a.trivial else a
 
-    def _object(self, f: Formula) -> ObjP | None:
+    def _object(self, f: Formula) -> ObjectConstraints | None:
         s = self.view(f)
         ptr = f.src.pointer
         rules: list[KeyRule] = []
@@ -246,12 +246,12 @@ class TypeKeywords:
         lo = nonneg_int(s["minProperties"], "minProperties", ptr + "/minProperties") if "minProperties" in s else 0
         hi = nonneg_int(s["maxProperties"], "maxProperties", ptr + "/maxProperties") if "maxProperties" in s else None
         if hi is not None and lo > hi:
-            return ObjP(min=1, max=0)
+            return ObjectConstraints(min=1, max=0)
         key_atoms = None
         if "propertyNames" in s:
             g = self.sub(f, s["propertyNames"], "propertyNames")
             key_atoms = self.key_language(g, ptr + "/propertyNames")
-        o = ObjP(tuple(rules), frozenset(required), lo, hi, key_atoms, tuple(order))
+        o = ObjectConstraints(tuple(rules), frozenset(required), lo, hi, key_atoms, tuple(order))
         return None if o.trivial else o
 
     def key_language(self, g: Formula, ptr: str) -> tuple | None:
@@ -275,10 +275,10 @@ class TypeKeywords:
 
     # ---- unevaluated* ----
 
-    def _unevaluated(self, f: Formula, dnf: list[Conj]) -> list[Conj]:
+    def _unevaluated(self, f: Formula, dnf: list[Conjunct]) -> list[Conjunct]:
         s = self.view(f)
         ptr = f.src.pointer
-        out: list[Conj] = []
+        out: list[Conjunct] = []
         up = self.sub(f, s["unevaluatedProperties"], "unevaluatedProperties") if "unevaluatedProperties" in s else None
         ui = self.sub(f, s["unevaluatedItems"], "unevaluatedItems") if "unevaluatedItems" in s else None
         for c in dnf:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from .ir import NOTHING, Alt, Expr, Seq, alt, repeat, seq
-from .json_value import json_container
-from .schema_counting import counting_language
-from .schema_ir import FALSE, TRUE, ArrP, Formula, keyword_pointer
-from .schema_unique import unique_array_rule, unique_item_spec, unique_position_ok
-from .schema_values import json_equal, value_key
+from ..ir import NOTHING, Alt, Expr, Seq, alt, repeat, seq
+from ..json_value import json_container
+from .counting import counting_language
+from .ir import FALSE, TRUE, ArrayConstraints, Formula, keyword_pointer
+from .unique import unique_array_rule, unique_item_spec, unique_position_ok
+from .values import json_equal, value_key
 
 __all__ = ["ArrayEmitter", "MAX_FINITE_DOMAIN"]
 
@@ -26,7 +26,7 @@ class ArrayEmitter:
     """Array subschemas, mixed into `json_schema.SchemaEmitter` (whose `norm`, `reporter`, `ref`,
     `value`, `is_empty`, `any_value`, `open_close` and separators it uses)."""
 
-    def array(self, a: ArrP) -> Expr:
+    def array(self, a: ArrayConstraints) -> Expr:
         norm = self.norm
         if a.trivial:
             return json_container("[", self.any_value(), "]", self.style)
@@ -152,8 +152,8 @@ class ArrayEmitter:
         body = counting_language((0, (0,) * k, frozenset()), trans, closing, progress)
         return seq(open_, self.ws, body)
 
-    def _tracked_unique(self, a: ArrP, lo: int, contains: list, close_more: Expr, close_first: Expr) -> Expr | None:
-        """The array as a rule the matcher follows to refuse repeated items (schema_unique.py), or
+    def _tracked_unique(self, a: ArrayConstraints, lo: int, contains: list, close_more: Expr, close_first: Expr) -> Expr | None:
+        """The array as a rule the matcher follows to refuse repeated items (schema/unique.py), or
         None when some item position cannot be followed exactly."""
         if contains:
             return None
@@ -168,7 +168,7 @@ class ArrayEmitter:
         body = self._simple_array(a, lo, a.max, close_more, close_first)
         return body if body is NOTHING else unique_array_rule(self.rules, seq(open_, self.ws, body), specs)
 
-    def _simple_array(self, a: ArrP, lo: int, hi: int | None, close_more: Expr, close_first: Expr) -> Expr:
+    def _simple_array(self, a: ArrayConstraints, lo: int, hi: int | None, close_more: Expr, close_first: Expr) -> Expr:
         P = len(a.prefix)
         items = self.ref(a.items)
         # the tail after the prefix: items*, with the counts left
@@ -202,7 +202,7 @@ class ArrayEmitter:
             cur_more = Alt((take, close_more)) if i >= lo else take
         return tail_first
 
-    def _finite_domains(self, a: ArrP) -> list[list] | None:
+    def _finite_domains(self, a: ArrayConstraints) -> list[list] | None:
         """Possible values of the items at each prefix index and after (None: too many or infinite)."""
         out = []
         for f in list(a.prefix) + [a.items]:

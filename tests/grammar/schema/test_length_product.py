@@ -1,5 +1,5 @@
 """Strings under a long length bound whose product with a pattern is too big to build ahead
-(strictgen.grammar.length_product): the (pattern state, count) rules built at run time accept
+(strictgen.grammar.schema.length_product): the (pattern state, count) rules built at run time accept
 exactly the strings of the pattern with lo..hi code points, in every JSON spelling."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 from strictgen.grammar.automata import regular_dfa
 from strictgen.grammar.ir import Lazy
 from strictgen.grammar.json_schema import json_schema_grammar
-from strictgen.grammar.length_product import LengthProduct, _Lengths, char_transitions
-from strictgen.grammar.schema_ir import pattern_language
+from strictgen.grammar.schema.length_product import LengthProduct, _Lengths, char_transitions
+from strictgen.grammar.schema.ir import pattern_language
 from tests.grammar.test_json_schema import Schema
 
 WORDS = "^(?:\\S+\\s+){0,49}\\S+$"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from strictgen.errors import GrammarTooLargeError
 
-from .ir import NOTHING, Alt, Expr, Repeat, Seq, alt
+from ..ir import NOTHING, Alt, Expr, Repeat, Seq, alt
 
 __all__ = ["MAX_DP_STATES", "counting_language"]
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError
 
-from .schema_limits import MAX_SCHEMA_DEPTH, check_schema_bounds
+from .limits import MAX_SCHEMA_DEPTH, check_schema_bounds
 
 __all__ = [
     "FORMAT_MODES", "Reporter", "RefLoop", "invalid", "escape_pointer", "is_number", "to_fraction",

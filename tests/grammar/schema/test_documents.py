@@ -1,4 +1,4 @@
-"""`documents=`: the other documents a schema's `$ref` points to (strictgen.grammar.schema_documents).
+"""`documents=`: the other documents a schema's `$ref` points to (strictgen.grammar.schema.documents).
 
 Each case is checked against jsonschema given the same documents (the judge of validity), plus the
 refusals: a URI not supplied is a SchemaError naming it and the JSON pointer, never a fetch."""
@@ -14,7 +14,7 @@ import referencing.jsonschema as rj
 
 import strictgen as sg
 from strictgen.errors import SchemaError, StrictgenError
-from strictgen.grammar.schema_documents import SchemaDocuments
+from strictgen.grammar.schema.documents import SchemaDocuments
 from tests.grammar.test_json_schema import Schema
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from strictgen import deadline
 
-from .ir import (
+from ..ir import (
     NOTHING,
     Alt,
     ByteSet,

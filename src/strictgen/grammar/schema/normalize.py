@@ -2,7 +2,7 @@
 
 The JSON Schema front end works in two steps (DESIGN.md §1): these modules resolve references,
 merge `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
-(sub)schema, a list of *conjuncts* (`Conj`, the alternatives of a DNF); `json_schema` (and its schema_emit_* mixins) turns
+(sub)schema, a list of *conjuncts* (`Conjunct`, the alternatives of a DNF); `json_schema` (and its schema_emit_* mixins) turns
 conjuncts into grammar IR.
 
 Formulas
@@ -13,9 +13,9 @@ Formulas
     formula that is being emitted become rule references (recursion in the grammar).
 
 Conjuncts
-    A `Conj` constrains each JSON type separately: `null` (allowed or not), `bools` (the allowed
-    booleans), `num` (`NumP`: bounds, integer-ness, multipleOf, excluded values), `str` (`StrP`:
-    a conjunction of regular string atoms, negation included), `arr` (`ArrP`) and `obj` (`ObjP`);
+    A `Conjunct` constrains each JSON type separately: `null` (allowed or not), `bools` (the allowed
+    booleans), `num` (`NumberConstraints`: bounds, integer-ness, multipleOf, excluded values), `str` (`StrP`:
+    a conjunction of regular string atoms, negation included), `arr` (`ArrayConstraints`) and `obj` (`ObjectConstraints`);
     a part set to None excludes its type. A conjunct can instead be *finite* (`values`): the
     exact set of JSON values it admits (from `enum`/`const`, filtered with the jsonschema
     validator of the subschema they appear in, so every other keyword there is honoured).
@@ -30,12 +30,12 @@ are annotations (spec-conformant: a typo'd keyword is ignored, not an error), an
 with a name this package does not know (jsonschema ignores those too).
 
 Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
-jsonschema judge of enum values) is composed of mixins, one concern each: schema_refs (`$ref`,
-`$dynamicRef`), schema_algebra (dnf, negation, disjointness), schema_applicators (allOf, anyOf,
-oneOf, not, if, dependencies, enum/const), schema_types (per-type keywords, unevaluated*). The
-schema IR is schema_ir, JSON values and errors schema_values, keyword vocabularies schema_dialects,
-other documents schema_documents, the dialects a supplied metaschema's `$vocabulary` defines
-schema_vocabularies (`Vocabularies`).
+jsonschema judge of enum values) is composed of mixins, one concern each: schema.refs (`$ref`,
+`$dynamicRef`), schema.algebra (dnf, negation, disjointness), schema.applicators (allOf, anyOf,
+oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*). The
+schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
+other documents schema.documents, the dialects a supplied metaschema's `$vocabulary` defines
+schema.vocabularies (`Vocabularies`).
 """
 
 from __future__ import annotations
@@ -46,16 +46,16 @@ from typing import Any
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
-from .schema_algebra import BooleanAlgebra
-from .schema_applicators import Applicators
-from .schema_dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
-from .schema_documents import SchemaDocuments, dialect_of
-from .schema_ir import FALSE, TRUE, Conj, Formula, SrcInfo
-from .schema_limits import malformed_subschema
-from .schema_refs import References
-from .schema_types import TypeKeywords
-from .schema_vocabularies import Vocabularies
-from .schema_values import FORMAT_MODES, Reporter, escape_pointer, invalid, json_equal, value_key
+from .algebra import BooleanAlgebra
+from .applicators import Applicators
+from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
+from .documents import SchemaDocuments, dialect_of
+from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
+from .limits import malformed_subschema
+from .refs import References
+from .keywords import TypeKeywords
+from .vocabularies import Vocabularies
+from .values import FORMAT_MODES, Reporter, escape_pointer, invalid, json_equal, value_key
 
 __all__ = ["Normalizer", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
 
@@ -83,7 +83,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         self.formats = formats
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
-        self._dnf: dict[Formula, list[Conj]] = {}
+        self._dnf: dict[Formula, list[Conjunct]] = {}
         self._active: list[Formula] = []
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
@@ -98,7 +98,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
         self._dicts: list[dict] = []
-        self._dialects_by_uri: dict[str, Any] = {}  # custom dialects (schema_vocabularies)
+        self._dialects_by_uri: dict[str, Any] = {}  # custom dialects (schema.vocabularies)
         self._dialects_by_name: dict[str, Any] = {}
         self._judges: dict[tuple, Any] = {}
         self._index(root, "")

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
-from .automata import Language
-from .ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_trie, seq
-from .json_escapes import spelled_string
-from .json_value import json_container, json_string
-from .schema_counting import counting_language
-from .schema_key_sets import key_set_object, submasks
-from .schema_emit_strings import ANY_STRING, spelled
-from .schema_ir import Formula, ObjP, pattern_language
+from ..automata import Language
+from ..ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_trie, seq
+from ..json_escapes import spelled_string
+from ..json_value import json_container, json_string
+from .counting import counting_language
+from .key_sets import key_set_object, submasks
+from .emit_strings import ANY_STRING, spelled
+from .ir import Formula, ObjectConstraints, pattern_language
 
 __all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
 
@@ -37,7 +37,7 @@ class ObjectEmitter:
         self._cells: dict[tuple, list[int] | None] = {}
         super().__init__()
 
-    def object(self, o: ObjP) -> Expr:
+    def object(self, o: ObjectConstraints) -> Expr:
         norm = self.norm
         if o.trivial:
             return json_container("{", seq(json_string(), self.colon, self.any_value()), "}", self.style)
@@ -83,7 +83,7 @@ class ObjectEmitter:
         order_free = self.any_order and (n > 1 or (n == 1 and bool(extras)))
         if lo or hi is not None or exists or o.clauses or order_free:
             # members appear in many states of the construction: make them rules, so that big
-            # ones can be compiled once and called (see schema_rule_sizes.call_big_rules)
+            # ones can be compiled once and called (see schema.rule_sizes.call_big_rules)
             slots = [([(self.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
             extras = [(self.rule_of(m), b) for m, b in extras]
         slot_keys = {sl[2] for sl in slots}
@@ -181,7 +181,7 @@ class ObjectEmitter:
         outs = [lit(k) for k in sorted(r.names)] + [pattern_language(p) for p in sorted(r.patterns)]
         return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
 
-    def _regions(self, o: ObjP) -> list[tuple[Formula, Expr | None]]:
+    def _regions(self, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
         """The keys outside the listed names, partitioned by the value schema that applies to them:
         (value formula, raw key language or None for every key). Names are not subtracted here."""
         norm = self.norm
@@ -216,7 +216,7 @@ class ObjectEmitter:
             out.append((vf, keys))
         return out
 
-    def allowed_keys(self, o: ObjP) -> Expr:
+    def allowed_keys(self, o: ObjectConstraints) -> Expr:
         """The raw language of the keys an object of `o` may have (for disjointness checks)."""
         names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
         allowed = [lit(k) for k in names if not self.is_empty(self.norm.value_formula(o, k))]
@@ -225,7 +225,7 @@ class ObjectEmitter:
             allowed.append(difference(keys if keys is not None else ANY_STRING, named))
         return alt(*allowed) if allowed else NOTHING
 
-    def objects_keys_disjoint(self, a: ObjP, b: ObjP) -> bool:
+    def objects_keys_disjoint(self, a: ObjectConstraints, b: ObjectConstraints) -> bool:
         """Both objects have a member and no key is allowed in both, or one needs a member
         (an existential constraint) with a key the other does not allow."""
         for x, y in ((a, b), (b, a)):
@@ -245,7 +245,7 @@ class ObjectEmitter:
         except StrictgenError:
             return False
 
-    def _additional(self, o: ObjP, names: list[str], exists: list) -> list[tuple[Expr, int]]:
+    def _additional(self, o: ObjectConstraints, names: list[str], exists: list) -> list[tuple[Expr, int]]:
         """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
         norm = self.norm
         members: list[tuple[Expr, int]] = []

@@ -1,6 +1,6 @@
 """The schema IR: formulas (interned references to subschemas and their boolean combinations),
-the per-type parts of a conjunct (NumP, string atoms, ArrP with Contains, ObjP with KeyRule), the
-conjunct `Conj` itself, and the regular languages of `pattern`s."""
+the per-type parts of a conjunct (NumberConstraints, string atoms, ArrayConstraints with Contains, ObjectConstraints with KeyRule), the
+conjunct `Conjunct` itself, and the regular languages of `pattern`s."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 
 from strictgen.errors import RegexError
 
-from .schema_values import json_type
+from .values import json_type
 
 __all__ = [
-    "Formula", "TRUE", "FALSE", "SrcInfo", "NumP", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrP", "KeyRule",
-    "ObjP", "ALL_BOOLS", "Conj", "TOP", "NONE", "only", "conj_meet", "pattern_language",
+    "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
+    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "only", "conjunct_meet", "pattern_language",
     "keyword_pointer",
 ]
 
@@ -61,8 +61,8 @@ def pattern_language(p: str):
 
     Beyond regex.py: a leading negative lookahead `^(?!A)B` is the difference of two searches,
     strings with a prefix matching B minus strings with a prefix matching A."""
-    from .ir import difference
-    from .regex import parse_regex_search
+    from ..ir import difference
+    from ..regex import parse_regex_search
 
     try:
         return parse_regex_search(p)
@@ -120,7 +120,7 @@ class SrcInfo:
 
 
 @dataclass(frozen=True)
-class NumP:
+class NumberConstraints:
     """A conjunction of numeric constraints (all Fractions exact)."""
 
     int_only: bool = False
@@ -134,14 +134,14 @@ class NumP:
     excluded: frozenset = frozenset()  # Fractions
     where: tuple = field(default=(), compare=False)  # (keyword, pointer) pairs, for error messages
 
-    def meet(self, o: "NumP") -> "NumP | None":
+    def meet(self, o: "NumberConstraints") -> "NumberConstraints | None":
         lo, ls = self.lo, self.lo_strict
         if o.lo is not None and (lo is None or o.lo > lo or (o.lo == lo and o.lo_strict)):
             lo, ls = o.lo, o.lo_strict
         hi, hs = self.hi, self.hi_strict
         if o.hi is not None and (hi is None or o.hi < hi or (o.hi == hi and o.hi_strict)):
             hi, hs = o.hi, o.hi_strict
-        out = NumP(
+        out = NumberConstraints(
             self.int_only or o.int_only,
             self.nonint or o.nonint,
             lo,
@@ -183,27 +183,27 @@ class NumP:
             return False
         return x not in self.excluded
 
-    def negate(self) -> list["NumP"]:
-        out: list[NumP] = []
+    def negate(self) -> list["NumberConstraints"]:
+        out: list[NumberConstraints] = []
         if self.int_only:
-            out.append(NumP(nonint=True))
+            out.append(NumberConstraints(nonint=True))
         if self.nonint:
-            out.append(NumP(int_only=True))
+            out.append(NumberConstraints(int_only=True))
         if self.lo is not None:
-            out.append(NumP(hi=self.lo, hi_strict=not self.lo_strict))
+            out.append(NumberConstraints(hi=self.lo, hi_strict=not self.lo_strict))
         if self.hi is not None:
-            out.append(NumP(lo=self.hi, lo_strict=not self.hi_strict))
+            out.append(NumberConstraints(lo=self.hi, lo_strict=not self.hi_strict))
         for m in self.mults:
-            out.append(NumP(not_mults=(m,), where=self.where))
+            out.append(NumberConstraints(not_mults=(m,), where=self.where))
         for m in self.not_mults:
-            out.append(NumP(mults=(m,)))
+            out.append(NumberConstraints(mults=(m,)))
         for v in self.excluded:
-            out.append(NumP(lo=v, hi=v))
+            out.append(NumberConstraints(lo=v, hi=v))
         return out
 
     @property
     def trivial(self) -> bool:
-        return self == NumP()
+        return self == NumberConstraints()
 
 
 # String atoms: a string part is a tuple of atoms, read as their conjunction. Frozen dataclasses,
@@ -274,7 +274,7 @@ class Contains:
 
 
 @dataclass(frozen=True)
-class ArrP:
+class ArrayConstraints:
     prefix: tuple = ()  # Formulas for the first items
     items: Formula = TRUE  # the items after the prefix
     min: int = 0
@@ -288,7 +288,7 @@ class ArrP:
     def item(self, i: int) -> Formula:
         return self.prefix[i] if i < len(self.prefix) else self.items
 
-    def meet(self, o: "ArrP", norm: "Normalizer") -> "ArrP | None":
+    def meet(self, o: "ArrayConstraints", norm: "Normalizer") -> "ArrayConstraints | None":
         n = max(len(self.prefix), len(o.prefix))
         prefix = tuple(norm.and_(self.item(i), o.item(i)) for i in range(n))
         lo = max(self.min, o.min)
@@ -297,7 +297,7 @@ class ArrP:
             return None
         if hi is not None and len(prefix) > hi:
             prefix = prefix[:hi]
-        return ArrP(
+        return ArrayConstraints(
             prefix,
             norm.and_(self.items, o.items),
             lo,
@@ -311,7 +311,7 @@ class ArrP:
 
     @property
     def trivial(self) -> bool:
-        return self == ArrP()
+        return self == ArrayConstraints()
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ class KeyRule:
 
     kind "name": the key `name`; "pattern": keys containing a match of `pattern`; "other": keys
     that are none of `names` and match none of `patterns` (additionalProperties and friends);
-    "keys": keys in the string language `atoms` (only in ObjP.exists, from 'not propertyNames')."""
+    "keys": keys in the string language `atoms` (only in ObjectConstraints.exists, from 'not propertyNames')."""
 
     kind: str
     schema: Formula
@@ -334,7 +334,7 @@ class KeyRule:
 
 
 @dataclass(frozen=True)
-class ObjP:
+class ObjectConstraints:
     rules: tuple = ()
     required: frozenset = frozenset()
     min: int = 0
@@ -345,7 +345,7 @@ class ObjP:
     clauses: tuple = ()  # presence constraints in CNF: frozensets of (key, present?) literals, one must hold
     where: tuple = field(default=(), compare=False)
 
-    def meet(self, o: "ObjP") -> "ObjP | None":
+    def meet(self, o: "ObjectConstraints") -> "ObjectConstraints | None":
         lo = max(self.min, o.min)
         hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
         if hi is not None and lo > hi:
@@ -365,7 +365,7 @@ class ObjP:
         for r in rules:  # a required member whose name is forbidden
             if r.kind == "name" and r.schema is FALSE and r.name in required:
                 return None
-        return ObjP(
+        return ObjectConstraints(
             rules,
             required,
             lo,
@@ -379,22 +379,22 @@ class ObjP:
 
     @property
     def trivial(self) -> bool:
-        return self == ObjP()
+        return self == ObjectConstraints()
 
 
 ALL_BOOLS = frozenset((False, True))
 
 
 @dataclass(frozen=True)
-class Conj:
+class Conjunct:
     """One alternative of a normalised schema: constraints per JSON type, or a finite value set."""
 
     null: bool = True
     bools: frozenset = ALL_BOOLS
-    num: NumP | None = NumP()
+    num: NumberConstraints | None = NumberConstraints()
     str: tuple | None = ()
-    arr: ArrP | None = ArrP()
-    obj: ObjP | None = ObjP()
+    arr: ArrayConstraints | None = ArrayConstraints()
+    obj: ObjectConstraints | None = ObjectConstraints()
     values: tuple | None = None  # a finite conjunct: exactly these values (other fields unused)
     loose_eval: bool = False  # from overlapping anyOf branches: evaluated keys may be incomplete
 
@@ -437,16 +437,16 @@ class Conj:
         return out
 
 
-TOP = Conj()
-NONE = Conj(False, frozenset(), None, None, None, None)
+TOP = Conjunct()
+NONE = Conjunct(False, frozenset(), None, None, None, None)
 
 
-def only(**parts) -> Conj:
+def only(**parts) -> Conjunct:
     """A conjunct admitting only the given types (parts)."""
     return replace(NONE, **parts)
 
 
-def conj_meet(a: Conj, b: Conj, norm: "Normalizer") -> Conj | None:
+def conjunct_meet(a: Conjunct, b: Conjunct, norm: "Normalizer") -> Conjunct | None:
     """Intersection of two non-finite conjuncts (None when empty)."""
     num = a.num.meet(b.num) if a.num is not None and b.num is not None else None
     st = str_meet(a.str, b.str) if a.str is not None and b.str is not None else None
@@ -454,7 +454,7 @@ def conj_meet(a: Conj, b: Conj, norm: "Normalizer") -> Conj | None:
     obj = a.obj.meet(b.obj) if a.obj is not None and b.obj is not None else None
     if obj is not None and norm is not None and norm.obj_contradicts(obj, a.obj, b.obj):
         obj = None
-    c = Conj(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
+    c = Conjunct(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
     return None if c.is_empty() else c
 
 

@@ -1,4 +1,4 @@
-"""Dialects of supplied metaschemas (strictgen.grammar.schema_vocabularies): the keywords of the
+"""Dialects of supplied metaschemas (strictgen.grammar.schema.vocabularies): the keywords of the
 vocabularies a metaschema's `$vocabulary` leaves out are annotations, an unknown required
 vocabulary is refused, standard metaschema URIs are never looked up.
 

@@ -1,6 +1,6 @@
 """String emission: the raw-character language of string constraints, and its JSON spellings.
 
-A string subschema is a conjunction of atoms (schema_ir's `Length`, `Matches`, `Format`,
+A string subschema is a conjunction of atoms (schema.ir's `Length`, `Matches`, `Format`,
 `AmongStrings`, `NotAll`). `string_language` gives their
 raw-character language (between the quotes, before escaping); `spelled` turns it into every JSON
 spelling of those strings, which commutes with the intersections and differences the atoms are
@@ -14,8 +14,8 @@ import hashlib
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
-from .automata import Language, dfa_size, regular_dfa
-from .ir import (
+from ..automata import Language, dfa_size, regular_dfa
+from ..ir import (
     MAX_CODEPOINT,
     NOTHING,
     ByteSet,
@@ -33,11 +33,11 @@ from .ir import (
     normalize_ranges,
     repeat,
 )
-from .json_escapes import json_escaped
-from .json_value import json_string
+from ..json_escapes import json_escaped
+from ..json_value import json_string
 from .length_product import length_product
-from .schema_ir import AmongStrings, Format, Length, Matches, NotAll, pattern_language
-from .schema_rule_sizes import length_range
+from .ir import AmongStrings, Format, Length, Matches, NotAll, pattern_language
+from .rule_sizes import length_range
 
 __all__ = [
     "ANY_CHAR",
@@ -238,7 +238,7 @@ def _atom_lang(a) -> Expr:
     if t is Matches:
         return pattern_language(a.pattern)
     if t is Format:
-        from .formats import format_value_expr
+        from ..formats import format_value_expr
 
         e = format_value_expr(a.name)
         if a.name == "hostname":  # RFC 1123 labels; the whole name is at most 253 characters

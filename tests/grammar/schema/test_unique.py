@@ -1,4 +1,4 @@
-"""Which items uniqueItems is enforced for (grammar/schema_unique.py): those whose unfinished items
+"""Which items uniqueItems is enforced for (schema/unique.py): those whose unfinished items
 can always still become a new value; the rest are refused with a SchemaError naming uniqueItems.
 The item spec the matcher reads travels in the array rule's name."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from strictgen.errors import SchemaError
 from strictgen.grammar.json_schema import JsonStyle, json_schema_grammar
-from strictgen.grammar.schema_unique import UNIQUE_MARK
+from strictgen.grammar.schema.unique import UNIQUE_MARK
 
 
 def specs(schema: dict, **kw) -> list:

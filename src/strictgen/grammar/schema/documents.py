@@ -19,16 +19,16 @@ from typing import Any, Mapping
 
 from strictgen.errors import SchemaError
 
-from .schema_dialects import legacy_items_2020
-from .schema_limits import check_schema_bounds
-from .schema_values import load_schema
+from .dialects import legacy_items_2020
+from .limits import check_schema_bounds
+from .values import load_schema
 
 __all__ = ["SchemaDocuments", "dialect_of"]
 
 
 def dialect_of(contents: Any, default: Any = None) -> Any:
     """The referencing Specification of a schema document: its `$schema`, else `default`, else
-    2020-12 (read with the legacy array form of `items`, see schema_dialects)."""
+    2020-12 (read with the legacy array form of `items`, see schema.dialects)."""
     import referencing.jsonschema as rj
 
     dialect = contents.get("$schema") if isinstance(contents, dict) else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from strictgen.errors import GrammarTooLargeError
 
-from .ir import NOTHING, Alt, Expr, Lazy, LazyFamily, Repeat, RuleRef, Seq, alt, rule_references, seq
+from ..ir import NOTHING, Alt, Expr, Lazy, LazyFamily, Repeat, RuleRef, Seq, alt, rule_references, seq
 
 __all__ = ["KeySetFamily", "keep_called", "key_set_object", "submasks"]
 

@@ -10,11 +10,11 @@ from typing import Callable
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError
 
-from .schema_ir import (
-    ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrP, Conj, Contains, Formula, KeyRule, Length, Matches, NotAll, NumP, ObjP,
-    conj_meet, only, str_meet,
+from .ir import (
+    ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
+    conjunct_meet, only, str_meet,
 )
-from .schema_values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
+from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
 
 __all__ = ["BooleanAlgebra", "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING"]
 
@@ -27,7 +27,7 @@ class BooleanAlgebra:
 
     # ---- normalisation ----
 
-    def dnf(self, f: Formula) -> list[Conj]:
+    def dnf(self, f: Formula) -> list[Conjunct]:
         """The conjuncts of `f` (memoised)."""
         deadline.check()
         ck = (f, self._exact)
@@ -52,7 +52,7 @@ class BooleanAlgebra:
             if f.kind == "src":
                 out = self._norm_src(f)
             elif f.kind == "const":
-                out = [Conj(values=(self._const_values[f.key],))]
+                out = [Conjunct(values=(self._const_values[f.key],))]
             elif f.kind == "and":
                 out = self.product([self.dnf(g) for g in f.args], f)
             elif f.kind == "or":
@@ -66,9 +66,9 @@ class BooleanAlgebra:
         self._dnf[ck] = out
         return out
 
-    def _union(self, dnfs: list[list[Conj]]) -> list[Conj]:
-        out: dict[Conj, None] = {}
-        finite: list[Conj] = []  # value sets may hold lists and dicts: merged by JSON equality below
+    def _union(self, dnfs: list[list[Conjunct]]) -> list[Conjunct]:
+        out: dict[Conjunct, None] = {}
+        finite: list[Conjunct] = []  # value sets may hold lists and dicts: merged by JSON equality below
         for d in dnfs:
             for c in d:
                 if c.values is None:
@@ -79,21 +79,21 @@ class BooleanAlgebra:
             raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives")
         return self._merge_finite(list(out) + finite)
 
-    def _merge_finite(self, conjs: list[Conj]) -> list[Conj]:
+    def _merge_finite(self, conjs: list[Conjunct]) -> list[Conjunct]:
         finite = [c for c in conjs if c.values is not None]
         if len(finite) <= 1:
             return conjs
         values = dedupe_values(v for c in finite for v in c.values)
-        return [c for c in conjs if c.values is None] + [Conj(values=values)]
+        return [c for c in conjs if c.values is None] + [Conjunct(values=values)]
 
-    def product(self, factors: list[list[Conj]], whole: Formula | None) -> list[Conj]:
+    def product(self, factors: list[list[Conjunct]], whole: Formula | None) -> list[Conjunct]:
         """The conjunction of DNFs. Finite conjuncts meet everything through `whole` (the formula
         equal to the whole conjunction): their values are kept when the jsonschema judge accepts them."""
         values: list = []
         has_finite = False
         finite_factors = 0
         others_true = True  # every factor without values is true (checks nothing)
-        acc: list[Conj] = [TOP]
+        acc: list[Conjunct] = [TOP]
         for d in factors:
             fin = [c for c in d if c.values is not None]
             non = [c for c in d if c.values is None]
@@ -121,10 +121,10 @@ class BooleanAlgebra:
             else:
                 kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
             if kept:
-                out = out + [Conj(values=kept)]
+                out = out + [Conjunct(values=kept)]
         return out
 
-    def obj_contradicts(self, o: ObjP, a: ObjP, b: ObjP) -> bool:
+    def obj_contradicts(self, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
         """A required member whose value schemas from the two sides cannot both hold."""
         for k in o.required:
             fa = [r.schema for r in a.rules if r.kind == "name" and r.name == k]
@@ -151,7 +151,7 @@ class BooleanAlgebra:
         except RefLoop:
             return False
 
-    def _implies(self, a: Conj, y: Conj) -> bool:
+    def _implies(self, a: Conjunct, y: Conjunct) -> bool:
         """Every value of `a` is a value of `y` (a sufficient check for the shapes negation makes)."""
         if a.values is not None or y.values is not None:
             return False
@@ -201,27 +201,27 @@ class BooleanAlgebra:
 
     # ---- negation ----
 
-    def negate(self, dnf: list[Conj], f: Formula | None = None) -> list[Conj]:
+    def negate(self, dnf: list[Conjunct], f: Formula | None = None) -> list[Conjunct]:
         """The complement of a DNF (as a DNF); annotations of negated schemas are dropped."""
         if not dnf:
             return [TOP]
         factors = [self._negate_conj(c, f) for c in dnf]
         # the product of negated conjuncts never holds finite parts
-        acc: list[Conj] = [TOP]
+        acc: list[Conjunct] = [TOP]
         for d in factors:
             acc = self._meet_each(acc, d, len(d) > 1, " (in a negation)")  # negations evaluate nothing
         return acc
 
-    def _meet_each(self, acc: list[Conj], d: list[Conj], prunable: bool, where: str) -> list[Conj]:
+    def _meet_each(self, acc: list[Conjunct], d: list[Conjunct], prunable: bool, where: str) -> list[Conjunct]:
         """The conjuncts of (acc_1 or acc_2 ...) and (d_1 or d_2 ...), without repeats. With
         `prunable`, an a that already implies some d_j stays as it is: a and (d_1 or ...) = a."""
-        nxt: dict[Conj, None] = {}
+        nxt: dict[Conjunct, None] = {}
         for a in acc:
             if a is not TOP and prunable and any(self._implies(a, b) for b in d):
                 nxt[a] = None
                 continue
             for b in d:
-                m = b if a is TOP else (a if b is TOP else conj_meet(a, b, self))
+                m = b if a is TOP else (a if b is TOP else conjunct_meet(a, b, self))
                 if m is not None:
                     nxt[m] = None
         if len(nxt) > MAX_ALTERNATIVES:
@@ -233,17 +233,17 @@ class BooleanAlgebra:
             f = f.args[0]
         return f.src.pointer if f is not None and f.src is not None else ""
 
-    def _negate_conj(self, c: Conj, f: Formula | None) -> list[Conj]:
+    def _negate_conj(self, c: Conjunct, f: Formula | None) -> list[Conjunct]:
         ptr = self._ptr(f)
         if c.values is not None:
             return self._negate_values(c.values, ptr)
-        out: list[Conj] = []
+        out: list[Conjunct] = []
         if not c.null:
             out.append(only(null=True))
         if c.bools != ALL_BOOLS:
             out.append(only(bools=ALL_BOOLS - c.bools))
         if c.num is None:
-            out.append(only(num=NumP()))
+            out.append(only(num=NumberConstraints()))
         else:
             out.extend(only(num=n) for n in c.num.negate())
         if c.str is None:
@@ -259,17 +259,17 @@ class BooleanAlgebra:
         elif c.str:
             out.append(only(str=(NotAll(c.str),)))
         if c.arr is None:
-            out.append(only(arr=ArrP()))
+            out.append(only(arr=ArrayConstraints()))
         else:
             out.extend(only(arr=a) for a in self._negate_arr(c.arr, ptr))
         if c.obj is None:
-            out.append(only(obj=ObjP()))
+            out.append(only(obj=ObjectConstraints()))
         else:
             out.extend(only(obj=o) for o in self._negate_obj(c.obj, ptr))
         return out
 
-    def _negate_values(self, values: tuple, ptr: str) -> list[Conj]:
-        out: list[Conj] = []
+    def _negate_values(self, values: tuple, ptr: str) -> list[Conjunct]:
+        out: list[Conjunct] = []
         types = {json_type(v) for v in values}
         if "null" not in types:
             out.append(only(null=True))
@@ -277,20 +277,20 @@ class BooleanAlgebra:
         if bools != ALL_BOOLS:
             out.append(only(bools=ALL_BOOLS - bools))
         nums = frozenset(to_fraction(v) for v in values if is_number(v))
-        out.append(only(num=NumP(excluded=nums)))
+        out.append(only(num=NumberConstraints(excluded=nums)))
         strs = frozenset(v for v in values if isinstance(v, str))
         out.append(only(str=(NotAll((AmongStrings(strs),)),) if strs else ()))
         arrays = [v for v in values if isinstance(v, list)]
         objects = [v for v in values if isinstance(v, dict)]
         # arrays / objects other than the listed ones: the product of each value's complement
         for kind, listed in (("arr", arrays), ("obj", objects)):
-            acc = [only(**{kind: ArrP() if kind == "arr" else ObjP()})]
+            acc = [only(**{kind: ArrayConstraints() if kind == "arr" else ObjectConstraints()})]
             for v in listed:
                 alts = [only(arr=a) for a in self._array_complement(v)] if kind == "arr" else [only(obj=o) for o in self._object_complement(v)]
-                nxt: dict[Conj, None] = {}
+                nxt: dict[Conjunct, None] = {}
                 for a in acc:
                     for b in alts:
-                        m = conj_meet(a, b, self)
+                        m = conjunct_meet(a, b, self)
                         if m is not None:
                             nxt[m] = None
                 if len(nxt) > MAX_ALTERNATIVES:
@@ -299,22 +299,22 @@ class BooleanAlgebra:
             out.extend(acc)
         return out
 
-    def _array_complement(self, v: list) -> list[ArrP]:
+    def _array_complement(self, v: list) -> list[ArrayConstraints]:
         """Arrays other than `v`: another length, or some item different."""
         n = len(v)
-        out = [ArrP(min=n + 1)] + ([ArrP(max=n - 1)] if n else [])
+        out = [ArrayConstraints(min=n + 1)] + ([ArrayConstraints(max=n - 1)] if n else [])
         for i, x in enumerate(v):
-            out.append(ArrP(prefix=(TRUE,) * i + (self.not_(self.const_(x)),), min=i + 1))
+            out.append(ArrayConstraints(prefix=(TRUE,) * i + (self.not_(self.const_(x)),), min=i + 1))
         return out
 
-    def _object_complement(self, v: dict) -> list[ObjP]:
+    def _object_complement(self, v: dict) -> list[ObjectConstraints]:
         """Objects other than `v`: a member missing, a member with another value, or another key."""
         keys = tuple(v)
-        out = [ObjP(exists=(KeyRule("other", TRUE, names=frozenset(keys), evaluates=False),))]
+        out = [ObjectConstraints(exists=(KeyRule("other", TRUE, names=frozenset(keys), evaluates=False),))]
         for k in keys:
-            out.append(ObjP(rules=(KeyRule("name", FALSE, name=k, evaluates=False),), order=(k,)))
+            out.append(ObjectConstraints(rules=(KeyRule("name", FALSE, name=k, evaluates=False),), order=(k,)))
             out.append(
-                ObjP(
+                ObjectConstraints(
                     rules=(KeyRule("name", self.not_(self.const_(v[k])), name=k, evaluates=False),),
                     required=frozenset((k,)),
                     order=(k,),
@@ -322,62 +322,62 @@ class BooleanAlgebra:
             )
         return out
 
-    def _negate_arr(self, a: ArrP, ptr: str) -> list[ArrP]:
-        out: list[ArrP] = []
+    def _negate_arr(self, a: ArrayConstraints, ptr: str) -> list[ArrayConstraints]:
+        out: list[ArrayConstraints] = []
         if a.min > 0:
-            out.append(ArrP(max=a.min - 1))
+            out.append(ArrayConstraints(max=a.min - 1))
         if a.max is not None:
-            out.append(ArrP(min=a.max + 1))
+            out.append(ArrayConstraints(min=a.max + 1))
         for i, p in enumerate(a.prefix):
             if p is not TRUE:
-                out.append(ArrP(prefix=(TRUE,) * i + (self.not_(p),), min=i + 1))
+                out.append(ArrayConstraints(prefix=(TRUE,) * i + (self.not_(p),), min=i + 1))
         if a.items is not TRUE:
-            out.append(ArrP(min=len(a.prefix) + 1, contains=(Contains(self.not_(a.items), 1, None, len(a.prefix), False),)))
+            out.append(ArrayConstraints(min=len(a.prefix) + 1, contains=(Contains(self.not_(a.items), 1, None, len(a.prefix), False),)))
         for c in a.contains:
             if c.lo > 0:
-                out.append(ArrP(contains=(Contains(c.schema, 0, c.lo - 1, c.start, False),)))
+                out.append(ArrayConstraints(contains=(Contains(c.schema, 0, c.lo - 1, c.start, False),)))
             if c.hi is not None:
-                out.append(ArrP(contains=(Contains(c.schema, c.hi + 1, None, c.start, False),)))
+                out.append(ArrayConstraints(contains=(Contains(c.schema, c.hi + 1, None, c.start, False),)))
         if a.unique:
             where = next((p for k, p in a.where if k == "uniqueItems"), ptr)
             self.reporter.refuse("'not' of uniqueItems (arrays with a duplicate) cannot be expressed", "uniqueItems", where)
         return out
 
-    def _negate_obj(self, o: ObjP, ptr: str) -> list[ObjP]:
-        out: list[ObjP] = []
+    def _negate_obj(self, o: ObjectConstraints, ptr: str) -> list[ObjectConstraints]:
+        out: list[ObjectConstraints] = []
         for r in sorted(o.required):
-            out.append(ObjP(rules=(KeyRule("name", FALSE, name=r, evaluates=False),), order=(r,)))
+            out.append(ObjectConstraints(rules=(KeyRule("name", FALSE, name=r, evaluates=False),), order=(r,)))
         for r in o.rules:
             if r.schema is TRUE:
                 continue
             if r.kind == "name":
                 out.append(
-                    ObjP(
+                    ObjectConstraints(
                         rules=(KeyRule("name", self.not_(r.schema), name=r.name, evaluates=False),),
                         required=frozenset((r.name,)),
                         order=(r.name,),
                     )
                 )
             else:  # some member with a key in the set violates the schema
-                out.append(ObjP(exists=(replace(r, schema=self.not_(r.schema), evaluates=False),)))
+                out.append(ObjectConstraints(exists=(replace(r, schema=self.not_(r.schema), evaluates=False),)))
         if o.min > 0:
-            out.append(ObjP(max=o.min - 1))
+            out.append(ObjectConstraints(max=o.min - 1))
         if o.max is not None:
-            out.append(ObjP(min=o.max + 1))
+            out.append(ObjectConstraints(min=o.max + 1))
         if o.key_atoms is not None:  # some key outside the propertyNames language
-            out.append(ObjP(exists=(KeyRule("keys", TRUE, atoms=(NotAll(o.key_atoms),), evaluates=False),)))
+            out.append(ObjectConstraints(exists=(KeyRule("keys", TRUE, atoms=(NotAll(o.key_atoms),), evaluates=False),)))
         for clause in o.clauses:  # every literal of the clause is false
             lits = sorted(clause)
-            out.append(ObjP(order=tuple(k for k, _ in lits), clauses=tuple(frozenset(((k, not pos),)) for k, pos in lits)))
+            out.append(ObjectConstraints(order=tuple(k for k, _ in lits), clauses=tuple(frozenset(((k, not pos),)) for k, pos in lits)))
         for e in o.exists:  # every member with a key in the set violates the schema
             if e.kind == "keys":
                 neg = (NotAll(e.atoms),)
                 if e.schema is TRUE:
-                    out.append(ObjP(key_atoms=neg))
+                    out.append(ObjectConstraints(key_atoms=neg))
                 else:
                     self.reporter.refuse("'not' of 'some key outside propertyNames' with a value schema", "not", ptr)
             else:
-                out.append(ObjP(rules=(replace(e, schema=self.not_(e.schema), evaluates=False),)))
+                out.append(ObjectConstraints(rules=(replace(e, schema=self.not_(e.schema), evaluates=False),)))
         return out
 
     # ---- disjointness (for oneOf) ----
@@ -412,12 +412,12 @@ class BooleanAlgebra:
             self._disjoint_nesting -= 1
         return self._dnfs_disjoint(a, b, f, g, depth)
 
-    def _dnfs_disjoint(self, a: list[Conj], b: list[Conj], f: Formula, g: Formula, depth: int, context: Conj | None = None) -> bool:
+    def _dnfs_disjoint(self, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int, context: Conjunct | None = None) -> bool:
         """No value in both DNFs (and in the context conjunct, when given)."""
         for x in a:
             for y in b:
                 if context is not None and x.values is None and y.values is None:
-                    x2, y2 = conj_meet(context, x, self), conj_meet(context, y, self)
+                    x2, y2 = conjunct_meet(context, x, self), conjunct_meet(context, y, self)
                     if x2 is None or y2 is None:
                         continue
                     x, y = x2, y2
@@ -425,7 +425,7 @@ class BooleanAlgebra:
                     return False
         return True
 
-    def _conj_disjoint(self, x: Conj, y: Conj, f: Formula, g: Formula, depth: int) -> bool:
+    def _conj_disjoint(self, x: Conjunct, y: Conjunct, f: Formula, g: Formula, depth: int) -> bool:
         if x.values is not None and y.values is not None:
             return not any(json_equal(v, w) for v in x.values for w in y.values)
         if x.values is not None:
@@ -465,7 +465,7 @@ class BooleanAlgebra:
         assert self.str_member_hook is not None
         return self.str_member_hook(atoms, s)
 
-    def _arr_disjoint(self, a: ArrP, b: ArrP, depth: int) -> bool:
+    def _arr_disjoint(self, a: ArrayConstraints, b: ArrayConstraints, depth: int) -> bool:
         if a.meet(b, self) is None:
             return True
         lo = max(a.min, b.min)
@@ -477,9 +477,9 @@ class BooleanAlgebra:
             return True
         return False
 
-    obj_keys_disjoint: Callable[[ObjP, ObjP], bool] | None = None  # installed by the emitter
+    obj_keys_disjoint: Callable[[ObjectConstraints, ObjectConstraints], bool] | None = None  # installed by the emitter
 
-    def _obj_disjoint(self, a: ObjP, b: ObjP, depth: int) -> bool:
+    def _obj_disjoint(self, a: ObjectConstraints, b: ObjectConstraints, depth: int) -> bool:
         if a.meet(b) is None:
             return True
         # a member required on one side must exist in a common instance: its value must satisfy
@@ -491,7 +491,7 @@ class BooleanAlgebra:
             return True
         return False
 
-    def value_formula(self, o: ObjP, key: str) -> Formula:
+    def value_formula(self, o: ObjectConstraints, key: str) -> Formula:
         """The conjunction of the rules of `o` that apply to the member named `key`."""
         parts = []
         for r in o.rules:

@@ -1,4 +1,4 @@
-"""Number emission: a numeric subschema (`NumP`) as an exact language of JSON number texts.
+"""Number emission: a numeric subschema (`NumberConstraints`) as an exact language of JSON number texts.
 
 Ranges come from `numbers`, multipleOf and `not multipleOf` from the remainder automata of
 `multiple_of`; excluded values (``not: {const: 3}``) are differences with their spellings. Which
@@ -11,11 +11,11 @@ from fractions import Fraction
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
-from .ir import NOTHING, Expr, alt, difference, intersect, lit, opt, repeat, seq
-from .json_value import CANONICAL_NUMBER, DIGIT, NONZERO, json_integer
-from .multiple_of import multiple_of_integers, multiple_of_numbers, residue_filter
-from .numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
-from .schema_ir import NumP, keyword_pointer
+from ..ir import NOTHING, Expr, alt, difference, intersect, lit, opt, repeat, seq
+from ..json_value import CANONICAL_NUMBER, DIGIT, NONZERO, json_integer
+from ..multiple_of import multiple_of_integers, multiple_of_numbers, residue_filter
+from ..numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
+from .ir import NumberConstraints, keyword_pointer
 
 __all__ = ["NumberEmitter"]
 
@@ -32,7 +32,7 @@ class NumberEmitter:
     """Numeric subschemas, mixed into `json_schema.SchemaEmitter` (whose `reporter`,
     `canonical_numbers`, `fresh_name` and `merge_rules` it uses)."""
 
-    def number(self, n: NumP) -> Expr:
+    def number(self, n: NumberConstraints) -> Expr:
         if n.is_empty():
             return NOTHING
         mult = self._multiple(n)
@@ -73,7 +73,7 @@ class NumberEmitter:
             expr = intersect(expr, CANONICAL_NUMBER)
         return expr
 
-    def _number_residues(self, n: NumP, mult: Fraction | None, excluded: list) -> Expr:
+    def _number_residues(self, n: NumberConstraints, mult: Fraction | None, excluded: list) -> Expr:
         """`number` when multipleOf (or `not multipleOf`) needs a remainder automaton and is combined
         with a difference or an intersection: the rest is one regular language of plain decimals,
         which `residue_filter` multiplies with the remainder automata (their complements for
@@ -103,34 +103,34 @@ class NumberEmitter:
         self.merge_rules(rules)
         return expr
 
-    def _plain_range(self, n: NumP) -> Expr:
+    def _plain_range(self, n: NumberConstraints) -> Expr:
         """The numbers within n's bounds, as plain decimals once anything else constrains them."""
         if n.lo is None and n.hi is None and (n.nonint or n.excluded or n.not_mults):
             return PLAIN_NUMBER
         return number_range(*self._bounds(n))
 
-    def _integer_spellings(self, n: NumP, expr: Expr) -> Expr:
+    def _integer_spellings(self, n: NumberConstraints, expr: Expr) -> Expr:
         """Canonical integer texts `expr` with every other spelling a validator accepts (`12.0`,
         `-0` when 0 is admitted), unless numbers are canonical."""
         if self.canonical_numbers:
             return expr
-        zero_ok = NumP(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
+        zero_ok = NumberConstraints(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
         expr = seq(expr, ZERO_FRACTION)
         return alt(expr, seq(lit("-0"), ZERO_FRACTION)) if zero_ok else expr
 
     @staticmethod
-    def _multiple(n: NumP) -> Fraction | None:
+    def _multiple(n: NumberConstraints) -> Fraction | None:
         mult = None
         for m in n.mults:
             mult = m if mult is None else _lcm(mult, m)
         return mult
 
     @staticmethod
-    def _excluded(n: NumP) -> list:
+    def _excluded(n: NumberConstraints) -> list:
         """The excluded values inside n's range that no `not multipleOf` excludes already."""
-        base = NumP(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
+        base = NumberConstraints(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
         return sorted(x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults))
 
     @staticmethod
-    def _bounds(n: NumP):
+    def _bounds(n: NumberConstraints):
         return n.lo, n.hi, n.lo_strict, n.hi_strict

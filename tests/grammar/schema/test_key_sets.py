@@ -1,4 +1,4 @@
-"""any_order=True past nine properties (grammar/schema_key_sets.py, rules built at run time by
+"""any_order=True past nine properties (schema/key_sets.py, rules built at run time by
 compile/lazy_rules.py): the matcher accepts exactly the objects jsonschema validates that have no
 duplicate key, in any key order and every JSON spelling, fed token by token through Qwen's
 vocabulary (its own encoding and random splits); sampled masks allow only tokens that still

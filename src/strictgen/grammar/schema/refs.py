@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .schema_ir import FALSE, TRUE, Formula
-from .schema_values import invalid
+from .ir import FALSE, TRUE, Formula
+from .values import invalid
 
 __all__ = ["References"]
 
