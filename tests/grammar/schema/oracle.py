@@ -97,10 +97,10 @@ def _key_in(norm: Normalizer, r, key: str) -> bool:
 def _arr_holds(norm: Normalizer, a: ArrayConstraints, v: list) -> bool:
     if len(v) < a.min or (a.max is not None and len(v) > a.max):
         return False
-    if not all(norm.holds(a.item(i), x) for i, x in enumerate(v)):
+    if not all(norm.satisfies(a.item(i), x) for i, x in enumerate(v)):
         return False
     for c in a.contains:
-        n = sum(1 for x in v[c.start :] if norm.holds(c.schema, x))
+        n = sum(1 for x in v[c.start :] if norm.satisfies(c.schema, x))
         if n < c.lo or (c.hi is not None and n > c.hi):
             return False
     if a.unique and any(json_equal(x, y) for i, x in enumerate(v) for y in v[i + 1 :]):
@@ -114,12 +114,12 @@ def _obj_holds(norm: Normalizer, o: ObjectConstraints, v: dict) -> bool:
     if not o.required <= v.keys():
         return False
     for r in o.rules:
-        if any(_key_in(norm, r, k) and not norm.holds(r.schema, x) for k, x in v.items()):
+        if any(_key_in(norm, r, k) and not norm.satisfies(r.schema, x) for k, x in v.items()):
             return False
     if o.key_atoms is not None and not all(str_holds(o.key_atoms, k) for k in v):
         return False
     for e in o.exists:
-        if not any(_key_in(norm, e, k) and norm.holds(e.schema, x) for k, x in v.items()):
+        if not any(_key_in(norm, e, k) and norm.satisfies(e.schema, x) for k, x in v.items()):
             return False
     for clause in o.clauses:
         if not any((k in v) == present for k, present in clause):

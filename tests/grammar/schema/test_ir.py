@@ -18,7 +18,7 @@ from strictgen.errors import RegexError
 from strictgen.grammar.automata import Language
 from strictgen.grammar.schema.ir import (
     ALL_BOOLS, FALSE, NONE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Length, Matches, NumberConstraints, ObjectConstraints,
-    KeyRule, conjunct_meet, keyword_pointer, only, pattern_language, str_meet,
+    KeyRule, conjunct_meet, keyword_pointer, conjunct_of, pattern_language, str_meet,
 )
 
 from .oracle import WORDS, normalizer, nump, raw_atoms, str_holds, validator
@@ -131,20 +131,20 @@ def test_conj_emptiness_top_and_types():
     assert TOP.is_top and not TOP.is_empty() and NONE.is_empty() and not NONE.is_top
     assert TOP.types() == {"null", "boolean", "number", "string", "array", "object"}
     assert NONE.types() == set()
-    assert only(str=()).types() == {"string"} and only(bools=frozenset([True])).types() == {"boolean"}
+    assert conjunct_of(str=()).types() == {"string"} and conjunct_of(bools=frozenset([True])).types() == {"boolean"}
     assert Conjunct(values=(1, "a", None)).types() == {"number", "string", "null"}
     assert Conjunct(values=()).is_empty() and not Conjunct(values=(None,)).is_empty()
-    assert not only(num=NumberConstraints(lo=Fraction(0))).is_top
+    assert not conjunct_of(num=NumberConstraints(lo=Fraction(0))).is_top
 
 
 def test_conj_meet_is_per_type():
     norm = normalizer(True)
-    a = only(null=True, num=NumberConstraints(lo=Fraction(0)), str=(Length(0, 2),))
+    a = conjunct_of(null=True, num=NumberConstraints(lo=Fraction(0)), str=(Length(0, 2),))
     b = Conjunct(null=True, bools=ALL_BOOLS, num=NumberConstraints(hi=Fraction(5)), str=(Length(1, None),), arr=None, obj=None)
     m = conjunct_meet(a, b, norm)
     assert m.null and not m.bools and m.arr is None and m.obj is None
     assert m.num == NumberConstraints(lo=Fraction(0), hi=Fraction(5)) and m.str == (Length(1, 2),)
-    assert conjunct_meet(only(null=True), only(str=()), norm) is None
+    assert conjunct_meet(conjunct_of(null=True), conjunct_of(str=()), norm) is None
 
 
 PATTERNS = ["^a+$", "b", "^(?!foo)[a-z]+", "^(?!a|b)[a-z0-9]{2}", "\\d", "^[^@]+@[^@]+$", "(?:ab)*c", "^é+"]

@@ -59,12 +59,12 @@ def test_view_hides_keywords_outside_the_declared_draft_only():
 def test_holds_is_the_jsonschema_judge_with_formats_as_asked():
     schema = {"type": "string", "format": "date"}
     strict = normalizer(schema)
-    assert strict.holds(strict.root_formula, "2020-01-01") and not strict.holds(strict.root_formula, "2020-13-01")
+    assert strict.satisfies(strict.root_formula, "2020-01-01") and not strict.satisfies(strict.root_formula, "2020-13-01")
     annotated = Normalizer(schema, formats="annotate")
-    assert annotated.holds(annotated.root_formula, "2020-13-01")
-    assert not strict.holds(strict.root_formula, 3)
+    assert annotated.satisfies(annotated.root_formula, "2020-13-01")
+    assert not strict.satisfies(strict.root_formula, 3)
     f = strict.root_formula
-    assert strict.holds(strict.or_(f, strict.const_(3)), 3) and not strict.holds(strict.not_(f), "2020-01-01")
+    assert strict.satisfies(strict.or_(f, strict.const_(3)), 3) and not strict.satisfies(strict.not_(f), "2020-01-01")
 
 
 def test_enum_filtering_is_bounded(monkeypatch):

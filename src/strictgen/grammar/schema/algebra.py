@@ -12,7 +12,7 @@ from strictgen.errors import GrammarTooLargeError
 
 from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
-    conjunct_meet, only, str_meet,
+    conjunct_meet, conjunct_of, str_meet,
 )
 from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
 
@@ -119,7 +119,7 @@ class BooleanAlgebra:
                 # (an anyOf of 2,000 consts would check every value against every branch)
                 kept = dedupe_values(values)
             else:
-                kept = tuple(v for v in dedupe_values(values) if self.holds(whole, v))
+                kept = tuple(v for v in dedupe_values(values) if self.satisfies(whole, v))
             if kept:
                 out = out + [Conjunct(values=kept)]
         return out
@@ -239,54 +239,54 @@ class BooleanAlgebra:
             return self._negate_values(c.values, ptr)
         out: list[Conjunct] = []
         if not c.null:
-            out.append(only(null=True))
+            out.append(conjunct_of(null=True))
         if c.bools != ALL_BOOLS:
-            out.append(only(bools=ALL_BOOLS - c.bools))
+            out.append(conjunct_of(bools=ALL_BOOLS - c.bools))
         if c.num is None:
-            out.append(only(num=NumberConstraints()))
+            out.append(conjunct_of(num=NumberConstraints()))
         else:
-            out.extend(only(num=n) for n in c.num.negate())
+            out.extend(conjunct_of(num=n) for n in c.num.negate())
         if c.str is None:
-            out.append(only(str=()))
+            out.append(conjunct_of(str=()))
         elif len(c.str) == 1 and type(c.str[0]) is Length:
             # a length bound's complement is two length bounds, which stay arithmetic (NotAll
             # would be decided on automata, and a long bound unrolls into ~10^5 states)
             lo, hi = c.str[0].lo, c.str[0].hi
             if lo:
-                out.append(only(str=(Length(0, lo - 1),)))
+                out.append(conjunct_of(str=(Length(0, lo - 1),)))
             if hi is not None:
-                out.append(only(str=(Length(hi + 1, None),)))
+                out.append(conjunct_of(str=(Length(hi + 1, None),)))
         elif c.str:
-            out.append(only(str=(NotAll(c.str),)))
+            out.append(conjunct_of(str=(NotAll(c.str),)))
         if c.arr is None:
-            out.append(only(arr=ArrayConstraints()))
+            out.append(conjunct_of(arr=ArrayConstraints()))
         else:
-            out.extend(only(arr=a) for a in self._negate_arr(c.arr, ptr))
+            out.extend(conjunct_of(arr=a) for a in self._negate_arr(c.arr, ptr))
         if c.obj is None:
-            out.append(only(obj=ObjectConstraints()))
+            out.append(conjunct_of(obj=ObjectConstraints()))
         else:
-            out.extend(only(obj=o) for o in self._negate_obj(c.obj, ptr))
+            out.extend(conjunct_of(obj=o) for o in self._negate_obj(c.obj, ptr))
         return out
 
     def _negate_values(self, values: tuple, ptr: str) -> list[Conjunct]:
         out: list[Conjunct] = []
         types = {json_type(v) for v in values}
         if "null" not in types:
-            out.append(only(null=True))
+            out.append(conjunct_of(null=True))
         bools = frozenset(v for v in values if isinstance(v, bool))
         if bools != ALL_BOOLS:
-            out.append(only(bools=ALL_BOOLS - bools))
+            out.append(conjunct_of(bools=ALL_BOOLS - bools))
         nums = frozenset(to_fraction(v) for v in values if is_number(v))
-        out.append(only(num=NumberConstraints(excluded=nums)))
+        out.append(conjunct_of(num=NumberConstraints(excluded=nums)))
         strs = frozenset(v for v in values if isinstance(v, str))
-        out.append(only(str=(NotAll((AmongStrings(strs),)),) if strs else ()))
+        out.append(conjunct_of(str=(NotAll((AmongStrings(strs),)),) if strs else ()))
         arrays = [v for v in values if isinstance(v, list)]
         objects = [v for v in values if isinstance(v, dict)]
         # arrays / objects other than the listed ones: the product of each value's complement
         for kind, listed in (("arr", arrays), ("obj", objects)):
-            acc = [only(**{kind: ArrayConstraints() if kind == "arr" else ObjectConstraints()})]
+            acc = [conjunct_of(**{kind: ArrayConstraints() if kind == "arr" else ObjectConstraints()})]
             for v in listed:
-                alts = [only(arr=a) for a in self._array_complement(v)] if kind == "arr" else [only(obj=o) for o in self._object_complement(v)]
+                alts = [conjunct_of(arr=a) for a in self._array_complement(v)] if kind == "arr" else [conjunct_of(obj=o) for o in self._object_complement(v)]
                 nxt: dict[Conjunct, None] = {}
                 for a in acc:
                     for b in alts:
@@ -401,7 +401,7 @@ class BooleanAlgebra:
             finally:
                 self._disjoint_nesting -= 1
             if d and all(c.values is not None for c in d):
-                return not any(self.holds(busy, v) for c in d for v in c.values)
+                return not any(self.satisfies(busy, v) for c in d for v in c.values)
             return False
         self._disjoint_nesting += 1
         try:
@@ -429,9 +429,9 @@ class BooleanAlgebra:
         if x.values is not None and y.values is not None:
             return not any(json_equal(v, w) for v in x.values for w in y.values)
         if x.values is not None:
-            return not any(self.holds(g, v) for v in x.values)
+            return not any(self.satisfies(g, v) for v in x.values)
         if y.values is not None:
-            return not any(self.holds(f, v) for v in y.values)
+            return not any(self.satisfies(f, v) for v in y.values)
         if x.null and y.null:
             return False
         if x.bools & y.bools:

@@ -12,7 +12,7 @@ from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError
 
 from .dialects import ALL_KEYWORDS, JSON_TYPES
-from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, only
+from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of
 from .values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
 
 __all__ = ["Applicators"]
@@ -85,7 +85,7 @@ class Applicators:
         ptr = info.pointer
         pos = {k: i for i, k in enumerate(s)}
         factors: list = []
-        local = self._local(f)
+        local = self._own_keywords(f)
         if local is None:
             return None
         obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
@@ -209,9 +209,9 @@ class Applicators:
 
         def member(schema: Formula, required: bool) -> Conjunct:
             rule = KeyRule("name", schema, name=key, evaluates=False)
-            return only(obj=ObjectConstraints(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
+            return conjunct_of(obj=ObjectConstraints(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
 
-        out = [only(null=True), only(bools=ALL_BOOLS), only(num=NumberConstraints()), only(str=()), only(arr=ArrayConstraints())]
+        out = [conjunct_of(null=True), conjunct_of(bools=ALL_BOOLS), conjunct_of(num=NumberConstraints()), conjunct_of(str=()), conjunct_of(arr=ArrayConstraints())]
         out += [member(FALSE, False), member(self.not_(self.or_(*values)), True)]
         for g, v in zip(subs, values):
             pick = member(v, True)
@@ -249,7 +249,7 @@ class Applicators:
                     kept_.append(v)
             kept = tuple(kept_)
         else:
-            kept = tuple(v for v in values if self.holds(f, v))
+            kept = tuple(v for v in values if self.satisfies(f, v))
         return [Conjunct(values=kept)] if kept else []
 
     def _presence_only(self, dnfs: list[list[Conjunct]]) -> list[ObjectConstraints] | None:
@@ -296,7 +296,7 @@ class Applicators:
         order = tuple(dict.fromkeys(k for o in objs for k in o.order + tuple(k for cl in o.clauses for k, _ in cl)))
         obj = ObjectConstraints(order=order, clauses=tuple(dict.fromkeys(clauses)))
         if exactly_one:
-            return only(obj=obj)  # every branch holds for non-objects, so oneOf fails there
+            return conjunct_of(obj=obj)  # every branch holds for non-objects, so oneOf fails there
         return replace(TOP, obj=obj)
 
     def _any_of(self, subs: list[Formula]) -> list[Conjunct]:
@@ -403,9 +403,9 @@ class Applicators:
                         required_deps.append((key, d))
                 continue
             not_object = replace(TOP, obj=None)
-            absent = only(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
+            absent = conjunct_of(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
             g = self.sub(f, dep, kw, key)
-            present_conj = only(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
+            present_conj = conjunct_of(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
             present = self.product([[present_conj], self.dnf(g)], g)
             factors.append(
                 (

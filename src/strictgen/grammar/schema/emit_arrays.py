@@ -122,7 +122,7 @@ class ArrayEmitter:
                     vk = value_key(v)
                     if vk in used:
                         continue
-                    bits = [i >= c.start and norm.holds(c.schema, v) for c in contains]
+                    bits = [i >= c.start and norm.satisfies(c.schema, v) for c in contains]
                     cnt2 = bump(cnt, bits)
                     if cnt2 is None:
                         continue

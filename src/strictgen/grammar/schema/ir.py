@@ -16,7 +16,7 @@ from .values import json_type
 
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
-    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "only", "conjunct_meet", "pattern_language",
+    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language",
     "keyword_pointer",
 ]
 
@@ -441,7 +441,7 @@ TOP = Conjunct()
 NONE = Conjunct(False, frozenset(), None, None, None, None)
 
 
-def only(**parts) -> Conjunct:
+def conjunct_of(**parts) -> Conjunct:
     """A conjunct admitting only the given types (parts)."""
     return replace(NONE, **parts)
 

@@ -27,7 +27,7 @@ class TypeKeywords:
 
     # ---- local keywords ----
 
-    def _local(self, f: Formula) -> Conjunct | None:
+    def _own_keywords(self, f: Formula) -> Conjunct | None:
         s = self.view(f)
         ptr = f.src.pointer
         c = TOP

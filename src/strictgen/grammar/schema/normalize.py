@@ -269,17 +269,17 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
 
     # ---- membership (the jsonschema validator is the judge) ----
 
-    def holds(self, f: Formula, value: Any) -> bool:
+    def satisfies(self, f: Formula, value: Any) -> bool:
         if f is TRUE:
             return True
         if f is FALSE:
             return False
         if f.kind == "and":
-            return all(self.holds(g, value) for g in f.args)
+            return all(self.satisfies(g, value) for g in f.args)
         if f.kind == "or":
-            return any(self.holds(g, value) for g in f.args)
+            return any(self.satisfies(g, value) for g in f.args)
         if f.kind == "not":
-            return not self.holds(f.args[0], value)
+            return not self.satisfies(f.args[0], value)
         if f.kind == "const":
             return json_equal(self._const_values[f.key], value)
         deadline.check()
