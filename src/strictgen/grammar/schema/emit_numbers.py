@@ -57,8 +57,10 @@ class NumberEmitter:
             if mrules:
                 break
             not_mults.append(mexpr)
-        if rules and (n.nonint or excluded or n.not_mults) or len(not_mults) < len(n.not_mults):
-            # a remainder automaton meets a difference or intersection: build it on the DFAs
+        canonical = self.canonical_numbers and not n.int_only
+        if rules and (n.nonint or excluded or n.not_mults or canonical) or len(not_mults) < len(n.not_mults):
+            # a remainder automaton meets a difference or intersection (the canonical spelling's
+            # too: it leaves out -0): build it on the DFAs
             return self._number_residues(n, mult, excluded)
         self.merge_rules(rules)
         if n.int_only:
@@ -69,7 +71,7 @@ class NumberEmitter:
             expr = difference(expr, mexpr)
         if excluded:
             expr = difference(expr, alt(*(number_spellings(x) for x in excluded)))
-        if self.canonical_numbers and not n.int_only and not rules:
+        if canonical:  # (rules is empty here)
             expr = intersect(expr, CANONICAL_NUMBER)
         return expr
 
