@@ -73,11 +73,16 @@ typedef struct {
     Py_buffer flat, starts, lengths, ids;
 } Views;
 
-static void views_release(Views *w) {
-    Py_buffer *all[] = {&w->flat, &w->starts, &w->lengths, &w->ids};
-    for (int i = 0; i < 4; i++)
+/* Release the buffers of `all` that were acquired (a zeroed Py_buffer has no obj). */
+static void buffers_release(Py_buffer *const *all, int n) {
+    for (int i = 0; i < n; i++)
         if (all[i]->obj)
             PyBuffer_Release(all[i]);
+}
+
+static void views_release(Views *w) {
+    Py_buffer *all[] = {&w->flat, &w->starts, &w->lengths, &w->ids};
+    buffers_release(all, 4);
 }
 
 /* Views of the arguments (ids may be NULL); -1 with an exception set if one is not right. */
@@ -382,12 +387,10 @@ static PyObject *vocab_loop_cuts(PyObject *self, PyObject *args) {
     result = bytes_of(out, (Py_ssize_t)sizeof(int64_t) * n);
 done:
     views_release(&w);
-    if (lb.obj)
-        PyBuffer_Release(&lb);
-    if (ib.obj)
-        PyBuffer_Release(&ib);
-    if (cb.obj)
-        PyBuffer_Release(&cb);
+    {
+        Py_buffer *held[] = {&lb, &ib, &cb};
+        buffers_release(held, 3);
+    }
     free(out);
     return result;
 }
@@ -424,12 +427,10 @@ static PyObject *vocab_made_of(PyObject *self, PyObject *args) {
     }
     result = bytes_of(out, n);
 done:
-    if (sb.obj)
-        PyBuffer_Release(&sb);
-    if (wb.obj)
-        PyBuffer_Release(&wb);
-    if (cb.obj)
-        PyBuffer_Release(&cb);
+    {
+        Py_buffer *held[] = {&sb, &wb, &cb};
+        buffers_release(held, 3);
+    }
     free(out);
     return result;
 }
@@ -480,18 +481,10 @@ static PyObject *vocab_drop_entries(PyObject *self, PyObject *args) {
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    if (ib.obj)
-        PyBuffer_Release(&ib);
-    if (ob.obj)
-        PyBuffer_Release(&ob);
-    if (sb.obj)
-        PyBuffer_Release(&sb);
-    if (eb.obj)
-        PyBuffer_Release(&eb);
-    if (fb.obj)
-        PyBuffer_Release(&fb);
-    if (outb.obj)
-        PyBuffer_Release(&outb);
+    {
+        Py_buffer *held[] = {&ib, &ob, &sb, &eb, &fb, &outb};
+        buffers_release(held, 6);
+    }
     return result;
 }
 

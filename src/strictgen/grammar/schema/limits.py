@@ -91,6 +91,7 @@ _ONE_SCHEMA = frozenset(
 )
 _SCHEMA_MAP = frozenset("properties patternProperties $defs definitions dependentSchemas".split())
 _SCHEMA_LIST = frozenset("allOf anyOf oneOf prefixItems".split())
+_SUBSCHEMA_KEYWORDS = _ONE_SCHEMA | _SCHEMA_MAP | _SCHEMA_LIST | {"items"}
 
 
 def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
@@ -108,7 +109,7 @@ def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
         if not isinstance(node, dict):
             continue
         for kw, value in node.items():
-            if kw not in _ONE_SCHEMA and kw != "items" and kw not in _SCHEMA_MAP and kw not in _SCHEMA_LIST:
+            if kw not in _SUBSCHEMA_KEYWORDS:
                 continue
             where = json_pointer(_path(link))  # only where a subschema keyword is
             if kw in _ONE_SCHEMA or kw == "items":

@@ -136,11 +136,11 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         for d in self._dicts:
             if "$anchor" in d or "$dynamicAnchor" in d or "$recursiveAnchor" in d:
                 return True
-            if d is not root and "$id" in d:  # any value: the crawl is what refuses a malformed one
-                return True
-            for v in (d.get("$id"), d.get("id")):  # draft 4/6 `id` (a property named id holds a dict)
-                if isinstance(v, str) and (d is not root or "#" in v.rstrip("#")):  # the root's own: only with an anchor
+            if d is root:  # the root's own id matters only when it holds an anchor
+                if any(isinstance(v, str) and "#" in v.rstrip("#") for v in (d.get("$id"), d.get("id"))):
                     return True
+            elif "$id" in d or isinstance(d.get("id"), str):  # any $id (the crawl refuses a malformed
+                return True  # one); a draft 4/6 id is a string (a property named id holds a dict)
         return False
 
     def _index(self, root: Any, prefix: str) -> None:
