@@ -108,7 +108,10 @@ def _digit_trie(groups, width: int, base: int = 16) -> Expr:
         memo[(sig, w)] = out
         return out
 
-    return rec(tuple((normalize_ranges(r), c) for r, c in groups if normalize_ranges(r)), width)
+    try:
+        return rec(tuple((normalize_ranges(r), c) for r, c in groups if normalize_ranges(r)), width)
+    finally:
+        del rec  # a recursive closure is a reference cycle: emptied here, freed by reference counting
 
 
 def _u_escapes(ranges) -> Expr:
@@ -215,4 +218,7 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
         memo[id(e)] = out
         return out
 
-    return rec(expr)
+    try:
+        return rec(expr)
+    finally:
+        del rec, char  # a recursive closure is a reference cycle: emptied here, freed by reference counting

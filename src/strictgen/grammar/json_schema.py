@@ -366,8 +366,12 @@ def json_schema_grammar(
     emitter = SchemaEmitter(norm, style, any_order, reporter)
     try:
         grammar = emitter.build(norm.root_formula)
+        if not norm.dnf(norm.root_formula):
+            raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
     except RecursionError:
         raise GrammarTooLargeError("schema nested too deeply") from None
-    if not norm.dnf(norm.root_formula):
-        raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
+    finally:
+        # the normaliser's hooks are the emitter's methods: a reference cycle that would keep
+        # every formula and memo of this compile alive until the cyclic collector runs
+        norm.str_member_hook = norm.str_language_empty = norm.obj_keys_disjoint = None
     return grammar, list(reporter.unenforced)

@@ -133,6 +133,7 @@ def _ref_copies(e: Expr) -> dict[str, int]:
             rec(x.minus, k)
 
     rec(e, 1)
+    del rec  # a recursive closure is a reference cycle
     return out
 
 
@@ -251,4 +252,7 @@ def length_range(e: Expr) -> tuple[int, int | None]:
         memo[id(x)] = out
         return out
 
-    return rec(e)
+    try:
+        return rec(e)
+    finally:
+        del rec  # a recursive closure is a reference cycle
