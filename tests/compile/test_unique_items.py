@@ -119,3 +119,41 @@ def test_items_it_cannot_follow_are_refused_by_name(compiler):
 def test_no_unique_arrays_no_tracking(compiler):
     g = compiler.compile_json_schema({"type": "array", "items": {"type": "string"}})
     assert g.unique_items is None
+
+
+def _plain_starts_item(t: bytes) -> bool:
+    """The definition, token by token: after leading whitespace, a string open without its closing
+    quote, digits 1-9 then digits only, or an opening bracket with no other bracket; no comma."""
+    s = t.lstrip(b" \t\n\r")
+    if not s or b"," in s:
+        return False
+    if s[0] == 0x22:
+        return b'"' not in s[1:]
+    if s[0] in b"123456789":
+        return all(c in b"0123456789" for c in s)
+    if s[0] in b"[{":
+        return not any(c in b"[]{}" for c in s[1:])
+    return False
+
+
+_PLAIN_CLASSES = {  # class name: the tokens it leaves out (special tokens are in every class)
+    "no_quote": lambda t: b'"' in t,
+    "no_comma": lambda t: b"," in t,
+    "not_opening": lambda t: b"[" in t and b"," in t,
+    "no_bracket": lambda t: b"[" in t or b"]" in t or b"}" in t,
+    "no_close": lambda t: b"]" in t or b"}" in t,
+    "starts_item": lambda t: not _plain_starts_item(t),
+}
+
+
+def test_token_classes_are_their_definitions_token_by_token(vocab):
+    """The classes are computed with array arithmetic over the vocabulary's token facts; every
+    token of each real vocabulary is in a class exactly when the plain definition says so."""
+    _, info = vocab
+    compiled = sg.GrammarCompiler(info).compile_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    classes = compiled.unique_items.classes
+    tokens, special = info.all_token_bytes, info.is_special
+    for name, leaves_out in _PLAIN_CLASSES.items():
+        expected = [bool(special[i]) or not leaves_out(t) for i, t in enumerate(tokens)]
+        assert classes[name].tolist() == expected, name
+    assert classes["special"].tolist() == [bool(x) for x in special]

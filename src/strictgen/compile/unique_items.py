@@ -430,47 +430,77 @@ _CLASSES_LOCK = threading.Lock()
 
 
 def _token_classes(info) -> dict[str, np.ndarray]:
-    """Per vocabulary, once (a scan of every token): classes of tokens that cannot repeat an item
-    from some kind of position (see UniqueItems._passive); special tokens are in all of them."""
+    """Per vocabulary, once (array arithmetic over the trie's token facts): classes of tokens that
+    cannot repeat an item from some kind of position (see UniqueItems._passive); special tokens
+    are in all of them."""
     with _CLASSES_LOCK:
         got = _CLASSES.get(info)
     if got is not None:
         return got
-    tokens = info.all_token_bytes
-    n = len(tokens)
+    facts = info.trie.facts
+    n = len(facts.lengths)
     special = np.ones(info.vocab_size, dtype=bool)
-    special[:n] = np.fromiter((info.is_special[i] for i in range(n)), dtype=bool, count=n)
+    special[:n] = info.is_special[:n]
 
-    def lacking(test) -> np.ndarray:
+    def has(text: bytes) -> np.ndarray:
+        """Tokens holding some byte of `text` (from their byte sets)."""
+        out = np.zeros(n, dtype=bool)
+        for b in text:
+            out |= (facts.byte_sets[:, b >> 6] >> np.uint64(b & 63)) & np.uint64(1) != 0
+        return out
+
+    def lacking(holds: np.ndarray) -> np.ndarray:
         out = np.zeros(info.vocab_size, dtype=bool)
-        out[:n] = np.fromiter((not test(t) for t in tokens), dtype=bool, count=n)
+        out[:n] = ~holds
         return out | special
 
     got = {
         "special": special,
-        "no_quote": lacking(lambda t: b'"' in t),
-        "no_comma": lacking(lambda t: b"," in t),
-        "not_opening": lacking(lambda t: b"[" in t and b"," in t),
-        "no_bracket": lacking(lambda t: b"[" in t or b"]" in t or b"}" in t),
-        "no_close": lacking(lambda t: b"]" in t or b"}" in t),
-        "starts_item": lacking(lambda t: not _starts_item(t)),
+        "no_quote": lacking(has(b'"')),
+        "no_comma": lacking(has(b",")),
+        "not_opening": lacking(has(b"[") & has(b",")),
+        "no_bracket": lacking(has(b"[]}")),
+        "no_close": lacking(has(b"]}")),
+        "starts_item": lacking(~_starts_item_tokens(facts)),
     }
     with _CLASSES_LOCK:
         _CLASSES[info] = got
     return got
 
 
-def _starts_item(t: bytes) -> bool:
-    """Does the token, read between items, only start one it cannot finish or fix? (whitespace,
-    then a string without its closing quote, digits 1-9 then digits, or an opening bracket
-    followed by nothing that closes, opens or separates)"""
-    s = t.lstrip(b" \t\n\r")
-    if not s or b"," in s:
-        return False
-    if s[0] == 0x22:
-        return b'"' not in s[1:]
-    if s[0] in b"123456789":
-        return all(c in b"0123456789" for c in s)
-    if s[0] in _OPEN:
-        return not any(c in b"[]{}" for c in s[1:])
-    return False
+def _counts(facts, byte_flags: np.ndarray) -> np.ndarray:
+    """Per token, how many of its bytes are flagged in `byte_flags` (256 bools)."""
+    per_byte = np.concatenate([[0], np.cumsum(byte_flags[facts.flat], dtype=np.int64)])
+    return per_byte[facts.starts + facts.lengths] - per_byte[facts.starts]
+
+
+def _starts_item_tokens(facts) -> np.ndarray:
+    """`_starts_item` of every token at once: after leading whitespace, a string open without its
+    closing quote, digits 1-9 then digits only, or one opening bracket and no other bracket; and
+    no comma anywhere."""
+    flags = np.zeros((4, 256), dtype=bool)
+    space, quote, digit, bracket = flags
+    space[list(b" \t\n\r")] = True
+    quote[ord('"')] = True
+    digit[list(b"0123456789")] = True
+    bracket[list(b"[]{}")] = True
+    lengths, flat = facts.lengths, facts.flat
+    # the first byte after the leading whitespace: leading whitespace is a run of flagged bytes,
+    # and its length is where the running count of non-space bytes first rises
+    non_space = np.concatenate([[0], np.cumsum(~space[flat], dtype=np.int64)])
+    lead = np.zeros(len(lengths), dtype=np.int64)
+    rest = lengths.copy()
+    some = (non_space[facts.starts + lengths] - non_space[facts.starts]) > 0
+    starts = facts.starts[some]
+    first_text = np.searchsorted(non_space, non_space[starts] + 1) - 1  # index in flat of the first non-space byte
+    lead[some] = first_text - starts
+    rest -= lead
+    first = np.zeros(len(lengths), dtype=np.uint8)
+    first[some] = flat[first_text]
+    commas = np.zeros(256, dtype=bool)
+    commas[ord(",")] = True
+    ok = some & (_counts(facts, commas) == 0)
+    opens_string = (first == ord('"')) & (_counts(facts, quote) == 1)
+    opens_number = np.isin(first, list(b"123456789")) & (_counts(facts, digit) == rest)
+    opens_container = np.isin(first, list(b"[{")) & (_counts(facts, bracket) == 1)
+    return ok & (opens_string | opens_number | opens_container)
