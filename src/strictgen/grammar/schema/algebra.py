@@ -492,14 +492,26 @@ class BooleanAlgebra:
         return False
 
     def value_formula(self, o: ObjectConstraints, key: str) -> Formula:
-        """The conjunction of the rules of `o` that apply to the member named `key`."""
-        parts = []
-        for r in o.rules:
-            if self.rule_applies(r, key):
-                parts.append(r.schema)
+        """The conjunction of the rules of `o` that apply to the member named `key` (in rule
+        order; "name" rules are looked up by key, so an object's K properties cost O(K), not
+        O(K^2) rule tests)."""
+        got = self._rules_by_name.get(id(o.rules))
+        if got is None or got[0] is not o.rules:
+            by_name: dict[str, list[int]] = {}
+            others = []
+            for i, r in enumerate(o.rules):
+                if r.kind == "name":
+                    by_name.setdefault(r.name, []).append(i)
+                else:
+                    others.append(i)
+            got = self._rules_by_name[id(o.rules)] = (o.rules, by_name, others)  # holds o.rules: its id stays its own
+        rules, by_name, others = got
+        picked = by_name.get(key, [])
+        if others:
+            picked = sorted(picked + [i for i in others if self.rule_applies(rules[i], key)])
         if o.key_atoms is not None and not self.str_member(o.key_atoms, key):
             return FALSE
-        return self.and_(*parts)
+        return self.and_(*(rules[i].schema for i in picked))
 
     def rule_applies(self, r: KeyRule, key: str) -> bool:
         if r.kind == "name":

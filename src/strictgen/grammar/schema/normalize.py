@@ -93,6 +93,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
         self._disjoint_nesting = 0
         self._contradictions: dict[tuple, bool] = {}
+        self._rules_by_name: dict[int, tuple] = {}  # value_formula's index of an object's key rules
         self._exact = False  # anyOf expanded into exactly-which-branches alternatives (unevaluated*)
         self.pointers: dict[int, str] = {}
         self.documents = SchemaDocuments.of(documents)
