@@ -131,3 +131,37 @@ def test_recursive_rules_are_refused_in_regular_questions():
     with pytest.raises(StrictgenError, match="only combine regular languages"):
         Language(intersect(RuleRef("p"), lit("x")), rules)
     assert Grammar(rules, "p").rules  # (the rules themselves are fine as a grammar)
+
+
+def _accepted(grammar: Grammar, text: bytes) -> bool:
+    from strictgen.compile.automaton import compile_automaton
+    from strictgen.compile.machine import DEAD, PushdownMachine
+
+    m = PushdownMachine(compile_automaton(grammar))
+    s = m.step_bytes(m.start, text)
+    return s != DEAD and bool(m.accepting[s])
+
+
+def test_equal_rule_free_products_share_one_automaton_across_builds():
+    """Intersections and differences that refer to no rule are kept by value: a second, equal
+    expression (other objects) gets the same DFA, and that DFA is the product's language."""
+    piece = lambda: intersect(repeat(ByteSet(((0x61, 0x63),)), 2, 5), seq(repeat(lit("a")), lit("c")))  # noqa: E731
+    first, second = piece(), piece()
+    assert first is not second
+    assert regular_dfa(first) is regular_dfa(second)
+    dfa = regular_dfa(second)
+    for w in WORDS:
+        s = dfa.step(0, w)
+        assert (s >= 0 and dfa.is_accepting(s)) == matches(first, w), w
+
+
+@pytest.mark.parametrize("body", [b"a", b"bb"])
+def test_products_that_refer_to_rules_are_not_shared_between_grammars(body):
+    """The same product, referring to a rule that two grammars define apart, means each grammar's
+    own language: such products are never kept by value."""
+    anything = repeat(ByteSet(((0, 255),)))
+    product = intersect(seq(lit("["), repeat(alt(RuleRef("r"), lit("-")), 1, 3), lit("]")), anything)
+    g = Grammar({"root": alt(product, lit("x")), "r": Literal(body)}, "root")
+    other = b"bb" if body == b"a" else b"a"
+    assert _accepted(g, b"[" + body + b"-]")
+    assert not _accepted(g, b"[" + other + b"]")

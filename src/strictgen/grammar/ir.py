@@ -147,7 +147,7 @@ def rename(expr: Expr, names: dict[str, str]) -> Expr:
     return type(expr)(**{f: changes.get(f, getattr(expr, f)) for f in fields}) if changes else expr
 
 
-_LEAVES = (Literal, ByteSet, CharSet, RuleRef)
+_LEAVES = (Literal, ByteSet, CharSet, RuleRef, Lazy)
 MAX_TRIE_NESTING = 64  # nested Alt levels literal_trie builds; deeper, it is a flat Alt
 
 EMPTY = Seq(())
@@ -202,6 +202,8 @@ def _shallow_key(e: Expr):
         return (Repeat, _child_key(e.item), e.min, e.max)
     if isinstance(e, Difference):
         return (Difference, _child_key(e.base), _child_key(e.minus))
+    if isinstance(e, Spelled):
+        return (Spelled, _child_key(e.item))
     return (type(e), tuple(_child_key(c) for c in e.items))
 
 
