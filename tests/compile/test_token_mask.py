@@ -140,7 +140,7 @@ def test_horizon_classes_of_a_counter():
     assert len({m[i] for i in range(0, 50)}) == 1
     assert len({m[i] for i in range(50, 61)}) == 11
     assert horizon_classes(dfa, 100) is None  # nothing merges within the whole counter
-    json_rules = compile_automaton(sg.GrammarCompiler(sg.TokenizerInfo.from_name("smollm2")).compile_json().grammar).rules
+    json_rules = sg.GrammarCompiler(sg.TokenizerInfo.from_name("smollm2")).compile_json().automaton.rules
     assert 0 not in nullable_rules(json_rules)  # a JSON value reads at least one byte
 
 

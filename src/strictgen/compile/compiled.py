@@ -36,7 +36,8 @@ class CompiledGrammar:
     """Immutable to its users; the machine and mask caches inside grow lazily and are thread-safe."""
 
     def __init__(self, grammar: Grammar, tokenizer_info: "TokenizerInfo", source: str = ""):
-        self.grammar = grammar
+        # the grammar IR is not kept: a cached grammar holds its automata, not the ~10^4 IR objects
+        # its compile made, which every full collection of a server's heap would walk again
         self.tokenizer_info = tokenizer_info
         self.source = source
         self.automaton = compile_automaton(grammar)
