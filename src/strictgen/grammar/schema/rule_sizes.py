@@ -147,39 +147,31 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
     times (an escape trie of a few states beside each state). Bottom-up over the DAG; `memo` keeps
     every node's terms, so the rules of one grammar, which share most of their pieces, are walked
     once together. A node's weights are its only child's own dict when that is all they are
-    (never written after: copied before a second child is added)."""
-    if id(e) in memo:
-        return memo[id(e)]
-    stack = [e]
-    while stack:
-        x = stack[-1]
-        if id(x) in memo:
-            stack.pop()
+    (never written after: copied before a second child is added). Recursive, like the automaton
+    builder that follows it (which bounds the depth an expression may have)."""
+    got = memo.get(id(e))
+    if got is not None:
+        return got
+    t = type(e)
+    if t is RuleRef:
+        got = memo[id(e)] = (0, {e.name: 1})
+        return got
+    kids, factor = _size_children(e)
+    fixed, weights, owned = _own_size(e), _NO_WEIGHTS, False
+    for c in kids:
+        c_fixed, c_weights = memo.get(id(c)) or _size_terms(c, memo)
+        fixed += factor * c_fixed
+        if not c_weights:
             continue
-        kids, factor = _size_children(x)
-        waiting = [c for c in kids if id(c) not in memo]
-        if waiting:
-            stack.extend(waiting)
+        if weights is _NO_WEIGHTS and factor == 1:
+            weights = c_weights  # shared until another child adds to it
             continue
-        stack.pop()
-        if type(x) is RuleRef:
-            memo[id(x)] = (0, {x.name: 1})
-            continue
-        fixed, weights, owned = _own_size(x), _NO_WEIGHTS, False
-        for c in kids:
-            c_fixed, c_weights = memo[id(c)]
-            fixed += factor * c_fixed
-            if not c_weights:
-                continue
-            if weights is _NO_WEIGHTS and factor == 1:
-                weights = c_weights  # shared until another child adds to it
-                continue
-            if not owned:
-                weights, owned = ({} if weights is _NO_WEIGHTS else dict(weights)), True
-            for r, w in c_weights.items():
-                weights[r] = weights.get(r, 0) + factor * w
-        memo[id(x)] = (fixed, weights)
-    return memo[id(e)]
+        if not owned:
+            weights, owned = ({} if weights is _NO_WEIGHTS else dict(weights)), True
+        for r, w in c_weights.items():
+            weights[r] = weights.get(r, 0) + factor * w
+    got = memo[id(e)] = (fixed, weights)
+    return got
 
 
 def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
