@@ -54,14 +54,15 @@ def shared_nodes(rules) -> set[int]:
 
 class BuildMemo:
     """What the builders of one compile share, by node id: minimal DFAs (of intersections,
-    differences, spelled strings, and of call-free pieces that are embedded rather than built
-    again), the pieces whose DFA would outgrow their NFA, templates and call-freedom (these two
+    differences and spelled strings), the DFAs of call-free pieces that are embedded rather than
+    built again (determinised, not minimised), the pieces whose DFA would outgrow their NFA, templates and call-freedom (these two
     hold for one `called` map: builders of sub-automata, which call nothing, get `sub`), and the
     UTF-8 sequences of character classes, by their ranges."""
 
     def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None, charsets: dict[tuple, list] | None = None,
-                 rule_free: dict[int, bool] | None = None, keys: ContentKeys | None = None):
+                 rule_free: dict[int, bool] | None = None, keys: ContentKeys | None = None, embedded: dict[int, regular.DFA] | None = None):
         self.dfas: dict[int, regular.DFA] = {} if dfas is None else dfas
+        self.embedded: dict[int, regular.DFA] = {} if embedded is None else embedded  # pieces' DFAs as embedded: not minimised
         self.too_big: set[int] = set() if too_big is None else too_big
         self.templates: dict[tuple, tuple[regular.NFA, int, int] | None] = {}
         self.call_free: dict[int, bool] = {}
@@ -79,7 +80,7 @@ class BuildMemo:
         if self._is_sub:
             return self
         if self._sub is None:
-            self._sub = BuildMemo(self.dfas, self.too_big, self.charsets, self.rule_free, self.keys)
+            self._sub = BuildMemo(self.dfas, self.too_big, self.charsets, self.rule_free, self.keys, self.embedded)
             self._sub._is_sub = True
         return self._sub
 
@@ -90,7 +91,7 @@ class NFABuilder:
 
     What is built again and again (a shared piece towards another end, an inlined rule, the item
     of a counted repeat) costs Python one walk, not one a use: a piece that calls no rule becomes
-    its minimal DFA, embedded by the core at each use, when that DFA is no bigger than its NFA;
+    its DFA, embedded by the core at each use, when that DFA is no bigger than its NFA;
     any other piece is built once into an NFA of its own, a template, that the core splices in."""
 
     def __init__(self, rules: dict[str, Expr], called: dict[str, int], shared: set[int], memo: BuildMemo | None = None):
@@ -212,12 +213,12 @@ class NFABuilder:
         self._grown(before)
 
     def _embed(self, expr: Expr, start: int, end: int) -> bool:
-        """Embed the minimal DFA of a composite piece that calls no rule, when it is no bigger
-        than the NFA it stands for (else False: build it)."""
+        """Embed the DFA of a composite piece that calls no rule, when it is no bigger than the
+        NFA it stands for (else False: build it)."""
         if not isinstance(expr, _COMPOSITE):
             return False
         memo = self._memo
-        dfa = memo.dfas.get(id(expr))
+        dfa = memo.dfas.get(id(expr)) or memo.embedded.get(id(expr))
         if dfa is None:
             if id(expr) in memo.too_big or id(expr) in memo.embedding or not self._calls_nothing(expr):
                 return False
@@ -232,7 +233,9 @@ class NFABuilder:
                 return False
             finally:
                 memo.embedding.discard(id(expr))
-            dfa = memo.dfas[id(expr)] = regular.minimal(dfa)
+            # not minimised: the automaton it is embedded in is minimised as a whole, and
+            # minimising every piece first cost more (15% of det + min) than it saved there
+            memo.embedded[id(expr)] = dfa
         before = self.nfa.num_states
         self.nfa.embed(dfa, start, end)
         self._grown(before)
