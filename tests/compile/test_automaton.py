@@ -126,3 +126,25 @@ def test_shared_subexpressions_build_once():
     automaton = compile_automaton(Grammar({"root": tail}))
     assert automaton.rules[0].num_states < 200
     assert accepts(Grammar({"root": tail}), b"ab" * 20 + b"!")
+
+
+def test_a_rule_body_shared_by_grammars_means_each_grammar_s_own_callees_and_inlined_rules():
+    """Rule automata are kept across grammars by the identity of the bodies they are built from
+    and the numbers of the rules they call: the same body object, calling a rule defined apart,
+    calling a rule numbered apart or inlining a rule defined apart, is each grammar's own language."""
+    shared = seq(lit("<"), repeat(alt(RuleRef("leaf"), RuleRef("inner"), RuleRef("shared")), 0, 2), lit(">"))  # one object
+    x = lit("x")  # one object: the second grammar reuses the first one's automaton of "shared"
+    kinds = [
+        ({"leaf": lit("a"), "inner": x}, b"a", b"x"),
+        ({"leaf": lit("b"), "inner": x}, b"b", b"x"),  # another leaf (a called rule), the same numbers
+        ({"leaf": lit("a"), "inner": x, "aaa": seq(lit("!"), opt(RuleRef("aaa")))}, b"a", b"x"),  # "leaf" numbered apart
+        ({"leaf": lit("a"), "inner": lit("y")}, b"a", b"y"),  # another inlined rule
+    ]
+    for extra, leaf, inner in kinds:
+        rules = {"root": seq(RuleRef("shared"), opt(RuleRef("aaa")) if "aaa" in extra else lit("")), "shared": shared,
+                 "leaf": seq(extra["leaf"], opt(RuleRef("leaf"))), **{k: v for k, v in extra.items() if k != "leaf"}}
+        g = Grammar(rules, "root")
+        assert accepts(g, b"<" + leaf + inner + b">")
+        assert accepts(g, b"<<" + leaf + leaf + b">" + inner + b">")
+        assert not accepts(g, b"<" + (b"b" if leaf == b"a" else b"a") + b">")
+        assert not accepts(g, b"<" + (b"y" if inner == b"x" else b"x") + b">")

@@ -20,8 +20,8 @@ import numpy as np
 
 from strictgen import regular
 from strictgen.errors import GrammarSyntaxError, StrictgenError
-from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, NFABuilder, shared_nodes
-from strictgen.grammar.ir import Grammar, recursive_rules
+from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, DfaCache, NFABuilder, shared_nodes
+from strictgen.grammar.ir import Grammar, recursive_rules, rule_references
 
 from .lazy_rules import CallIndex, LazyRules
 
@@ -185,10 +185,19 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     memo = BuildMemo()  # pieces built once for all the rules
     raw: list[regular.DFA] = []
     for name in names:
+        key, keep = _rule_key(grammar, name, called) if name != grammar.root else (None, None)
+        got = None if key is None else _rule_dfas.get_kept(key)
+        if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
+            raw.append(got[0])
+            continue
+        lazy_before = len(called.lazy)
         builder = NFABuilder(grammar.rules, called, shared, memo)
         start, final = builder.new(), builder.new()
         builder.build(grammar.rules[name], start, final)
-        raw.append(regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}"))
+        dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
+        if key is not None and len(called.lazy) == lazy_before:  # run-time rules are numbered as met: not kept
+            _rule_dfas.put(key, dfa, keep)
+        raw.append(dfa)
     productive = _productive_rules(raw, len(called.lazy))
     if 0 not in productive:
         raise EmptyLanguageError("the grammar accepts no string at all")
@@ -196,6 +205,32 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
     rules = [RuleDFA(name, regular.minimal(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, raw)]
     _check_left_recursion(rules)
     return CompiledAutomaton(rules, LazyRules(grammar.rules, called, flags) if called.lazy else None)
+
+
+# Rules that recur across grammars as the same objects (a schema grammar's whitespace and
+# any-value rules, a format's or an enum's rule: json_schema builds them once per process) keep
+# their determinised automata here, by the identity of the bodies they are built from and the
+# call numbers they use (a DFA's call edges name callees by number).
+_rule_dfas = DfaCache(256)
+
+
+def _rule_key(grammar: Grammar, name: str, called) -> tuple[tuple | None, tuple | None]:
+    """(key, the bodies it stands for) of rule `name`'s automaton: its body, the bodies of the
+    rules it inlines (they are part of it) and the numbers of the rules it calls. The bodies are
+    kept with the automaton, so an id in a key is never another object's."""
+    rules = grammar.rules
+    reach, work = {name}, [name]
+    calls = []
+    while work:
+        for ref in rule_references(rules[work.pop()]):
+            if ref in called:
+                calls.append((ref, called[ref]))
+            elif ref not in reach and ref in rules:
+                reach.add(ref)
+                work.append(ref)
+    inlined = sorted(reach)
+    keep = tuple(rules[r] for r in inlined)
+    return (tuple(inlined), tuple(id(b) for b in keep), tuple(sorted(set(calls)))), keep
 
 
 class EmptyLanguageError(StrictgenError):

@@ -404,9 +404,10 @@ class _RecursiveRule(StrictgenError):
 
 _PRODUCT_TOO_LARGE = f"grammar too large: an intersection has more than {MAX_DFA_STATES} states"
 
-class _ContentCache:
-    """A thread-safe LRU map from content keys to immutable DFAs, shared by compiles. Bounded in
-    entries and in table cells (states x byte classes), so a few huge automata cannot hold memory."""
+class DfaCache:
+    """A thread-safe LRU map from keys to immutable DFAs, shared by compiles. Bounded in entries
+    and in table cells (states x byte classes), so a few huge automata cannot hold memory. A
+    value may carry what its key's ids stand for (`put(key, dfa, keep)`; `get` returns it too)."""
 
     def __init__(self, entries: int, cells: int = 1 << 24):
         self.entries, self.cells = entries, cells
@@ -415,25 +416,30 @@ class _ContentCache:
         self._lock = threading.Lock()
 
     def get(self, key) -> regular.DFA | None:
+        got = self.get_kept(key)
+        return None if got is None else got[0]
+
+    def get_kept(self, key) -> tuple | None:
+        """(dfa, keep) for `key`, or None."""
         with self._lock:
             got = self._map.get(key)
             if got is not None:
                 self._map.move_to_end(key)
             return got
 
-    def put(self, key, dfa: regular.DFA) -> None:
+    def put(self, key, dfa: regular.DFA, keep=None) -> None:
         cells = dfa.num_states * dfa.num_classes
         if cells > self.cells // 8:
             return  # one automaton would crowd out the rest
         with self._lock:
             old = self._map.pop(key, None)
             if old is not None:
-                self._held -= old.num_states * old.num_classes
-            self._map[key] = dfa
+                self._held -= old[0].num_states * old[0].num_classes
+            self._map[key] = (dfa, keep)
             self._held += cells
             while len(self._map) > self.entries or self._held > self.cells:
                 _, gone = self._map.popitem(last=False)
-                self._held -= gone.num_states * gone.num_classes
+                self._held -= gone[0].num_states * gone[0].num_classes
 
 
 # Intersections and differences of rule-free languages (a pattern under a length bound, a format
@@ -441,7 +447,7 @@ class _ContentCache:
 # emits it. Their minimal DFAs are kept by the expression's value (ir_keys: IR nodes are
 # immutable). Products only: other pieces cost less to build than to key (measured: keying every
 # rule-free piece cost 0.13 s over the bench's 79 schemas and saved 0.18 s of building).
-_products = _ContentCache(512)
+_products = DfaCache(512)
 
 
 def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
@@ -473,7 +479,7 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
 # minimal DFAs are kept by content, the raw minimal DFA's table, so a new compiler does not spell
 # them again (spelling is the costliest step of a string's automaton). Bounded; DFAs are immutable.
 SPELLED_CACHE_SIZE = 512
-_spelled = _ContentCache(SPELLED_CACHE_SIZE)
+_spelled = DfaCache(SPELLED_CACHE_SIZE)
 
 
 def spelled_dfa(raw: regular.DFA) -> regular.DFA:

@@ -301,6 +301,12 @@ def difference(base: Expr, minus: Expr) -> Expr:
     return Difference(base, minus)
 
 
+def called_body(name: str, body: Expr) -> Expr:
+    """`body` as the body of rule `name` kept as a call: an unproductive self-reference (NOTHING
+    followed by the rule) puts it on a reference cycle without changing its language."""
+    return Alt((body, Seq((NOTHING, RuleRef(name)))))
+
+
 def opt(item: Expr) -> Expr:
     return repeat(item, 0, 1)
 

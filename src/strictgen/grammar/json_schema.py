@@ -89,15 +89,16 @@ see schema.documents).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
 
-from .ir import EMPTY, NOTHING, Alt, Expr, Grammar, RuleRef, Seq, alt, lit, literal_trie, seq
+from .ir import EMPTY, NOTHING, Expr, Grammar, RuleRef, Seq, alt, called_body, lit, literal_trie, seq
 from .json_escapes import json_escaped, spelled_string
-from .json_value import JsonStyle, json_container, json_number, json_string
+from .json_value import JsonStyle, any_value_body
 from .numbers import number_spellings
 from .schema.counting import counting_language
 from .schema.emit_arrays import ArrayEmitter
@@ -139,15 +140,9 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
         self._pending: list[Formula] = []
         self._counter = 0
         self.canonical_numbers = style.numbers == "canonical"
-        self.ws = style.ws()
-        self.comma = style.separator(",")
-        self.colon = style.separator(":")
-        if style.whitespace == "flexible":
-            # bounded whitespace is a counter of ~2 × max_indent states: one shared, called rule
-            # instead of a copy at every position keeps the automata (and compile time) small
-            self.ws = self.called("ws", self.ws)
-            self.comma = seq(self.ws, lit(","), self.ws)
-            self.colon = seq(self.ws, lit(":"), self.ws)
+        self.ws, self.comma, self.colon, ws_rule = _layout(style)
+        if ws_rule is not None:
+            self.rules["ws"] = ws_rule
         norm.str_member_hook = self.str_member
         norm.str_language_empty = self.str_language_empty
         norm.obj_keys_disjoint = self.objects_keys_disjoint
@@ -181,17 +176,7 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
     def any_value(self) -> Expr:
         """Any JSON value (the `true` schema), one shared recursive rule."""
         if "any" not in self.rules:
-            value = RuleRef("any")
-            member = seq(json_string(), self.colon, value)
-            self.rules["any"] = alt(
-                json_container("{", member, "}", self.style),
-                json_container("[", value, "]", self.style),
-                json_string(),
-                json_number(self.canonical_numbers),
-                lit("true"),
-                lit("false"),
-                lit("null"),
-            )
+            self.rules["any"] = _any_value_rule(self.style)
         return RuleRef("any")
 
     def is_empty(self, f: Formula) -> bool:
@@ -337,12 +322,50 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
         a reference cycle without changing its language. For pieces used in many places (any
         string, whitespace), one small automaton replaces a copy per use."""
         if name not in self.rules:
-            self.rules[name] = Alt((body, Seq((NOTHING, RuleRef(name)))))
+            self.rules[name] = _called_rule(name, body)
         return RuleRef(name)
 
     def open_close(self, open_: str, close: str):
         """(opening bracket, closing after items, closing of an empty container)."""
         return lit(open_), seq(self.ws, lit(close)), lit(close)
+
+
+# The pieces every schema grammar of a style has are the same objects in every compile, so that
+# the automaton compiler's cache of rule automata (compile/automaton.py, by rule body identity)
+# builds the whitespace and any-value rules once per process, not once per schema.
+
+
+@functools.lru_cache(maxsize=32)
+def _layout(style: JsonStyle) -> tuple[Expr, Expr, Expr, Expr | None]:
+    """(whitespace, comma, colon, the "ws" rule's body or None) of a style."""
+    if style.whitespace != "flexible":
+        return style.ws(), style.separator(","), style.separator(":"), None
+    # bounded whitespace is a counter of ~2 × max_indent states: one shared, called rule
+    # instead of a copy at every position keeps the automata (and compile time) small
+    ws = RuleRef("ws")
+    return ws, seq(ws, lit(","), ws), seq(ws, lit(":"), ws), called_body("ws", style.ws())
+
+
+_CALLED: dict[tuple[str, int], tuple[Expr, Expr]] = {}  # (name, id(body)) -> (body, kept alive; the rule's body)
+
+
+def _called_rule(name: str, body: Expr) -> Expr:
+    """`called_body(name, body)`, the same object for the same body object (a shared piece, such
+    as one spelled character, is then the same rule in every grammar)."""
+    got = _CALLED.get((name, id(body)))
+    if got is not None and got[0] is body:
+        return got[1]
+    rule = called_body(name, body)
+    if len(_CALLED) >= 256:
+        _CALLED.clear()
+    _CALLED[(name, id(body))] = (body, rule)
+    return rule
+
+
+@functools.lru_cache(maxsize=32)
+def _any_value_rule(style: JsonStyle) -> Expr:
+    """The body of rule "any": any JSON value, recursively (the emitter's separators)."""
+    return any_value_body(RuleRef("any"), _layout(style)[2], style)
 
 
 def json_schema_grammar(

@@ -112,12 +112,11 @@ def json_container(open_: str, item: Expr, close: str, style: JsonStyle) -> Expr
     return seq(lit(open_), ws, opt(seq(items, ws)), lit(close))
 
 
-def json_value_grammar(style: JsonStyle | None = None) -> Grammar:
-    """Any JSON value, without whitespace around it."""
-    style = style or JsonStyle()
-    value = RuleRef("value")
-    member = seq(json_string(), style.separator(":"), value)
-    body = alt(
+def any_value_body(value: RuleRef, colon: Expr, style: JsonStyle) -> Expr:
+    """The body of a rule `value` of any JSON value (members' `colon` given: a schema grammar's
+    separators are called rules)."""
+    member = seq(json_string(), colon, value)
+    return alt(
         json_container("{", member, "}", style),
         json_container("[", value, "]", style),
         json_string(),
@@ -126,4 +125,10 @@ def json_value_grammar(style: JsonStyle | None = None) -> Grammar:
         lit("false"),
         lit("null"),
     )
-    return Grammar({"root": value, "value": body}, "root")
+
+
+def json_value_grammar(style: JsonStyle | None = None) -> Grammar:
+    """Any JSON value, without whitespace around it."""
+    style = style or JsonStyle()
+    value = RuleRef("value")
+    return Grammar({"root": value, "value": any_value_body(value, style.separator(":"), style)}, "root")

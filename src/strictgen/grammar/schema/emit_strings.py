@@ -65,6 +65,7 @@ def spelled(expr: Expr) -> Expr:
     return Spelled(expr)
 
 
+SPELLED_CHAR = spelled(ANY_CHAR)  # one object for every grammar (see json_schema._called_rule)
 ANY_STRING = repeat(ANY_CHAR)
 
 
@@ -143,7 +144,7 @@ class StringEmitter:
     def _char_rule(self) -> Expr:
         """One canonically spelled character, as a called rule: a length bound of N then costs
         about N DFA states instead of ~25 N (UTF-8 and escape sub-states per position)."""
-        return self.called("json_char", spelled(ANY_CHAR))
+        return self.called("json_char", SPELLED_CHAR)
 
     def str_lang(self, atoms: tuple) -> Expr:
         """The raw-character language of a conjunction of string atoms."""

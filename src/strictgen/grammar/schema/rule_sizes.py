@@ -11,7 +11,6 @@ from __future__ import annotations
 from strictgen import deadline
 
 from ..ir import (
-    NOTHING,
     Alt,
     ByteSet,
     CharSet,
@@ -25,6 +24,7 @@ from ..ir import (
     RuleRef,
     Seq,
     Spelled,
+    called_body,
     cyclic_rules,
     remember_references,
 )
@@ -57,7 +57,7 @@ def call_big_rules(grammar: Grammar) -> None:
 
     def make_called(r: str) -> None:
         called.add(r)
-        grammar.rules[r] = Alt((grammar.rules[r], Seq((NOTHING, RuleRef(r)))))
+        grammar.rules[r] = called_body(r, grammar.rules[r])
         graph[r] = graph[r] | {r}
 
     order: list[str] = []  # post-order from every rule
