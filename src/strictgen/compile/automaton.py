@@ -190,12 +190,11 @@ def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
         if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
             raw.append(got[0])
             continue
-        lazy_before = len(called.lazy)
         builder = NFABuilder(grammar.rules, called, shared, memo)
         start, final = builder.new(), builder.new()
         builder.build(grammar.rules[name], start, final)
         dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
-        if key is not None and len(called.lazy) == lazy_before:  # run-time rules are numbered as met: not kept
+        if key is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
             _rule_dfas.put(key, dfa, keep)
         raw.append(dfa)
     productive = _productive_rules(raw, len(called.lazy))
