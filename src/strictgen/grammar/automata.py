@@ -55,9 +55,9 @@ def shared_nodes(rules) -> set[int]:
 class BuildMemo:
     """What the builders of one compile share, by node id: minimal DFAs (of intersections,
     differences and spelled strings), the DFAs of call-free pieces that are embedded rather than
-    built again (determinised, not minimised), the pieces whose DFA would outgrow their NFA, templates and call-freedom (these two
-    hold for one `called` map: builders of sub-automata, which call nothing, get `sub`), and the
-    UTF-8 sequences of character classes, by their ranges."""
+    built again (determinised, not minimised), the pieces whose DFA would outgrow their NFA,
+    templates and call-freedom (these two hold for one `called` map: builders of sub-automata,
+    which call nothing, get `sub`), and the UTF-8 sequences of character classes, by their ranges."""
 
     def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None, charsets: dict[tuple, list] | None = None,
                  rule_free: dict[int, bool] | None = None, keys: ContentKeys | None = None, embedded: dict[int, regular.DFA] | None = None):
@@ -407,7 +407,7 @@ _PRODUCT_TOO_LARGE = f"grammar too large: an intersection has more than {MAX_DFA
 class DfaCache:
     """A thread-safe LRU map from keys to immutable DFAs, shared by compiles. Bounded in entries
     and in table cells (states x byte classes), so a few huge automata cannot hold memory. A
-    value may carry what its key's ids stand for (`put(key, dfa, keep)`; `get` returns it too)."""
+    value may carry what its key's ids stand for (`put(key, dfa, keep)`; `get_kept` returns it)."""
 
     def __init__(self, entries: int, cells: int = 1 << 24):
         self.entries, self.cells = entries, cells
