@@ -18,7 +18,7 @@ from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 from strictgen.regular.utf8 import utf8_sequences
 
-from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
+from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
 from .ir_keys import ContentKeys
 from .json_spelling import spell_table
 
@@ -463,13 +463,7 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
         if id(x) in seen or id(x) in known:
             continue
         seen.add(id(x))
-        if t is Seq or t is Alt or t is Intersect:
-            work.extend(x.items)
-        elif t is Repeat or t is Spelled:
-            work.append(x.item)
-        elif t is Difference:
-            work.append(x.base)
-            work.append(x.minus)
+        work.extend(children(x))
     for i in seen:
         known[i] = True
     return True

@@ -384,6 +384,18 @@ def rule_references(expr: Expr) -> frozenset[str]:
     return refs
 
 
+def children(x: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions of a node (none for leaves, rule references and run-time calls)."""
+    t = type(x)
+    if t is Seq or t is Alt or t is Intersect:
+        return x.items
+    if t is Repeat or t is Spelled:
+        return (x.item,)
+    if t is Difference:
+        return (x.base, x.minus)
+    return ()
+
+
 def _walk_references(expr: Expr) -> set[str]:
     out: set[str] = set()
     stack = [expr]

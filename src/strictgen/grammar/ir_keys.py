@@ -8,18 +8,7 @@ the same way, once per pair of nodes (a 64-bit hash alone could collide)."""
 
 from __future__ import annotations
 
-from .ir import Alt, Difference, Expr, Intersect, Repeat, Seq, Spelled
-
-
-def _children(x: Expr) -> tuple[Expr, ...]:
-    t = type(x)
-    if t is Seq or t is Alt or t is Intersect:
-        return x.items
-    if t is Repeat or t is Spelled:
-        return (x.item,)
-    if t is Difference:
-        return (x.base, x.minus)
-    return ()
+from .ir import Alt, Difference, Expr, Intersect, Repeat, Seq, Spelled, children
 
 
 def _own(x: Expr) -> tuple:
@@ -68,7 +57,7 @@ class ContentKeys:
             if id(x) in hashes:
                 stack.pop()
                 continue
-            kids = _children(x)
+            kids = children(x)
             waiting = [c for c in kids if id(c) not in hashes]
             if waiting:
                 stack.extend(waiting)
@@ -89,7 +78,7 @@ def same_value(a: Expr, b: Expr) -> bool:
         seen.add((id(x), id(y)))
         if _own(x) != _own(y):
             return False
-        kx, ky = _children(x), _children(y)
+        kx, ky = children(x), children(y)
         if len(kx) != len(ky):
             return False
         work.extend(zip(kx, ky))
