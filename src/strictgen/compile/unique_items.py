@@ -475,31 +475,27 @@ def _counts(facts, byte_flags: np.ndarray) -> np.ndarray:
 
 
 def _starts_item_tokens(facts) -> np.ndarray:
-    """`_starts_item` of every token at once: after leading whitespace, a string open without its
-    closing quote, digits 1-9 then digits only, or one opening bracket and no other bracket; and
-    no comma anywhere."""
-    flags = np.zeros((4, 256), dtype=bool)
-    space, quote, digit, bracket = flags
+    """Per token: read between items, does it only start one it cannot finish or fix? After
+    leading whitespace, a string open without its closing quote, digits 1-9 then digits only, or
+    one opening bracket and no other bracket; and no comma anywhere."""
+    flags = np.zeros((5, 256), dtype=bool)
+    space, quote, digit, bracket, comma = flags
     space[list(b" \t\n\r")] = True
     quote[ord('"')] = True
     digit[list(b"0123456789")] = True
     bracket[list(b"[]{}")] = True
-    lengths, flat = facts.lengths, facts.flat
-    # the first byte after the leading whitespace: leading whitespace is a run of flagged bytes,
-    # and its length is where the running count of non-space bytes first rises
+    comma[ord(",")] = True
+    lengths, flat, starts = facts.lengths, facts.flat, facts.starts
+    # the first byte after the leading whitespace: where the running count of non-space bytes
+    # first rises past its count at the token's start
     non_space = np.concatenate([[0], np.cumsum(~space[flat], dtype=np.int64)])
-    lead = np.zeros(len(lengths), dtype=np.int64)
-    rest = lengths.copy()
-    some = (non_space[facts.starts + lengths] - non_space[facts.starts]) > 0
-    starts = facts.starts[some]
-    first_text = np.searchsorted(non_space, non_space[starts] + 1) - 1  # index in flat of the first non-space byte
-    lead[some] = first_text - starts
-    rest -= lead
+    some = (non_space[starts + lengths] - non_space[starts]) > 0
+    first_text = np.searchsorted(non_space, non_space[starts[some]] + 1) - 1  # index in flat
+    rest = lengths.copy()  # bytes from the first non-space one on
+    rest[some] -= first_text - starts[some]
     first = np.zeros(len(lengths), dtype=np.uint8)
     first[some] = flat[first_text]
-    commas = np.zeros(256, dtype=bool)
-    commas[ord(",")] = True
-    ok = some & (_counts(facts, commas) == 0)
+    ok = some & (_counts(facts, comma) == 0)
     opens_string = (first == ord('"')) & (_counts(facts, quote) == 1)
     opens_number = np.isin(first, list(b"123456789")) & (_counts(facts, digit) == rest)
     opens_container = np.isin(first, list(b"[{")) & (_counts(facts, bracket) == 1)
