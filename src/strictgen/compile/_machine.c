@@ -568,16 +568,28 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
         return -1;
     if (compute_row(m, 0) < 0) /* no stacks: every byte dead */
         return -1;
-    int32_t first = node_lookup(m, 0, m->base[0]);
-    if (first < 0 || closure(m, first) < 0)
-        return -1;
-    Vec start = {NULL, 0, 0};
-    if (vec_reserve(&start, m->closure_len.data[first] + 1) < 0)
-        return -1;
-    memcpy(start.data, m->closure_pool.data + m->closure_start.data[first], sizeof(int32_t) * (size_t)m->closure_len.data[first]);
-    m->start = intern_state(m, start.data, m->closure_len.data[first]);
-    free(start.data);
-    return m->start < 0 ? -1 : 0;
+    m->start = -1; /* computed by start_state(): the root may call a rule that is built at run time */
+    return 0;
+}
+
+/* start_state(): the start state, its closure computed on first use (NeedRule while the root's
+ * start calls a lazy rule not built yet; asked again once it is). */
+static PyObject *Machine_start_state(Machine *m, PyObject *noargs) {
+    if (m->start < 0) {
+        int32_t first = node_lookup(m, 0, m->base[0]);
+        if (first < 0 || closure(m, first) < 0)
+            return NULL;
+        Vec start = {NULL, 0, 0};
+        if (vec_reserve(&start, m->closure_len.data[first] + 1) < 0)
+            return NULL;
+        memcpy(start.data, m->closure_pool.data + m->closure_start.data[first], sizeof(int32_t) * (size_t)m->closure_len.data[first]);
+        int32_t id = intern_state(m, start.data, m->closure_len.data[first]);
+        free(start.data);
+        if (id < 0)
+            return NULL;
+        m->start = id;
+    }
+    return PyLong_FromLong(m->start);
 }
 
 static int check_state(Machine *m, long s, int32_t *state) {
@@ -866,10 +878,10 @@ done:
 
 static PyObject *Machine_get_num_frames(Machine *m, void *closure) { return PyLong_FromSsize_t(m->num_frames); }
 
-static PyObject *Machine_get_start(Machine *m, void *closure) { return PyLong_FromLong(m->start); }
 static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLong_FromSsize_t(m->state_start.len); }
 
 static PyMethodDef Machine_methods[] = {
+    {"start_state", (PyCFunction)Machine_start_state, METH_NOARGS, "The start state (its closure computed on first use)."},
     {"table_after", (PyCFunction)Machine_table_after, METH_O, "`tables` once a state's row is in them (the trie walk's callback)."},
     {"row", (PyCFunction)Machine_row, METH_O, "A copy of a state's row as bytes (256 int32)."},
     {"step_bytes", (PyCFunction)Machine_step_bytes, METH_VARARGS, "step_bytes(state, data): the state after data, 0 if dead."},
@@ -886,7 +898,6 @@ static PyMethodDef Machine_methods[] = {
 
 static PyGetSetDef Machine_getset[] = {
     {"tables", (getter)Machine_get_tables, NULL, "(index, table): each state's row number (int32, -1: none yet), the rows (int32 x 256).", NULL},
-    {"start", (getter)Machine_get_start, NULL, "The start state.", NULL},
     {"num_states", (getter)Machine_get_num_states, NULL, "States interned so far (dead included).", NULL},
     {"num_frames", (getter)Machine_get_num_frames, NULL, "Frames (rule DFA states) so far; a rule added next starts here.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -19,19 +19,18 @@ from functools import cached_property
 import numpy as np
 
 from strictgen import regular
-from strictgen.errors import GrammarSyntaxError, StrictgenError
+from strictgen.errors import StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, DfaCache, NFABuilder, shared_nodes
 from strictgen.grammar.ir import Grammar, recursive_rules, rule_references
+from strictgen.grammar.schema.unique import UNIQUE_MARK
 
+from . import rule_facts
 from .lazy_rules import CallIndex, LazyRules
+from .rule_facts import LeftRecursionError
 
 __all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "compile_automaton", "horizon_classes", "nullable_rules", "recursive_rules"]
 
 MAX_MINIMIZE_STATES = 50_000  # horizon classes are looked for in rule DFAs up to this size
-
-
-class LeftRecursionError(GrammarSyntaxError):
-    """The grammar calls a rule from itself before consuming any byte."""
 
 
 @dataclass(eq=False)
@@ -64,65 +63,19 @@ class RuleDFA:
 
 @dataclass
 class CompiledAutomaton:
-    """The DFAs of the root and of every recursive rule; rule 0 is the root. `lazy`: how to build
-    the rules numbered from len(rules) on, the members of families met (None: there are none)."""
+    """The DFAs of the root and of the recursive rules built at compile time; rule 0 is the root.
+    `lazy`: how to build the rules numbered from len(rules) on, the deferred rules and then the
+    members of families met (None: there are none)."""
 
     rules: list[RuleDFA]
     lazy: LazyRules | None = None
-
-
-# ---- rule sets ----------------------------------------------------------------------------------
-
-
-def _rules_where(rules: list[RuleDFA], holds) -> set[int]:
-    """The least set of rules closed under `holds(dfa, rules found so far)` (a fixed point)."""
-    found: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r, dfa in enumerate(rules):
-            if r not in found and holds(dfa, found):
-                found.add(r)
-                changed = True
-    return found
-
-
-def _flags(rules: set[int], count: int) -> bytes:
-    return bytes(r in rules for r in range(count))
-
-
-def _productive_rules(dfas: list[regular.DFA], lazy: int = 0) -> set[int]:
-    """Rules that derive at least one finite string (the `lazy` rules numbered after `dfas`,
-    members of families, are by construction)."""
-    found: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        flags = _flags(found, len(dfas)) + b"\x01" * lazy
-        for r, dfa in enumerate(dfas):
-            if r not in found and dfa.can_finish(flags):
-                found.add(r)
-                changed = True
-    return found
+    nullable: set[int] | None = None  # the static rules (built or deferred) that may read nothing
 
 
 def nullable_rules(rules: list[RuleDFA]) -> set[int]:
-    """The rules that can finish without reading a byte (through calls of such rules)."""
-    return _rules_where(rules, _finishes_without_bytes)
-
-
-def _finishes_without_bytes(rule: RuleDFA, nullable: set[int]) -> bool:
-    dfa = rule.dfa
-    seen, work = {0}, [0]
-    while work:
-        s = work.pop()
-        if dfa.is_accepting(s):
-            return True
-        for callee, ret in dfa.calls(s):
-            if callee in nullable and ret not in seen:
-                seen.add(ret)
-                work.append(ret)
-    return False
+    """The rules (all built) that can finish without reading a byte (through calls of such rules)."""
+    dfas = [r.dfa for r in rules]
+    return rule_facts.nullable_rules(dfas, [None] * len(dfas), None, set(range(len(dfas))))
 
 
 def horizon_classes(rule: RuleDFA, horizon: int) -> np.ndarray | None:
@@ -142,68 +95,80 @@ def horizon_classes(rule: RuleDFA, horizon: int) -> np.ndarray | None:
     return None if int(classes.max()) + 1 == n else classes
 
 
-def _check_left_recursion(rules: list[RuleDFA]) -> None:
-    """Refuse grammars where a rule can call itself before consuming a byte (the stack would grow forever)."""
-    nullable = nullable_rules(rules)
-    left_calls: list[set[int]] = []
-    for rule in rules:
-        dfa = rule.dfa
-        calls: set[int] = set()
-        seen, work = {0}, [0]
-        while work:
-            s = work.pop()
-            for callee, t in dfa.calls(s):
-                if callee >= len(rules):
-                    continue  # a rule built at run time: families read a byte before any call
-                calls.add(callee)
-                if callee in nullable and t not in seen:
-                    seen.add(t)
-                    work.append(t)
-        left_calls.append(calls)
-    for r in range(len(rules)):  # a cycle in the left-call graph through r?
-        seen, work = set(), list(left_calls[r])
-        while work:
-            c = work.pop()
-            if c == r:
-                raise LeftRecursionError(
-                    f"rule {rules[r].name!r} is left-recursive (it can call itself before consuming input); "
-                    "rewrite it with repetition, e.g. `expr ::= term (\"+\" term)*`"
-                )
-            if c not in seen:
-                seen.add(c)
-                work.extend(left_calls[c])
+def compile_automaton(grammar: Grammar, defer: bool = True) -> CompiledAutomaton:
+    """Build trimmed, minimal DFAs for the root and the recursive rules of `grammar`.
 
-
-def compile_automaton(grammar: Grammar) -> CompiledAutomaton:
-    """Build trimmed, minimal DFAs for the root and the recursive rules of `grammar`."""
+    With `defer`, only the root (and the rules that unique arrays name) is built now: every other
+    rule kept as a call is built the first time the machine enters it (lazy_rules.py), so a
+    schema's hundred object rules cost only the ones a document visits. What the compile must
+    know of the deferred rules (productive, nullable, left calls) comes from their IR
+    (rule_facts.py), which is exact for those questions."""
     if grammar.root not in grammar.rules:
         raise StrictgenError(f"the grammar has no root rule {grammar.root!r}")
     recursive = recursive_rules(grammar)
-    names = [grammar.root] + sorted(n for n in recursive if n != grammar.root)
+    others = sorted(n for n in recursive if n != grammar.root)
+    known = {id(body) for keep in _rule_dfas.kept() for body in keep or ()} if defer else set()
+    # built now: what unique arrays read (their rules' names) and what a compile before built
+    now = [n for n in others if not defer or UNIQUE_MARK in n or id(grammar.rules[n]) in known]
+    later = set(others) - set(now)
+    names = [grammar.root] + now + [n for n in others if n in later]
     called = CallIndex({n: i for i, n in enumerate(names) if n in recursive}, len(names))  # numbers Lazy nodes too
     shared = shared_nodes(grammar.rules.values())
-    memo = BuildMemo()  # pieces built once for all the rules
-    raw: list[regular.DFA] = []
-    for name in names:
-        key, keep = _rule_key(grammar, name, called) if name != grammar.root else (None, None)
-        got = None if key is None else _rule_dfas.get_kept(key)
-        if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
-            raw.append(got[0])
-            continue
-        builder = NFABuilder(grammar.rules, called, shared, memo)
-        start, final = builder.new(), builder.new()
-        builder.build(grammar.rules[name], start, final)
-        dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
-        if key is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
-            _rule_dfas.put(key, dfa, keep)
-        raw.append(dfa)
-    productive = _productive_rules(raw, len(called.lazy))
+    memo = BuildMemo()  # pieces built once for all the rules, deferred ones too
+
+    def build(name: str) -> regular.DFA:
+        return _rule_dfa(grammar, name, called, shared, memo)
+
+    built: list[regular.DFA | None] = [build(n) for n in names[: 1 + len(now)]] + [None] * (len(names) - 1 - len(now))
+    bodies = [None if dfa is not None else grammar.rules[n] for n, dfa in zip(names, built)]
+    facts = rule_facts.IrFacts(grammar.rules, called, lambda e: NFABuilder(grammar.rules, called, shared, memo).regular_dfa(e).can_finish())
+    productive = rule_facts.productive_rules(built, bodies, facts, len(called.lazy), _callees_first(grammar, names, called))
     if 0 not in productive:
         raise EmptyLanguageError("the grammar accepts no string at all")
-    flags = _flags(productive, len(raw))
-    rules = [RuleDFA(name, regular.minimal(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, raw)]
-    _check_left_recursion(rules)
-    return CompiledAutomaton(rules, LazyRules(grammar.rules, called, flags) if called.lazy else None)
+    flags = bytes(r in productive for r in range(len(names)))
+    rules = [RuleDFA(name, regular.minimal(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, built) if dfa is not None]
+    trimmed = [r.dfa for r in rules] + [None] * (len(names) - len(rules))
+    nullable = rule_facts.check_left_recursion(names, trimmed, bodies, facts, productive)
+    lazy = LazyRules(grammar.rules, called, flags, names, build) if len(rules) < len(names) or called.lazy else None
+    return CompiledAutomaton(rules, lazy, nullable)
+
+
+def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo) -> regular.DFA:
+    """Rule `name`'s determinised automaton (from the cache shared by compiles when its key is
+    there: not for the root, not once the grammar has met a family)."""
+    key, keep = _rule_key(grammar, name, called) if name != grammar.root else (None, None)
+    got = None if key is None else _rule_dfas.get_kept(key)
+    if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
+        return got[0]
+    builder = NFABuilder(grammar.rules, called, shared, memo)
+    start, final = builder.new(), builder.new()
+    builder.build(grammar.rules[name], start, final)
+    dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
+    if key is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
+        _rule_dfas.put(key, dfa, keep)
+    return dfa
+
+
+def _callees_first(grammar: Grammar, names: list[str], called: CallIndex) -> list[int]:
+    """The rules' indices, each after the rules it calls (but on cycles): a post-order."""
+    graph = [sorted({called[ref] for ref in _reach(grammar, n, called)[1]}) for n in names]
+    order: list[int] = []
+    seen: set[int] = set()
+    for top in range(len(names)):
+        if top in seen:
+            continue
+        seen.add(top)
+        stack = [(top, iter(graph[top]))]
+        while stack:
+            r, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(r)
+            elif nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(graph[nxt])))
+    return order
 
 
 # Rules that recur across grammars as the same objects (a schema grammar's whitespace and
@@ -217,19 +182,24 @@ def _rule_key(grammar: Grammar, name: str, called) -> tuple[tuple | None, tuple 
     """(key, the bodies it stands for) of rule `name`'s automaton: its body, the bodies of the
     rules it inlines (they are part of it) and the numbers of the rules it calls. The bodies are
     kept with the automaton, so an id in a key is never another object's."""
+    inlined, calls = _reach(grammar, name, called)
+    keep = tuple(grammar.rules[r] for r in inlined)
+    return (tuple(inlined), tuple(id(b) for b in keep), tuple(sorted((ref, called[ref]) for ref in calls))), keep
+
+
+def _reach(grammar: Grammar, name: str, called) -> tuple[list[str], set[str]]:
+    """(the rules `name` inlines, itself included, sorted; the rules kept as calls it refers to)."""
     rules = grammar.rules
     reach, work = {name}, [name]
-    calls = []
+    calls: set[str] = set()
     while work:
         for ref in rule_references(rules[work.pop()]):
             if ref in called:
-                calls.append((ref, called[ref]))
+                calls.add(ref)
             elif ref not in reach and ref in rules:
                 reach.add(ref)
                 work.append(ref)
-    inlined = sorted(reach)
-    keep = tuple(rules[r] for r in inlined)
-    return (tuple(inlined), tuple(id(b) for b in keep), tuple(sorted(set(calls)))), keep
+    return sorted(reach), calls
 
 
 class EmptyLanguageError(StrictgenError):

@@ -35,12 +35,12 @@ def marker_tokens(markers, info: "TokenizerInfo") -> dict[int, bytes]:
 class CompiledGrammar:
     """Immutable to its users; the machine and mask caches inside grow lazily and are thread-safe."""
 
-    def __init__(self, grammar: Grammar, tokenizer_info: "TokenizerInfo", source: str = ""):
+    def __init__(self, grammar: Grammar, tokenizer_info: "TokenizerInfo", source: str = "", defer_rules: bool = True):
         # the grammar IR is not kept: a cached grammar holds its automata, not the ~10^4 IR objects
         # its compile made, which every full collection of a server's heap would walk again
         self.tokenizer_info = tokenizer_info
         self.source = source
-        self.automaton = compile_automaton(grammar)
+        self.automaton = compile_automaton(grammar, defer_rules)  # see GrammarCompiler's defer_rules
         self.machine = PushdownMachine(self.automaton)
         self.marker_tokens = marker_tokens(grammar.markers, tokenizer_info)
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,

@@ -2,73 +2,35 @@
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections import OrderedDict
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Callable, Hashable
 
 from strictgen.deadline import compile_deadline
-from strictgen.errors import GrammarTooLargeError, StrictgenError
 from strictgen.grammar.ir import Grammar, literal_trie
 
 from .compiled import CompiledGrammar
+from .guards import collector_paused, user_errors
+
+__all__ = ["GrammarCompiler", "user_errors"]
 
 if TYPE_CHECKING:
     from strictgen.tokenizer.info import TokenizerInfo
 
 
-@contextmanager
-def user_errors(source: str) -> Iterator[None]:
-    """Whatever goes wrong inside a compile reaches the caller as a StrictgenError: a format too
-    deeply nested for Python's stack or too big for memory is a GrammarTooLargeError, and an
-    internal slip (AttributeError and the like) never shows its Python text to a user."""
-    try:
-        yield
-    except StrictgenError:
-        raise
-    except RecursionError:
-        raise GrammarTooLargeError(f"the {source} format is nested too deeply to compile (Python's recursion limit); flatten it") from None
-    except MemoryError:
-        raise GrammarTooLargeError(f"the {source} format needs more memory to compile than is available") from None
-    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:  # ValueError: not ours (ours are StrictgenErrors)
-        raise StrictgenError(f"cannot compile this {source} format: strictgen met an internal error on it (please report it)") from exc
-
-
-_collector_lock = threading.Lock()
-_collector_holders = 0  # compiles running with the cyclic collector paused
-_collector_was_enabled = False
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic collector paused while compiles run. A compile makes and drops some 10^5
-    IR nodes, tuples and dicts, freed by reference counting; they set off collections that walk
-    the whole heap (a server's is large) and found nothing: 5-7% of compile time in perf. The
-    collector comes back, as it was, when the last running compile ends."""
-    global _collector_holders, _collector_was_enabled
-    with _collector_lock:
-        if _collector_holders == 0:
-            _collector_was_enabled = gc.isenabled()
-            gc.disable()
-        _collector_holders += 1
-    try:
-        yield
-    finally:
-        with _collector_lock:
-            _collector_holders -= 1
-            if _collector_holders == 0 and _collector_was_enabled:
-                gc.enable()
-
-
 class GrammarCompiler:
     """Compiles formats for one vocabulary; equal requests return the same CompiledGrammar."""
 
-    def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128, compile_timeout: float | None = 30.0):
+    def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128, compile_timeout: float | None = 30.0, defer_rules: bool = True):
         """`compile_timeout`: seconds one compile may take before it fails with GrammarTooLargeError
-        (None: no limit)."""
+        (None: no limit). `defer_rules`: a rule kept as a call (a subschema used in several places,
+        a recursive rule) is built the first time generation enters it, not in the compile: the
+        compile, on the first token's path, pays only for what the start needs, and rules a
+        document never visits cost nothing; the first mask inside a rule pays for its build
+        instead. False builds every rule ahead (even masks, slower compiles)."""
         self.tokenizer_info = tokenizer_info
+        self.defer_rules = defer_rules
         self.cache_size = cache_size
         self.compile_timeout = compile_timeout
         self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
@@ -99,7 +61,7 @@ class GrammarCompiler:
             self._observed(str(key[0]), t0, True)
             return got
         try:
-            compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source))
+            compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
             if finish is not None:
                 finish(compiled)
             with self._lock:
@@ -206,7 +168,7 @@ class GrammarCompiler:
 
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
-        return self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source))
+        return self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source, self.defer_rules))
 
     def _build(self, kind: str, make: Callable[[], CompiledGrammar]) -> CompiledGrammar:
         """A cold compile: waits for a compile slot (outside the deadline), then runs under the deadline."""

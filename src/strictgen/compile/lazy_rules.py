@@ -1,4 +1,5 @@
-"""Rules built at run time: the members of a grammar's `LazyFamily`s (grammar/ir.py).
+"""Rules built at run time: a compile's deferred rules (automaton.py) and the members of a
+grammar's `LazyFamily`s (grammar/ir.py).
 
 A family stands for more rules than could be built ahead: an object whose properties may come in
 any order needs one rule per set of keys already seen (2**n of them), yet one document visits at
@@ -8,13 +9,15 @@ once `add_rule` has appended its frames, and until then any closure that would p
 `NeedRule(index)`. `ResolvingCore` answers that by building the rule (its body from the family,
 lowered like any rule, minimised, trimmed) and running the call again. Nothing else changes: the
 machine's states, rows and token masks are those of the grammar with every member built, so
-masks stay exact and trimmed (a family only hands out keys whose rule can still finish) and
-grammars without families never meet any of this.
+masks stay exact and trimmed (a family only hands out keys whose rule can still finish; a
+deferred rule is trimmed with the productive rules the compile found) and grammars whose rules
+were all built at compile time never meet any of this.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
@@ -46,30 +49,39 @@ class CallIndex(dict):
 
 
 class LazyRules:
-    """What building a lazy rule needs from the compile: the grammar's rules, the call numbering
-    (shared, so the same member always gets the same index) and which static rules are productive."""
+    """What building a rule at run time needs from the compile: the grammar's rules, the call
+    numbering (shared, so the same member always gets the same index), which static rules are
+    productive, their names (the deferred ones are numbered after those built) and `build(name)`,
+    the compile's own builder of a static rule's automaton (its memo of pieces with it)."""
 
-    def __init__(self, rules: dict[str, Expr], calls: CallIndex, productive: bytes):
+    def __init__(self, rules: dict[str, Expr], calls: CallIndex, productive: bytes, names: list[str], build: Callable[[str], regular.DFA]):
         self.rules = rules
         self.calls = calls
         self.productive = productive
+        self.names = names
+        self._build = build
         self.lock = threading.Lock()
 
-    def dfa(self, index: int) -> regular.DFA:
-        """The minimal, trimmed DFA of lazy rule `index` (callers hold `lock`)."""
-        node = self.calls.lazy[index - self.calls.first_lazy]
-        body = lazy_body(node)
-        builder = NFABuilder(self.rules, self.calls, shared_nodes([body]), BuildMemo())
-        start, final = builder.new(), builder.new()
-        builder.build(body, start, final)
-        dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in a rule built at run time")
+    def dfa(self, index: int) -> tuple[str, regular.DFA]:
+        """(name, the minimal, trimmed DFA) of run-time rule `index` (callers hold `lock`)."""
+        if index < len(self.names):  # a deferred static rule
+            name, dfa = self.names[index], self._build(self.names[index])
+        else:
+            node = self.calls.lazy[index - self.calls.first_lazy]
+            body = lazy_body(node)
+            builder = NFABuilder(self.rules, self.calls, shared_nodes([body]), BuildMemo())
+            start, final = builder.new(), builder.new()
+            builder.build(body, start, final)
+            name = f"lazy{index}"
+            dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in a rule built at run time")
         # members of families are productive by construction (a family hands out live keys only)
-        return regular.minimal(dfa, self.productive + b"\x01" * len(self.calls.lazy))
+        return name, regular.minimal(dfa, self.productive + b"\x01" * len(self.calls.lazy))
 
 
 class ResolvingCore:
     """The C machine of a grammar with lazy rules: a method that fails with NeedRule(r) gets rule
-    r built (`add(r)`) and runs again. Attributes pass through; methods are wrapped once."""
+    r built (`add()(r)`: a weak method of the machine, which holds this core) and runs again.
+    Attributes pass through; methods are wrapped once."""
 
     def __init__(self, core, add):
         self._core = core
@@ -86,7 +98,7 @@ class ResolvingCore:
                 try:
                     return attr(*args)
                 except NeedRule as need:
-                    add(need.args[0])
+                    add()(need.args[0])
 
         resolving.__name__ = name
         setattr(self, name, resolving)

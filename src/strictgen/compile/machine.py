@@ -14,13 +14,17 @@ need to coordinate.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError
 
 from . import _machine
-from .automaton import CompiledAutomaton, horizon_classes, nullable_rules
+from ._machine import NeedRule
+from .automaton import CompiledAutomaton, RuleDFA, horizon_classes, nullable_rules
+from .guards import collector_paused, user_errors
 from .lazy_rules import ResolvingCore
 
 DEAD = 0
@@ -66,14 +70,15 @@ class PushdownMachine:
             np.repeat(np.arange(len(rules), dtype=np.int32), sizes), base, call_start,
             np.concatenate([p["callees"] for p in parts]).astype(np.int32), np.concatenate([p["returns"] for p in parts]).astype(np.int32),
         )
-        self._built: set[int] = set()
-        # a grammar with families: rules built when the machine first needs them (lazy_rules.py)
-        self._core = core if automaton.lazy is None else ResolvingCore(core, self._add_lazy_rule)
-        self.start = self._core.start
+        self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
+        # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
+        self._core = core if automaton.lazy is None else ResolvingCore(core, weakref.WeakMethod(self._add_lazy_rule))
+        self.start = self._core.start_state()
         self.accepting = _Accepting(self._core)
         # table_after(state): `tables` once `state`'s row is in them, the C trie walk's callback;
-        # the C method itself, so a row asked for mid-walk costs no Python frame
-        self.table_after = self._core.table_after
+        # the C method itself, so a row asked for mid-walk costs no Python frame (a walk that
+        # meets a rule not built yet fails with NeedRule and is run again: `run`)
+        self.table_after = core.table_after
         self.step_bytes = self._core.step_bytes
 
     def _rule_arrays(self, dfa, b: int) -> dict:
@@ -98,20 +103,31 @@ class PushdownMachine:
             "callees": callees, "returns": ret + b,
         }
 
+    def run(self, call):
+        """call(), run again after building each rule it fails for (NeedRule): for C calls that
+        read the raw core, such as the trie walk through `table_after`. A walk that fails part way
+        has only set bits of valid tokens, so running it again is safe."""
+        while True:
+            try:
+                return call()
+            except NeedRule as need:
+                self._add_lazy_rule(need.args[0])
+
     def _add_lazy_rule(self, index: int) -> None:
         """Build lazy rule `index` and append it to the C machine (once, whichever thread asks)."""
         lazy = self.automaton.lazy
         with lazy.lock:
-            if index in self._built:
+            if index in self.added:
                 return
             deadline.check()
             core = self._core._core
-            dfa = lazy.dfa(index)
+            with user_errors("grammar"), collector_paused():  # as at compile time
+                name, dfa = lazy.dfa(index)
             part = self._rule_arrays(dfa, core.num_frames)
             call_start = np.concatenate([[0], np.cumsum(part["counts"])]).astype(np.int32)
             core.add_rule(index, np.frombuffer(part["table"], dtype=np.int32), np.frombuffer(part["classmap"], dtype=np.uint8),
                           part["flags"].astype(np.uint8), call_start, part["callees"].astype(np.int32), part["returns"].astype(np.int32))
-            self._built.add(index)
+            self.added[index] = RuleDFA(name, dfa)
 
     @property
     def tables(self) -> tuple[bytearray, bytearray]:
@@ -195,18 +211,31 @@ class HorizonKeys:
 
     def __init__(self, machine: PushdownMachine, horizon: int):
         self.machine = machine
-        rules = machine.automaton.rules
-        nullable = nullable_rules(rules)
-        self.classes: list[np.ndarray | None] = []
-        for dfa in rules:
-            steps = _steps_per_byte(dfa, nullable)
-            self.classes.append(None if steps is None else horizon_classes(dfa, steps * horizon + 1))
-        self.active = any(c is not None for c in self.classes)
+        self.horizon = horizon
+        automaton = machine.automaton
+        self._nullable = nullable_rules(automaton.rules) if automaton.nullable is None else automaton.nullable
+        # static rules built at run time get classes once built; families' members keep exact states
+        self._static = len(automaton.rules) if automaton.lazy is None else len(automaton.lazy.names)
+        self.classes: dict[int, np.ndarray | None] = {}
+        self.active = False
+        self._add(enumerate(automaton.rules))
+        self._added = 0
         self._canonical: dict[int, int] = {EMPTY_STACK: EMPTY_STACK}
         self._ids: dict[tuple[int, int, int], int] = {}
 
+    def _add(self, rules) -> None:
+        for r, dfa in rules:
+            if r < self._static:
+                steps = _steps_per_byte(dfa, self._nullable)
+                self.classes[r] = got = None if steps is None else horizon_classes(dfa, steps * self.horizon + 1)
+                self.active = self.active or got is not None
+
     def key(self, state: int):
         """A hashable key for `state` (the state itself when no rule merges anything)."""
+        added = self.machine.added
+        if len(added) != self._added:  # rules built since: their classes (a rule is built before any state has its frames)
+            self._add([(r, added[r]) for r in list(added)[self._added:]])
+            self._added = len(added)
         if not self.active:
             return state
         return frozenset(self._node(n) for n in self.machine.stacks(state))
@@ -218,7 +247,7 @@ class HorizonKeys:
             node = self.machine.node(node)[0]
         for n in reversed(path):
             parent, rule, dfa_state = self.machine.node(n)
-            classes = self.classes[rule] if rule < len(self.classes) else None  # lazy rules: exact
+            classes = self.classes.get(rule)
             key = (self._canonical[parent], rule, dfa_state if classes is None else int(classes[dfa_state]))
             self._canonical[n] = self._ids.setdefault(key, len(self._ids) + 1)
         return self._canonical[path[0]] if path else self._canonical[node]

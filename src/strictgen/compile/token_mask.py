@@ -81,7 +81,7 @@ class TokenMasker:
         rejected; rows of the machine not computed yet are computed on the way. `first_bytes`
         (bool per byte value) restricts the walk to tokens starting with those bytes."""
         out = np.empty(len(trie.node_tokens), dtype=np.int64)
-        return out[: _walk.walk(*self._walk_args(state, trie, first_bytes), out)]
+        return out[: self.machine.run(lambda: _walk.walk(*self._walk_args(state, trie, first_bytes), out))]
 
     def _live_bits(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None, packed: np.ndarray | None = None) -> np.ndarray:
         """The same walk over a trie of vocabulary ids (the whole vocabulary by default), setting
@@ -89,7 +89,8 @@ class TokenMasker:
         vector, no packing."""
         if packed is None:
             packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
-        _walk.walk_bits(*self._walk_args(state, self.trie if trie is None else trie, first_bytes), packed)
+        trie = self.trie if trie is None else trie
+        self.machine.run(lambda: _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed))
         return packed
 
     def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:

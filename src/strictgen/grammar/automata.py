@@ -427,6 +427,11 @@ class DfaCache:
                 self._map.move_to_end(key)
             return got
 
+    def kept(self) -> list:
+        """What the entries' keys stand for (their `keep`s), least recently used first."""
+        with self._lock:
+            return [got[1] for got in self._map.values()]
+
     def put(self, key, dfa: regular.DFA, keep=None) -> None:
         cells = dfa.num_states * dfa.num_classes
         if cells > self.cells // 8:

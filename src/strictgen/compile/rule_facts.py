@@ -1,0 +1,233 @@
+"""What a compile must know of every rule before the machine runs: which rules derive a string
+(productive), which may read nothing (nullable) and which rules each may call before reading a
+byte (its left calls, to refuse left recursion).
+
+The rules built at compile time answer from their DFAs. The rules whose DFAs are deferred to the
+first time the machine enters them (automaton.py) answer from their IR, which for these questions
+is exact: a product (∩, −) is the one node whose emptiness the IR does not show, and it is built
+(memoised for the rule's later build) only where the answer depends on it. Sets of rules are by
+rule index; `refs(r)` gives rule r's body and the call index of each rule it may call.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
+
+from strictgen import regular
+from strictgen.errors import GrammarSyntaxError
+
+SURROGATES = (0xD800, 0xDFFF)
+
+
+class IrFacts:
+    """Nonemptiness, nullability and left calls of IR expressions, with rules kept as calls
+    answered by the sets given (inlined rules are looked through). `product_nonempty(expr)`
+    decides an Intersect or Difference (by building its DFA)."""
+
+    def __init__(self, rules: dict[str, Expr], called: dict, product_nonempty: Callable[[Expr], bool]):
+        self.rules = rules
+        self.called = called
+        self.product_nonempty = product_nonempty
+        self._nonempty: set[int] = set()  # node ids known to derive a string (stays true as sets grow)
+        self._products: dict[int, bool] = {}
+
+    def nonempty(self, e: Expr, productive: set[int]) -> bool:
+        """Does `e` derive a string, given the called rules in `productive`? (One frame per
+        level of the IR, as the builder's: no generator frames.)"""
+        if id(e) in self._nonempty:
+            return True
+        t = type(e)
+        if t is Literal or t is Lazy:
+            got = True  # a family hands out live keys only
+        elif t is ByteSet:
+            got = bool(e.ranges)
+        elif t is CharSet:
+            got = False
+            for lo, hi in e.ranges:
+                if lo < SURROGATES[0] or hi > SURROGATES[1]:
+                    got = True
+                    break
+        elif t is Seq:
+            got = True
+            for x in e.items:
+                if not self.nonempty(x, productive):
+                    got = False
+                    break
+        elif t is Alt:
+            got = False
+            for x in e.items:
+                if self.nonempty(x, productive):
+                    got = True
+                    break
+        elif t is Repeat:
+            got = e.min == 0 or self.nonempty(e.item, productive)
+        elif t is Spelled:
+            got = self.nonempty(e.item, productive)  # every string has its raw spelling
+        elif t is RuleRef:
+            got = self.called[e.name] in productive if e.name in self.called else self.nonempty(self.rules[e.name], productive)
+        elif t is Intersect or t is Difference:
+            got = self._products.get(id(e))
+            if got is None:
+                got = self._products[id(e)] = self.product_nonempty(e)
+        else:
+            raise TypeError(f"not a grammar expression: {e!r}")
+        if got:
+            self._nonempty.add(id(e))
+        return got
+
+    def nullable(self, e: Expr, nullable: set[int], productive: set[int]) -> bool:
+        """Does `expr` derive the empty string, given the called rules in `nullable`?"""
+        t = type(e)
+        if t is Literal:
+            return not e.data
+        if t is Seq:
+            for x in e.items:
+                if not self.nullable(x, nullable, productive):
+                    return False
+            return True
+        if t is Alt:
+            for x in e.items:
+                if self.nullable(x, nullable, productive):
+                    return True
+            return False
+        if t is Repeat:
+            return e.min == 0 or self.nullable(e.item, nullable, productive)
+        if t is Spelled:
+            return self.nullable(e.item, nullable, productive)
+        if t is Intersect:
+            for x in e.items:
+                if not self.nullable(x, nullable, productive):
+                    return False
+            return True
+        if t is Difference:
+            return self.nullable(e.base, nullable, productive) and not self.nullable(e.minus, nullable, productive)
+        if t is RuleRef:
+            if e.name in self.called:
+                return self.called[e.name] in nullable
+            return self.nullable(self.rules[e.name], nullable, productive)
+        return False  # a byte, a character, a family member (reads a byte first)
+
+    def left_calls(self, e: Expr, out: set[int], nullable: set[int], productive: set[int]) -> None:
+        """Add to `out` the called rules `expr` may call before reading a byte, on a path that
+        can finish (so exactly what the trimmed DFA's calls before its first byte would be)."""
+        t = type(e)
+        if t is Seq:
+            if not self.nonempty(e, productive):
+                return
+            for x in e.items:
+                self.left_calls(x, out, nullable, productive)
+                if not self.nullable(x, nullable, productive):
+                    return
+        elif t is Alt:
+            for x in e.items:
+                if self.nonempty(x, productive):
+                    self.left_calls(x, out, nullable, productive)
+        elif t is Repeat:
+            if e.max != 0 and self.nonempty(e.item, productive):
+                self.left_calls(e.item, out, nullable, productive)
+        elif t is RuleRef:
+            if e.name not in self.called:
+                self.left_calls(self.rules[e.name], out, nullable, productive)
+            elif self.called[e.name] in productive:
+                out.add(self.called[e.name])
+        # leaves, products and spelled strings call nothing; family members read a byte first
+
+
+def productive_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, lazy: int, order: list[int]) -> set[int]:
+    """The rules that derive at least one finite string: rule r answers from `built[r]`'s DFA
+    (determinised, not trimmed yet) when it has one, else from `bodies[r]`'s IR (`lazy` family members after them are productive
+    by construction). `order` lists callees before callers, so one pass settles all but cycles."""
+    found: set[int] = set()
+    count = len(built)
+    changed = True
+    while changed:
+        changed = False
+        flags = None
+        for r in order:
+            if r in found:
+                continue
+            rule = built[r]
+            if rule is not None:
+                if flags is None:
+                    flags = bytes(i in found for i in range(count)) + b"\x01" * lazy
+                ok = rule.can_finish(flags)
+            else:
+                ok = facts.nonempty(bodies[r], found)
+            if ok:
+                found.add(r)
+                flags = None
+                changed = True
+    return found
+
+
+def nullable_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int]) -> set[int]:
+    """The productive rules that can finish without reading a byte (built ones from their
+    trimmed DFAs)."""
+    found: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r, rule in enumerate(built):
+            if r in found or r not in productive:
+                continue
+            ok = finishes_without_bytes(rule, found) if rule is not None else facts.nullable(bodies[r], found, productive)
+            if ok:
+                found.add(r)
+                changed = True
+    return found
+
+
+def finishes_without_bytes(dfa: regular.DFA, nullable: set[int]) -> bool:
+    seen, work = {0}, [0]
+    while work:
+        s = work.pop()
+        if dfa.is_accepting(s):
+            return True
+        for callee, ret in dfa.calls(s):
+            if callee in nullable and ret not in seen:
+                seen.add(ret)
+                work.append(ret)
+    return False
+
+
+class LeftRecursionError(GrammarSyntaxError):
+    """The grammar calls a rule from itself before consuming any byte."""
+
+
+def check_left_recursion(names: list[str], built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int]) -> set[int]:
+    """Refuse grammars where a rule can call itself before consuming a byte (the stack would grow
+    forever); the nullable rules, found on the way, are returned."""
+    nullable = nullable_rules(built, bodies, facts, productive)
+    left: list[set[int]] = []
+    for r, dfa in enumerate(built):
+        calls: set[int] = set()
+        if dfa is None:
+            if r in productive:
+                facts.left_calls(bodies[r], calls, nullable, productive)
+        else:
+            seen, work = {0}, [0]
+            while work:
+                s = work.pop()
+                for callee, t in dfa.calls(s):
+                    if callee >= len(built):
+                        continue  # a family member: families read a byte before any call
+                    calls.add(callee)
+                    if callee in nullable and t not in seen:
+                        seen.add(t)
+                        work.append(t)
+        left.append(calls)
+    for r in range(len(built)):  # a cycle in the left-call graph through r?
+        seen, work = set(), list(left[r])
+        while work:
+            c = work.pop()
+            if c == r:
+                raise LeftRecursionError(
+                    f"rule {names[r]!r} is left-recursive (it can call itself before consuming input); "
+                    "rewrite it with repetition, e.g. `expr ::= term (\"+\" term)*`"
+                )
+            if c not in seen:
+                seen.add(c)
+                work.extend(left[c])
+    return nullable

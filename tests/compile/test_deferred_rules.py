@@ -1,0 +1,141 @@
+"""Rules built the first time the machine enters them (compile_automaton's `defer`): the same
+languages as rules built ahead, and the compile-time facts (productive, nullable, left
+recursion) decided from the IR of rules not built yet."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import strictgen as sg
+from strictgen.compile.automaton import LeftRecursionError, compile_automaton
+from strictgen.compile.lazy_rules import LazyRules
+from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.errors import GrammarTooLargeError
+from strictgen.grammar.ir import Grammar, RuleRef, alt, chars, intersect, lit, repeat, seq
+
+def two_branches() -> Grammar:
+    """x and y are recursive, so kept as calls; a document of one branch never enters the other
+    rule. New objects each time: rules whose bodies an earlier compile built are built ahead."""
+    return Grammar({
+        "root": alt(seq(lit("a"), RuleRef("x")), seq(lit("bb"), RuleRef("y"))),
+        "x": alt(lit("x"), seq(lit("("), RuleRef("x"), lit(")"))),
+        "y": alt(seq(lit("y"), repeat(RuleRef("ws"))), seq(lit("["), RuleRef("y"), lit("]"))),
+        "ws": alt(lit(" "), seq(lit("\t"), RuleRef("ws"))),
+    })
+
+
+def test_a_rule_is_built_when_the_machine_first_enters_it():
+    automaton = compile_automaton(two_branches())
+    assert [r.name for r in automaton.rules] == ["root"]
+    machine = PushdownMachine(automaton)
+    x, y = automaton.lazy.names.index("x"), automaton.lazy.names.index("y")
+    state = machine.step_bytes(machine.start, b"a((")
+    assert state != DEAD and x in machine.added and y not in machine.added
+    assert machine.accepting[machine.step_bytes(state, b"x))")]
+    # a compile after one that built x, y and ws builds them ahead (at no cost: they are kept)
+    machine.step_bytes(machine.start, b"bby\t ")
+    again = compile_automaton(Grammar({**two_branches().rules, **{n: automaton.lazy.rules[n] for n in ("x", "y", "ws")}}))
+    assert sorted(r.name for r in again.rules) == ["root", "ws", "x", "y"]
+
+
+def _walk(machine: PushdownMachine, data: bytes) -> list[tuple[bool, bool]]:
+    """(alive, accepting) after each prefix of `data`."""
+    out, state = [], machine.start
+    for b in data:
+        state = machine.step_bytes(state, bytes((b,))) if state != DEAD else DEAD
+        out.append((state != DEAD, state != DEAD and machine.accepting[state]))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.lists(st.sampled_from(b"abbxy()[] \t"), max_size=14).map(bytes))
+def test_deferred_rules_give_the_language_of_rules_built_ahead(data):
+    ahead = PushdownMachine(compile_automaton(two_branches(), defer=False))
+    later = PushdownMachine(compile_automaton(two_branches()))
+    assert _walk(later, data) == _walk(ahead, data)
+
+
+def test_a_deferred_rule_that_derives_nothing_is_trimmed_away():
+    # u never finishes (no base case) and p's only base case is an empty intersection: "a" and
+    # "c" would be dead ends, so the start must not allow them
+    g = Grammar({
+        "root": alt(seq(lit("a"), RuleRef("u")), seq(lit("c"), RuleRef("p")), lit("b")),
+        "u": seq(lit("("), RuleRef("u"), lit(")")),
+        "p": alt(intersect(lit("x"), lit("y")), seq(lit("("), RuleRef("p"), lit(")"))),
+    })
+    machine = PushdownMachine(compile_automaton(g))
+    assert machine.step_bytes(machine.start, b"a") == DEAD and machine.step_bytes(machine.start, b"c") == DEAD
+    assert machine.accepting[machine.step_bytes(machine.start, b"b")]
+
+
+def test_a_deferred_rule_whose_product_is_not_empty_is_productive():
+    g = Grammar({
+        "root": seq(lit("c"), RuleRef("p")),
+        "p": alt(intersect(lit("x"), chars("x")), seq(lit("("), RuleRef("p"), lit(")"))),
+    })
+    machine = PushdownMachine(compile_automaton(g))
+    assert machine.accepting[machine.step_bytes(machine.start, b"c((x))")]
+
+
+def test_left_recursion_through_deferred_rules_is_refused():
+    direct = Grammar({"root": seq(lit("q"), RuleRef("a")), "a": alt(seq(RuleRef("b"), lit("y")), lit("z")), "b": alt(seq(RuleRef("a"), lit("w")), lit("v"))})
+    with pytest.raises(LeftRecursionError, match="left-recursive"):
+        compile_automaton(direct)
+    # through a rule that may read nothing (n), which only the IR of n tells
+    nullable = Grammar({
+        "root": seq(lit("q"), RuleRef("a")),
+        "a": alt(seq(RuleRef("n"), RuleRef("a"), lit("x")), lit("y")),
+        "n": alt(lit(""), seq(lit("m"), RuleRef("n"))),
+    })
+    with pytest.raises(LeftRecursionError, match="left-recursive"):
+        compile_automaton(nullable)
+    # the same with a byte first is right recursion, and fine
+    fine = Grammar({**nullable.rules, "a": alt(seq(lit("k"), RuleRef("n"), RuleRef("a"), lit("x")), lit("y"))})
+    machine = PushdownMachine(compile_automaton(fine))
+    assert machine.accepting[machine.step_bytes(machine.start, b"qkmkyxx")]
+
+
+def test_a_failing_run_time_build_is_a_clear_error(monkeypatch):
+    """A build past the machine's limits at run time reaches the caller as a StrictgenError, as at
+    compile time (the failure is forced here: a real one needs an automaton of 200,000 states)."""
+    info = sg.TokenizerInfo.from_name("smollm2")
+    compiled = sg.GrammarCompiler(info).compile_ir(two_branches())
+
+    def too_deep(self, index):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(LazyRules, "dfa", too_deep)
+    matcher = sg.GrammarMatcher(compiled)
+    with pytest.raises(GrammarTooLargeError, match="nested too deeply"):
+        matcher.accept_string("a(")  # the start's row already enters x
+
+
+def test_a_schema_compile_defers_its_called_rules_and_builds_them_as_needed():
+    info = sg.TokenizerInfo.from_name("smollm2")
+    item = {"type": "object", "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["id"]}
+    schema = {"type": "object", "properties": {"a": item, "b": item, "c": {"type": "array", "items": item, "maxItems": 4}}}
+    late = sg.GrammarCompiler(info).compile_json_schema(schema)
+    ahead = sg.GrammarCompiler(info, defer_rules=False).compile_json_schema(schema)
+    assert len(late.automaton.rules) < len(ahead.automaton.rules)
+    for text in ('{"a": {"id": 1, "tags": ["x"]}, "c": [{"id": 2}]}', '{"b": {"tags": []}}', '{"c": [{"id": 1}, {"id": 2}, {"id": 3}, {"id": 4}, {"id": 5}]}'):
+        results = []
+        for compiled in (late, ahead):
+            m = sg.GrammarMatcher(compiled)
+            results.append(m.accept_string(text) and m.can_end())
+        assert results[0] == results[1]
+
+
+MASKBENCH = Path(__file__).parents[2] / ".." / "shared" / "data" / "maskbench-dev"
+
+
+@pytest.mark.parametrize("name", ["JsonSchemaStore---clang-format", "Snowplow---sp_341_Normalized"])
+def test_the_facts_of_deeply_inlined_rules_fit_the_stack_the_builder_fits(name):
+    """Deferred rules' facts walk their IR as deep as the builder does: a first version (three
+    Python frames per level) ran out of stack on these two, which compile when built ahead."""
+    schema = json.loads((MASKBENCH / f"{name}.json").read_text())["schema"]
+    info = sg.TokenizerInfo.from_name("qwen")
+    compiled = sg.GrammarCompiler(info).compile_json_schema(schema)
+    assert compiled.automaton.lazy is not None and len(compiled.automaton.rules) < len(compiled.automaton.lazy.names)
