@@ -223,6 +223,14 @@ class HorizonKeys:
         self._canonical: dict[int, int] = {EMPTY_STACK: EMPTY_STACK}
         self._ids: dict[tuple[int, int, int], int] = {}
 
+    def sync(self) -> None:
+        """Find the classes of the rules built since the last call (a rule is built before any
+        state has its frames, so keys made before stay right)."""
+        added = self.machine.added
+        if len(added) != self._added:
+            self._add([(r, added[r]) for r in list(added)[self._added:]])
+            self._added = len(added)
+
     def _add(self, rules) -> None:
         for r, dfa in rules:
             if r < self._static:
@@ -232,10 +240,7 @@ class HorizonKeys:
 
     def key(self, state: int):
         """A hashable key for `state` (the state itself when no rule merges anything)."""
-        added = self.machine.added
-        if len(added) != self._added:  # rules built since: their classes (a rule is built before any state has its frames)
-            self._add([(r, added[r]) for r in list(added)[self._added:]])
-            self._added = len(added)
+        self.sync()
         if not self.active:
             return state
         return frozenset(self._node(n) for n in self.machine.stacks(state))

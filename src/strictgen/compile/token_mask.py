@@ -65,6 +65,7 @@ class TokenMasker:
         if got is None:
             got = self._compute(state)
             got.setflags(write=False)
+            self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
         with self._lock:
             for k in (state, key):
                 self._cache[k] = got
