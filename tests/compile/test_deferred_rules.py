@@ -1,4 +1,4 @@
-"""Rules built the first time the machine enters them (compile_automaton's `defer`): the same
+"""Rules built the first time the machine enters them (compile_automaton's `build_ahead`): the same
 languages as rules built ahead, and the compile-time facts (productive, nullable, left
 recursion) decided from the IR of rules not built yet."""
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
+from strictgen.compile import automaton
 from strictgen.compile.automaton import LeftRecursionError, compile_automaton
 from strictgen.compile.lazy_rules import LazyRules
 from strictgen.compile.machine import DEAD, PushdownMachine
@@ -28,7 +29,7 @@ def two_branches() -> Grammar:
 
 
 def test_a_rule_is_built_when_the_machine_first_enters_it():
-    automaton = compile_automaton(two_branches())
+    automaton = compile_automaton(two_branches(), 0)
     assert [r.name for r in automaton.rules] == ["root"]
     machine = PushdownMachine(automaton)
     x, y = automaton.lazy.names.index("x"), automaton.lazy.names.index("y")
@@ -37,7 +38,7 @@ def test_a_rule_is_built_when_the_machine_first_enters_it():
     assert machine.accepting[machine.step_bytes(state, b"x))")]
     # a compile after one that built x, y and ws builds them ahead (at no cost: they are kept)
     machine.step_bytes(machine.start, b"bby\t ")
-    again = compile_automaton(Grammar({**two_branches().rules, **{n: automaton.lazy.rules[n] for n in ("x", "y", "ws")}}))
+    again = compile_automaton(Grammar({**two_branches().rules, **{n: automaton.lazy.rules[n] for n in ("x", "y", "ws")}}), 0)
     assert sorted(r.name for r in again.rules) == ["root", "ws", "x", "y"]
 
 
@@ -53,8 +54,8 @@ def _walk(machine: PushdownMachine, data: bytes) -> list[tuple[bool, bool]]:
 @settings(max_examples=150, deadline=None)
 @given(data=st.lists(st.sampled_from(b"abbxy()[] \t"), max_size=14).map(bytes))
 def test_deferred_rules_give_the_language_of_rules_built_ahead(data):
-    ahead = PushdownMachine(compile_automaton(two_branches(), defer=False))
-    later = PushdownMachine(compile_automaton(two_branches()))
+    ahead = PushdownMachine(compile_automaton(two_branches(), None))
+    later = PushdownMachine(compile_automaton(two_branches(), 0))
     assert _walk(later, data) == _walk(ahead, data)
 
 
@@ -66,7 +67,7 @@ def test_a_deferred_rule_that_derives_nothing_is_trimmed_away():
         "u": seq(lit("("), RuleRef("u"), lit(")")),
         "p": alt(intersect(lit("x"), lit("y")), seq(lit("("), RuleRef("p"), lit(")"))),
     })
-    machine = PushdownMachine(compile_automaton(g))
+    machine = PushdownMachine(compile_automaton(g, 0))
     assert machine.step_bytes(machine.start, b"a") == DEAD and machine.step_bytes(machine.start, b"c") == DEAD
     assert machine.accepting[machine.step_bytes(machine.start, b"b")]
 
@@ -76,14 +77,14 @@ def test_a_deferred_rule_whose_product_is_not_empty_is_productive():
         "root": seq(lit("c"), RuleRef("p")),
         "p": alt(intersect(lit("x"), chars("x")), seq(lit("("), RuleRef("p"), lit(")"))),
     })
-    machine = PushdownMachine(compile_automaton(g))
+    machine = PushdownMachine(compile_automaton(g, 0))
     assert machine.accepting[machine.step_bytes(machine.start, b"c((x))")]
 
 
 def test_left_recursion_through_deferred_rules_is_refused():
     direct = Grammar({"root": seq(lit("q"), RuleRef("a")), "a": alt(seq(RuleRef("b"), lit("y")), lit("z")), "b": alt(seq(RuleRef("a"), lit("w")), lit("v"))})
     with pytest.raises(LeftRecursionError, match="left-recursive"):
-        compile_automaton(direct)
+        compile_automaton(direct, 0)
     # through a rule that may read nothing (n), which only the IR of n tells
     nullable = Grammar({
         "root": seq(lit("q"), RuleRef("a")),
@@ -91,16 +92,17 @@ def test_left_recursion_through_deferred_rules_is_refused():
         "n": alt(lit(""), seq(lit("m"), RuleRef("n"))),
     })
     with pytest.raises(LeftRecursionError, match="left-recursive"):
-        compile_automaton(nullable)
+        compile_automaton(nullable, 0)
     # the same with a byte first is right recursion, and fine
     fine = Grammar({**nullable.rules, "a": alt(seq(lit("k"), RuleRef("n"), RuleRef("a"), lit("x")), lit("y"))})
-    machine = PushdownMachine(compile_automaton(fine))
+    machine = PushdownMachine(compile_automaton(fine, 0))
     assert machine.accepting[machine.step_bytes(machine.start, b"qkmkyxx")]
 
 
 def test_a_failing_run_time_build_is_a_clear_error(monkeypatch):
     """A build past the machine's limits at run time reaches the caller as a StrictgenError, as at
     compile time (the failure is forced here: a real one needs an automaton of 200,000 states)."""
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)  # build nothing ahead
     info = sg.TokenizerInfo.from_name("smollm2")
     compiled = sg.GrammarCompiler(info).compile_ir(two_branches())
 
@@ -113,7 +115,8 @@ def test_a_failing_run_time_build_is_a_clear_error(monkeypatch):
         matcher.accept_string("a(")  # the start's row already enters x
 
 
-def test_a_schema_compile_defers_its_called_rules_and_builds_them_as_needed():
+def test_a_schema_compile_defers_its_called_rules_and_builds_them_as_needed(monkeypatch):
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)  # this small schema would be built whole
     info = sg.TokenizerInfo.from_name("smollm2")
     item = {"type": "object", "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["id"]}
     schema = {"type": "object", "properties": {"a": item, "b": item, "c": {"type": "array", "items": item, "maxItems": 4}}}
@@ -132,9 +135,11 @@ MASKBENCH = Path(__file__).parents[2] / ".." / "shared" / "data" / "maskbench-de
 
 
 @pytest.mark.parametrize("name", ["JsonSchemaStore---clang-format", "Snowplow---sp_341_Normalized"])
-def test_the_facts_of_deeply_inlined_rules_fit_the_stack_the_builder_fits(name):
+def test_the_facts_of_deeply_inlined_rules_fit_the_stack_the_builder_fits(name, monkeypatch):
     """Deferred rules' facts walk their IR as deep as the builder does: a first version (three
-    Python frames per level) ran out of stack on these two, which compile when built ahead."""
+    Python frames per level) ran out of stack on these two, which compile when built ahead. They
+    are compiled with nothing built ahead, so that the facts walk every rule."""
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)
     schema = json.loads((MASKBENCH / f"{name}.json").read_text())["schema"]
     info = sg.TokenizerInfo.from_name("qwen")
     compiled = sg.GrammarCompiler(info).compile_json_schema(schema)

@@ -63,8 +63,8 @@ def reference_step(automaton, stacks, byte):
 def test_rows_agree_with_a_plain_simulation(name, data):
     """The machine (its rules built when first entered) against a simulation of every rule's DFA
     built ahead (the same numbering: no unique arrays, no families here)."""
-    automaton = compile_automaton(GRAMMARS[name], defer=False)
-    machine = PushdownMachine(compile_automaton(GRAMMARS[name]))
+    automaton = compile_automaton(GRAMMARS[name], None)
+    machine = PushdownMachine(compile_automaton(GRAMMARS[name], 0))
     state, stacks = machine.start, reference_stacks(automaton, {((0, 0),)})
     for byte in data:
         row = machine.compute_row(state)

@@ -24,11 +24,12 @@ class GrammarCompiler:
 
     def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128, compile_timeout: float | None = 30.0, defer_rules: bool = True):
         """`compile_timeout`: seconds one compile may take before it fails with GrammarTooLargeError
-        (None: no limit). `defer_rules`: a rule kept as a call (a subschema used in several places,
-        a recursive rule) is built the first time generation enters it, not in the compile: the
-        compile, on the first token's path, pays only for what the start needs, and rules a
-        document never visits cost nothing; the first mask inside a rule pays for its build
-        instead. False builds every rule ahead (even masks, slower compiles)."""
+        (None: no limit). `defer_rules`: a grammar whose rules kept as calls (subschemas used in
+        several places, recursive rules) pass a budget (automaton.EAGER_STATES) builds the rest
+        the first time generation enters them, not in the compile: the compile, on the first
+        token's path, pays for a share, and rules a document never visits cost nothing; the first
+        mask inside such a rule pays for its build instead. False builds every rule ahead (even
+        masks, slower compiles of big schemas)."""
         self.tokenizer_info = tokenizer_info
         self.defer_rules = defer_rules
         self.cache_size = cache_size
