@@ -46,3 +46,10 @@ def expires_at() -> float:
     (what the C loops of `strictgen.regular` compare their clock against)."""
     limit = _deadline.get()
     return limit[0] if limit is not None else 0.0
+
+
+def current_limit() -> float | None:
+    """The current compile's limit in seconds (None: no limit), for work a compile leaves to run
+    later under the same limit (a rule built when the machine first enters it)."""
+    limit = _deadline.get()
+    return limit[1] if limit is not None else None

@@ -3,6 +3,7 @@ languages as rules built ahead, and the compile-time facts (productive, nullable
 recursion) decided from the IR of rules not built yet."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
+from strictgen import deadline
 from strictgen.compile import automaton
 from strictgen.compile.automaton import LeftRecursionError, compile_automaton
 from strictgen.compile.lazy_rules import LazyRules
 from strictgen.compile.machine import DEAD, PushdownMachine
-from strictgen.errors import GrammarTooLargeError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 from strictgen.grammar.ir import Grammar, RuleRef, alt, chars, intersect, lit, repeat, seq
+
 
 def two_branches() -> Grammar:
     """x and y are recursive, so kept as calls; a document of one branch never enters the other
@@ -144,3 +147,24 @@ def test_the_facts_of_deeply_inlined_rules_fit_the_stack_the_builder_fits(name, 
     info = sg.TokenizerInfo.from_name("qwen")
     compiled = sg.GrammarCompiler(info).compile_json_schema(schema)
     assert compiled.automaton.lazy is not None and len(compiled.automaton.rules) < len(compiled.automaton.lazy.names)
+
+
+def test_a_run_time_build_runs_under_the_compile_s_time_limit(monkeypatch):
+    """Each rule built at run time gets the compiler's compile_timeout, as a compile does (the slow
+    build is a stand-in: a sleep, then the checks every long loop of a build makes)."""
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)
+    info = sg.TokenizerInfo.from_name("smollm2")
+    compiled = sg.GrammarCompiler(info, compile_timeout=0.05).compile_ir(two_branches())
+    real = LazyRules.dfa
+
+    def slow(self, index):
+        time.sleep(0.1)
+        deadline.check()
+        return real(self, index)
+
+    monkeypatch.setattr(LazyRules, "dfa", slow)
+    with pytest.raises(CompileTimeoutError, match="0.05 s limit"):
+        sg.GrammarMatcher(compiled).accept_string("a")
+    monkeypatch.setattr(LazyRules, "dfa", real)
+    matcher = sg.GrammarMatcher(compiled)  # nothing was left half built
+    assert matcher.accept_string("a(x)") and matcher.can_end()

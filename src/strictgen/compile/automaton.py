@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from strictgen import regular
+from strictgen import deadline, regular
 from strictgen.errors import StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, DfaCache, NFABuilder, shared_nodes
 from strictgen.grammar.ir import Grammar, recursive_rules, rule_references
@@ -146,7 +146,7 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     rules = [RuleDFA(name, regular.minimal(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, built) if dfa is not None]
     trimmed = [r.dfa for r in rules] + [None] * (len(names) - len(rules))
     nullable = rule_facts.check_left_recursion(names, trimmed, bodies, facts, productive)
-    lazy = LazyRules(grammar.rules, called, flags, names, build) if len(rules) < len(names) or called.lazy else None
+    lazy = LazyRules(grammar.rules, called, flags, names, build, deadline.current_limit()) if len(rules) < len(names) or called.lazy else None
     return CompiledAutomaton(rules, lazy, nullable)
 
 

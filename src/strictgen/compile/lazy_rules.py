@@ -51,11 +51,14 @@ class CallIndex(dict):
 class LazyRules:
     """What building a rule at run time needs from the compile: the grammar's rules, the call
     numbering (shared, so the same member always gets the same index), which static rules are
-    productive, their names (the deferred ones are numbered after those built) and `build(name)`,
-    the compile's own builder of a static rule's automaton (its memo of pieces with it)."""
+    productive, their names (the deferred ones are numbered after those built), `build(name)`,
+    the compile's own builder of a static rule's automaton (its memo of pieces with it), and the
+    compile's time limit."""
 
-    def __init__(self, rules: dict[str, Expr], calls: CallIndex, productive: bytes, names: list[str], build: Callable[[str], regular.DFA]):
+    def __init__(self, rules: dict[str, Expr], calls: CallIndex, productive: bytes, names: list[str], build: Callable[[str], regular.DFA],
+                 timeout: float | None = None):
         self.rules = rules
+        self.timeout = timeout  # the compile's time limit, which each build at run time gets too
         self.calls = calls
         self.productive = productive
         self.names = names

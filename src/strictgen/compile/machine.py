@@ -119,9 +119,8 @@ class PushdownMachine:
         with lazy.lock:
             if index in self.added:
                 return
-            deadline.check()
             core = self._core._core
-            with user_errors("grammar"), collector_paused():  # as at compile time
+            with deadline.compile_deadline(lazy.timeout), user_errors("grammar"), collector_paused():  # as at compile time
                 name, dfa = lazy.dfa(index)
             part = self._rule_arrays(dfa, core.num_frames)
             call_start = np.concatenate([[0], np.cumsum(part["counts"])]).astype(np.int32)
