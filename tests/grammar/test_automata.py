@@ -165,3 +165,19 @@ def test_products_that_refer_to_rules_are_not_shared_between_grammars(body):
     other = b"bb" if body == b"a" else b"a"
     assert _accepted(g, b"[" + body + b"-]")
     assert not _accepted(g, b"[" + other + b"]")
+
+
+def test_a_dfa_cache_knows_what_its_entries_keep_and_forgets_what_it_evicts():
+    """kept_ids is how a compile tells which rule bodies an earlier compile built (it builds those
+    ahead): it follows puts and evictions."""
+    from strictgen.grammar.automata import DfaCache
+
+    cache = DfaCache(2)
+    a, b, c = (regular_dfa(lit(t)) for t in ("a", "b", "c"))
+    ka, kb, kc = (object(), object()), (object(),), (object(),)
+    cache.put("a", a, ka)
+    assert cache.kept_ids() == {id(x) for x in ka}
+    cache.put("b", b, kb)
+    cache.put("c", c, kc)  # evicts a, the least recently used
+    assert cache.kept_ids() == {id(x) for x in kb + kc}
+    assert cache.get("a") is None and cache.get("c") is c

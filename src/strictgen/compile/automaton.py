@@ -118,7 +118,7 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     recursive = recursive_rules(grammar)
     calls = {n: _reach(grammar, n, recursive)[1] for n in [grammar.root, *recursive]}
     order = _reached_first(grammar.root, calls)
-    known = {id(body) for keep in _rule_dfas.kept() for body in keep or ()} if defer else set()
+    known = _rule_dfas.kept_ids() if defer else frozenset()
     # built first: what unique arrays read (their rules' names) and what a compile before built
     first = [n for n in order if UNIQUE_MARK in n or id(grammar.rules[n]) in known]
     names = [grammar.root] + first + [n for n in order if n not in first]

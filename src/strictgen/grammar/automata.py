@@ -414,6 +414,7 @@ class DfaCache:
         self._map: OrderedDict = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
+        self._kept_ids: frozenset[int] | None = None
 
     def get(self, key) -> regular.DFA | None:
         got = self.get_kept(key)
@@ -427,10 +428,12 @@ class DfaCache:
                 self._map.move_to_end(key)
             return got
 
-    def kept(self) -> list:
-        """What the entries' keys stand for (their `keep`s), least recently used first."""
+    def kept_ids(self) -> frozenset[int]:
+        """The ids of every object the entries' `keep`s hold (recomputed only after a change)."""
         with self._lock:
-            return [got[1] for got in self._map.values()]
+            if self._kept_ids is None:
+                self._kept_ids = frozenset(id(x) for _, keep in self._map.values() for x in keep or ())
+            return self._kept_ids
 
     def put(self, key, dfa: regular.DFA, keep=None) -> None:
         cells = dfa.num_states * dfa.num_classes
@@ -442,6 +445,7 @@ class DfaCache:
                 self._held -= old[0].num_states * old[0].num_classes
             self._map[key] = (dfa, keep)
             self._held += cells
+            self._kept_ids = None
             while len(self._map) > self.entries or self._held > self.cells:
                 _, gone = self._map.popitem(last=False)
                 self._held -= gone[0].num_states * gone[0].num_classes
