@@ -4,6 +4,7 @@ recursion) decided from the IR of rules not built yet."""
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,35 @@ def test_a_run_time_build_runs_under_the_compile_s_time_limit(monkeypatch):
     monkeypatch.setattr(LazyRules, "dfa", real)
     matcher = sg.GrammarMatcher(compiled)  # nothing was left half built
     assert matcher.accept_string("a(x)") and matcher.can_end()
+
+
+def test_threads_entering_deferred_rules_at_once_see_one_build_each(monkeypatch):
+    """Matchers on several threads (a server's mask pool) may need the same unbuilt rule at once:
+    each rule is built once, and every thread's masks are those of the machine built ahead."""
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)
+    info = sg.TokenizerInfo.from_name("smollm2")
+    late = sg.GrammarCompiler(info).compile_ir(two_branches())
+    ahead = sg.GrammarCompiler(info, defer_rules=False).compile_ir(two_branches())
+    built = []
+    real = LazyRules.dfa
+
+    def counting(self, index):
+        built.append(index)
+        time.sleep(0.01)  # widen the window in which another thread asks for the same rule
+        return real(self, index)
+
+    monkeypatch.setattr(LazyRules, "dfa", counting)
+    texts = ["a((x))", "bb[[y \t ]]", "a(x)", "bby\t\t "]
+
+    def masks(compiled, text):
+        m, out = sg.GrammarMatcher(compiled), []
+        for ch in text:
+            out.append(m.next_token_mask().tobytes())
+            assert m.accept_string(ch)
+        return out
+
+    expected = [masks(ahead, t) for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda t: masks(late, t), texts * 2))
+    assert got == expected * 2
+    assert sorted(built) == sorted(set(built)) and len(built) == len(late.automaton.lazy.names) - 1
