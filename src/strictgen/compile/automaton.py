@@ -21,7 +21,7 @@ import numpy as np
 from strictgen import deadline, regular
 from strictgen.errors import StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, DfaCache, NFABuilder, shared_nodes
-from strictgen.grammar.ir import Grammar, recursive_rules, rule_references
+from strictgen.grammar.ir import Grammar, post_order, recursive_rules, rule_references
 from strictgen.grammar.schema.unique import UNIQUE_MARK
 
 from . import rule_facts
@@ -179,25 +179,8 @@ def _reached_first(root: str, calls: dict[str, set[str]]) -> list[str]:
 
 
 def _callees_first(names: list[str], calls: dict[str, set[str]], called: CallIndex) -> list[int]:
-    """The rules' indices, each after the rules it calls (but on cycles): a post-order."""
-    graph = [sorted(called[c] for c in calls[n]) for n in names]
-    order: list[int] = []
-    seen: set[int] = set()
-    for top in range(len(names)):
-        if top in seen:
-            continue
-        seen.add(top)
-        stack = [(top, iter(graph[top]))]
-        while stack:
-            r, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                order.append(r)
-            elif nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, iter(graph[nxt])))
-    return order
+    """The rules' indices, each after the rules it calls (but on cycles)."""
+    return post_order({i: [called[c] for c in calls[n]] for i, n in enumerate(names)})
 
 
 # Rules that recur across grammars as the same objects (a schema grammar's whitespace and

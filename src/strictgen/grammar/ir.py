@@ -437,6 +437,28 @@ def recursive_rules(grammar: Grammar) -> set[str]:
     return cyclic_rules({name: rule_references(expr) for name, expr in grammar.rules.items()})
 
 
+def post_order(graph: dict) -> list:
+    """Every node of `graph` (node -> the nodes it refers to) after the nodes it refers to, but
+    on cycles: a depth-first post-order from each node in the graph's order, children sorted."""
+    order: list = []
+    seen: set = set()
+    for top in graph:
+        if top in seen:
+            continue
+        seen.add(top)
+        stack = [(top, iter(sorted(graph[top])))]
+        while stack:
+            node, it = stack[-1]
+            child = next(it, None)
+            if child is None:
+                stack.pop()
+                order.append(node)
+            elif child not in seen:
+                seen.add(child)
+                stack.append((child, iter(sorted(graph[child]))))
+    return order
+
+
 def cyclic_rules(graph: dict) -> set:
     """The names on a cycle of `graph` (rule -> the rules it refers to; any sortable names, a
     DFA's states too; Tarjan's SCC, iterative); a reference to a rule not in it is an error."""

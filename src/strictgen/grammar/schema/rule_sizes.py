@@ -26,6 +26,7 @@ from ..ir import (
     Spelled,
     called_body,
     cyclic_rules,
+    post_order,
     remember_references,
 )
 
@@ -60,22 +61,7 @@ def call_big_rules(grammar: Grammar) -> None:
         grammar.rules[r] = called_body(r, grammar.rules[r])
         graph[r] = graph[r] | {r}
 
-    order: list[str] = []  # post-order from every rule
-    seen: set[str] = set()
-    for top in grammar.rules:
-        if top in seen:
-            continue
-        stack = [(top, iter(sorted(graph[top])))]
-        seen.add(top)
-        while stack:
-            n, it = stack[-1]
-            child = next(it, None)
-            if child is None:
-                stack.pop()
-                order.append(n)
-            elif child not in seen:
-                seen.add(child)
-                stack.append((child, iter(sorted(graph[child]))))
+    order: list[str] = post_order({n: graph[n] for n in grammar.rules})  # post-order from every rule
     inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
     for n in order:
         deadline.check()
