@@ -166,8 +166,16 @@ def test_a_run_time_build_runs_under_the_compile_s_time_limit(monkeypatch):
     monkeypatch.setattr(LazyRules, "dfa", slow)
     with pytest.raises(CompileTimeoutError, match="0.05 s limit"):
         sg.GrammarMatcher(compiled).accept_string("a")
-    monkeypatch.setattr(LazyRules, "dfa", real)
-    matcher = sg.GrammarMatcher(compiled)  # nothing was left half built
+    # the failure is remembered: the next matcher of this grammar gets it at once, not after
+    # another time limit, and nothing was left half built
+    calls = []
+    monkeypatch.setattr(LazyRules, "dfa", lambda self, index: calls.append(index) or real(self, index))
+    t0 = time.monotonic()
+    with pytest.raises(CompileTimeoutError, match="0.05 s limit"):
+        sg.GrammarMatcher(compiled).accept_string("a")
+    assert time.monotonic() - t0 < 0.05 and not calls
+    fresh = sg.GrammarCompiler(info, compile_timeout=0.05, defer_rules=False).compile_ir(two_branches())
+    matcher = sg.GrammarMatcher(fresh)
     assert matcher.accept_string("a(x)") and matcher.can_end()
 
 

@@ -131,3 +131,34 @@ def test_shared_passes_valid_and_a_lone_request_repeats(model, shared_scheduler)
     prompt, g, kw = jobs[0]
     alone = [shared_scheduler.generate(prompt, g, GenerationConfig(max_tokens=32)) for _ in range(2)]
     assert alone[0].token_ids == alone[1].token_ids == generate(model, prompt, g, GenerationConfig(max_tokens=32)).token_ids
+
+
+def test_a_grammar_whose_rule_fails_to_build_fails_its_generation_only(model, scheduler, monkeypatch):
+    """A rule built at run time (past the compile's budget) can fail, as a compile can. The batch's
+    masks are filled together; that error fails the generation whose grammar it is, and the others
+    in the same passes finish (the failure is forced: a real one needs a 200,000-state rule)."""
+    from strictgen.compile import automaton
+    from strictgen.compile.lazy_rules import LazyRules
+    from strictgen.errors import GrammarTooLargeError
+    from strictgen.grammar.ir import Grammar, RuleRef, alt, charset, lit, opt, seq
+
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)  # build nothing ahead that can wait
+    # x is a recursive rule, entered only after "=>": not on the way to the shortest completion
+    broken = sg.GrammarCompiler(model.tokenizer_info).compile_ir(Grammar({
+        "root": seq(charset([(0x61, 0x7A)]), opt(seq(lit("=>"), RuleRef("x")))),
+        "x": alt(lit("x"), seq(lit("("), RuleRef("x"), lit(")"))),
+    }))
+    real = LazyRules.dfa
+
+    def fail_for_broken(self, index):
+        if self is broken.automaton.lazy:
+            raise GrammarTooLargeError("grammar too large: a stand-in failure")
+        return real(self, index)
+
+    monkeypatch.setattr(LazyRules, "dfa", fail_for_broken)
+    jobs = _jobs(model)
+    good = scheduler.submit(jobs[0][0], jobs[0][1], GenerationConfig(max_tokens=48))
+    bad = scheduler.submit(model.encode_prompt("Write a word."), broken, GenerationConfig(max_tokens=8))
+    with pytest.raises(GrammarTooLargeError, match="stand-in"):
+        bad.result(timeout=120)
+    jsonschema.validate(json.loads(good.result(timeout=120).text), PERSON)

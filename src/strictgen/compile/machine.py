@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from strictgen import deadline
-from strictgen.errors import GrammarTooLargeError
+from strictgen.errors import GrammarTooLargeError, StrictgenError
 
 from . import _machine
 from ._machine import NeedRule
@@ -71,6 +71,7 @@ class PushdownMachine:
             np.concatenate([p["callees"] for p in parts]).astype(np.int32), np.concatenate([p["returns"] for p in parts]).astype(np.int32),
         )
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
+        self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
         self._core = core if automaton.lazy is None else ResolvingCore(core, weakref.WeakMethod(self._add_lazy_rule))
         self.start = self._core.start_state()
@@ -119,9 +120,15 @@ class PushdownMachine:
         with lazy.lock:
             if index in self.added:
                 return
+            if index in self._failed:  # a rule that cannot be built fails at once the next time, not after its time limit again
+                raise self._failed[index]
             core = self._core._core
-            with deadline.compile_deadline(lazy.timeout), user_errors("grammar"), collector_paused():  # as at compile time
-                name, dfa = lazy.dfa(index)
+            try:
+                with deadline.compile_deadline(lazy.timeout), user_errors("grammar"), collector_paused():  # as at compile time
+                    name, dfa = lazy.dfa(index)
+            except StrictgenError as exc:
+                self._failed[index] = exc
+                raise
             part = self._rule_arrays(dfa, core.num_frames)
             call_start = np.concatenate([[0], np.cumsum(part["counts"])]).astype(np.int32)
             core.add_rule(index, np.frombuffer(part["table"], dtype=np.int32), np.frombuffer(part["classmap"], dtype=np.uint8),

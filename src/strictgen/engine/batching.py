@@ -157,6 +157,22 @@ class BatchScheduler:
         if not item.future.done():
             item.future.set_exception(exc)
 
+    def _masks(self, pending, masked: list[_Active]) -> dict[int, bool | BaseException]:
+        """Per masked generation: whether its mask row needs applying, or what its mask raised (a
+        grammar's rule built at run time can fail: that fails its generation, not the batch)."""
+        if pending is None:
+            return {}
+        try:
+            return {id(item): need for item, need in zip(masked, pending.result())}
+        except BaseException:  # noqa: BLE001 - find whose: each mask again, alone (the others are cache hits now)
+            out: dict[int, bool | BaseException] = {}
+            for item in masked:
+                try:
+                    out[id(item)] = item.run.matcher.fill_next_token_bitmask(self._bitmask, index=item.seq)
+                except BaseException as exc:  # noqa: BLE001
+                    out[id(item)] = exc
+            return out
+
     def _step(self) -> None:
         backend = self.backend
         live: list[tuple[_Active, list[int]]] = []
@@ -188,17 +204,18 @@ class BatchScheduler:
         try:
             logits = backend.decode([(item.seq, feed) for item, feed in live])
         finally:
-            needs = pending.result() if pending is not None else []
+            apply = self._masks(pending, masked)
         dt = time.perf_counter() - t0
         mask_wait = time.perf_counter() - t_mask - dt
         self.steps += 1
         self.max_batch = max(self.max_batch, len(live))
-        apply = {id(item): need for item, need in zip(masked, needs)}
         for (item, _), row in zip(live, logits):
             run = item.run
             try:
                 if run.matcher is not None:
                     t1 = time.perf_counter()
+                    if isinstance(apply[id(item)], BaseException):
+                        raise apply[id(item)]
                     if apply[id(item)]:
                         apply_token_bitmask_inplace(row, self._bitmask[item.seq])
                     run.stats.mask_s += max(0.0, mask_wait) + time.perf_counter() - t1
