@@ -209,3 +209,32 @@ def test_threads_entering_deferred_rules_at_once_see_one_build_each(monkeypatch)
         got = list(pool.map(lambda t: masks(late, t), texts * 2))
     assert got == expected * 2
     assert sorted(built) == sorted(set(built)) and len(built) == len(late.automaton.lazy.names) - 1
+
+
+def test_the_ir_facts_walk_each_node_of_a_dag_once():
+    """Schema IR shares its pieces: a node met again is answered from what its first walk found,
+    so a DAG of depth k costs a few calls a level (answers remembered included), not 2**k paths
+    (counted through every recursive call; the walk before this memo took 2**17)."""
+    from strictgen.compile.rule_facts import IrFacts
+    from strictgen.grammar.ir import Alt, Seq
+
+    class Counting(IrFacts):
+        nullables = lefts = 0
+
+        def nullable(self, e, nullable):
+            self.nullables += 1
+            return super().nullable(e, nullable)
+
+        def left_calls(self, e, out, nullable, productive, seen):
+            self.lefts += 1
+            return super().left_calls(e, out, nullable, productive, seen)
+
+    node = lit("a")  # not nullable: each level must look at both of its branches
+    for _ in range(16):
+        node = Alt((Seq((node,)), Seq((node, node))))
+    facts = Counting({}, {}, lambda e: True)
+    assert not facts.nullable(node, set())
+    assert facts.nullables <= 5 * 17
+    out: set[int] = set()
+    facts.left_calls(node, out, set(), set(), set())
+    assert out == set() and facts.lefts <= 5 * 17

@@ -6,17 +6,16 @@ The rules built at compile time answer from their DFAs. The rules whose DFAs are
 first time the machine enters them (automaton.py) answer from their IR, which for these questions
 is exact: a product (∩, −) is the one node whose emptiness the IR does not show, and it is built
 (memoised for the rule's later build) only where the answer depends on it. Sets of rules are by
-rule index; `refs(r)` gives rule r's body and the call index of each rule it may call.
+rule index.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
-
 from strictgen import regular
 from strictgen.errors import GrammarSyntaxError
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 
 SURROGATES = (0xD800, 0xDFFF)
 
@@ -24,13 +23,20 @@ SURROGATES = (0xD800, 0xDFFF)
 class IrFacts:
     """Nonemptiness, nullability and left calls of IR expressions, with rules kept as calls
     answered by the sets given (inlined rules are looked through). `product_nonempty(expr)`
-    decides an Intersect or Difference (by building its DFA)."""
+    decides an Intersect or Difference (by building its DFA).
+
+    The IR is a DAG: answers are remembered by node, so each node is walked once per set of
+    rules. A true answer stays true as the (only growing) set grows; a false one holds while the
+    set keeps its size."""
 
     def __init__(self, rules: dict[str, Expr], called: dict, product_nonempty: Callable[[Expr], bool]):
         self.rules = rules
         self.called = called
         self.product_nonempty = product_nonempty
-        self._nonempty: set[int] = set()  # node ids known to derive a string (stays true as sets grow)
+        self._nonempty: set[int] = set()  # node ids known to derive a string
+        self._empty: dict[int, int] = {}  # node id -> the size of the productive set it derived nothing under
+        self._nullable: set[int] = set()  # node ids known to derive the empty string
+        self._not_nullable: dict[int, int] = {}  # node id -> the size of the nullable set it was not nullable under
         self._products: dict[int, bool] = {}
 
     def nonempty(self, e: Expr, productive: set[int]) -> bool:
@@ -38,6 +44,8 @@ class IrFacts:
         level of the IR, as the builder's: no generator frames.)"""
         if id(e) in self._nonempty:
             return True
+        if self._empty.get(id(e)) == len(productive):
+            return False
         t = type(e)
         if t is Literal or t is Lazy:
             got = True  # a family hands out live keys only
@@ -75,61 +83,72 @@ class IrFacts:
             raise TypeError(f"not a grammar expression: {e!r}")
         if got:
             self._nonempty.add(id(e))
+        else:
+            self._empty[id(e)] = len(productive)
         return got
 
-    def nullable(self, e: Expr, nullable: set[int], productive: set[int]) -> bool:
-        """Does `expr` derive the empty string, given the called rules in `nullable`?"""
+    def nullable(self, e: Expr, nullable: set[int]) -> bool:
+        """Does `e` derive the empty string, given the called rules in `nullable`?"""
+        if id(e) in self._nullable:
+            return True
+        if self._not_nullable.get(id(e)) == len(nullable):
+            return False
         t = type(e)
         if t is Literal:
-            return not e.data
-        if t is Seq:
+            got = not e.data
+        elif t is Seq or t is Intersect:
+            got = True
             for x in e.items:
-                if not self.nullable(x, nullable, productive):
-                    return False
-            return True
-        if t is Alt:
+                if not self.nullable(x, nullable):
+                    got = False
+                    break
+        elif t is Alt:
+            got = False
             for x in e.items:
-                if self.nullable(x, nullable, productive):
-                    return True
-            return False
-        if t is Repeat:
-            return e.min == 0 or self.nullable(e.item, nullable, productive)
-        if t is Spelled:
-            return self.nullable(e.item, nullable, productive)
-        if t is Intersect:
-            for x in e.items:
-                if not self.nullable(x, nullable, productive):
-                    return False
-            return True
-        if t is Difference:
-            return self.nullable(e.base, nullable, productive) and not self.nullable(e.minus, nullable, productive)
-        if t is RuleRef:
-            if e.name in self.called:
-                return self.called[e.name] in nullable
-            return self.nullable(self.rules[e.name], nullable, productive)
-        return False  # a byte, a character, a family member (reads a byte first)
+                if self.nullable(x, nullable):
+                    got = True
+                    break
+        elif t is Repeat:
+            got = e.min == 0 or self.nullable(e.item, nullable)
+        elif t is Spelled:
+            got = self.nullable(e.item, nullable)
+        elif t is Difference:
+            got = self.nullable(e.base, nullable) and not self.nullable(e.minus, nullable)
+        elif t is RuleRef:
+            got = self.called[e.name] in nullable if e.name in self.called else self.nullable(self.rules[e.name], nullable)
+        else:
+            got = False  # a byte, a character, a family member (reads a byte first)
+        if got:
+            self._nullable.add(id(e))
+        else:
+            self._not_nullable[id(e)] = len(nullable)
+        return got
 
-    def left_calls(self, e: Expr, out: set[int], nullable: set[int], productive: set[int]) -> None:
-        """Add to `out` the called rules `expr` may call before reading a byte, on a path that
-        can finish (so exactly what the trimmed DFA's calls before its first byte would be)."""
+    def left_calls(self, e: Expr, out: set[int], nullable: set[int], productive: set[int], seen: set[int]) -> None:
+        """Add to `out` the called rules `e` may call before reading a byte, on a path that can
+        finish (so exactly what the trimmed DFA's calls before its first byte would be). `seen`:
+        the nodes this walk has been through (what they add is in `out` already)."""
+        if id(e) in seen:
+            return
+        seen.add(id(e))
         t = type(e)
         if t is Seq:
             if not self.nonempty(e, productive):
                 return
             for x in e.items:
-                self.left_calls(x, out, nullable, productive)
-                if not self.nullable(x, nullable, productive):
+                self.left_calls(x, out, nullable, productive, seen)
+                if not self.nullable(x, nullable):
                     return
         elif t is Alt:
             for x in e.items:
                 if self.nonempty(x, productive):
-                    self.left_calls(x, out, nullable, productive)
+                    self.left_calls(x, out, nullable, productive, seen)
         elif t is Repeat:
             if e.max != 0 and self.nonempty(e.item, productive):
-                self.left_calls(e.item, out, nullable, productive)
+                self.left_calls(e.item, out, nullable, productive, seen)
         elif t is RuleRef:
             if e.name not in self.called:
-                self.left_calls(self.rules[e.name], out, nullable, productive)
+                self.left_calls(self.rules[e.name], out, nullable, productive, seen)
             elif self.called[e.name] in productive:
                 out.add(self.called[e.name])
         # leaves, products and spelled strings call nothing; family members read a byte first
@@ -137,8 +156,9 @@ class IrFacts:
 
 def productive_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, lazy: int, order: list[int]) -> set[int]:
     """The rules that derive at least one finite string: rule r answers from `built[r]`'s DFA
-    (determinised, not trimmed yet) when it has one, else from `bodies[r]`'s IR (`lazy` family members after them are productive
-    by construction). `order` lists callees before callers, so one pass settles all but cycles."""
+    (determinised, not trimmed yet) when it has one, else from `bodies[r]`'s IR (the `lazy`
+    family members after them are productive by construction). `order` lists callees before
+    callers, so one pass settles all but cycles."""
     found: set[int] = set()
     count = len(built)
     changed = True
@@ -172,7 +192,7 @@ def nullable_rules(built: list[regular.DFA | None], bodies: list[Expr | None], f
         for r, rule in enumerate(built):
             if r in found or r not in productive:
                 continue
-            ok = finishes_without_bytes(rule, found) if rule is not None else facts.nullable(bodies[r], found, productive)
+            ok = finishes_without_bytes(rule, found) if rule is not None else facts.nullable(bodies[r], found)
             if ok:
                 found.add(r)
                 changed = True
@@ -205,7 +225,7 @@ def check_left_recursion(names: list[str], built: list[regular.DFA | None], bodi
         calls: set[int] = set()
         if dfa is None:
             if r in productive:
-                facts.left_calls(bodies[r], calls, nullable, productive)
+                facts.left_calls(bodies[r], calls, nullable, productive, set())
         else:
             seen, work = {0}, [0]
             while work:
