@@ -116,7 +116,8 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     if grammar.root not in grammar.rules:
         raise StrictgenError(f"the grammar has no root rule {grammar.root!r}")
     recursive = recursive_rules(grammar)
-    calls = {n: _reach(grammar, n, recursive)[1] for n in [grammar.root, *recursive]}
+    reach = {n: _reach(grammar, n, recursive) for n in [grammar.root, *recursive]}
+    calls = {n: got[1] for n, got in reach.items()}
     order = _reached_first(grammar.root, calls)
     known = _rule_dfas.kept_ids() if defer else frozenset()
     # built first: what unique arrays read (their rules' names) and what a compile before built
@@ -127,7 +128,7 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     memo = BuildMemo()  # pieces built once for all the rules, deferred ones too
 
     def build(name: str) -> regular.DFA:
-        return _rule_dfa(grammar, name, called, shared, memo)
+        return _rule_dfa(grammar, name, called, shared, memo, reach[name])
 
     built: list[regular.DFA | None] = [build(n) for n in names[: 1 + len(first)]]
     spent = 0
@@ -150,10 +151,10 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     return CompiledAutomaton(rules, lazy, nullable)
 
 
-def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo) -> regular.DFA:
+def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo, reach: tuple[list[str], set[str]]) -> regular.DFA:
     """Rule `name`'s determinised automaton (from the cache shared by compiles when its key is
-    there: not for the root, not once the grammar has met a family)."""
-    key, keep = _rule_key(grammar, name, called) if name != grammar.root else (None, None)
+    there: not for the root, not once the grammar has met a family); `reach`: its `_reach`."""
+    key, keep = _rule_key(grammar, called, reach) if name != grammar.root else (None, None)
     got = None if key is None else _rule_dfas.get_kept(key)
     if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
         return got[0]
@@ -190,17 +191,18 @@ def _callees_first(names: list[str], calls: dict[str, set[str]], called: CallInd
 _rule_dfas = DfaCache(256)
 
 
-def _rule_key(grammar: Grammar, name: str, called) -> tuple[tuple | None, tuple | None]:
-    """(key, the bodies it stands for) of rule `name`'s automaton: its body, the bodies of the
-    rules it inlines (they are part of it) and the numbers of the rules it calls. The bodies are
-    kept with the automaton, so an id in a key is never another object's."""
-    inlined, calls = _reach(grammar, name, called)
+def _rule_key(grammar: Grammar, called, reach: tuple[list[str], set[str]]) -> tuple[tuple | None, tuple | None]:
+    """(key, the bodies it stands for) of a rule's automaton, from its `_reach`: its body, the
+    bodies of the rules it inlines (they are part of it) and the numbers of the rules it calls.
+    The bodies are kept with the automaton, so an id in a key is never another object's."""
+    inlined, calls = reach
     keep = tuple(grammar.rules[r] for r in inlined)
     return (tuple(inlined), tuple(id(b) for b in keep), tuple(sorted((ref, called[ref]) for ref in calls))), keep
 
 
 def _reach(grammar: Grammar, name: str, called) -> tuple[list[str], set[str]]:
-    """(the rules `name` inlines, itself included, sorted; the rules kept as calls it refers to)."""
+    """(the rules `name` inlines, itself included, sorted; the rules kept as calls (`called`) it
+    refers to)."""
     rules = grammar.rules
     reach, work = {name}, [name]
     calls: set[str] = set()

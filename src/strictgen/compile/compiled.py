@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from strictgen.grammar.ir import Grammar
 
 from . import automaton
-from .automaton import compile_automaton
 from .machine import PushdownMachine
 from .token_mask import TokenMasker
 from .unique_items import UniqueItems
@@ -41,7 +40,7 @@ class CompiledGrammar:
         # its compile made, which every full collection of a server's heap would walk again
         self.tokenizer_info = tokenizer_info
         self.source = source
-        self.automaton = compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None)  # GrammarCompiler's defer_rules
+        self.automaton = automaton.compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None)  # GrammarCompiler's defer_rules
         self.machine = PushdownMachine(self.automaton)
         self.marker_tokens = marker_tokens(grammar.markers, tokenizer_info)
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
