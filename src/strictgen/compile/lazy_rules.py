@@ -81,6 +81,15 @@ class LazyRules:
         return name, regular.minimal(dfa, self.productive + b"\x01" * len(self.calls.lazy))
 
 
+def resolving_call(fn, args: tuple, add):
+    """fn(*args), run again after `add(r)` has built each rule r it fails for (NeedRule)."""
+    while True:
+        try:
+            return fn(*args)
+        except NeedRule as need:
+            add(need.args[0])
+
+
 class ResolvingCore:
     """The C machine of a grammar with lazy rules: a method that fails with NeedRule(r) gets rule
     r built (`add()(r)`: a weak method of the machine, which holds this core) and runs again.
@@ -94,14 +103,13 @@ class ResolvingCore:
         attr = getattr(self._core, name)
         if not callable(attr):
             return attr  # tables, num_states...: read fresh each time
-        add = self._add
+        weak = self._add
+
+        def add(index: int) -> None:
+            weak()(index)
 
         def resolving(*args):
-            while True:
-                try:
-                    return attr(*args)
-                except NeedRule as need:
-                    add()(need.args[0])
+            return resolving_call(attr, args, add)
 
         resolving.__name__ = name
         setattr(self, name, resolving)

@@ -22,10 +22,9 @@ from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, StrictgenError
 
 from . import _machine
-from ._machine import NeedRule
 from .automaton import CompiledAutomaton, RuleDFA, horizon_classes, nullable_rules
 from .guards import collector_paused, user_errors
-from .lazy_rules import ResolvingCore
+from .lazy_rules import ResolvingCore, resolving_call
 
 DEAD = 0
 EMPTY_STACK = 0
@@ -108,11 +107,7 @@ class PushdownMachine:
         """call(), run again after building each rule it fails for (NeedRule): for C calls that
         read the raw core, such as the trie walk through `table_after`. A walk that fails part way
         has only set bits of valid tokens, so running it again is safe."""
-        while True:
-            try:
-                return call()
-            except NeedRule as need:
-                self._add_lazy_rule(need.args[0])
+        return resolving_call(call, (), self._add_lazy_rule)
 
     def _add_lazy_rule(self, index: int) -> None:
         """Build lazy rule `index` and append it to the C machine (once, whichever thread asks)."""
