@@ -1490,21 +1490,23 @@ done:
 /* s's signature under the classes `cls`: its own class; the class after each letter (-1: no
  * move) as runs, (first letter, class) wherever it changes (a string body's state moves the same
  * way on most letters: a short signature is cheap to hash and compare); -2; then (callee, class
- * of the return state) for each call edge. */
-static int refine_signature(const DFA *d, const int32_t *cls, int32_t s, Vec *sig) {
-    int32_t k = d->k;
+ * of the return state) for each call edge. `runs` holds each state's row once as runs of equal
+ * targets, (first letter, target) from runs[2 * run_start[s]]: a signature costs its runs, not
+ * the alphabet, and a state is signed again in every round one of its targets splits. */
+static int refine_signature(const DFA *d, const int32_t *cls, const int32_t *run_start, const int32_t *runs, int32_t s, Vec *sig) {
+    int32_t nruns = run_start[s + 1] - run_start[s];
     sig->len = 0;
-    if (vec_reserve(sig, 2 + 2 * k + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
+    if (vec_reserve(sig, 2 + 2 * nruns + 2 * (d->call_start[s + 1] - d->call_start[s])) < 0)
         return -1;
     int32_t *out = sig->data;
     Py_ssize_t len = 0;
-    const int32_t *row = d->table + (Py_ssize_t)s * k;
+    const int32_t *run = runs + 2 * (Py_ssize_t)run_start[s];
     out[len++] = cls[s];
     int32_t prev = -1;
-    for (int32_t c = 0; c < k; c++) {
-        int32_t v = row[c] >= 0 ? cls[row[c]] : -1;
+    for (int32_t i = 0; i < nruns; i++) {
+        int32_t t = run[2 * i + 1], v = t >= 0 ? cls[t] : -1;
         if (v != prev)
-            out[len++] = c, out[len++] = v, prev = v;
+            out[len++] = run[2 * i], out[len++] = v, prev = v;
     }
     out[len++] = -2;
     for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
@@ -1547,14 +1549,36 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
     int32_t *bend = (int32_t *)malloc(sizeof(int32_t) * N), *mcount = (int32_t *)calloc(N, sizeof(int32_t));
     int32_t *keep = (int32_t *)malloc(sizeof(int32_t) * N), *sigid = (int32_t *)malloc(sizeof(int32_t) * N);
     int32_t *pred_start = (int32_t *)calloc(N + 1, sizeof(int32_t)), *pred = NULL;
+    int32_t *run_start = (int32_t *)malloc(sizeof(int32_t) * (N + 1)), *runs = NULL;
     uint8_t *mark = (uint8_t *)calloc(N, 1);
     int64_t *order = (int64_t *)malloc(sizeof(int64_t) * N);
     Vec sig = {0}, cand = {0}, changed = {0}, next_changed = {0}, touched = {0};
     Interner t = {0};
     int added;
-    if (!cls || !elems || !pos || !bstart || !bend || !mcount || !keep || !sigid || !pred_start || !mark || !order) {
+    if (!cls || !elems || !pos || !bstart || !bend || !mcount || !keep || !sigid || !pred_start || !run_start || !mark || !order) {
         PyErr_NoMemory();
         goto done;
+    }
+    { /* every row as runs of equal targets */
+        Py_ssize_t total = 0;
+        for (int32_t s = 0; s < n; s++) {
+            const int32_t *row = d->table + (Py_ssize_t)s * k;
+            run_start[s] = (int32_t)total;
+            for (int32_t c = 0; c < k; c++)
+                total += c == 0 || row[c] != row[c - 1];
+        }
+        run_start[n] = (int32_t)total;
+        runs = (int32_t *)malloc(sizeof(int32_t) * (2 * (size_t)total + 1));
+        if (!runs) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int32_t s = 0, at = 0; s < n; s++) {
+            const int32_t *row = d->table + (Py_ssize_t)s * k;
+            for (int32_t c = 0; c < k; c++)
+                if (c == 0 || row[c] != row[c - 1])
+                    runs[at++] = c, runs[at++] = row[c];
+        }
     }
     for (int32_t s = 0; s < n; s++) { /* the initial partition */
         sig.len = 0;
@@ -1581,10 +1605,10 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
         pos[s] = bend[cls[s]]++;
         elems[pos[s]] = s;
     }
-    /* predecessors over letters and call returns, as CSR */
+    /* predecessors over runs of letters and call returns, as CSR (a state once per run) */
     for (int32_t s = 0; s < n; s++) {
-        for (int32_t c = 0; c < k; c++) {
-            int32_t x = d->table[(Py_ssize_t)s * k + c];
+        for (int32_t i = run_start[s]; i < run_start[s + 1]; i++) {
+            int32_t x = runs[2 * i + 1];
             if (x >= 0)
                 pred_start[x + 1]++;
         }
@@ -1601,8 +1625,8 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
     for (int32_t s = 0; s < n; s++)
         mcount[s] = pred_start[s]; /* fill cursors; zeroed again below */
     for (int32_t s = 0; s < n; s++) {
-        for (int32_t c = 0; c < k; c++) {
-            int32_t x = d->table[(Py_ssize_t)s * k + c];
+        for (int32_t i = run_start[s]; i < run_start[s + 1]; i++) {
+            int32_t x = runs[2 * i + 1];
             if (x >= 0)
                 pred[mcount[x]++] = s;
         }
@@ -1614,6 +1638,10 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
     for (long r = 1; r <= rounds; r++) {
         if (past(deadline))
             goto done;
+        if (nblocks == n) { /* every state apart already: round r changes nothing */
+            stable = r;
+            break;
+        }
         cand.len = 0;
         if (r == 1) {
             if (vec_reserve(&cand, n) < 0)
@@ -1635,7 +1663,7 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
         touched.len = 0;
         for (Py_ssize_t i = 0; i < cand.len; i++) {
             int32_t s = cand.data[i], b = cls[s];
-            if (refine_signature(d, cls, s, &sig) < 0 || (sigid[s] = intern(&t, sig.data, sig.len, -1, &added)) < 0)
+            if (refine_signature(d, cls, run_start, runs, s, &sig) < 0 || (sigid[s] = intern(&t, sig.data, sig.len, -1, &added)) < 0)
                 goto done;
             if (mcount[b] == 0 && vec_push(&touched, b) < 0)
                 goto done;
@@ -1647,7 +1675,7 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
             int32_t b = touched.data[i];
             keep[b] = -1;
             if (bstart[b] + mcount[b] < bend[b]) {
-                if (refine_signature(d, cls, elems[bstart[b] + mcount[b]], &sig) < 0 || (keep[b] = intern(&t, sig.data, sig.len, -1, &added)) < 0)
+                if (refine_signature(d, cls, run_start, runs, elems[bstart[b] + mcount[b]], &sig) < 0 || (keep[b] = intern(&t, sig.data, sig.len, -1, &added)) < 0)
                     goto done;
             }
         }
@@ -1706,7 +1734,7 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
         result = Py_BuildValue("(Nl)", bytes, stable);
 done:
     free(cls), free(elems), free(pos), free(bstart), free(bend), free(mcount), free(keep), free(sigid);
-    free(pred_start), free(pred), free(mark), free(order);
+    free(pred_start), free(pred), free(run_start), free(runs), free(mark), free(order);
     vec_free(&sig), vec_free(&cand), vec_free(&changed), vec_free(&next_changed), vec_free(&touched);
     interner_free(&t);
     return result;
