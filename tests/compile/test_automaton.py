@@ -148,3 +148,46 @@ def test_a_rule_body_shared_by_grammars_means_each_grammar_s_own_callees_and_inl
         assert accepts(g, b"<<" + leaf + leaf + b">" + inner + b">")
         assert not accepts(g, b"<" + (b"b" if leaf == b"a" else b"a") + b">")
         assert not accepts(g, b"<" + (b"y" if inner == b"x" else b"x") + b">")
+
+
+def test_a_schema_s_masks_do_not_depend_on_what_earlier_compiles_kept(qwen):
+    """Compiles keep pieces' automata and size terms by identity across compilers (grammar.automata
+    _pieces/_minimal_pieces, schema.rule_sizes _kept_terms). A schema compiled with those caches
+    emptied, then again with them warm, gives the same mask at every character of a valid
+    document, and accepts it to the end."""
+    import json
+
+    import strictgen as sg
+    from strictgen.grammar import automata
+    from strictgen.grammar.schema import rule_sizes
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 12},
+            "tags": {"type": "array", "items": {"enum": ["a", "bc", "d"]}, "maxItems": 3},
+            "when": {"type": "string", "format": "date"},
+            "n": {"type": "integer", "minimum": -5, "maximum": 500},
+        },
+        "required": ["name", "n"],
+    }
+    doc = json.dumps({"name": 'Zo \"Z\"', "tags": ["bc", "a"], "when": "2024-02-29", "n": 42})
+
+    def masks() -> list[bytes]:
+        m = sg.GrammarMatcher(sg.GrammarCompiler(qwen).compile_json_schema(schema))
+        mask = sg.allocate_token_bitmask(1, qwen.vocab_size)
+        out = []
+        for ch in doc:
+            m.fill_next_token_bitmask(mask)
+            out.append(mask.tobytes())
+            assert m.accept_string(ch), ch
+        m.fill_next_token_bitmask(mask)
+        out.append(mask.tobytes())
+        return out
+
+    for cache in (automata._pieces, automata._minimal_pieces):
+        cache._map.clear()
+    rule_sizes._kept_terms.clear()
+    cold = masks()
+    assert automata._pieces._map and rule_sizes._kept_terms  # the caches were filled, and are read below
+    assert masks() == cold

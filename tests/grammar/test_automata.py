@@ -181,3 +181,69 @@ def test_a_dfa_cache_knows_what_its_entries_keep_and_forgets_what_it_evicts():
     cache.put("c", c, kc)  # evicts a, the least recently used
     assert cache.kept_ids() == {id(x) for x in kb + kc}
     assert cache.get("a") is None and cache.get("c") is c
+
+
+def _rule_free_grammar_accepts(root: Expr, data: bytes) -> bool:
+    from strictgen.compile.automaton import EmptyLanguageError
+
+    try:
+        return _accepted(Grammar({"root": root}, "root"), data)
+    except EmptyLanguageError:
+        return False
+
+
+@SETTINGS
+@given(exprs)
+def test_pieces_kept_across_compiles_are_each_grammars_own_language(piece):
+    """A rule-free piece used twice is embedded as its automaton, which later compiles reuse by the
+    piece's identity (automata._pieces): a second grammar around the same object, the first built
+    again, and one with the kept automata dropped all accept exactly the interpreter's language."""
+    from strictgen.grammar import automata
+
+    first = alt(seq(lit("x"), piece), piece)  # the piece twice: shared, so embedded
+    second = seq(piece, lit("y"), piece)
+    for _ in range(2):
+        for w in WORDS[:120]:
+            assert _rule_free_grammar_accepts(first, w) == matches(first, w), w
+            assert _rule_free_grammar_accepts(second, w) == matches(second, w), w
+    saved = dict(automata._pieces._map)
+    automata._pieces._map.clear()
+    try:
+        for w in WORDS[:120]:
+            assert _rule_free_grammar_accepts(second, w) == matches(second, w), w
+    finally:
+        automata._pieces._map.update(saved)
+
+
+def test_a_piece_is_kept_for_its_own_object_only():
+    """The identity cache answers for the very object put, never for an equal one (a new object
+    may get a freed object's id; the entry holds its object, so that id cannot be reused)."""
+    from strictgen.grammar import automata
+
+    piece = repeat(alt(lit("ab"), lit("c")), 1, 4)
+    twin = repeat(alt(lit("ab"), lit("c")), 1, 4)
+    assert piece == twin and piece is not twin
+    _accepted(Grammar({"root": alt(seq(lit("x"), piece), piece)}, "root"), b"ab")
+    kept = automata._pieces.get_same(piece)
+    assert kept is not None and automata._pieces.peek_same(piece) is kept
+    assert automata._pieces.get_same(twin) is None and automata._pieces.peek_same(twin) is None
+    # the kept automaton is the piece's language
+    for w in WORDS:
+        s = kept.step(0, w)
+        assert (s >= 0 and kept.is_accepting(s)) == matches(piece, w), w
+
+
+def test_size_terms_kept_across_compiles_are_the_nodes_own():
+    """rule_sizes keeps composite nodes' size terms by identity across compiles: the terms read
+    back equal those computed afresh, and an equal but other object is computed, not looked up."""
+    from strictgen.grammar.schema import rule_sizes
+
+    body = seq(lit("{"), repeat(alt(RuleRef("a"), seq(lit("b"), RuleRef("c"))), 0, 3), lit("}"))
+    fresh = rule_sizes._size_terms(body, {})
+    assert rule_sizes._kept_terms[id(body)][0] is body
+    assert rule_sizes._size_terms(body, {}) == fresh
+    rule_sizes._kept_terms.clear()
+    assert rule_sizes._size_terms(body, {}) == fresh == (fresh[0], {"a": 3, "c": 3})  # a repeat of at most 3 copies its item 3 times
+    twin = seq(lit("{"), repeat(alt(RuleRef("a"), seq(lit("b"), RuleRef("c"))), 0, 3), lit("}"))
+    memo: dict = {}
+    assert rule_sizes._size_terms(twin, memo) == fresh and id(twin) in memo

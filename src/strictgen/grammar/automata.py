@@ -28,12 +28,18 @@ MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership questio
 
 
 def shared_nodes(rules) -> set[int]:
-    """ids of composite expressions used in more than one place (the IR may be a DAG)."""
+    """ids of composite expressions used in more than one place (the IR may be a DAG). Not inside
+    the pieces whose automata an earlier compile kept (`_pieces`): the builder embeds those whole,
+    so what they share inside never matters (sharing only saves building)."""
     seen: set[int] = set()
     shared: set[int] = set()
     work: list[Expr] = list(rules)
+    kept = _pieces._map
     while work:
         e = work.pop()
+        got = kept.get(id(e))
+        if got is not None and got[1][0] is e:
+            continue
         t = type(e)
         if t is Seq or t is Alt or t is Intersect:
             children = e.items
@@ -139,6 +145,12 @@ class NFABuilder:
 
     def _build(self, expr: Expr, start: int, end: int) -> None:
         nfa = self.nfa
+        kept = _pieces.peek_same(expr)
+        if kept is not None:  # a piece an earlier compile determinised: embedded, not walked again
+            before = nfa.num_states
+            nfa.embed(kept, start, end)
+            self._grown(before)
+            return
         if isinstance(expr, Literal):
             before = nfa.num_states
             nfa.add_literal(start, expr.data, end)
@@ -220,19 +232,25 @@ class NFABuilder:
         memo = self._memo
         dfa = memo.dfas.get(id(expr)) or memo.embedded.get(id(expr))
         if dfa is None:
-            if id(expr) in memo.too_big or id(expr) in memo.embedding or not self._calls_nothing(expr):
+            if id(expr) in memo.too_big or id(expr) in memo.embedding:
                 return False
-            memo.embedding.add(id(expr))
-            try:
-                nfa, s, f = self.sub_nfa(expr)
-                dfa = regular.determinize(nfa, s, f, max(64, nfa.num_states), "bigger than its NFA")
-            except CompileTimeoutError:
-                raise
-            except GrammarTooLargeError:
-                memo.too_big.add(id(expr))
-                return False
-            finally:
-                memo.embedding.discard(id(expr))
+            dfa = _pieces.get_same(expr)
+            if dfa is None:
+                if not self._calls_nothing(expr):
+                    return False
+                memo.embedding.add(id(expr))
+                try:
+                    nfa, s, f = self.sub_nfa(expr)
+                    dfa = regular.determinize(nfa, s, f, max(64, nfa.num_states), "bigger than its NFA")
+                except CompileTimeoutError:
+                    raise
+                except GrammarTooLargeError:
+                    memo.too_big.add(id(expr))
+                    return False
+                finally:
+                    memo.embedding.discard(id(expr))
+                if self._rule_free(expr):
+                    _pieces.put_same(expr, dfa)
             # not minimised: the automaton it is embedded in is minimised as a whole, and
             # minimising every piece first cost more (15% of det + min) than it saved there
             memo.embedded[id(expr)] = dfa
@@ -247,46 +265,38 @@ class NFABuilder:
             raise GrammarTooLargeError(f"grammar too large: more than {MAX_NFA_STATES} automaton states")
 
     def _calls_nothing(self, expr: Expr) -> bool:
-        """Does `expr`, with the rules it inlines, reach no call edge? (Iterative over the DAG;
-        remembered by node for this `called`.)"""
-        memo = self._memo.call_free
+        """Does `expr`, with the rules it inlines, reach no call edge? (Remembered by node for
+        this `called`; composite nodes only.)"""
         if not self.called:
             return True
-        if isinstance(expr, Lazy) or isinstance(expr, RuleRef) and expr.name in self.called:
-            return False
-        if id(expr) in memo:
-            return memo[id(expr)]
-        stack = [(expr, iter(self._parts(expr)), True)]
-        while stack:
-            x, parts, free = stack[-1]
-            part = next(parts, None)
-            if part is None:
-                stack.pop()
-                memo[id(x)] = free
-                if stack and not free:
-                    stack[-1] = (stack[-1][0], stack[-1][1], False)
-                continue
-            got = memo.get(id(part))
-            if got is None:
-                if isinstance(part, Lazy) or isinstance(part, RuleRef) and part.name in self.called:
-                    got = memo[id(part)] = False
-                else:
-                    stack.append((part, iter(self._parts(part)), True))
-                    continue
-            if not got:
-                stack[-1] = (x, parts, False)
-        return memo[id(expr)]
+        got = self._memo.call_free.get(id(expr))
+        return self._free_of_calls(expr, self._memo.call_free) if got is None else got
 
-    def _parts(self, x: Expr) -> tuple:
-        if isinstance(x, (Seq, Alt, Intersect)):
-            return x.items
-        if isinstance(x, (Repeat, Spelled)):
-            return (x.item,)
-        if isinstance(x, Difference):
-            return (x.base, x.minus)
-        if isinstance(x, RuleRef):
-            return () if x.name in self.called else (self.rules[x.name],) if x.name in self.rules else ()
-        return ()
+    def _free_of_calls(self, x: Expr, memo: dict[int, bool]) -> bool:
+        """`_calls_nothing` of a node not in `memo` yet; stops at the first call found. Recursive
+        per IR level, like the builder that asks it (which bounds the depth an expression may have)."""
+        t = type(x)
+        if t is RuleRef:
+            if x.name in self.called:
+                memo[id(x)] = False
+                return False
+            body = self.rules.get(x.name)
+            parts = () if body is None else (body,)
+        elif t is Lazy:
+            memo[id(x)] = False
+            return False
+        else:
+            parts = children(x)
+            if not parts:
+                return True  # a leaf reads bytes only
+        free = True
+        for part in parts:
+            got = memo.get(id(part))
+            if not (self._free_of_calls(part, memo) if got is None else got):
+                free = False
+                break
+        memo[id(x)] = free
+        return free
 
     def _rule_free(self, expr: Expr) -> bool:
         """Does `expr` refer to no rule and call nothing at run time, so that its language is its
@@ -300,8 +310,9 @@ class NFABuilder:
     def regular_dfa(self, expr: Expr) -> regular.DFA:
         """The minimal DFA of a regular expression of the IR, Intersect and Difference included
         (memoised by node for the whole compile)."""
-        got = self._memo.dfas.get(id(expr))
+        got = self._memo.dfas.get(id(expr)) or _minimal_pieces.get_same(expr)
         if got is not None:
+            self._memo.dfas[id(expr)] = got
             return got
         if isinstance(expr, (Intersect, Difference)):
             key = self._memo.keys.key(expr) if self._rule_free(expr) else None
@@ -316,6 +327,8 @@ class NFABuilder:
             nfa, start, final = self.sub_nfa(expr)
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
         self._memo.dfas[id(expr)] = got
+        if self._rule_free(expr):
+            _minimal_pieces.put_same(expr, got)
         return got
 
     def _product_dfa(self, expr: Intersect | Difference) -> regular.DFA:
@@ -435,6 +448,21 @@ class DfaCache:
                 self._kept_ids = frozenset(id(x) for _, keep in self._map.values() for x in keep or ())
             return self._kept_ids
 
+    def get_same(self, node) -> regular.DFA | None:
+        """The automaton put for this very object (`put_same`), or None."""
+        got = self.get_kept(id(node))
+        return got[0] if got is not None and got[1][0] is node else None
+
+    def peek_same(self, node) -> regular.DFA | None:
+        """`get_same` without the lock or the move to the recent end: for lookups on every node
+        of a walk (a dict read is atomic; the entry found is held, so it stays valid)."""
+        got = self._map.get(id(node))
+        return got[0] if got is not None and got[1][0] is node else None
+
+    def put_same(self, node, dfa: regular.DFA) -> None:
+        """Keep `dfa` for the object `node` (held, so that its id stays its own)."""
+        self.put(id(node), dfa, (node,))
+
     def put(self, key, dfa: regular.DFA, keep=None) -> None:
         cells = dfa.num_states * dfa.num_classes
         if cells > self.cells // 8:
@@ -476,6 +504,16 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
     for i in seen:
         known[i] = True
     return True
+
+
+# Rule-free pieces recur across compiles as the same objects: the front end's cached pieces
+# (spelled strings and characters, enums, numbers, formats; json_escapes, schema.emit_strings)
+# are the same objects in every compile of a style. Their automata are kept by that identity
+# (the piece held with its automaton, so an id is never another object's), which costs a lookup,
+# not the content keys whose hashing cost more than the building it saved: `_pieces` holds the
+# determinised automata of embedded pieces, `_minimal_pieces` the minimal ones of `regular_dfa`.
+_pieces = DfaCache(4096)
+_minimal_pieces = DfaCache(2048)
 
 
 # Spelled languages recur across schemas (the same enum, pattern, format or length bound): their

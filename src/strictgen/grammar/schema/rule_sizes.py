@@ -142,6 +142,10 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
     if t is RuleRef:
         got = memo[id(e)] = (0, {e.name: 1})
         return got
+    kept = _kept_terms.get(id(e))
+    if kept is not None and kept[0] is e:
+        memo[id(e)] = kept[1]
+        return kept[1]
     kids, factor = _size_children(e)
     fixed, weights, owned = _own_size(e), _NO_WEIGHTS, False
     for c in kids:
@@ -157,7 +161,20 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
         for r, w in c_weights.items():
             weights[r] = weights.get(r, 0) + factor * w
     got = memo[id(e)] = (fixed, weights)
+    if kids:
+        if len(_kept_terms) >= KEPT_TERMS:
+            _kept_terms.clear()
+        _kept_terms[id(e)] = (e, got)
     return got
+
+
+# The terms of composite nodes, kept across compiles by the node's identity (the node held, so an
+# id is never another object's): most of a small schema's pieces are the front end's cached
+# objects (spelled strings, numbers, whitespace), the same in every compile, whose terms are a
+# function of the node alone (weights name rules; weight dicts are never written once made).
+# Emptied when full: what the next compiles use comes back at once.
+KEPT_TERMS = 1 << 14
+_kept_terms: dict[int, tuple[Expr, tuple[int, dict[str, int]]]] = {}
 
 
 def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
