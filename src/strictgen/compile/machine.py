@@ -14,6 +14,7 @@ need to coordinate.
 
 from __future__ import annotations
 
+import bisect
 import weakref
 
 import numpy as np
@@ -189,13 +190,12 @@ def _steps_per_byte(rule, nullable: set[int]) -> int | None:
     """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
     follow each other without a byte between; None otherwise (the rule keeps exact states)."""
-    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
-    skips = np.isin(callee, np.fromiter(nullable, dtype=np.int32, count=len(nullable)))  # per call edge
-    if not skips.any():
+    start, callee, ret = (np.frombuffer(a, dtype=np.int32).tolist() for a in rule.dfa.call_arrays())
+    skips = [j for j, c in enumerate(callee) if c in nullable]  # call edges (a rule has a few: no numpy)
+    if not skips:
         return 1
-    may_skip = np.zeros(rule.num_states, dtype=bool)  # per state: a call that may read nothing
-    may_skip[np.repeat(np.arange(rule.num_states), np.diff(start))[skips]] = True
-    return None if may_skip[ret[skips]].any() else 2
+    may_skip = {bisect.bisect_right(start, j) - 1 for j in skips}  # states with a call that may read nothing
+    return None if any(ret[j] in may_skip for j in skips) else 2
 
 
 class HorizonKeys:

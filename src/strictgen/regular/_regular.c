@@ -1137,6 +1137,18 @@ static PyObject *DFA_trim(DFA *d, PyObject *args) {
             }
         }
     }
+    { /* nothing to drop and already numbered breadth first: the DFA itself (DFAs never change) */
+        int same = m == n;
+        for (int32_t i = 0; same && i < m; i++)
+            same = order[i] == i;
+        for (Py_ssize_t j = 0; same && j < d->call_start[n]; j++)
+            same = call_ok[j];
+        if (same) {
+            Py_INCREF(d);
+            out = d;
+            goto done;
+        }
+    }
     out = dfa_subset(d, order, m, new_id, call_ok);
 done:
     free(ok), free(call_ok), free(new_id), free(order);
@@ -1364,9 +1376,17 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
         }
         for (int32_t i = 0; i < m; i++)
             reps[i] = elems[bfirst[order[i]]];
-        for (int32_t s = 0; s < n; s++)
+        int same = m == n; /* already minimal and numbered breadth first: the DFA itself */
+        for (int32_t s = 0; s < n; s++) {
             state_id[s] = new_id[blk[s]];
-        result = (PyObject *)dfa_subset(d, reps, m, state_id, NULL);
+            same = same && state_id[s] == s;
+        }
+        if (same) {
+            Py_INCREF(d);
+            result = (PyObject *)d;
+        } else {
+            result = (PyObject *)dfa_subset(d, reps, m, state_id, NULL);
+        }
         free(reps), free(state_id);
     }
 done:
