@@ -234,7 +234,7 @@ class NFABuilder:
         if dfa is None:
             if id(expr) in memo.too_big or id(expr) in memo.embedding:
                 return False
-            dfa = _pieces.get_same(expr)
+            dfa = _pieces.peek_same(expr)
             if dfa is None:
                 if not self._calls_nothing(expr):
                     return False
@@ -310,7 +310,7 @@ class NFABuilder:
     def regular_dfa(self, expr: Expr) -> regular.DFA:
         """The minimal DFA of a regular expression of the IR, Intersect and Difference included
         (memoised by node for the whole compile)."""
-        got = self._memo.dfas.get(id(expr)) or _minimal_pieces.get_same(expr)
+        got = self._memo.dfas.get(id(expr)) or _minimal_pieces.peek_same(expr)
         if got is not None:
             self._memo.dfas[id(expr)] = got
             return got
@@ -455,7 +455,8 @@ class DfaCache:
 
     def peek_same(self, node) -> regular.DFA | None:
         """`get_same` without the lock or the move to the recent end: for lookups on every node
-        of a walk (a dict read is atomic; the entry found is held, so it stays valid)."""
+        of a walk (a dict read is atomic; the entry found is held, so it stays valid). Entries
+        read only this way age as if unread: an evicted piece is built and kept again."""
         got = self._map.get(id(node))
         return got[0] if got is not None and got[1][0] is node else None
 
