@@ -513,8 +513,8 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
 # (the piece held with its automaton, so an id is never another object's), which costs a lookup,
 # not the content keys whose hashing cost more than the building it saved: `_pieces` holds the
 # determinised automata of embedded pieces, `_minimal_pieces` the minimal ones of `regular_dfa`.
-_pieces = DfaCache(4096)
-_minimal_pieces = DfaCache(2048)
+_pieces = DfaCache(4096, 1 << 22)  # at most 16 MiB of tables
+_minimal_pieces = DfaCache(2048, 1 << 22)
 
 
 # Spelled languages recur across schemas (the same enum, pattern, format or length bound): their
