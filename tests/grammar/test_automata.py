@@ -224,7 +224,9 @@ def test_a_piece_is_kept_for_its_own_object_only():
     twin = repeat(alt(lit("ab"), lit("c")), 1, 4)
     assert piece == twin and piece is not twin
     _accepted(Grammar({"root": alt(seq(lit("x"), piece), piece)}, "root"), b"ab")
-    kept = automata._pieces.get_same(piece)
+    assert automata._pieces.get_same(piece) is None  # a piece one compile met is not held
+    _accepted(Grammar({"root": alt(seq(lit("y"), piece), piece)}, "root"), b"ab")
+    kept = automata._pieces.get_same(piece)  # the second compile that meets it keeps it
     assert kept is not None and automata._pieces.peek_same(piece) is kept
     assert automata._pieces.get_same(twin) is None and automata._pieces.peek_same(twin) is None
     # the kept automaton is the piece's language
@@ -240,7 +242,9 @@ def test_size_terms_kept_across_compiles_are_the_nodes_own():
 
     body = seq(lit("{"), repeat(alt(RuleRef("a"), seq(lit("b"), RuleRef("c"))), 0, 3), lit("}"))
     fresh = rule_sizes._size_terms(body, {})
-    assert rule_sizes._kept_terms[id(body)][0] is body
+    assert id(body) not in rule_sizes._kept_terms  # met once: not held
+    assert rule_sizes._size_terms(body, {}) == fresh
+    assert rule_sizes._kept_terms[id(body)][0] is body  # met again: kept
     assert rule_sizes._size_terms(body, {}) == fresh
     rule_sizes._kept_terms.clear()
     assert rule_sizes._size_terms(body, {}) == fresh == (fresh[0], {"a": 3, "c": 3})  # a repeat of at most 3 copies its item 3 times

@@ -428,6 +428,7 @@ class DfaCache:
         self._held = 0
         self._lock = threading.Lock()
         self._kept_ids: frozenset[int] | None = None
+        self._offered: set[int] = set()  # put_same: ids offered once
 
     def get(self, key) -> regular.DFA | None:
         got = self.get_kept(key)
@@ -461,7 +462,15 @@ class DfaCache:
         return got[0] if got is not None and got[1][0] is node else None
 
     def put_same(self, node, dfa: regular.DFA) -> None:
-        """Keep `dfa` for the object `node` (held, so that its id stays its own)."""
+        """Keep `dfa` for the object `node` (held, so that its id stays its own), from the second
+        time it is offered: a piece of one compile only is never held (held IR is heap that every
+        full collection walks). The ids offered once are plain ints, never objects."""
+        with self._lock:
+            if id(node) not in self._offered:
+                if len(self._offered) >= 8 * self.entries:
+                    self._offered.clear()
+                self._offered.add(id(node))
+                return
         self.put(id(node), dfa, (node,))
 
     def put(self, key, dfa: regular.DFA, keep=None) -> None:

@@ -162,9 +162,14 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
             weights[r] = weights.get(r, 0) + factor * w
     got = memo[id(e)] = (fixed, weights)
     if kids:
-        if len(_kept_terms) >= KEPT_TERMS:
-            _kept_terms.clear()
-        _kept_terms[id(e)] = (e, got)
+        if id(e) not in _offered_terms:  # kept from the second compile that meets it: a node of one compile only is never held
+            if len(_offered_terms) >= 4 * KEPT_TERMS:
+                _offered_terms.clear()
+            _offered_terms.add(id(e))
+        else:
+            if len(_kept_terms) >= KEPT_TERMS:
+                _kept_terms.clear()
+            _kept_terms[id(e)] = (e, got)
     return got
 
 
@@ -172,9 +177,11 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
 # id is never another object's): most of a small schema's pieces are the front end's cached
 # objects (spelled strings, numbers, whitespace), the same in every compile, whose terms are a
 # function of the node alone (weights name rules; weight dicts are never written once made).
-# Emptied when full: what the next compiles use comes back at once.
-KEPT_TERMS = 1 << 14
+# A node is kept from the second compile that meets it (held IR is heap that every full
+# collection walks); emptied when full: what the next compiles use comes back at once.
+KEPT_TERMS = 1 << 13
 _kept_terms: dict[int, tuple[Expr, tuple[int, dict[str, int]]]] = {}
+_offered_terms: set[int] = set()  # ids met once (ints: nothing held)
 
 
 def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
