@@ -1,0 +1,69 @@
+"""Where a cold compile's time goes, by phase, for named bench schemas (or ALL): the JSON Schema
+front end (and its rule-size planning), the automata (rule DFAs: lowering + determinising;
+trimming + minimising; the shared-node walk), the pushdown machine's set-up and the token masker's
+(horizon classes). Wall time, the best of REPEATS fresh-compiler compiles per schema; nested
+phases are inside their parents (front.sizes in front, aut.* in automaton); core.* are the
+regular core's determinising and trimming + minimising wherever they run (front-end questions,
+embedded pieces, rule DFAs).
+
+    PYTHONPATH=<tree>/src python scripts/compile_phases.py NAME[,NAME...]|ALL [REPEATS]"""
+
+import sys
+import time
+
+import strictgen as sg
+import strictgen.compile.automaton as automaton
+import strictgen.compile.compiled as compiled
+import strictgen.grammar.json_schema as json_schema
+from strictgen import bench
+
+SPENT: dict[str, float] = {}
+
+
+def timed(module, name: str, label: str) -> None:
+    inner = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            SPENT[label] = SPENT.get(label, 0.0) + time.perf_counter() - t0
+
+    setattr(module, name, wrapper)
+
+
+def main() -> None:
+    names = set(sys.argv[1].split(","))
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+    for module, name, label in [
+        (json_schema, "json_schema_grammar", "front"), (json_schema, "call_big_rules", "front.sizes"),
+        (compiled.automaton, "compile_automaton", "automaton"), (automaton, "_rule_dfa", "aut.rule_dfas"),
+        (automaton.regular, "determinize", "core.determinize"), (automaton.regular, "minimal", "core.trim+minimize"),
+        (automaton, "shared_nodes", "aut.shared_nodes"), (compiled, "PushdownMachine", "machine"), (compiled, "TokenMasker", "masker"),
+    ]:
+        timed(module, name, label)
+    tok = sg.TokenizerInfo.from_name("qwen")
+    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(bench._WARMUP_SCHEMA))
+    total: dict[str, float] = {}
+    for case in bench.load_cases(bench.default_schemas_dir()):
+        if case.name not in names and "ALL" not in names:
+            continue
+        best = None
+        for _ in range(repeats):
+            SPENT.clear()
+            t0 = time.perf_counter()
+            try:
+                sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(case.schema_text))
+            except sg.StrictgenError:
+                break
+            SPENT["total"] = time.perf_counter() - t0
+            best = dict(SPENT) if best is None or SPENT["total"] < best["total"] else best
+        if best:
+            for k, v in best.items():
+                total[k] = total.get(k, 0.0) + v
+    print(" ".join(f"{k}={v * 1e3:.1f}ms ({v / total['total']:.0%})" for k, v in sorted(total.items())))
+
+
+if __name__ == "__main__":
+    main()
