@@ -499,20 +499,32 @@ _products = DfaCache(512)
 
 def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
     """Is `expr` free of rule references and run-time calls (its language its value alone)?
-    `known`: answers by node id so far (nodes found rule-free are added)."""
-    seen: set[int] = set()
-    work = [expr]
-    while work:
-        x = work.pop()
-        t = type(x)
-        if t is RuleRef or t is Lazy or known.get(id(x)) is False:
-            return False
-        if id(x) in seen or id(x) in known:
-            continue
-        seen.add(id(x))
-        work.extend(children(x))
-    for i in seen:
-        known[i] = True
+    `known`: answers by composite node id so far, both ways: a node whose walk finds a reference
+    is known False with every node on the way to it, so the pieces around a reference, asked one
+    after another as they are embedded, are not walked again. Iterative (an explicit stack), so
+    it adds no Python frames to the builder's recursion that asks it."""
+    if type(expr) is RuleRef or type(expr) is Lazy:
+        return False
+    got = known.get(id(expr))
+    if got is not None:
+        return got
+    stack = [(expr, iter(children(expr)))]
+    while stack:
+        node, parts = stack[-1]
+        for part in parts:
+            t = type(part)
+            if t is RuleRef or t is Lazy or known.get(id(part)) is False:
+                for above, _ in stack:
+                    known[id(above)] = False
+                return False
+            if id(part) not in known:
+                sub = children(part)
+                if sub:  # a composite not asked yet (leaves read bytes only)
+                    stack.append((part, iter(sub)))
+                    break
+        else:
+            known[id(node)] = True
+            stack.pop()
     return True
 
 
