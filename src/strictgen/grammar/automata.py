@@ -34,11 +34,9 @@ def shared_nodes(rules) -> set[int]:
     seen: set[int] = set()
     shared: set[int] = set()
     work: list[Expr] = list(rules)
-    kept = _pieces._map
     while work:
         e = work.pop()
-        got = kept.get(id(e))
-        if got is not None and got[1][0] is e:
+        if _pieces.get_same(e) is not None:
             continue
         t = type(e)
         if t is Seq or t is Alt or t is Intersect:
@@ -145,7 +143,7 @@ class NFABuilder:
 
     def _build(self, expr: Expr, start: int, end: int) -> None:
         nfa = self.nfa
-        kept = _pieces.peek_same(expr)
+        kept = _pieces.get_same(expr)
         if kept is not None:  # a piece an earlier compile determinised: embedded, not walked again
             before = nfa.num_states
             nfa.embed(kept, start, end)
@@ -234,7 +232,7 @@ class NFABuilder:
         if dfa is None:
             if id(expr) in memo.too_big or id(expr) in memo.embedding:
                 return False
-            dfa = _pieces.peek_same(expr)
+            dfa = _pieces.get_same(expr)
             if dfa is None:
                 if not self._calls_nothing(expr):
                     return False
@@ -310,7 +308,7 @@ class NFABuilder:
     def regular_dfa(self, expr: Expr) -> regular.DFA:
         """The minimal DFA of a regular expression of the IR, Intersect and Difference included
         (memoised by node for the whole compile)."""
-        got = self._memo.dfas.get(id(expr)) or _minimal_pieces.peek_same(expr)
+        got = self._memo.dfas.get(id(expr)) or _minimal_pieces.get_same(expr)
         if got is not None:
             self._memo.dfas[id(expr)] = got
             return got
@@ -450,14 +448,10 @@ class DfaCache:
             return self._kept_ids
 
     def get_same(self, node) -> regular.DFA | None:
-        """The automaton put for this very object (`put_same`), or None."""
-        got = self.get_kept(id(node))
-        return got[0] if got is not None and got[1][0] is node else None
-
-    def peek_same(self, node) -> regular.DFA | None:
-        """`get_same` without the lock or the move to the recent end: for lookups on every node
-        of a walk (a dict read is atomic; the entry found is held, so it stays valid). Entries
-        read only this way age as if unread: an evicted piece is built and kept again."""
+        """The automaton put for this very object (`put_same`), or None. Without the lock or the
+        move to the recent end, for lookups on every node of a walk (a dict read is atomic; the
+        entry found is held, so it stays valid): entries age as if unread, and an evicted piece
+        is built and kept again."""
         got = self._map.get(id(node))
         return got[0] if got is not None and got[1][0] is node else None
 
