@@ -32,7 +32,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 # The main job: a weather report as JSON from the embedded model, constrained by a JSON Schema.
-WEATHER := ../shared/data/bench/seed---weather.json
+WEATHER := examples/weather.json
 run: $(VENV)/.installed
 	$(BIN)/strictgen generate --schema $(WEATHER) --max-tokens 64 --stats \
 		"Give the current weather in Beijing as JSON: the city, the temperature in Celsius, and the weather."

@@ -53,14 +53,16 @@ def cli(args: list[str]) -> tuple[str, dict]:
 
 def llama_grammar_run(prompt: str, schema: dict) -> dict:
     """llama-cpp-python alone, with llama.cpp's own JSON-Schema grammar, greedy."""
-    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp import LlamaGrammar
+
+    from strictgen.engine.llama_cpp_runtime import open_llama
 
     from strictgen.engine.gguf_meta import gguf_chat_settings
     from strictgen.tokenizer.info import smollm2_gguf_path
 
     path = smollm2_gguf_path()
     llm = _LLM.get("llm") or _LLM.setdefault(
-        "llm", Llama(model_path=str(path), n_ctx=1024, n_threads=_THREADS[0], n_threads_batch=_THREADS[0], verbose=False)
+        "llm", open_llama(path, n_ctx=1024, n_threads=_THREADS[0], n_threads_batch=_THREADS[0], verbose=False)
     )
     template, _, _ = gguf_chat_settings(path)
     text = template.render([{"role": "user", "content": prompt}])

@@ -6,7 +6,7 @@ import functools
 import json
 from pathlib import Path
 
-WEATHER_FILE = Path("../shared/data/bench/seed---weather.json")
+WEATHER_FILE = Path(__file__).resolve().parents[1] / "examples" / "weather.json"  # what `make run` asks for
 WEATHER_PROMPT = "Give the current weather in Beijing as JSON: the city, the temperature in Celsius, and the weather."
 
 
@@ -19,12 +19,5 @@ def embedded(runtime: str):
 
 
 def weather_schema() -> dict:
-    """The weather schema of ../shared/data/bench (a copy of it when the folder is absent)."""
-    if WEATHER_FILE.is_file():
-        return json.loads(WEATHER_FILE.read_text(encoding="utf-8"))["schema"]
-    return {
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "temp_c": {"type": "integer"}, "weather": {"type": "string", "enum": ["晴", "多云", "雨"]}},
-        "required": ["city", "temp_c", "weather"],
-        "additionalProperties": False,
-    }
+    """The weather schema of `make run` (examples/weather.json, in the repository)."""
+    return json.loads(WEATHER_FILE.read_text(encoding="utf-8"))

@@ -5,7 +5,6 @@ recursion) decided from the IR of rules not built yet."""
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +18,7 @@ from strictgen.compile.lazy_rules import LazyRules
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 from strictgen.grammar.ir import Grammar, RuleRef, alt, chars, intersect, lit, repeat, seq
+from tests.shared_data import need_shared
 
 
 def two_branches() -> Grammar:
@@ -135,7 +135,6 @@ def test_a_schema_compile_defers_its_called_rules_and_builds_them_as_needed(monk
         assert results[0] == results[1]
 
 
-MASKBENCH = Path(__file__).parents[2] / ".." / "shared" / "data" / "maskbench-dev"
 
 
 @pytest.mark.parametrize("name", ["JsonSchemaStore---clang-format", "Snowplow---sp_341_Normalized"])
@@ -144,7 +143,7 @@ def test_the_facts_of_deeply_inlined_rules_fit_the_stack_the_builder_fits(name, 
     Python frames per level) ran out of stack on these two, which compile when built ahead. They
     are compiled with nothing built ahead, so that the facts walk every rule."""
     monkeypatch.setattr(automaton, "EAGER_STATES", 0)
-    schema = json.loads((MASKBENCH / f"{name}.json").read_text())["schema"]
+    schema = json.loads(need_shared("maskbench-dev", f"{name}.json").read_text())["schema"]
     info = sg.TokenizerInfo.from_name("qwen")
     compiled = sg.GrammarCompiler(info).compile_json_schema(schema)
     assert compiled.automaton.lazy is not None and len(compiled.automaton.rules) < len(compiled.automaton.lazy.names)

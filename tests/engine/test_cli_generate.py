@@ -12,12 +12,8 @@ from tests.models import WEATHER_FILE, WEATHER_PROMPT, weather_schema
 
 
 @pytest.fixture
-def weather_file(tmp_path):
-    if WEATHER_FILE.is_file():
-        return str(WEATHER_FILE)  # the workload file itself: {"schema": ..., "tests": ...}
-    path = tmp_path / "weather.json"
-    path.write_text(json.dumps(weather_schema()), encoding="utf-8")
-    return str(path)
+def weather_file():
+    return str(WEATHER_FILE)  # what `make run` asks for
 
 
 def test_generate_schema_prints_one_line_of_valid_json(capsys, weather_file):

@@ -8,6 +8,7 @@ llama.cpp decodes, so the next mask can be computed in parallel.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,47 @@ from strictgen.tokenizer.info import TokenizerInfo
 from .gguf_meta import gguf_chat_settings
 from .kv_cache import KVSequence, aligned_pieces
 from .model import ForwardStats, Model
+
+
+_LOAD_LOCK = threading.Lock()
+
+
+def open_llama(path: str | Path, *, extra_buffers: bool = False, **kwargs):
+    """A `llama_cpp.Llama` for the GGUF at `path`, its weights in llama.cpp's plain CPU buffers.
+
+    Why: llama.cpp is built for the CPU it runs on, and its CPU backend may repack weights into
+    "extra buffer types" for that CPU. On Intel CPUs with AMX (every Xeon since Sapphire Rapids)
+    the AMX buffer takes Q4_0/Q4_1/Q8_0 weights, and the first matrix product in it segfaults
+    (llama.cpp issue 20824, closed without a fix), killing the process: no Python error to catch.
+    `llama_model_params.use_extra_bufts = False` keeps every weight in the ordinary CPU buffer,
+    which runs on every x86-64 and ARM CPU. llama-cpp-python's `Llama` has no keyword for it and
+    builds its parameters from `llama_model_default_params()` inside `__init__`, so that function
+    is swapped for one that turns the field off for the length of the load (under a lock: loads
+    are rare, and a load on another thread meanwhile only gets the same safe setting). The result
+    is checked: a `Llama` that still asks for extra buffers is refused rather than left to crash.
+
+    `extra_buffers=True` keeps llama.cpp's default, for measuring what the repacked path gives on
+    a CPU where it works (docs/generation.md)."""
+    import llama_cpp
+    from llama_cpp import llama_cpp as native
+
+    with _LOAD_LOCK:
+        default_params = native.llama_model_default_params
+
+        def params_without_extra_buffers():
+            params = default_params()
+            params.use_extra_bufts = extra_buffers
+            return params
+
+        native.llama_model_default_params = params_without_extra_buffers
+        try:
+            llm = llama_cpp.Llama(model_path=str(path), **kwargs)
+        finally:
+            native.llama_model_default_params = default_params
+    if bool(llm.model_params.use_extra_bufts) != extra_buffers:
+        llm.close()
+        raise ModelError(f"llama-cpp-python {llama_cpp.__version__} loaded {path} without use_extra_bufts={extra_buffers}")
+    return llm
 
 
 @dataclass
@@ -47,9 +89,8 @@ class LlamaCppModel(Model):
         # they wait, so leaving a core free keeps them fast and lets the next mask run beside them
         threads = threads or max(1, (os.cpu_count() or 2) // 2)
         try:
-            self.llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_batch=512, n_threads=threads, n_threads_batch=threads,
-                logits_all=False, verbose=False,
+            self.llm = open_llama(
+                path, n_ctx=n_ctx, n_batch=512, n_threads=threads, n_threads_batch=threads, logits_all=False, verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"llama.cpp cannot load {path}: {exc}") from exc

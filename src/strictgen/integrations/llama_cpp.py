@@ -1,9 +1,10 @@
 """A logits processor for llama-cpp-python's own `create_completion` / `create_chat_completion`.
 
-    from llama_cpp import Llama, LogitsProcessorList
+    from llama_cpp import LogitsProcessorList
+    from strictgen.engine.llama_cpp_runtime import open_llama
     from strictgen.integrations.llama_cpp import StrictgenLlamaLogitsProcessor
 
-    llm = Llama(model_path=path)
+    llm = open_llama(path)   # a llama_cpp.Llama that runs on every CPU (AMX included: see open_llama)
     processor = StrictgenLlamaLogitsProcessor.from_json_schema(llm, schema)
     out = llm.create_completion(prompt, logits_processor=LogitsProcessorList([processor]), max_tokens=64)
 
