@@ -144,8 +144,16 @@ class _Vocab:
         return self.data(tid).decode("utf-8", "backslashreplace")
 
     def view(self, tid: int) -> dict:
+        """{"id", "text", "special"}, and "hex" (the exact bytes) where the token holds part of a
+        UTF-8 character, so a client can join such tokens into characters."""
         special = bool(0 <= tid < self.info.vocab_size and self.info.is_special[tid]) and tid not in self.markers
-        return {"id": int(tid), "text": self.text(tid), "special": special}
+        data = self.data(tid)
+        out = {"id": int(tid), "text": data.decode("utf-8", "backslashreplace"), "special": special}
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            out["hex"] = data.hex()
+        return out
 
 
 def _sample(vocab: _Vocab, ids: np.ndarray, size: int, search: str | None) -> tuple[int, list[dict]]:
