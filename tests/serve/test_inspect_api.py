@@ -14,6 +14,7 @@ import pytest
 
 import strictgen as sg
 from tests.models import weather_schema
+from tests.serve.conftest import API_KEY as KEY
 
 WEATHER = weather_schema()
 PATH = "/v1/strictgen/inspect"
@@ -118,25 +119,11 @@ def test_the_page_is_served(http):
     assert "http://" not in r.text and "https://" not in r.text  # nothing loaded from elsewhere (no CDN)
 
 
-KEY = "sk-inspect-test-key"
 
 
-@pytest.fixture(scope="module")
-def keyed_url(server):
-    """A second app over the same model pool, with an API key."""
-    from strictgen.serve import ApiKeys, ServeOptions, Server, create_app
-
-    from .http import start, stop
-
-    keyed = Server(server.pool, server.model_name, server.limits, ServeOptions(api_keys=ApiKeys([KEY])))
-    uv, thread, url = start(create_app(keyed))
-    yield url
-    stop(uv, thread)
-
-
-def test_inspect_obeys_the_api_keys(keyed_url):
+def test_inspect_obeys_the_api_keys(keyed_base_url):
     body = {"format": {"type": "regex", "pattern": "a+"}, "document": "aa"}
-    with httpx.Client(base_url=keyed_url, timeout=60) as c:
+    with httpx.Client(base_url=keyed_base_url, timeout=60) as c:
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             page = c.get("/inspect", headers=headers)
             api = c.post(PATH, json=body, headers=headers)

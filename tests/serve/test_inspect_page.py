@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.models import weather_schema
+from tests.serve.conftest import API_KEY as KEY
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 if not (CHROMIUM and DRIVER):
@@ -20,7 +21,6 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 ARTIFACTS = Path("test-artifacts/inspect")
-KEY = "sk-page-test-key"
 
 
 @pytest.fixture(scope="module")
@@ -106,25 +106,13 @@ def test_the_model_answers_step_by_step(browser, base_url):
     shot(browser, "model-answers")
 
 
-@pytest.fixture(scope="module")
-def keyed_url(server):
-    from strictgen.serve import ApiKeys, ServeOptions, Server, create_app
-
-    from .http import start, stop
-
-    keyed = Server(server.pool, server.model_name, server.limits, ServeOptions(api_keys=ApiKeys([KEY])))
-    uv, thread, url = start(create_app(keyed))
-    yield url
-    stop(uv, thread)
-
-
-def test_the_page_obeys_the_api_keys(browser, keyed_url):
-    browser.get(keyed_url + "/inspect")
+def test_the_page_obeys_the_api_keys(browser, keyed_base_url):
+    browser.get(keyed_base_url + "/inspect")
     assert "invalid_api_key" in browser.page_source and not browser.find_elements(By.ID, "run")
     browser.execute_cdp_cmd("Network.enable", {})
     browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Bearer {KEY}"}})
     try:
-        browser.get(keyed_url + "/inspect")
+        browser.get(keyed_base_url + "/inspect")
         assert browser.title == "strictgen inspect"
         browser.find_element(By.ID, "api-key").send_keys(KEY)  # the page's own calls carry the key it is given
         browser.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {}})
