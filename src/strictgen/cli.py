@@ -208,7 +208,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             prompt_ids = model.encode_prompt(args.prompt, system=system)
             found = inspect_generation(model, prompt_ids, grammar, config, top=args.top, sample=args.sample, search=args.search)
         else:
-            found = inspect_document(grammar, args.document, model.tokenize, sample=args.sample, search=args.search)
+            special = bool(grammar.marker_tokens)  # marker text as its tokens, as generation spells it
+            found = inspect_document(grammar, args.document, lambda text: model.tokenize(text, special=special), sample=args.sample, search=args.search)
     finally:
         model.close()
     print(json.dumps(found.to_dict(), ensure_ascii=False) if args.as_json else format_table(found))

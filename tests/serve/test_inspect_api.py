@@ -70,6 +70,7 @@ def test_an_off_format_document_says_where(http, server):
     check_steps(server.grammars.regex(regex, "p"), answer)
 
 
+@pytest.mark.slow  # a generation through the server's batched pool: 20-60 s on 2 busy cores
 def test_a_generation_against_the_matcher(http, server):
     body = {"format": {"type": "json_schema", "schema": WEATHER}, "prompt": "Give the current weather in Beijing as JSON.", "max_tokens": 48, "top": 3, "sample": 3}
     answer = http.post(PATH, json=body).json()

@@ -92,6 +92,7 @@ def test_an_invalid_schema_shows_its_pointer(browser, base_url):
     shot(browser, "invalid-schema")
 
 
+@pytest.mark.slow  # a generation of ~27 tokens: 35 s on 2 busy cores
 def test_the_model_answers_step_by_step(browser, base_url):
     browser.get(base_url + "/inspect")
     browser.find_element(By.ID, "max-tokens").clear()

@@ -55,7 +55,7 @@ class StepObserver:
     Positions are indices into the output tokens. Jump-forward may re-encode the last tokens
     together with forced text, so a position reported earlier can later hold another token."""
 
-    def before_mask(self, logits: np.ndarray, matcher: GrammarMatcher | None) -> None:
+    def before_mask(self, logits: np.ndarray) -> None:
         """The raw logits of a step, before the grammar's mask is applied (read, never keep)."""
 
     def chosen(self, position: int, token: int, logits: np.ndarray) -> None:
@@ -401,11 +401,12 @@ class _Run:
     def _mask(self, logits: np.ndarray | None, row: np.ndarray | None) -> np.ndarray | None:
         if self.matcher is None:
             return None
+        if logits is not None:
+            self.observe_logits(logits)
         t0 = time.perf_counter()
         if row is None:
             row = self.matcher.next_token_mask()
         if logits is not None:
-            self.observe_logits(logits)
             apply_token_bitmask_inplace(logits, row)
         self.stats.mask_s += time.perf_counter() - t0
         return row
@@ -413,7 +414,7 @@ class _Run:
     def observe_logits(self, logits: np.ndarray) -> None:
         """Show the observer a step's logits before the mask (the batched scheduler calls this too)."""
         if self.observer is not None:
-            self.observer.before_mask(logits, self.matcher)
+            self.observer.before_mask(logits)
 
     def run(self) -> GenerationResult:
         try:

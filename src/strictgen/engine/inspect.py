@@ -227,7 +227,9 @@ def _limits(sample: int, top: int = TOP) -> None:
 def inspect_document(
     grammar: CompiledGrammar, document: str, encode: Callable[[str], list[int]], *, sample: int = SAMPLE, search: str | None = None
 ) -> Inspection:
-    """Walk `document`, tokenized by `encode` (the tokenizer's canonical encoding), through `grammar`."""
+    """Walk `document`, tokenized by `encode` (the tokenizer's canonical encoding; where the grammar
+    has marker tokens, special-token text should become those tokens, as generation spells them),
+    through `grammar`."""
     _limits(sample)
     ids = list(encode(document))
     steps, departure, complete = _walk(grammar, ids, document.encode("utf-8"), sample, search)
@@ -260,7 +262,7 @@ class GenerationRecorder(StepObserver):
         best = best[np.argsort(-probs[best], kind="stable")]
         return [{**self.vocab.view(int(live[i])), "p": round(float(probs[i]), 6)} for i in best]
 
-    def before_mask(self, logits, matcher) -> None:
+    def before_mask(self, logits) -> None:
         self._before = self._top(logits)
 
     def chosen(self, position: int, token: int, logits) -> None:
@@ -294,8 +296,7 @@ class GenerationRecorder(StepObserver):
                 row.top_before, row.top_after = choice["top_before"], choice["top_after"]
                 if row.token is None or choice["token"]["id"] != row.token["id"]:
                     row.chosen = choice["token"]
-        text = result.text
-        return Inspection("prompt", grammar.tokenizer_info.vocab_size, text, steps, departure, complete, result.finish_reason, result.stats.summary())
+        return Inspection("prompt", grammar.tokenizer_info.vocab_size, result.text, steps, departure, complete, result.finish_reason, result.stats.summary())
 
 
 def inspect_generation(

@@ -108,7 +108,8 @@ async def inspect(req: InspectRequest, request: Request):
     except StrictgenError as exc:
         return _compile_error(exc)
     if req.document is not None:
-        encode = lambda text: server.pool.tokenize(lambda m: m.tokenize(text))  # noqa: E731 - the model's own tokenization
+        special = bool(grammar.marker_tokens)  # marker text as its tokens, as generation spells it
+        encode = lambda text: server.pool.tokenize(lambda m: m.tokenize(text, special=special))  # noqa: E731
         found = await server.off_loop(lambda: inspect_document(grammar, req.document, encode, sample=req.sample, search=req.search))
         return {"format": req.format.get("type"), "model": server.model_name, **found.to_dict()}
     messages = [{"role": "user", "content": req.prompt}]
