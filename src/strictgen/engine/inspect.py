@@ -208,7 +208,8 @@ def _walk(grammar: CompiledGrammar, token_ids: list[int], data: bytes, sample: i
         steps.append(row)
         if not m.accept_token(tid):
             row.accepted = False
-            return steps, _departure(m, data, row.index, offset, vocab.data(tid)), False
+            spelled = b"" if row.token["special"] else vocab.data(tid)  # a control token is refused whole
+            return steps, _departure(m, data, row.index, offset, spelled), False
         offset += len(vocab.data(tid))
     end = step(None)
     end.accepted = m.can_end()
