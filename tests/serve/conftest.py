@@ -34,3 +34,19 @@ def client(base_url):
     from openai import OpenAI
 
     return OpenAI(base_url=base_url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+API_KEY = "sk-test-key-for-keyed-app"
+
+
+@pytest.fixture(scope="module")
+def keyed_base_url(server):
+    """A second app over the same model pool that needs `Authorization: Bearer API_KEY`."""
+    from strictgen.serve import ApiKeys, ServeOptions, Server, create_app
+
+    from .http import start, stop
+
+    keyed = Server(server.pool, server.model_name, server.limits, ServeOptions(api_keys=ApiKeys([API_KEY])))
+    uv, thread, url = start(create_app(keyed))
+    yield url
+    stop(uv, thread)

@@ -216,6 +216,7 @@ class BatchScheduler:
                     t1 = time.perf_counter()
                     if isinstance(apply[id(item)], BaseException):
                         raise apply[id(item)]
+                    run.observe_logits(row)
                     if apply[id(item)]:
                         apply_token_bitmask_inplace(row, self._bitmask[item.seq])
                     run.stats.mask_s += max(0.0, mask_wait) + time.perf_counter() - t1

@@ -49,6 +49,30 @@ RETOKENIZE_BACKOFF = 2
 GUARD_CANDIDATES = 32
 
 
+class StepObserver:
+    """Watches one run's decisions, in order, without changing them; every method here does nothing.
+
+    Positions are indices into the output tokens. Jump-forward may re-encode the last tokens
+    together with forced text, so a position reported earlier can later hold another token."""
+
+    def before_mask(self, logits: np.ndarray) -> None:
+        """The raw logits of a step, before the grammar's mask is applied (read, never keep)."""
+
+    def chosen(self, position: int, token: int, logits: np.ndarray) -> None:
+        """`token` was chosen at `position` from `logits` (masked, and restricted by token healing)."""
+
+    def guarded(self, position: int, wanted: int, taken: int) -> None:
+        """The truncation guard overruled the first choice `wanted`: `taken` still fits the budget."""
+
+    def forced(self, position: int, tokens: list[int], why: str) -> None:
+        """Output from `position` on is now `tokens`, put there without sampling (why: "jump-forward",
+        or "budget" where the guard took the shortest completion's tokens)."""
+
+    def healed(self, position: int, token: int, candidates: int) -> None:
+        """Token healing took back forced `token` at `position`: the next choice is among
+        `candidates` tokens that begin with its bytes (itself included)."""
+
+
 @dataclass
 class GenerationConfig:
     max_tokens: int = 256
@@ -67,6 +91,8 @@ class GenerationConfig:
     on_text: Callable[[bytes], None] | None = None
     # a bound on the reasoning block the output starts with: at it, the close marker is forced
     reasoning_limit: ReasoningLimit | None = None
+    # sees every decision of the run (engine/inspect.py records them for `strictgen inspect`)
+    observer: StepObserver | None = None
 
     def __post_init__(self):
         if self.max_tokens < 1:
@@ -157,6 +183,7 @@ class _Run:
         self._pool: ThreadPoolExecutor | None = None
         self._fed = False  # has this run made its first forward pass?
         self.matcher = GrammarMatcher(grammar) if grammar is not None else None
+        self.observer = config.observer
         self.keep = grammar.marker_tokens if grammar is not None else {}  # special tokens that are output text
         limit = config.reasoning_limit
         self._reasoning_from: int | None = 0 if limit is not None and limit.starts_inside else None  # output index
@@ -220,6 +247,8 @@ class _Run:
         if kept < len(before):
             self.stats.retokenized += 1
         self.stats.forced_tokens += len(self.out) - len(before)
+        if self.observer is not None:
+            self.observer.forced(kept, self.out[kept:], "jump-forward")
         if self.config.token_healing and self.origin and self.origin[-1] and m is not None:
             self._back_off_boundary()
         return True
@@ -264,6 +293,8 @@ class _Run:
         self.stats.forced_tokens -= 1
         self.stats.healed += 1
         self.heal = (last, np.append(allowed, last))
+        if self.observer is not None:
+            self.observer.healed(len(self.out), last, len(self.heal[1]))
 
     def _retokenized(self, forced: str) -> list[int] | None:
         """Output tokens with the last few re-encoded together with `forced` (None: cannot)."""
@@ -328,6 +359,8 @@ class _Run:
         if added:
             self.stats.jumps += 1
             self.stats.forced_tokens += added
+            if self.observer is not None:
+                self.observer.forced(len(self.out) - added, self.out[-added:], "budget")
 
     # ---- choosing ----
 
@@ -346,10 +379,15 @@ class _Run:
             if self.budget.fits(state, best, self.remaining):
                 return best
             self.stats.guarded += 1
-            for t in self.sampler.ranked(scores, GUARD_CANDIDATES)[1:]:
-                if t in self.eos or self.budget.fits(state, t, self.remaining):
-                    return t
-            return self.budget.completion_tokens(state)[0]
+            taken = next(
+                (t for t in self.sampler.ranked(scores, GUARD_CANDIDATES)[1:] if t in self.eos or self.budget.fits(state, t, self.remaining)),
+                None,
+            )
+            if taken is None:
+                taken = self.budget.completion_tokens(state)[0]
+            if self.observer is not None:
+                self.observer.guarded(len(self.out), best, taken)
+            return taken
         finally:
             self.stats.budget_s += time.perf_counter() - t1
 
@@ -363,6 +401,8 @@ class _Run:
     def _mask(self, logits: np.ndarray | None, row: np.ndarray | None) -> np.ndarray | None:
         if self.matcher is None:
             return None
+        if logits is not None:
+            self.observe_logits(logits)
         t0 = time.perf_counter()
         if row is None:
             row = self.matcher.next_token_mask()
@@ -370,6 +410,11 @@ class _Run:
             apply_token_bitmask_inplace(logits, row)
         self.stats.mask_s += time.perf_counter() - t0
         return row
+
+    def observe_logits(self, logits: np.ndarray) -> None:
+        """Show the observer a step's logits before the mask (the batched scheduler calls this too)."""
+        if self.observer is not None:
+            self.observer.before_mask(logits)
 
     def run(self) -> GenerationResult:
         try:
@@ -462,6 +507,8 @@ class _Run:
             self.heal = None
             restrict_logits(logits, healing[1])
         token = self._choose(logits)
+        if self.observer is not None:
+            self.observer.chosen(len(self.out), token, logits)
         self.stats.sampled_tokens += 1
         if healing is not None and token != healing[0]:
             self.stats.healed_longer += 1

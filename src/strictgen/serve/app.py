@@ -29,6 +29,7 @@ from strictgen.errors import StrictgenError
 
 from .chat import render_prompt
 from .hint import hinted
+from .inspect_routes import router as inspect_router
 from .formats import GrammarFactory, RequestError, Tool, tools_from_request
 from .ops import Operations, ServeOptions
 from .tools.detect import chat_format
@@ -337,6 +338,7 @@ def create_app(server: Server) -> FastAPI:
         return await call_next(request)
 
     server.ops.install(app)  # outermost: keys, admission, /metrics, the request log
+    app.include_router(inspect_router)  # /inspect and /v1/strictgen/inspect (serve/inspect_routes.py)
 
     @app.get("/health")
     async def health():

@@ -34,6 +34,7 @@ GENERATION_ROUTES = {
     "/completion": "llama.cpp",
     "/api/chat": "ollama",
     "/api/generate": "ollama",
+    "/v1/strictgen/inspect": "strictgen",  # a prompt generates; a document walk is CPU work too
 }
 OTHER_ROUTES = {"/v1/models": "openai", "/health": "server", "/metrics": "server"}
 
