@@ -42,7 +42,9 @@ class GrammarCompiler:
         self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: dict[Hashable, threading.Event] = {}  # keys being compiled now
-        self.disk_cache = None if cache_dir is None else DiskCache(cache_dir, tokenizer_info, cache_max_bytes)
+        self.disk_cache: DiskCache | None = None
+        if cache_dir is not None:
+            self.use_disk_cache(cache_dir, cache_max_bytes)
         # a server's hooks: the semaphore bounds concurrent cold compiles (cache hits never wait on it);
         # the observer gets (format kind, seconds, cache hit) for every compile asked for
         self.compile_slots: threading.Semaphore | None = None
@@ -84,6 +86,10 @@ class GrammarCompiler:
                 del self._pending[key]
             pending.set()
         return compiled
+
+    def use_disk_cache(self, cache_dir: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir)."""
+        self.disk_cache = DiskCache(cache_dir, self.tokenizer_info, max_bytes)
 
     def _from_disk(self, key: Hashable, t0: float) -> CompiledGrammar | None:
         """The grammar `key` from the disk cache (observed as a hit), or None."""
