@@ -10,7 +10,9 @@ answered.
   3. cold again without a cache directory (the compile alone, for the load-vs-compile ratio).
 
 Prints medians, sums and the worst, the share of grammars the cache keeps, bytes per stored
-grammar, and the warm/cold ratio on the schemas it keeps.
+grammar, and the warm/cold ratio on the schemas it keeps; then whether keeping the vocabulary's
+preprocessed tables (trie, per-token facts) would pay: their build time against the least a
+load of the same arrays costs.
 
     PYTHONPATH=src python scripts/disk_cache_restart.py [--vocab qwen] [--max-schemas N]
 """
@@ -53,6 +55,47 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
     if compiler.disk_cache is not None:
         compiler.disk_cache.flush()
     print(json.dumps({"vocab_s": vocab_s, "rows": rows}))
+
+
+def vocab_tables(vocab: str) -> None:
+    """Whether keeping the vocabulary's preprocessed tables on disk would pay: the time to build
+    them (per-token facts and the trie, in C) against the least a load of the same arrays costs
+    (read, sha256, views), best of 3 each. Prints both and the bytes."""
+    import hashlib
+
+    import numpy as np
+
+    import strictgen as sg
+    from strictgen.tokenizer.token_facts import TokenFacts
+    from strictgen.tokenizer.trie import VocabTrie
+
+    tok = sg.TokenizerInfo.from_name(vocab)
+    builds = []
+    for _ in range(3):
+        t = time.perf_counter()
+        trie = VocabTrie(tok.all_token_bytes, tok.is_special, TokenFacts(tok.all_token_bytes))
+        builds.append(time.perf_counter() - t)
+    f = trie.facts
+    arrays = [trie.walk_nodes, trie.node_byte, np.concatenate(trie.parent), trie.token_node, trie.node_tokens, trie.offsets, f.flat, f.starts,
+              f.lengths, f.char_width, f.in_whole_char, f.complete_utf8, f.char_counts, f.byte_sets, f.first_bytes, f.starts_whole_char]
+    t = time.perf_counter()
+    fingerprint = tok.fingerprint  # a load needs the vocabulary's key first
+    key_s = time.perf_counter() - t
+    with tempfile.NamedTemporaryFile(suffix=".tables") as out:
+        out.write(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
+        out.flush()
+        loads = []
+        for _ in range(3):
+            t = time.perf_counter()
+            data = Path(out.name).read_bytes()
+            hashlib.sha256(data).digest()
+            pos = 0
+            for a in arrays:
+                np.frombuffer(data, dtype=a.dtype, count=a.size, offset=pos)
+                pos += a.nbytes
+            loads.append(time.perf_counter() - t)
+    print(f"{vocab} tables: build {min(builds) * 1e3:.0f} ms, load at least {min(loads) * 1e3:.0f} ms + vocabulary fingerprint {key_s * 1e3:.0f} ms, "
+          f"{len(data):,} bytes ({fingerprint[:8]})")
 
 
 def run(vocab: str, cache_dir: str | None, limit: int) -> dict:
@@ -101,6 +144,7 @@ def main() -> None:
     lazy = [r for r in plain["rows"] if not r["persistable"]]
     if lazy:
         summary("not kept (rules built at run time)", lazy)
+    vocab_tables(args.vocab)
 
 
 if __name__ == "__main__":

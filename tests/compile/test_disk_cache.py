@@ -216,7 +216,12 @@ def test_size_bound_evicts_least_recently_used(qwen, tmp_path):
     now = _time.time()
     for i, p in enumerate(patterns):  # pattern 0 used most recently, then 5, 4, ...
         os.utime(cache.path(cache.key_digest(("regex", p))), (now - 100 + (50 if i == 0 else i), now - 100 + (50 if i == 0 else i)))
+    stale, fresh = tmp_path / f".tmp-stale{disk_cache.SUFFIX}.part", tmp_path / f".tmp-fresh{disk_cache.SUFFIX}.part"
+    stale.write_bytes(b"x")
+    fresh.write_bytes(b"x")
+    os.utime(stale, (now - 7200, now - 7200))  # a writer that died two hours ago
     cache.evict()
+    assert not stale.exists() and fresh.exists()  # a write in progress elsewhere is left alone
     assert cache.total_bytes() <= bound
     left = {p for p in patterns if cache.path(cache.key_digest(("regex", p))).exists()}
     assert patterns[0] in left and patterns[1] not in left and patterns[5] in left

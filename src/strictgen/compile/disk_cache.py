@@ -244,7 +244,16 @@ class DiskCache:
         return True
 
     def evict(self) -> None:
-        """Remove the least recently used files until the directory fits in max_bytes."""
+        """Remove the least recently used files until the directory fits in max_bytes, and
+        temporary files a process left behind (it stopped mid-write) an hour ago or more."""
+        import time
+
+        for tmp in self.directory.glob(".tmp-*" + SUFFIX + ".part"):
+            try:
+                if tmp.stat().st_mtime < time.time() - 3600:
+                    _remove(tmp)
+            except FileNotFoundError:
+                pass
         files = []
         for path in self.directory.glob("*" + SUFFIX):
             try:
