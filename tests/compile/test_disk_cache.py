@@ -76,14 +76,39 @@ def test_unenforced_and_markers_survive(qwen, tmp_path):
     assert hit and again.unenforced == cold.unenforced and again.markers == cold.markers
 
 
-def test_grammars_with_rules_built_at_run_time_are_not_stored(qwen, tmp_path):
+def test_grammars_with_families_are_not_stored(qwen, tmp_path):
     keys = [f"k{i}" for i in range(12)]  # any_order past 9 keys: a run-time family of key sets
     schema = {"type": "object", "properties": {k: {"type": "integer"} for k in keys}, "required": keys}
     make = lambda c: c.compile_json_schema(schema, any_order=True)  # noqa: E731
     g, hit = loaded(qwen, tmp_path, make)
     assert g.automaton.lazy is not None and not hit
-    assert not list(tmp_path.glob("*.sgc"))
+    (entry,) = tmp_path.glob("*.sgc")  # a small "not kept" entry, so no process builds its rules again to find out
+    assert entry.stat().st_size < 1000
     assert not loaded(qwen, tmp_path, make)[1]
+
+
+def test_deferred_rules_are_built_and_stored(qwen, tmp_path, monkeypatch):
+    """A compile that defers its called rules (budget 0 here): the store builds them as the
+    machine would, the loaded grammar has them all, and its masks are the cold compile's; where
+    loading them all would take longer than the compile did, nothing is stored."""
+    from strictgen.compile import automaton
+
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)
+    tree = {"$defs": {"node": {"type": "object", "properties": {"deferred_v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                               "additionalProperties": False}}, "$ref": "#/$defs/node"}  # rules no earlier compile built
+    make = lambda c: c.compile_json_schema(tree)  # noqa: E731
+    doc = '{"deferred_v": 1, "kids": [{"kids": []}, {"deferred_v": -2}]}'
+    cold, deferred = make(sg.GrammarCompiler(qwen)), make(sg.GrammarCompiler(qwen))
+    assert cold.automaton.lazy is not None and deferred.automaton.lazy is not None and not deferred.machine.added
+    key = ("json_schema",)  # any key: stored and loaded directly
+    cache = disk_cache.DiskCache(tmp_path, qwen)
+    assert not cache.store(key, deferred, compile_seconds=1e-9)  # a load would cost more: a "not kept" entry
+    assert cache.load(key) is None and cache.key_digest(key) in cache._not_kept
+    assert cache.store(key, deferred)
+    again = cache.load(key)
+    assert again.automaton.lazy is None and len(again.automaton.rules) == len(cold.automaton.lazy.names)
+    for a, b in zip(masks_along(again, doc), masks_along(cold, doc)):
+        assert np.array_equal(a, b)
 
 
 def stored_file(tok, directory, make):

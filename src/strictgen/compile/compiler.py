@@ -72,11 +72,12 @@ class GrammarCompiler:
         try:
             compiled = self._from_disk(key, t0)
             if compiled is None:
+                cpu = time.thread_time()  # the compile's own CPU time: other threads' work does not count
                 compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
                 if finish is not None:
                     finish(compiled)
                 if self.disk_cache is not None:
-                    self.disk_cache.store_later(key, compiled)
+                    self.disk_cache.store_later(key, compiled, time.thread_time() - cpu)
             with self._lock:
                 self._cache[key] = compiled
                 while len(self._cache) > self.cache_size:

@@ -3,10 +3,14 @@
 What is kept is a grammar's rule automata (the tables the pushdown machine is built from), not
 its masks or its machine: those grow as decoding visits states and are rebuilt from the automata
 (the first mask costs well under a millisecond, measured by scripts/disk_cache_restart.py). A
-file is written on a background thread after the compile, off the request's path. Grammars
-whose compile left rules to be built at run time (deferred past automaton.EAGER_STATES, or
-members of families: any_order objects past 9 keys, big counted patterns) are not kept: those
-rules need the grammar's IR, which has no safe file form here (`_all_rules`).
+file is written on a background thread after the compile, off the request's path. Rules the
+compile deferred (past automaton.EAGER_STATES) are built there, as the machine would build
+them, so a loaded grammar has every rule; since loading costs about LOAD_SECONDS_PER_STATE per
+state, such a grammar is kept only where that is less than its compile's CPU time (the building
+stops as soon as it is not). Grammars with families (rules made during generation as the
+document goes: any_order objects past 9 keys, big counted patterns) are not kept: their rules
+need the grammar's IR, which has no file form here. A grammar not kept gets a small "not kept"
+entry, so that restarts do not build its rules again to find out.
 
 One file per grammar, in a format of our own (never pickle: a cache directory may be shared, and
 a file from it must not run code):
@@ -56,8 +60,12 @@ MAGIC = b"SGCACHE\0"
 FORMAT = 1
 SUFFIX = ".sgc"
 DEFAULT_MAX_BYTES = 1 << 30
+# Loading a stored grammar costs about this per automaton state (rebuilding its rules and
+# machine), measured over the bench schemas on Qwen's vocabulary (6-9 µs; scripts/disk_cache_restart.py)
+LOAD_SECONDS_PER_STATE = 8e-6
 _HEAD = struct.Struct("<8sIH")
 _TAIL = struct.Struct("<32s32s32sQ32s")
+NOT_KEPT = object()  # what a "not kept" entry decodes to
 
 
 class CacheFileError(ValueError):
@@ -102,6 +110,7 @@ class DiskCache:
         self.max_bytes = max_bytes
         self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
         self._writers: list[threading.Thread] = []
+        self._not_kept: set[bytes] = set()  # keys a file says are not worth keeping
         self._lock = threading.Lock()
 
     # ---- keys and paths ----
@@ -141,6 +150,10 @@ class DiskCache:
             os.utime(path)  # least recently used goes first
         except OSError:
             pass
+        if compiled is NOT_KEPT:
+            with self._lock:
+                self._not_kept.add(digest)  # no store attempt (building its rules) in this process either
+            return None
         return compiled
 
     def _decode(self, data: bytes, digest: bytes) -> "CompiledGrammar":
@@ -150,6 +163,8 @@ class DiskCache:
         try:
             (meta_len,) = struct.unpack_from("<I", payload, 0)
             meta = json.loads(bytes(payload[4 : 4 + meta_len]).decode("utf-8"))
+            if meta.get("not_kept") is True and 4 + meta_len == len(payload):
+                return NOT_KEPT
             arrays = _Reader(payload, 4 + meta_len)
             specs = meta["rules"]
             rules = [RuleDFA(str(r["name"]), _rebuild(arrays, int(r["states"]), int(r["classes"]), int(r["calls"]), len(specs))) for r in specs]
@@ -195,11 +210,15 @@ class DiskCache:
 
     # ---- store ----
 
-    def store_later(self, key: Hashable, compiled: "CompiledGrammar") -> None:
+    def store_later(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None = None) -> None:
         """Write `compiled` on a background thread (deferred rules are built there, off the
-        request's path). `flush()` waits for the writes started so far."""
-        thread = threading.Thread(target=self._store_quietly, args=(key, compiled), name="strictgen-cache-write", daemon=True)
+        request's path); `compile_seconds`: the CPU time its compile took (a grammar with
+        deferred rules is kept only where loading them all would take less). `flush()` waits
+        for the writes started so far."""
+        thread = threading.Thread(target=self._store_quietly, args=(key, compiled, compile_seconds), name="strictgen-cache-write", daemon=True)
         with self._lock:
+            if self.key_digest(key) in self._not_kept:
+                return
             self._writers = [t for t in self._writers if t.is_alive()]
             self._writers.append(thread)
         thread.start()
@@ -210,18 +229,21 @@ class DiskCache:
         for t in writers:
             t.join()
 
-    def _store_quietly(self, key: Hashable, compiled: "CompiledGrammar") -> None:
+    def _store_quietly(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None) -> None:
         try:
-            self.store(key, compiled)
+            self.store(key, compiled, compile_seconds)
         except Exception as exc:  # a cache write never fails a request; say why once
             logger.warning("strictgen cache: not stored (%s: %s)", type(exc).__name__, exc)
 
-    def store(self, key: Hashable, compiled: "CompiledGrammar") -> bool:
-        """Write `compiled` for `key` (atomically); False when it cannot be kept (run-time families)."""
-        rules = _all_rules(compiled)
-        if rules is None:
-            return False
+    def store(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None = None) -> bool:
+        """Write `compiled` for `key` (atomically); False when it is not kept (families, or
+        deferred rules whose load would take longer than `compile_seconds`)."""
+        budget = None if compiled.automaton.lazy is None or compile_seconds is None else compile_seconds / LOAD_SECONDS_PER_STATE
+        rules = _all_rules(compiled, budget)
         digest = self.key_digest(key)
+        if rules is None:  # a small entry that says so: later processes do not build its rules again to find out
+            self._write(digest, {"not_kept": True}, [])
+            return False
         meta = {
             "source": compiled.source,
             "markers": list(compiled.markers),
@@ -235,13 +257,16 @@ class DiskCache:
             start, callee, ret = dfa.call_arrays()
             meta["rules"].append({"name": rule.name, "states": dfa.num_states, "classes": dfa.num_classes, "calls": len(callee) // 4})
             parts += [compact, classmap, dfa.accepting(), start, callee, ret]
+        self._write(digest, meta, parts)
+        return True
+
+    def _write(self, digest: bytes, meta: dict, parts: list[bytes]) -> None:
         meta_bytes = json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass")
         payload = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(parts)
         version = _version().encode("utf-8")
         header = _HEAD.pack(MAGIC, FORMAT, len(version)) + version + _TAIL.pack(code_digest(), self._vocab, digest, len(payload), hashlib.sha256(payload).digest())
         _write_atomically(self.path(digest), header + payload)
         self.evict()
-        return True
 
     def evict(self) -> None:
         """Remove the least recently used files until the directory fits in max_bytes, and
@@ -306,7 +331,7 @@ def _rebuild(arrays: _Reader, n: int, k: int, ncalls: int, num_rules: int) -> re
         raise CacheFileError("call starts out of order")
     if ncalls and (callee.min() < 0 or callee.max() >= num_rules or ret.min() < 0 or ret.max() >= n):
         raise CacheFileError("a call edge out of range")
-    bytes_only = regular.from_classes(table.astype("<i4").tobytes(), (accepting != 0).astype(np.uint8).tobytes(), classmap.tobytes())
+    bytes_only = regular.from_classes(table.data, accepting.data, classmap.data)  # views of the payload: no copies
     if not ncalls:
         return bytes_only
     nfa = regular.NFA()
@@ -322,12 +347,35 @@ def _rebuild(arrays: _Reader, n: int, k: int, ncalls: int, num_rules: int) -> re
     return dfa
 
 
-def _all_rules(compiled: "CompiledGrammar") -> list[RuleDFA] | None:
-    """Every rule's automaton when the compile built them all, else None: rules deferred past the
-    compile's budget or members of run-time families need the grammar's IR to be built, and
-    building them all to store them made a stored file load slower than the deferred compile
-    (a 0.7 s compile of 12,000 states became a 3.6 s load of 113,000; scripts/disk_cache_restart.py)."""
-    return list(compiled.automaton.rules) if compiled.automaton.lazy is None else None
+def _all_rules(compiled: "CompiledGrammar", max_states: float | None = None) -> list[RuleDFA] | None:
+    """Every static rule's automaton, the deferred ones built now as the machine builds them
+    (taken from it where it has), or None when the grammar has families (their rules follow the
+    document) or its rules pass `max_states` states (the building stops there). The rule lock
+    is held per rule, so a matcher waiting for one waits for one build."""
+    from strictgen import deadline
+
+    automaton = compiled.automaton
+    lazy = automaton.lazy
+    rules = list(automaton.rules)
+    if lazy is None:
+        return rules
+    states = sum(r.num_states for r in rules)
+    for index in range(len(rules), len(lazy.names)):
+        if max_states is not None and states > max_states:
+            return None
+        with lazy.lock:
+            if lazy.calls.lazy:
+                return None
+            got = compiled.machine.added.get(index)
+            if got is None:
+                with deadline.compile_deadline(lazy.timeout):
+                    got = RuleDFA(*lazy.dfa(index))
+        rules.append(got)
+        states += got.num_states
+    if max_states is not None and states > max_states:
+        return None
+    with lazy.lock:
+        return None if lazy.calls.lazy else rules  # a deferred rule may have met a family
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
