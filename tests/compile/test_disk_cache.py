@@ -23,14 +23,18 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength
 DOC = '{"name": "abc", "tags": [1, 22], "extra": {"k": [null, {"z": true}]}}'
 GBNF = 'root ::= "(" list ")"\nlist ::= item ("," item)*\nitem ::= [0-9]+ | "(" list ")"'
 REGEX = "[a-c]{1,3}@(x|yz)"
+UNIQUE = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "n": {"type": "integer"}},
+          "required": ["tags"]}
 
 
 def formats(compiler):
-    """(name, compile function, a valid document) for a schema with calls, recursive GBNF, a regex."""
+    """(name, compile function, a valid document) for a schema with calls, recursive GBNF, a regex,
+    a schema with uniqueItems."""
     return [
         ("schema", lambda c: c.compile_json_schema(SCHEMA), DOC),
         ("gbnf", lambda c: c.compile_grammar(GBNF), "(1,(22,(3)),4)"),
         ("regex", lambda c: c.compile_regex(REGEX), "abc@yz"),
+        ("unique", lambda c: c.compile_json_schema(UNIQUE), '{"tags": ["a", "b", "ab"], "n": 3}'),  # the matcher follows uniqueItems
     ]
 
 
@@ -65,7 +69,7 @@ def test_round_trip_gives_the_cold_masks(qwen, tmp_path):
         assert again.automaton.lazy is None and len(again.automaton.rules) == len(cold.automaton.rules)
         for a, b in zip(masks_along(again, doc), masks_along(cold, doc)):
             assert np.array_equal(a, b), name
-    assert len(list(tmp_path.glob("*.sgc"))) == 3
+    assert len(list(tmp_path.glob("*.sgc"))) == 4
 
 
 def test_unenforced_and_markers_survive(qwen, tmp_path):
