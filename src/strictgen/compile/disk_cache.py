@@ -109,6 +109,7 @@ class DiskCache:
         self.tokenizer_info = tokenizer_info
         self.max_bytes = max_bytes
         self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
+        code_digest()  # read the sources now, at start-up, not on the first request's path
         self._writers: list[threading.Thread] = []
         self._not_kept: set[bytes] = set()  # keys a file says are not worth keeping
         self._lock = threading.Lock()
