@@ -126,7 +126,7 @@ def main() -> None:
         warm = run(args.vocab, d, args.max_schemas)
     plain = run(args.vocab, None, args.max_schemas)
     kept = {r["schema"] for r in warm["rows"] if r["from_disk"]}
-    print(f"{args.vocab}: {len(cold['rows'])} schemas; the cache keeps {len(sizes)} of them ({len(files) - len(sizes)} "not kept" entries) "
+    print(f"{args.vocab}: {len(cold['rows'])} schemas; the cache keeps {len(sizes)} of them ({len(files) - len(sizes)} 'not kept' entries) "
           f"({len(kept)} answered from disk after the restart); vocabulary load {cold['vocab_s']:.2f} / {warm['vocab_s']:.2f} s")
     if sizes:
         print(f"  bytes per stored grammar: median {statistics.median(sizes):,.0f}, max {max(sizes):,}, total {sum(sizes):,}")
