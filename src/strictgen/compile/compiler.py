@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -11,6 +12,7 @@ from strictgen.deadline import compile_deadline
 from strictgen.grammar.ir import Grammar, literal_trie
 
 from .compiled import CompiledGrammar
+from .disk_cache import DEFAULT_MAX_BYTES, DiskCache
 from .guards import collector_paused, user_errors
 
 __all__ = ["GrammarCompiler", "user_errors"]
@@ -22,14 +24,17 @@ if TYPE_CHECKING:
 class GrammarCompiler:
     """Compiles formats for one vocabulary; equal requests return the same CompiledGrammar."""
 
-    def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128, compile_timeout: float | None = 30.0, defer_rules: bool = True):
+    def __init__(self, tokenizer_info: "TokenizerInfo", cache_size: int = 128, compile_timeout: float | None = 30.0, defer_rules: bool = True,
+                 cache_dir: str | os.PathLike | None = None, cache_max_bytes: int = DEFAULT_MAX_BYTES):
         """`compile_timeout`: seconds one compile may take before it fails with GrammarTooLargeError
         (None: no limit). `defer_rules`: a grammar whose rules kept as calls (subschemas used in
         several places, recursive rules) pass a budget (automaton.EAGER_STATES) builds the rest
         the first time generation enters them, not in the compile: the compile, on the first
         token's path, pays for a share, and rules a document never visits cost nothing; the first
         mask inside such a rule pays for its build instead. False builds every rule ahead (even
-        masks, slower compiles of big schemas)."""
+        masks, slower compiles of big schemas). `cache_dir`: a directory (shared by processes)
+        where compiled grammars persist across restarts, at most `cache_max_bytes`, least
+        recently used removed first (disk_cache.py)."""
         self.tokenizer_info = tokenizer_info
         self.defer_rules = defer_rules
         self.cache_size = cache_size
@@ -37,6 +42,9 @@ class GrammarCompiler:
         self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: dict[Hashable, threading.Event] = {}  # keys being compiled now
+        self.disk_cache: DiskCache | None = None
+        if cache_dir is not None:
+            self.use_disk_cache(cache_dir, cache_max_bytes)
         # a server's hooks: the semaphore bounds concurrent cold compiles (cache hits never wait on it);
         # the observer gets (format kind, seconds, cache hit) for every compile asked for
         self.compile_slots: threading.Semaphore | None = None
@@ -62,9 +70,14 @@ class GrammarCompiler:
             self._observed(str(key[0]), t0, True)
             return got
         try:
-            compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
-            if finish is not None:
-                finish(compiled)
+            compiled = self._from_disk(key, t0)
+            if compiled is None:
+                cpu = time.thread_time()  # the compile's own CPU time: other threads' work does not count
+                compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
+                if finish is not None:
+                    finish(compiled)
+                if self.disk_cache is not None:
+                    self.disk_cache.store_later(key, compiled, time.thread_time() - cpu)
             with self._lock:
                 self._cache[key] = compiled
                 while len(self._cache) > self.cache_size:
@@ -73,6 +86,20 @@ class GrammarCompiler:
             with self._lock:
                 del self._pending[key]
             pending.set()
+        return compiled
+
+    def use_disk_cache(self, cache_dir: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir)."""
+        self.disk_cache = DiskCache(cache_dir, self.tokenizer_info, max_bytes)
+
+    def _from_disk(self, key: Hashable, t0: float) -> CompiledGrammar | None:
+        """The grammar `key` from the disk cache (observed as a hit), or None."""
+        if self.disk_cache is None:
+            return None
+        with collector_paused():
+            compiled = self.disk_cache.load(key)  # never raises: a bad file is a miss
+        if compiled is not None:
+            self._observed(str(key[0]), t0, True)
         return compiled
 
     def compile_grammar(self, gbnf_text: str, root: str = "root") -> CompiledGrammar:

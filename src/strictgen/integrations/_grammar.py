@@ -32,14 +32,7 @@ class RequestGrammar:
 
     def validate_tokens(self, tokens: Sequence[int]) -> list[int]:
         """The longest prefix of `tokens` the grammar accepts from here; the state does not move."""
-        kept = 0
-        for tok in tokens:
-            if not self.matcher.accept_token(int(tok)):
-                break
-            kept += 1
-        if kept:
-            self.matcher.rollback(kept)
-        return [int(t) for t in tokens[:kept]]
+        return [int(t) for t in tokens[: self.matcher.validate_tokens(tokens)]]
 
     def rollback(self, num_tokens: int) -> None:
         self.matcher.rollback(num_tokens)

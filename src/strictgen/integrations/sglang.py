@@ -7,7 +7,9 @@ with strictgen, `register` is also an SGLang general plugin (entry point `sglang
 SGLang runs in every process it spawns, so plain `sglang serve ... --grammar-backend strictgen`
 works too. Requests use SGLang's own fields: `json_schema` (or "$$ANY$$" for any JSON), `regex`,
 `ebnf` (strictgen reads it as GBNF), `structural_tag` (the JSON SGLang makes of a `structural_tag`
-response format). See docs/engines.md.
+response format). Speculative decoding (EAGLE, n-gram) works as with SGLang's xgrammar backend:
+SGLang's spec_utils.traverse_tree fills the verify tree's rows through accept_token /
+fill_vocab_mask / rollback; `traverse_draft_tree` does the same walk in one call. See docs/engines.md.
 
 This module imports SGLang; strictgen itself never does.
 """
@@ -67,6 +69,22 @@ class StrictgenGrammar(BaseGrammarObject):
 
     def rollback(self, k: int) -> None:
         self.grammar.rollback(k)
+
+    # speculative decoding: SGLang's spec_utils.traverse_tree drives accept_token / fill_vocab_mask /
+    # rollback(1) node by node, as for its xgrammar backend; this does the same walk in one call
+
+    def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens, vocab_mask: torch.Tensor,
+                            time_threshold: float | None = None) -> int:
+        """Fill vocab_mask's rows for a verify tree (node 0: the last accepted token) as
+        spec_utils.traverse_tree does, each row exactly the mask after the tokens on its path
+        (runtime/drafts.py); the state does not move. Returns the nodes given a mask."""
+        as_list = lambda t: t.tolist() if hasattr(t, "tolist") else list(t)  # noqa: E731
+        return self.matcher.fill_draft_tree_bitmasks(as_list(draft_tokens), as_list(retrieve_next_token), as_list(retrieve_next_sibling),
+                                                     vocab_mask, time_budget=time_threshold)
+
+    def validate_tokens(self, tokens: List[int]) -> int:
+        """How many leading draft tokens the grammar accepts from here; the state does not move."""
+        return self.matcher.validate_tokens(tokens)
 
     def is_terminated(self) -> bool:
         return self.grammar.is_terminated()

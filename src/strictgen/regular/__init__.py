@@ -27,7 +27,7 @@ from ._regular import from_table as _from_table
 from ._regular import lazy as _lazy
 from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "minimal", "minimize", "product", "refine"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "minimal", "minimize", "product", "refine"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -117,6 +117,13 @@ def dense(table: bytes, accepting: bytes) -> DFA:
     """A DFA without calls from a dense table (int32 bytes, 256 next states per state, -1 dead;
     state 0 the start) and one accepting byte per state."""
     return _from_table(table, accepting, None)
+
+
+def from_classes(table: bytes, accepting: bytes, classmap: bytes) -> DFA:
+    """A DFA without calls from a table by byte class (int32 bytes, one next state per class
+    and state, -1 dead; state 0 the start), one accepting byte per state and the 256-byte class
+    map: what `DFA.compact()` gives back, read in again."""
+    return _from_table(table, accepting, classmap)
 
 
 def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True) -> tuple[bytes, bytes] | None:

@@ -13,6 +13,8 @@ from strictgen.compile.machine import DEAD
 from strictgen.compile.unique_items import VETO
 from strictgen.errors import StrictgenError
 
+from . import drafts
+
 
 def _complete_utf8_prefix(data: bytes) -> str:
     """The longest prefix of `data` that is whole UTF-8 text ("" if it starts mid-character)."""
@@ -137,3 +139,21 @@ class GrammarMatcher:
     def find_jump_forward_bytes(self) -> bytes:
         """Like find_jump_forward_string, as raw bytes (may end inside a UTF-8 character)."""
         return b"" if self._terminated else self._machine.forced_bytes(self.state)
+
+    # ---- speculative decoding (drafts.py): the matcher does not move ----
+
+    def validate_tokens(self, tokens) -> int:
+        """How many leading tokens of a draft the grammar accepts from here."""
+        return drafts.validate_tokens(self, tokens)
+
+    def fill_draft_bitmasks(self, draft, bitmask, start_row: int = 0) -> int:
+        """Rows start_row + k := the mask after draft[:k], up to the first refused token; returns the rows written."""
+        return drafts.fill_draft_bitmasks(self, draft, bitmask, start_row)
+
+    def fill_draft_tree_bitmasks(self, tokens, first_child, next_sibling, bitmask, start_row: int = 0, time_budget: float | None = None) -> int:
+        """A draft tree's masks (SGLang's layout, node 0 the root); returns the nodes given a mask."""
+        return drafts.fill_draft_tree_bitmasks(self, tokens, first_child, next_sibling, bitmask, start_row, time_budget)
+
+    def forced_draft_tokens(self) -> list[int]:
+        """The text the grammar forces next, as tokens: a free draft."""
+        return drafts.forced_draft_tokens(self)

@@ -49,6 +49,8 @@ class ServeOptions:
     request_timeout: float | None = None  # seconds from arrival; past it the generation stops
     log_format: str = "text"
     log_content: bool = False
+    cache_dir: str | None = None  # compiled grammars kept on disk across restarts (compile/disk_cache.py)
+    cache_max_bytes: int = 1 << 30
 
 
 def options_from_args(args) -> ServeOptions:
@@ -67,7 +69,10 @@ def options_from_args(args) -> ServeOptions:
     if warning:
         print(warning, file=sys.stderr)
     configure(args.log_level)
-    return ServeOptions(keys, args.max_queue, args.max_concurrent_compiles, args.request_timeout, args.log_format, args.log_content)
+    if args.cache_max_bytes <= 0:
+        raise StrictgenError("--cache-max-bytes must be > 0")
+    return ServeOptions(keys, args.max_queue, args.max_concurrent_compiles, args.request_timeout, args.log_format, args.log_content,
+                        args.cache_dir, args.cache_max_bytes)
 
 
 def _openai_error(status: int, message: str, kind: str, code: str, headers: dict | None = None) -> JSONResponse:
@@ -98,9 +103,11 @@ class Operations:
         self.preparer = Preparer(self.admission.limit + 1)
 
     def attach(self, compiler: "GrammarCompiler") -> None:
-        """Bound the compiler's cold compiles and observe every compile."""
+        """Bound the compiler's cold compiles, observe every compile, and keep them on disk if asked."""
         compiler.compile_slots = threading.BoundedSemaphore(self.options.max_concurrent_compiles)
         compiler.on_compile = self._compiled
+        if self.options.cache_dir:
+            compiler.use_disk_cache(self.options.cache_dir, self.options.cache_max_bytes)
 
     def _compiled(self, kind: str, seconds: float, hit: bool) -> None:
         self.metrics.compiled(kind, seconds, hit)

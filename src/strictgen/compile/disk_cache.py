@@ -1,0 +1,409 @@
+"""Compiled grammars on disk, so a restarted server, a new worker or a replica skips the compile.
+
+What is kept is a grammar's rule automata (the tables the pushdown machine is built from), not
+its masks or its machine: those grow as decoding visits states and are rebuilt from the automata
+(the first mask costs well under a millisecond, measured by scripts/disk_cache_restart.py). A
+file is written on a background thread after the compile, off the request's path. Rules the
+compile deferred (past automaton.EAGER_STATES) are built there, as the machine would build
+them, so a loaded grammar has every rule; since loading costs about LOAD_SECONDS_PER_STATE per
+state, such a grammar is kept only where that is less than its compile's CPU time (the building
+stops as soon as it is not). Grammars with families (rules made during generation as the
+document goes: any_order objects past 9 keys, big counted patterns) are not kept: their rules
+need the grammar's IR, which has no file form here. A grammar not kept gets a small "not kept"
+entry, so that restarts do not build its rules again to find out.
+
+One file per grammar, in a format of our own (never pickle: a cache directory may be shared, and
+a file from it must not run code):
+
+    magic "SGCACHE\\0" | u32 format | u16 n + strictgen version | 32-byte code digest |
+    32-byte vocabulary fingerprint | 32-byte key digest | u64 payload size | 32-byte payload sha256 | payload
+
+payload: u32 n + JSON metadata (source, markers, unenforced, per rule: name, states, byte classes,
+calls) | per rule: int32 table (states x classes), 256-byte class map, a byte per state
+(accepting), int32 call starts (states + 1), callees, return states.
+
+The key digest covers the compile request (format kind, text and options) and the file header
+strictgen's version, a digest of the code that builds automata, and the vocabulary's content
+fingerprint. Writes go to a temporary file that is fsynced and renamed into place, so readers
+(other processes too) see a whole file or none. A file that is short, fails its checksum or
+header, or does not parse into consistent automata is ignored with one warning line and
+removed; the grammar is compiled and written again. The directory is kept under `max_bytes` by
+removing the least recently used files (a load touches its file's time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import struct
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Hashable
+
+import numpy as np
+
+from strictgen import regular
+
+from .automaton import CompiledAutomaton, RuleDFA
+
+if TYPE_CHECKING:
+    from strictgen.tokenizer.info import TokenizerInfo
+
+    from .compiled import CompiledGrammar
+
+logger = logging.getLogger("strictgen.cache")
+
+MAGIC = b"SGCACHE\0"
+FORMAT = 1
+SUFFIX = ".sgc"
+DEFAULT_MAX_BYTES = 1 << 30
+# Loading a stored grammar costs about this per automaton state (rebuilding its rules and
+# machine), measured over the bench schemas on Qwen's vocabulary (6-9 µs; scripts/disk_cache_restart.py)
+LOAD_SECONDS_PER_STATE = 8e-6
+_HEAD = struct.Struct("<8sIH")
+_TAIL = struct.Struct("<32s32s32sQ32s")
+NOT_KEPT = object()  # what a "not kept" entry decodes to
+
+
+class CacheFileError(ValueError):
+    """A cache file that cannot be used (the reason is the message)."""
+
+
+_code_digest: bytes | None = None
+
+
+def code_digest() -> bytes:
+    """sha256 of the source of the layers that turn a format into automata (grammar/, compile/,
+    regular/, tokenizer/): a development tree whose version string did not change still never
+    reads automata an older build of the compiler wrote."""
+    global _code_digest
+    if _code_digest is None:
+        root = Path(__file__).resolve().parents[1]
+        h = hashlib.sha256()
+        for layer in ("grammar", "compile", "regular", "tokenizer"):
+            for path in sorted((root / layer).rglob("*")):
+                if path.suffix in (".py", ".c", ".h"):
+                    h.update(path.relative_to(root).as_posix().encode() + b"\0")
+                    h.update(path.read_bytes())
+        _code_digest = h.digest()
+    return _code_digest
+
+
+def _version() -> str:
+    from strictgen import __version__
+
+    return __version__
+
+
+class DiskCache:
+    """The compiled grammars of one vocabulary in `directory` (shared by processes)."""
+
+    def __init__(self, directory: str | os.PathLike, tokenizer_info: "TokenizerInfo", max_bytes: int = DEFAULT_MAX_BYTES):
+        if max_bytes <= 0:
+            raise ValueError(f"cache_max_bytes must be positive, not {max_bytes}")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.tokenizer_info = tokenizer_info
+        self.max_bytes = max_bytes
+        self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
+        code_digest()  # read the sources now, at start-up, not on the first request's path
+        self._writers: list[threading.Thread] = []
+        self._not_kept: set[bytes] = set()  # keys a file says are not worth keeping
+        self._lock = threading.Lock()
+
+    # ---- keys and paths ----
+
+    def key_digest(self, key: Hashable) -> bytes:
+        """The digest naming a compile request (its kind, text and options are the key's repr:
+        strings, bools and frozen dataclasses, whose reprs are stable across processes)."""
+        h = hashlib.sha256(b"strictgen-grammar-key\0")
+        for part in (repr(key), _version()):
+            h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+        h.update(code_digest() + self._vocab)
+        return h.digest()
+
+    def path(self, digest: bytes) -> Path:
+        return self.directory / (digest.hex()[:40] + SUFFIX)
+
+    # ---- load ----
+
+    def load(self, key: Hashable) -> "CompiledGrammar | None":
+        """The grammar stored for `key`, or None (absent, or a bad file: warned about and removed)."""
+        digest = self.key_digest(key)
+        path = self.path(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("strictgen cache: cannot read %s (%s); compiling instead", path, exc)
+            return None
+        try:
+            compiled = self._decode(data, digest)
+        except Exception as exc:  # CacheFileError, or anything a damaged file makes the rebuild raise
+            logger.warning("strictgen cache: ignoring %s (%s); compiling it again", path, exc)
+            _remove(path)
+            return None
+        try:
+            os.utime(path)  # least recently used goes first
+        except OSError:
+            pass
+        if compiled is NOT_KEPT:
+            with self._lock:
+                self._not_kept.add(digest)  # no store attempt (building its rules) in this process either
+            return None
+        return compiled
+
+    def _decode(self, data: bytes, digest: bytes) -> "CompiledGrammar":
+        from .compiled import CompiledGrammar
+
+        payload = self._check_header(data, digest)
+        try:
+            (meta_len,) = struct.unpack_from("<I", payload, 0)
+            meta = json.loads(bytes(payload[4 : 4 + meta_len]).decode("utf-8"))
+            if meta.get("not_kept") is True and 4 + meta_len == len(payload):
+                return NOT_KEPT
+            arrays = _Reader(payload, 4 + meta_len)
+            specs = meta["rules"]
+            rules = [RuleDFA(str(r["name"]), _rebuild(arrays, int(r["states"]), int(r["classes"]), int(r["calls"]), len(specs))) for r in specs]
+            if not rules or arrays.pos != len(payload):
+                raise CacheFileError("the payload does not match its metadata")
+            markers = tuple(str(m) for m in meta["markers"])
+            unenforced = [tuple(u) for u in meta["unenforced"]] if meta.get("unenforced") is not None else None
+            source = str(meta["source"])
+        except CacheFileError:
+            raise
+        except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError, MemoryError) as exc:
+            raise CacheFileError(f"malformed payload: {exc}") from None
+        compiled = CompiledGrammar.from_automaton(CompiledAutomaton(rules), self.tokenizer_info, source, markers)
+        if unenforced is not None:
+            compiled.unenforced = unenforced
+        return compiled
+
+    def _check_header(self, data: bytes, digest: bytes) -> memoryview:
+        if len(data) < _HEAD.size:
+            raise CacheFileError("truncated header")
+        magic, fmt, vlen = _HEAD.unpack_from(data, 0)
+        if magic != MAGIC:
+            raise CacheFileError("not a strictgen cache file")
+        if fmt != FORMAT:
+            raise CacheFileError(f"format {fmt}, this strictgen reads {FORMAT}")
+        at = _HEAD.size + vlen
+        if vlen > 64 or len(data) < at + _TAIL.size:
+            raise CacheFileError("truncated or damaged header")
+        version = data[_HEAD.size : at].decode("utf-8", "backslashreplace")
+        code, vocab, key, size, checksum = _TAIL.unpack_from(data, at)
+        if version != _version() or code != code_digest():
+            raise CacheFileError(f"written by another strictgen ({version!r})")
+        if vocab != self._vocab:
+            raise CacheFileError("written for another vocabulary")
+        if key != digest:
+            raise CacheFileError("holds another grammar")
+        payload = memoryview(data)[at + _TAIL.size :]
+        if len(payload) != size:
+            raise CacheFileError(f"payload of {len(payload)} bytes, header says {size}")
+        if hashlib.sha256(payload).digest() != checksum:
+            raise CacheFileError("checksum mismatch")
+        return payload
+
+    # ---- store ----
+
+    def store_later(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None = None) -> None:
+        """Write `compiled` on a background thread (deferred rules are built there, off the
+        request's path); `compile_seconds`: the CPU time its compile took (a grammar with
+        deferred rules is kept only where loading them all would take less). `flush()` waits
+        for the writes started so far."""
+        thread = threading.Thread(target=self._store_quietly, args=(key, compiled, compile_seconds), name="strictgen-cache-write", daemon=True)
+        with self._lock:
+            if self.key_digest(key) in self._not_kept:
+                return
+            self._writers = [t for t in self._writers if t.is_alive()]
+            self._writers.append(thread)
+        thread.start()
+
+    def flush(self) -> None:
+        with self._lock:
+            writers = list(self._writers)
+        for t in writers:
+            t.join()
+
+    def _store_quietly(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None) -> None:
+        try:
+            self.store(key, compiled, compile_seconds)
+        except Exception as exc:  # a cache write never fails a request; say why once
+            logger.warning("strictgen cache: not stored (%s: %s)", type(exc).__name__, exc)
+
+    def store(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None = None) -> bool:
+        """Write `compiled` for `key` (atomically); False when it is not kept (families, or
+        deferred rules whose load would take longer than `compile_seconds`)."""
+        budget = None if compiled.automaton.lazy is None or compile_seconds is None else compile_seconds / LOAD_SECONDS_PER_STATE
+        rules = _all_rules(compiled, budget)
+        digest = self.key_digest(key)
+        if rules is None:  # a small entry that says so: later processes do not build its rules again to find out
+            self._write(digest, {"not_kept": True}, [])
+            return False
+        meta = {
+            "source": compiled.source,
+            "markers": list(compiled.markers),
+            "unenforced": [list(u) for u in compiled.unenforced] if hasattr(compiled, "unenforced") else None,
+            "rules": [],
+        }
+        parts: list[bytes] = []
+        for rule in rules:
+            dfa = rule.dfa
+            compact, classmap = dfa.compact(0)
+            start, callee, ret = dfa.call_arrays()
+            meta["rules"].append({"name": rule.name, "states": dfa.num_states, "classes": dfa.num_classes, "calls": len(callee) // 4})
+            parts += [compact, classmap, dfa.accepting(), start, callee, ret]
+        self._write(digest, meta, parts)
+        return True
+
+    def _write(self, digest: bytes, meta: dict, parts: list[bytes]) -> None:
+        meta_bytes = json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        payload = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(parts)
+        version = _version().encode("utf-8")
+        header = _HEAD.pack(MAGIC, FORMAT, len(version)) + version + _TAIL.pack(code_digest(), self._vocab, digest, len(payload), hashlib.sha256(payload).digest())
+        _write_atomically(self.path(digest), header + payload)
+        self.evict()
+
+    def evict(self) -> None:
+        """Remove the least recently used files until the directory fits in max_bytes, and
+        temporary files a process left behind (it stopped mid-write) an hour ago or more."""
+        import time
+
+        for tmp in self.directory.glob(".tmp-*" + SUFFIX + ".part"):
+            try:
+                if tmp.stat().st_mtime < time.time() - 3600:
+                    _remove(tmp)
+            except FileNotFoundError:
+                pass
+        files = []
+        for path in self.directory.glob("*" + SUFFIX):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue  # another process removed it
+            files.append((st.st_mtime, st.st_size, path))
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files):
+            if total <= self.max_bytes:
+                break
+            _remove(path)
+            total -= size
+
+    def total_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.directory.glob("*" + SUFFIX))
+
+
+class _Reader:
+    """Typed arrays read one after another from the payload, every length checked."""
+
+    def __init__(self, payload: memoryview, pos: int):
+        self.payload = payload
+        self.pos = pos
+
+    def take(self, count: int, dtype) -> np.ndarray:
+        size = count * np.dtype(dtype).itemsize
+        if count < 0 or self.pos + size > len(self.payload):
+            raise CacheFileError("the payload is shorter than its metadata says")
+        out = np.frombuffer(self.payload, dtype=dtype, count=count, offset=self.pos)
+        self.pos += size
+        return out
+
+
+def _rebuild(arrays: _Reader, n: int, k: int, ncalls: int, num_rules: int) -> regular.DFA:
+    """A rule's DFA from its stored arrays, checked: a call-free DFA of the byte table (the core's
+    dense constructor), embedded in an NFA at its own state numbers, plus the call edges, and
+    determinised again; the result must have the same number of states."""
+    if n < 1 or not 1 <= k <= 256:
+        raise CacheFileError("a rule with no states or a bad class count")
+    table = arrays.take(n * k, "<i4").reshape(n, k)
+    classmap = arrays.take(256, np.uint8)
+    accepting = arrays.take(n, np.uint8)
+    start = arrays.take(n + 1, "<i4")
+    callee = arrays.take(ncalls, "<i4")
+    ret = arrays.take(ncalls, "<i4")
+    if int(classmap.max()) >= k or table.min() < -1 or table.max() >= n:
+        raise CacheFileError("a byte table entry out of range")
+    if start[0] != 0 or start[-1] != ncalls or (np.diff(start) < 0).any():
+        raise CacheFileError("call starts out of order")
+    if ncalls and (callee.min() < 0 or callee.max() >= num_rules or ret.min() < 0 or ret.max() >= n):
+        raise CacheFileError("a call edge out of range")
+    bytes_only = regular.from_classes(table.data, accepting.data, classmap.data)  # views of the payload: no copies
+    if not ncalls:
+        return bytes_only
+    nfa = regular.NFA()
+    entry, final = nfa.add_state(), nfa.add_state()
+    base = nfa.num_states  # embed numbers the DFA's state q as base + q
+    nfa.embed(bytes_only, entry, final)
+    sources = np.repeat(np.arange(n, dtype=np.int64), np.diff(start))
+    for s, c, r in zip(sources.tolist(), callee.tolist(), ret.tolist()):
+        nfa.add_call(base + s, c, base + r)
+    dfa = regular.determinize(nfa, base, final)  # from base itself: a return to state 0 is state 0
+    if dfa.num_states != n:
+        raise CacheFileError(f"a rule rebuilt with {dfa.num_states} states, stored with {n}")
+    return dfa
+
+
+def _all_rules(compiled: "CompiledGrammar", max_states: float | None = None) -> list[RuleDFA] | None:
+    """Every static rule's automaton, the deferred ones built now as the machine builds them
+    (taken from it where it has), or None when the grammar has families (their rules follow the
+    document) or its rules pass `max_states` states (the building stops there). The rule lock
+    is held per rule, so a matcher waiting for one waits for one build."""
+    from strictgen import deadline
+
+    automaton = compiled.automaton
+    lazy = automaton.lazy
+    rules = list(automaton.rules)
+    if lazy is None:
+        return rules
+    states = sum(r.num_states for r in rules)
+    for index in range(len(rules), len(lazy.names)):
+        if max_states is not None and states > max_states:
+            return None
+        with lazy.lock:
+            if lazy.calls.lazy:
+                return None
+            got = compiled.machine.added.get(index)
+            if got is None:
+                with deadline.compile_deadline(lazy.timeout):
+                    got = RuleDFA(*lazy.dfa(index))
+        rules.append(got)
+        states += got.num_states
+    if max_states is not None and states > max_states:
+        return None
+    with lazy.lock:
+        return None if lazy.calls.lazy else rules  # a deferred rule may have met a family
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX + ".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(Path(tmp))
+        raise
+    try:  # the rename itself reaches the disk once the directory is synced
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        logger.warning("strictgen cache: cannot remove %s (%s)", path, exc)
