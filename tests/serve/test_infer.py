@@ -40,6 +40,8 @@ TEMPLATES = {
     "numbered": _template(
         "{% if m.tool_calls %}[[CALLS]]{% for c in m.tool_calls %}{% if not loop.first %} | {% endif %}#{{ loop.index0 }} {{ c.function.name }} {{ c.function.arguments | tojson }}{% endfor %}[[/CALLS]]{% endif %}"
     ),
+    # compact JSON (no spaces), one section per call
+    "compact": _template("{% for c in m.tool_calls or [] %}<fn name=\"{{ c.function.name }}\">{{ c.function.arguments | tojson(separators=(',', ':')) }}</fn>{% endfor %}"),
     # per-parameter values as JSON (strings quoted), with a reasoning block of its own
     "json_values": _template(
         "{% for c in m.tool_calls or [] %}<call:{{ c.function.name }}>{% for k, v in c.function.arguments.items() %}{{ k }}={{ v | tojson }};{% endfor %}</call>{% endfor %}",
@@ -50,6 +52,7 @@ SYNTAX = {  # what inference must find
     "arg_pairs": ("<tool_call>@NAME@\n@KV@</tool_call>", ("<arg_key>", "</arg_key>\n<arg_value>", "</arg_value>\n"), True),
     "invoke": ('<invoke name="@NAME@">\n@KV@</invoke>\n', ('<parameter name="', '">', "</parameter>\n"), True),
     "numbered": ("#@INDEX@ @NAME@ @ARGS@", None, True),
+    "compact": ('<fn name="@NAME@">@ARGS@</fn>', None, True),
     "json_values": ("<call:@NAME@>@KV@</call>", ("", "=", ";"), False),
 }
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}
@@ -86,6 +89,7 @@ def test_inferred_syntax(name):
     assert fmt.call == call and fmt.parallel
     if kv is not None:
         assert (fmt.kv, fmt.kv_raw) == (kv, raw)
+    assert fmt.json_layout == ("compact" if name == "compact" else "spaced")
     assert fmt.render(CALLS) == _rendered_calls(name)
     assert cf.reasoning == (Reasoning("<<think>>", "<</think>>") if name == "json_values" else None)
 

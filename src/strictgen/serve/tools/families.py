@@ -33,8 +33,12 @@ class CallFormat:
     section_close: str = ""
     parallel: bool = True  # the template renders several calls in one message
     content_prefix: str = ""  # text that opens plain content (harmony's final channel)
-    kv: tuple[str, str, str] = ("<parameter=", ">\n", "\n</parameter>\n")  # @KV@: block opening, key-value delimiter, closing
+    kv: tuple[str, str, str] = ("", "", "")  # @KV@: a block's opening, key-value delimiter, closing
     kv_raw: bool = True  # @KV@: string values written raw (else as JSON strings)
+    json_layout: str = "spaced"  # JSON as json.dumps writes it: "spaced" (", " and ": ", tojson's) or "compact"
+
+    def dumps(self, value) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":") if self.json_layout == "compact" else None)
 
     def pieces(self) -> list[str]:
         """The call pattern split into literals and slots (literals may be empty strings)."""
@@ -60,7 +64,7 @@ class CallFormat:
             if p == "@NAME@":
                 out.append(name)
             elif p == "@ARGS@":
-                out.append(json.dumps(arguments, ensure_ascii=False))
+                out.append(self.dumps(arguments))
             elif p == "@KV@":
                 out.append(self.render_kv(arguments))
             elif p == "@GEMMA@":
@@ -75,7 +79,7 @@ class CallFormat:
 
     def render_kv(self, arguments: dict) -> str:
         open_, mid, close = self.kv
-        return "".join(f"{open_}{k}{mid}{kv_value(v) if self.kv_raw else json.dumps(v, ensure_ascii=False)}{close}" for k, v in arguments.items())
+        return "".join(f"{open_}{k}{mid}{v if self.kv_raw and isinstance(v, str) else self.dumps(v)}{close}" for k, v in arguments.items())
 
     def render(self, calls: list[tuple[str, dict]], ids: list[str] | None = None, index=None) -> str:
         """The text of these calls in this format (what a model trained on it writes); `index`
@@ -84,10 +88,6 @@ class CallFormat:
         return self.section_open + self.sep.join(texts) + self.section_close
 
 
-def kv_value(value) -> str:
-    """A per-parameter value as templates write it: strings raw, everything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
 
 HERMES = CallFormat("hermes", '<tool_call>\n{"name": "@NAME@", "arguments": @ARGS@}\n</tool_call>', sep="\n")
 
@@ -95,7 +95,7 @@ HERMES = CallFormat("hermes", '<tool_call>\n{"name": "@NAME@", "arguments": @ARG
 # template (tests/serve/test_tool_formats.py). Only Gemma 4 is used at run time (GEMMA below).
 FAMILIES: tuple[CallFormat, ...] = (
     HERMES,  # Hermes 2/3, Qwen2.5, Qwen3
-    CallFormat("qwen3_coder", "<tool_call>\n<function=@NAME@>\n@KV@</function>\n</tool_call>", sep="\n"),
+    CallFormat("qwen3_coder", "<tool_call>\n<function=@NAME@>\n@KV@</function>\n</tool_call>", sep="\n", kv=("<parameter=", ">\n", "\n</parameter>\n")),
     CallFormat("llama3_json", '{"name": "@NAME@", "parameters": @ARGS@}', parallel=False),  # Llama 3.1-3.3
     CallFormat("mistral_v11", "[TOOL_CALLS]@NAME@[CALL_ID]@ID@[ARGS]@ARGS@"),  # Mistral Small 3.2, Magistral
     CallFormat("mistral_v11_noid", "[TOOL_CALLS]@NAME@[ARGS]@ARGS@"),

@@ -19,10 +19,8 @@ from .families import CallFormat
 from .raw import raw_string
 from .reasoning import Reasoning, reasoning_prefix
 
-# one line of JSON as json.dumps writes it (what templates render with tojson): every separator
-# is forced, so jump-forward saves forward passes
-STYLE = JsonStyle("spaced", 20)
-
+# JSON is one line as json.dumps writes it (what templates render with tojson; `fmt.json_layout`):
+# every separator is forced, so jump-forward saves forward passes
 
 def _kv_value(fmt: CallFormat, schema, builder: FormatBuilder, path: str) -> Expr:
     """A parameter's value: a string raw up to the block's closing (string enums as their
@@ -70,7 +68,7 @@ def call_expr(fmt: CallFormat, name: str, parameters: dict, builder: FormatBuild
 def tool_call_grammar(fmt: CallFormat, tools: list[tuple[str, dict]], *, mode: str, parallel: bool, reasoning: Reasoning | None) -> Grammar:
     """The answer's grammar under tool_choice `mode` ("auto", "required", "named": `tools` holds
     the one named tool). Raises SchemaError / StructuralTagError for a schema that cannot be compiled."""
-    builder = FormatBuilder(STYLE)
+    builder = FormatBuilder(JsonStyle(fmt.json_layout, 20))
     calls = [call_expr(fmt, name, params, builder, f"/tools/{i}") for i, (name, params) in enumerate(tools)]
     builder.rules["sg_call"] = alt(*calls)
     one = RuleRef("sg_call")

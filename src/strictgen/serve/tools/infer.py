@@ -127,7 +127,7 @@ class _Call:
     start: int
     end: int
     inner: str
-    kv: tuple[tuple[str, str, str], bool] | None = None
+    fields: dict  # what the arguments say of the format: the JSON layout, or the blocks' delimiters
 
 
 def _find_call(body: str, i: int, start: int) -> _Call:
@@ -135,17 +135,19 @@ def _find_call(body: str, i: int, start: int) -> _Call:
     if name_at < 0:
         raise NotInferred(f"call {i + 1} of an assistant message with tool_calls (the template does not render them)")
     spans = [(name_at, name_at + len(NAMES[i]), "@NAME@")]
-    kv = None
-    args = json.dumps(ARGS[i], ensure_ascii=False)
-    at = body.find(args, start)
+    fields: dict = {}
+    layouts = {layout: CallFormat("", "", json_layout=layout).dumps(ARGS[i]) for layout in ("spaced", "compact")}
+    found = [(body.find(text, start), text, layout) for layout, text in layouts.items()]
+    at, args, layout = next(((at, text, layout) for at, text, layout in found if at >= 0), (-1, "", ""))
     if at >= 0:
         spans.append((at, at + len(args), "@ARGS@"))
+        fields = {"json_layout": layout}
     elif (at := body.find(gemma.render_pairs(ARGS[i]), start)) >= 0:
         spans.append((at, at + len(gemma.render_pairs(ARGS[i])), "@GEMMA@"))
     else:
         a, b, blocks, raw = _kv_span(body, name_at + len(NAMES[i]), ARGS[i])
         spans.append((a, b, "@KV@"))
-        kv = (blocks, raw)
+        fields = {"kv": blocks, "kv_raw": raw}
     at = body.find(IDS[i], start)
     if at >= 0:
         spans.append((at, at + len(IDS[i]), "@ID@"))
@@ -156,7 +158,7 @@ def _find_call(body: str, i: int, start: int) -> _Call:
     for a, b, slot in spans:
         inner += [body[pos:a], slot]
         pos = b
-    return _Call(spans[0][0], spans[-1][1], "".join(inner), kv)
+    return _Call(spans[0][0], spans[-1][1], "".join(inner), fields)
 
 
 def _match(a: str, b: str, reverse: bool) -> tuple[int, list[int]]:
@@ -247,9 +249,7 @@ def _infer(template: ChatTemplate, prompt: str, reasoning: Reasoning | None) -> 
         n = _head_len(rest, n)
         return rest[: len(rest) - n]
 
-    kw: dict = dict(content_prefix=content_prefix)
-    if call1.kv is not None:
-        kw.update(kv=call1.kv[0], kv_raw=call1.kv[1])
+    kw: dict = dict(content_prefix=content_prefix, **call1.fields)
     pre1 = body1[: call1.start]
     if NAMES[1] not in body2:  # one call per message
         return CallFormat("inferred", pre1 + call1.inner + closing(body1[call1.end :]), parallel=False, **kw)
@@ -290,6 +290,8 @@ def describe(fmt: CallFormat | None) -> str:
         parts.append(f"section {fmt.section_open!r} … {fmt.section_close!r}")
     if "@KV@" in fmt.call:
         parts.append(f"params {fmt.kv!r}" + ("" if fmt.kv_raw else " (JSON values)"))
+    if fmt.json_layout != "spaced":
+        parts.append(f"{fmt.json_layout} JSON")
     if fmt.content_prefix:
         parts.append(f"content after {fmt.content_prefix!r}")
     if not fmt.parallel:
