@@ -137,3 +137,6 @@ def test_template_without_tools_gets_the_fallback_and_says_so(serve, caplog):
         assert stream.headers["x-strictgen-tool-prompt"] == "fallback"
     plain = client.chat.completions.with_raw_response.create(model="default", messages=ASK, max_tokens=2)
     assert "x-strictgen-tool-prompt" not in plain.headers
+    tool = {"type": "function", "name": "get_weather", "parameters": WEATHER}
+    answer = client.responses.with_raw_response.create(model="default", input="Weather in Paris?", tools=[tool], tool_choice="required", max_output_tokens=40, temperature=0)
+    assert answer.headers["x-strictgen-tool-prompt"] == "fallback"

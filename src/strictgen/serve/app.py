@@ -405,7 +405,7 @@ def create_app(server: Server) -> FastAPI:
     # ---- OpenAI Responses ----
 
     @app.post("/v1/responses")
-    async def responses(req: ResponsesRequest, request: Request):
+    async def responses(req: ResponsesRequest, request: Request, response: Response):
         tools = tools_from_request(req.tools)
         grammar, parse_tools = await server.off_loop(server.tool_grammar, tools, req.tool_choice, req.parallel_tool_calls)
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
@@ -416,8 +416,9 @@ def create_app(server: Server) -> FastAPI:
         job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p, chat=True))
         reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools, _tool_map(tools))
         if req.stream:
-            return StreamingResponse(_responses_stream(server, job, reply), media_type="text/event-stream")
+            return StreamingResponse(_responses_stream(server, job, reply), media_type="text/event-stream", headers=tool_prompt_headers(server.chat, tools))
         result = await server.run(job, request)
+        response.headers.update(tool_prompt_headers(server.chat, tools))
         return reply.body(result, reply.deltas.message(result.text)[0])
 
     # ---- llama.cpp ----
