@@ -78,6 +78,8 @@ def _detect(template: ChatTemplate) -> ChatFormat:
     markers = {fmt.trigger, fmt.section_close, *fmt.markers()} if fmt else set()
     markers |= {reasoning.open, reasoning.close} if reasoning else set()
     stops = _stops(template, {m for m in markers if m})
+    if fmt is not None and detected == "inferred":
+        logger.info("chat template %s: tool calls inferred as %s", name, describe(fmt))
     if not found.renders_tools:
         logger.warning("chat template %s does not render tools: requests with tools get the fallback prompt (the tools in a system message, calls as %s)", name, describe(fmt))
     elif fmt is None:
