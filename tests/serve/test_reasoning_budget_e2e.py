@@ -39,7 +39,7 @@ def served():
 @pytest.mark.slow  # loads the embedded model; two short requests
 def test_budget_closes_the_analysis_channel_then_the_call(served):
     server, client = served
-    assert server.chat.detected == "harmony" and server.reasoning is not None
+    assert server.chat.detected == "inferred" and server.reasoning is not None
     kw = dict(model="default", messages=ASK, tools=TOOLS, tool_choice="required", max_tokens=90, temperature=0,
               extra_body={"thinking_token_budget": BUDGET})
     full = client.chat.completions.create(**kw).choices[0]

@@ -57,8 +57,11 @@ def family_client(request, model_server):
 def test_required_call_in_the_family_syntax(family_client):
     from strictgen.serve.tools.parse import parse_output
 
+    from strictgen.serve.tools.families import BY_NAME
+
     family, server, client = family_client
-    assert server.chat.detected == family
+    assert server.chat.detected == "inferred"
+    assert server.chat.tools.render([("get_weather", {"city": "Paris"})], ["abcDEF123"]) == BY_NAME[family].render([("get_weather", {"city": "Paris"})], ["abcDEF123"])
     kw = dict(model="default", messages=ASK, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, max_tokens=100, temperature=0)  # markers are text on SmolLM2: ~60 tokens
     full = client.chat.completions.create(**kw).choices[0]
     assert full.finish_reason == "tool_calls"

@@ -1,11 +1,15 @@
-"""Tool-call formats per real chat template (../shared/data/chat-templates): the conversation renders,
-the format is detected from the rendering, the rendered calls parse back, the call grammar accepts
-them under the real vocabularies' tokenisations, and streamed deltas add up to the final message."""
+"""Tool-call formats inferred from each real chat template (../shared/data/chat-templates): the
+inferred format writes calls exactly as the family's known format (issue 17's hand-written entries,
+kept as data), the prompt is exactly Hugging Face's rendering of the same messages and tools, the
+template's own rendering of calls parses back and is accepted by the call grammar under the real
+vocabularies' tokenisations, and streamed deltas add up to the final message."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +21,9 @@ from strictgen.engine.model import ChatTemplate
 from strictgen.serve.chat import render_text
 from strictgen.serve.formats import GrammarFactory, Tool
 from strictgen.serve.tools.detect import chat_format
-from strictgen.serve.tools.families import HERMES
+from strictgen.serve.tools.families import BY_NAME, HERMES
 from strictgen.serve.tools.parse import parse_output
+from strictgen.serve.tools.render import ADAPTATIONS, adapt_messages
 
 from ..helpers import canonical_ids, random_split
 
@@ -26,7 +31,7 @@ FOLDER = Path("../shared/data/chat-templates")
 if not FOLDER.is_dir():
     pytest.skip(f"{FOLDER} is absent (the shared data folder)", allow_module_level=True)
 
-EXPECTED = {
+EXPECTED = {  # the family each template's inferred format must equal; "fallback": it renders neither tools nor calls
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "command_r7b",
     "Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral_v11",
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja": "hermes",
@@ -36,18 +41,19 @@ EXPECTED = {
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek_r1",
     "deepseek-ai-DeepSeek-V3.1.jinja": "deepseek_v3_1",
     "fireworks-ai-llama-3-firefunction-v2.jinja": "firefunction_v2",
-    "google-gemma-2-2b-it.jinja": "fallback",  # no tool support in the template
+    "google-gemma-2-2b-it.jinja": "fallback",
     "google-gemma-4-31B-it.jinja": "gemma4",
     "meetkai-functionary-medium-v3.1.jinja": "functionary_v3_1",
     "meetkai-functionary-medium-v3.2.jinja": "functionary_v3_2",
     "meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3_json",
     "meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3_json",
     "meta-llama-Llama-3.3-70B-Instruct.jinja": "llama3_json",
-    "microsoft-Phi-3.5-mini-instruct.jinja": "fallback",  # no tool support in the template
+    "microsoft-Phi-3.5-mini-instruct.jinja": "fallback",
     "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral_nemo",
     "moonshotai-Kimi-K2.jinja": "kimi_k2",
     "openai-gpt-oss-120b.jinja": "harmony",
 }
+NO_TOOLS = {"google-gemma-2-2b-it.jinja", "microsoft-Phi-3.5-mini-instruct.jinja", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek-ai-DeepSeek-V3.1.jinja"}  # templates that do not render `tools`
 NAMES = sorted(p.name for p in FOLDER.glob("*.jinja"))
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}
@@ -63,36 +69,46 @@ def _template(name: str) -> ChatTemplate:
     return ChatTemplate((FOLDER / name).read_text(encoding="utf-8"), "<s>", "</s>")
 
 
+def _fmt(name: str):
+    return chat_format(_template(name)).tools
+
+
 def _calls(name: str):
-    fmt = chat_format(_template(name)).tools
-    return CALLS if fmt.parallel else CALLS[:1]
+    return CALLS if _fmt(name).parallel else CALLS[:1]
 
 
-def _conversation(calls) -> list[dict]:
+def _conversation(calls, follow_up: bool = True) -> list[dict]:
     tool_calls = [{"id": IDS[i], "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, (n, a) in enumerate(calls)]
+    head = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": QUESTION}, {"role": "assistant", "content": None, "tool_calls": tool_calls}]
+    if not follow_up:
+        return head
     return [
-        {"role": "system", "content": "You are helpful."},
-        {"role": "user", "content": QUESTION},
-        {"role": "assistant", "content": None, "tool_calls": tool_calls},
+        *head,
         *({"role": "tool", "tool_call_id": IDS[i], "name": n, "content": json.dumps({"ok": i})} for i, (n, _) in enumerate(calls)),
         {"role": "assistant", "content": "Sunny, and 23."},
         {"role": "user", "content": "Thanks!"},
     ]
 
 
-def _call_text(name: str) -> tuple[str, str]:
-    """(the whole rendered prompt, the calls as the family's format writes them)."""
-    calls = _calls(name)
-    rendered = render_text(_template(name), _conversation(calls), TOOLS)
-    return rendered, chat_format(_template(name)).tools.render(calls, IDS)
+def _hf_render(name: str, messages: list[dict], generation: bool = True) -> str:
+    """Hugging Face's rendering (transformers' own renderer) of `messages` and TOOLS, in the first
+    shape the template accepts (the order render_chat tries them in)."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    tools = [{"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}} for t in TOOLS]
+    extra = {"functions": json.dumps([t["function"] for t in tools], ensure_ascii=False, indent=4), "datetime": time.strftime("%d %b %Y")}
+    for n in range(len(ADAPTATIONS) + 1):
+        for how in itertools.combinations(ADAPTATIONS, n):
+            try:
+                return render_jinja_template([adapt_messages(messages, frozenset(how))], tools=tools, chat_template=_template(name).source, add_generation_prompt=generation, bos_token="<s>", eos_token="</s>", **extra)[0][0]
+            except Exception:
+                continue
+    raise AssertionError("Hugging Face renders no shape of the conversation")
 
 
 def _model_text(name: str) -> str:
-    """The calls as the model writes them: after what the generation prompt already holds."""
-    fmt = chat_format(_template(name)).tools
-    text = _call_text(name)[1]
-    assert text.startswith(fmt.prompt_tail)
-    return text[len(fmt.prompt_tail) :]
+    """The calls as the inferred format writes them (what the model writes after the prompt)."""
+    return _fmt(name).render(_calls(name), IDS)
 
 
 def test_every_template_is_listed():
@@ -100,21 +116,42 @@ def test_every_template_is_listed():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_renders_and_detects(name):
+def test_inferred_format_equals_the_known_family(name):
     cf = chat_format(_template(name))
-    assert cf.detected == EXPECTED[name]
-    assert cf.native == (EXPECTED[name] != "fallback")
-    rendered = render_text(_template(name), _conversation(_calls(name)), TOOLS)
-    assert QUESTION in rendered and "Thanks!" in rendered
+    assert cf.native == (name not in NO_TOOLS)
+    if EXPECTED[name] == "fallback":
+        assert (cf.detected, cf.tools) == ("fallback", HERMES)
+        return
+    family = BY_NAME[EXPECTED[name]]
+    assert cf.detected == "inferred", cf.missing
+    fmt = cf.tools
+    assert fmt.parallel == family.parallel and fmt.content_prefix == family.content_prefix
+    for calls in ([CALLS[0]], CALLS[:2 if family.parallel else 1], [CALLS[1], CALLS[0]] if family.parallel else [CALLS[1]]):
+        assert fmt.render(calls, IDS) == family.render(calls, IDS)
+    assert fmt.trigger == family.trigger or fmt.trigger.strip() == family.trigger.strip()
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_prompt_is_hugging_face_rendering(name):
+    """The prompt sent is exactly Hugging Face's rendering of the messages and tools (templates that
+    render tools), or the fallback: the tools in a system message of ours."""
+    rendered = render_text(_template(name), _conversation(_calls(name)), TOOLS)
+    assert QUESTION in rendered and "Thanks!" in rendered
+    if name in NO_TOOLS:
+        assert not chat_format(_template(name)).native and '"name": "get_weather"' in rendered and "<tools>" in rendered
+        return
+    assert rendered == _hf_render(name, _conversation(_calls(name)))
+    assert render_text(_template(name), _conversation(_calls(name))[:2], TOOLS) == _hf_render(name, _conversation(_calls(name))[:2])
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if EXPECTED[n] != "fallback"])
 def test_rendered_calls_parse_back(name):
-    rendered, text = _call_text(name)
-    assert text in rendered, "the family's rendering of the calls is what the template renders"
-    fmt = chat_format(_template(name)).tools
-    at = rendered.index(fmt.trigger, rendered.index(QUESTION))
-    parsed = parse_output(rendered[at + len(fmt.prompt_tail) :], fmt, TOOL_MAP, None, final=True)
+    """The template's own rendering of an assistant turn with calls holds the inferred format's
+    text, and that text parses back to the calls."""
+    rendered = _hf_render(name, _conversation(_calls(name), follow_up=False), generation=False)
+    text = _model_text(name)
+    assert text in rendered[rendered.index(QUESTION) :], "the template renders the calls as the inferred format writes them"
+    parsed = parse_output(text, _fmt(name), TOOL_MAP, None, final=True)
     assert [(c.name, json.loads(c.arguments)) for c in parsed.calls] == _calls(name)
     assert all(c.complete for c in parsed.calls)
 
@@ -124,12 +161,14 @@ def factories():
     return {}
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_grammar_accepts_rendered_calls(name, vocab, factories):
+@pytest.mark.parametrize("name", [n for n in NAMES if EXPECTED[n] != "fallback"])  # the others render no calls
+def test_grammar_accepts_the_templates_rendering(name, vocab, factories):
     vname, tok = vocab
     factory = factories.setdefault(vname, GrammarFactory(sg.GrammarCompiler(tok)))
-    text = _model_text(name)
-    fmt = chat_format(_template(name)).tools
+    fmt = _fmt(name)
+    rendered = _hf_render(name, _conversation(_calls(name), follow_up=False), generation=False)
+    at = rendered.index(_model_text(name), rendered.index(QUESTION))
+    text = rendered[at : at + len(_model_text(name))]  # the template's own text of the calls
     grammar = factory.tool_calls(TOOLS, mode="required", parallel=True, reasoning=None, fmt=fmt)
     splits = [canonical_ids(vname, text), random_split(tok, text.encode(), random.Random(17))]
     tried = 0

@@ -30,6 +30,7 @@ class ChatTemplate:
     source: str | None
     bos_token: str = ""
     eos_token: str = ""
+    name: str = ""  # where it came from (a file path), for messages
 
     def replaced_by(self, path: str) -> "ChatTemplate":
         """The Jinja template in file `path` in place of this one (same BOS/EOS texts): `--chat-template`."""
@@ -42,7 +43,7 @@ class ChatTemplate:
             _compiled_template(source)
         except Exception as exc:  # jinja2.TemplateSyntaxError and kin
             raise ModelError(f"chat template {path} does not compile: {exc}") from exc
-        return ChatTemplate(source, self.bos_token, self.eos_token)
+        return ChatTemplate(source, self.bos_token, self.eos_token, path)
 
     def render(self, messages: list[dict], add_generation_prompt: bool = True, **extra) -> str:
         """The prompt text for `messages`; without a template, a plain "role: content" layout.

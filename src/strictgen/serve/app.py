@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -27,7 +27,7 @@ from strictgen.engine.reasoning_limit import ReasoningLimit
 from strictgen.engine.sampling import SamplingParams
 from strictgen.errors import StrictgenError
 
-from .chat import render_prompt
+from .chat import call_format, render_prompt, tool_prompt_headers
 from .hint import hinted
 from .inspect_routes import router as inspect_router
 from .formats import GrammarFactory, RequestError, Tool, tools_from_request
@@ -183,9 +183,10 @@ class Server:
             name = fn.get("name") if isinstance(fn, dict) else None
             if name not in {t.name for t in tools}:
                 raise RequestError(f"tool_choice names {name!r}, which is not one of the tools", "tool_choice")
-            return self.grammars.tool_calls(tools, mode="named", parallel=False, reasoning=self.reasoning, name=name, fmt=self.chat.tools), True
+            return self.grammars.tool_calls(tools, mode="named", parallel=False, reasoning=self.reasoning, name=name, fmt=call_format(self.chat, "named")), True
         if choice in ("auto", "required"):
-            return self.grammars.tool_calls(tools, mode=choice, parallel=parallel, reasoning=self.reasoning, fmt=self.chat.tools), True
+            fmt = call_format(self.chat, choice)  # None: the template's call syntax is unknown, free text
+            return (self.grammars.tool_calls(tools, mode=choice, parallel=parallel, reasoning=self.reasoning, fmt=fmt), True) if fmt else (None, False)
         raise RequestError(f"unknown tool_choice {choice!r}", "tool_choice")
 
     def encode_chat(self, messages: list[dict], tools: list[Tool]) -> list[int]:
@@ -351,7 +352,7 @@ def create_app(server: Server) -> FastAPI:
     # ---- OpenAI chat ----
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(req: ChatCompletionRequest, request: Request):
+    async def chat_completions(req: ChatCompletionRequest, request: Request, response: Response):
         tools = tools_from_request(req.tools)
         grammar, parse_tools = await server.off_loop(server.tool_grammar, tools, req.tool_choice, req.parallel_tool_calls)
         if grammar is None:
@@ -367,9 +368,10 @@ def create_app(server: Server) -> FastAPI:
         deltas = _ChatDeltas(server.chat.tools if parse_tools else None, _tool_map(tools), server.reasoning, "call_" + rid[9:21])
         if req.stream:
             include_usage = bool((req.stream_options or {}).get("include_usage"))
-            return StreamingResponse(_chat_stream(server, job, rid, deltas, include_usage), media_type="text/event-stream")
+            return StreamingResponse(_chat_stream(server, job, rid, deltas, include_usage), media_type="text/event-stream", headers=tool_prompt_headers(server.chat, tools))
         result = await server.run(job, request)
         msg, has_calls = deltas.message(result.text)
+        response.headers.update(tool_prompt_headers(server.chat, tools))
         return {
             "id": rid,
             "object": "chat.completion",
@@ -405,7 +407,7 @@ def create_app(server: Server) -> FastAPI:
     # ---- OpenAI Responses ----
 
     @app.post("/v1/responses")
-    async def responses(req: ResponsesRequest, request: Request):
+    async def responses(req: ResponsesRequest, request: Request, response: Response):
         tools = tools_from_request(req.tools)
         grammar, parse_tools = await server.off_loop(server.tool_grammar, tools, req.tool_choice, req.parallel_tool_calls)
         if grammar is None and req.text and isinstance(req.text.get("format"), dict):
@@ -416,8 +418,9 @@ def create_app(server: Server) -> FastAPI:
         job = Job(server.encode_chat(messages, tools), grammar, server.config(server.max_tokens(req.max_output_tokens), req.temperature, req.top_p, chat=True))
         reply = _Responses(server, req, job, "resp_" + uuid.uuid4().hex[:24], parse_tools, _tool_map(tools))
         if req.stream:
-            return StreamingResponse(_responses_stream(server, job, reply), media_type="text/event-stream")
+            return StreamingResponse(_responses_stream(server, job, reply), media_type="text/event-stream", headers=tool_prompt_headers(server.chat, tools))
         result = await server.run(job, request)
+        response.headers.update(tool_prompt_headers(server.chat, tools))
         return reply.body(result, reply.deltas.message(result.text)[0])
 
     # ---- llama.cpp ----

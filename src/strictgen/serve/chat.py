@@ -1,6 +1,9 @@
-"""Chat messages → prompt: tools through the model's template when it speaks a known call format
-(serve/tools/detect.py), else the Hermes fallback (a `<tools>` system block, calls as text).
-Model output is read back by serve/tools/parse.py in the same format."""
+"""Chat messages → prompt: exactly the template's own rendering of the messages and tools whenever
+the template renders tools (serve/tools/detect.py); for a template that cannot, the fallback: the
+tools in a system message of ours, with the call syntax the template's renderings of past calls
+show (inferred), else the Hermes one (past calls as Hermes text, results as user turns). The
+response says which (`x-strictgen-tool-prompt`). Model output is read back by serve/tools/parse.py
+in the same format."""
 
 from __future__ import annotations
 
@@ -9,15 +12,23 @@ import json
 from strictgen.engine.model import ChatTemplate, Model
 
 from .formats import RequestError, Tool
-from .tools.detect import chat_format
-from .tools.families import HERMES
+from .tools.detect import ChatFormat, chat_format
+from .tools.families import HERMES, CallFormat
 from .tools.render import TemplateError, render_chat
+
+PROMPT_HEADER = "x-strictgen-tool-prompt"
 
 HERMES_SYSTEM = (
     "You are a function calling AI model. You are provided with function signatures within <tools></tools> XML tags. "
     "You may call one or more functions to assist with the user query. Here are the available tools:\n<tools>\n{tools}\n</tools>\n"
     "For each function call return a JSON object with the function name and arguments within <tool_call></tool_call> XML tags:\n"
     '<tool_call>\n{{"name": <function-name>, "arguments": <args-json-object>}}\n</tool_call>'
+)
+# the fallback for a template that renders past calls (so their syntax is known) but not the tools
+INFERRED_SYSTEM = (
+    "You are a function calling AI model. You are provided with function signatures within <tools></tools> XML tags. "
+    "You may call one or more functions to assist with the user query. Here are the available tools:\n<tools>\n{tools}\n</tools>\n"
+    "To call a function, write:\n{example}"
 )
 
 
@@ -44,11 +55,23 @@ def _openai_tool(t: Tool) -> dict:
     return {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
 
 
-def _fallback_messages(messages: list[dict], tools: list[Tool]) -> list[dict]:
-    """The documented fallback for templates without a known call format: past calls as Hermes
-    text, tool results as user turns, and the tools with the format's instructions up front."""
+def _system_block(tools: list[Tool], fmt: CallFormat) -> str:
+    listed = "\n".join(json.dumps(_openai_tool(t), ensure_ascii=False) for t in tools)
+    if fmt is HERMES:
+        return HERMES_SYSTEM.format(tools=listed)
+    example = fmt.render([("<function-name>", {"<parameter-name>": "<parameter-value>"})], ["<call-id>"])
+    return INFERRED_SYSTEM.format(tools=listed, example=example)
+
+
+def _fallback_messages(messages: list[dict], tools: list[Tool], fmt: CallFormat) -> list[dict]:
+    """The documented fallback for templates that do not render tools: the tools with the call
+    format's instructions up front; under the Hermes format (the template renders no calls either)
+    past calls as Hermes text and tool results as user turns."""
     out: list[dict] = []
     for i, m in enumerate(messages):
+        if fmt is not HERMES:
+            out.append(m)  # the template renders past calls and results itself
+            continue
         if m["role"] == "assistant" and m.get("tool_calls"):
             calls = []
             for call in m["tool_calls"]:
@@ -69,7 +92,7 @@ def _fallback_messages(messages: list[dict], tools: list[Tool]) -> list[dict]:
         else:
             out.append(m)
     if tools:
-        block = HERMES_SYSTEM.format(tools="\n".join(json.dumps(_openai_tool(t), ensure_ascii=False) for t in tools))
+        block = _system_block(tools, fmt)
         if out and out[0]["role"] == "system":
             out[0] = {"role": "system", "content": out[0]["content"] + "\n\n" + block}
         else:
@@ -85,9 +108,22 @@ def render_prompt(model: Model, messages: list[dict], tools: list[Tool]) -> list
     return ids
 
 
+def tool_prompt_headers(chat: ChatFormat, tools: list[Tool]) -> dict[str, str]:
+    """The response header that says whose prompt the tools went into: "template" (its own
+    rendering) or "fallback" (ours, for a template that cannot render tools)."""
+    return {PROMPT_HEADER: "template" if chat.native else "fallback"} if tools else {}
+
+
+def call_format(chat: ChatFormat, mode: str) -> CallFormat | None:
+    """The call format for tool_choice `mode`; None (free text) under "auto" where the template's
+    call syntax was not found, and a 400 naming the template and what is missing otherwise."""
+    if chat.tools is None and mode != "auto":
+        raise RequestError(f"tool_choice {mode!r} needs the tool-call syntax of chat template {chat.template}, which was not found: {chat.missing}", "tool_choice")
+    return chat.tools
+
+
 def render_text(template: ChatTemplate, messages: list[dict], tools: list[Tool]) -> str:
-    """The prompt text: through the template itself when it speaks a known call format, else
-    through the Hermes fallback."""
+    """The prompt text: the template's own rendering when it renders tools, else the fallback."""
     out: list[dict] = []
     for i, m in enumerate(messages):
         role = m.get("role")
@@ -101,9 +137,10 @@ def render_text(template: ChatTemplate, messages: list[dict], tools: list[Tool])
         if role == "assistant" and m.get("tool_calls") and not msg["content"]:
             msg["content"] = None
         out.append(msg)
+    chat = chat_format(template)
     try:
-        if chat_format(template).native:
+        if chat.native or (not tools and chat.tools is not HERMES):
             return render_chat(template, out, [_openai_tool(t) for t in tools] or None)
-        return render_chat(template, _fallback_messages(out, tools))
+        return render_chat(template, _fallback_messages(out, tools, chat.tools or HERMES))  # tools None: native only
     except TemplateError as exc:
         raise RequestError(str(exc), "messages") from exc

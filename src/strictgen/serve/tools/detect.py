@@ -1,77 +1,62 @@
-"""Which tool-call format a chat template speaks, read off what the template renders.
+"""What a chat template implies for tool calling: the call format (inferred from the template's own
+renderings, tools/infer.py), whether the template shows the tools to the model, reasoning markers
+and the end-of-turn stop.
 
-The model writes what its template renders, so the template is asked: a probe conversation with
-an assistant message carrying one (then two) `tool_calls` is rendered, and each known format is
-matched against the text, with the probe's name and arguments in its slots. A template of an unseen
-model whose calls look like a known kind is therefore handled without a per-model entry.
-
-An unknown template (its rendering holds no known call syntax, or it ignores `tool_calls`) gets
-the documented fallback: the Hermes format, with the tools and the format's instructions in a
-system message and past calls and results rendered as Hermes text (`native=False`).
+A template that renders the tools gets its own rendering as the prompt, always. One that cannot
+render them gets the documented fallback (tools/chat.py): the tools in a system message of ours,
+in the template's call syntax where that was inferred from its rendering of past calls (DeepSeek's
+templates render calls but not tools), else in the Hermes format.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import logging
 import re
 import threading
 from dataclasses import dataclass
 
 from strictgen.engine.model import ChatTemplate
 
-from .families import FAMILIES, HERMES, CallFormat
-from .reasoning import Reasoning, detect_reasoning
-from .render import TemplateError, openai_tool, render_chat
+from .families import HERMES, CallFormat
+from .infer import describe, infer, infer_reasoning
+from .reasoning import Reasoning, detect_reasoning, judge
+from .render import TemplateError, render_chat
 
-PROBE_NAME = "sg_probe_lookup"
-PROBE_ARGS = ({"sg_query": "probe text", "sg_limit": 3}, {"sg_query": "second probe", "sg_limit": 7})
-_PROBE_TOOL = openai_tool(PROBE_NAME, {"type": "object", "properties": {"sg_query": {"type": "string"}, "sg_limit": {"type": "integer"}}})
+logger = logging.getLogger("strictgen.serve.tools")
 # a turn-ending marker: a special-token-like piece right after an assistant message's text
 _END_MARK = re.compile(r"^(<[|｜][^<>\s]{1,40}?[|｜]>|<[a-z_]{2,20}\|>|<end_of_turn>|</s>)")
 
 
 @dataclass(frozen=True)
 class ChatFormat:
-    """What a template implies for tool calling: the call format, how it was found ("detected"
-    family, or "fallback"), whether the template renders tools itself, reasoning markers, stops."""
+    """What a template implies for tool calling. `tools`: the call format (None where the template
+    renders tools but its call syntax was not found: `missing` says what); `native`: the template
+    renders the tools itself (else the prompt is the fallback's); `detected`: "inferred",
+    "fallback" (Hermes, for a template that renders neither tools nor calls) or "unknown"."""
 
-    tools: CallFormat
+    tools: CallFormat | None
     detected: str
     native: bool
     reasoning: Reasoning | None
     stops: tuple[str, ...] = ()
+    missing: str = ""
+    template: str = ""  # the template's name, for messages
 
 
-def _probe(calls: int) -> list[dict]:
-    tool_calls = [
-        {"id": f"call{i}probe", "type": "function", "function": {"name": PROBE_NAME, "arguments": json.dumps(PROBE_ARGS[i])}} for i in range(calls)
-    ]
-    return [
-        {"role": "user", "content": "sg probe question"},
-        {"role": "assistant", "content": None, "tool_calls": tool_calls},
-        *({"role": "tool", "tool_call_id": f"call{i}probe", "name": PROBE_NAME, "content": "sg probe result"} for i in range(calls)),
-        {"role": "assistant", "content": "sg probe answer"},
-        {"role": "user", "content": "sg probe follow-up"},
-    ]
+def template_name(template: ChatTemplate) -> str:
+    return template.name or "(the model's own)"
 
 
-def _pattern(fmt: CallFormat, calls: int) -> re.Pattern:
-    """A regex of `fmt`'s rendering of the probe calls (ids and indices as any digits/letters)."""
-    text = re.escape(fmt.render([(PROBE_NAME, PROBE_ARGS[i]) for i in range(calls)], ["SGPROBEID"] * calls, index="SGPROBEINDEX"))
-    return re.compile(text.replace("SGPROBEID", "[A-Za-z0-9]+").replace("SGPROBEINDEX", "[0-9]+"))
-
-
-def _render(template: ChatTemplate, messages: list[dict], tools: bool, add_generation_prompt: bool = False) -> str | None:
+def _render(template: ChatTemplate, messages: list[dict], add_generation_prompt: bool = False) -> str | None:
     try:
-        return render_chat(template, messages, [_PROBE_TOOL] if tools else None, add_generation_prompt=add_generation_prompt)
+        return render_chat(template, messages, None, add_generation_prompt=add_generation_prompt)
     except TemplateError:
         return None
 
 
 def _stops(template: ChatTemplate, markers: set[str]) -> tuple[str, ...]:
     """The marker that ends an assistant turn in this template (a stop string for free text)."""
-    text = _render(template, [{"role": "user", "content": "sg q"}, {"role": "assistant", "content": "sg probe reply"}, {"role": "user", "content": "sg q2"}], False)
+    text = _render(template, [{"role": "user", "content": "sg q"}, {"role": "assistant", "content": "sg probe reply"}, {"role": "user", "content": "sg q2"}])
     if not text or "sg probe reply" not in text:
         return ()
     m = _END_MARK.match(text.split("sg probe reply", 1)[1].lstrip(" "))
@@ -80,33 +65,35 @@ def _stops(template: ChatTemplate, markers: set[str]) -> tuple[str, ...]:
 
 
 def _detect(template: ChatTemplate) -> ChatFormat:
-    source = template.source or ""
-    prompt = _render(template, [{"role": "user", "content": "sg q"}], False, add_generation_prompt=True) or ""
-    reasoning = detect_reasoning(source, prompt) if source else None
-    one = _render(template, _probe(1), True) if source else None
-    fmt, name, native = HERMES, "fallback", False
-    if one and PROBE_NAME in one:
-        for family in FAMILIES:
-            if _pattern(family, 1).search(one):
-                fmt, name, native = family, family.name, True
-                break
-    if native and fmt.parallel:
-        two = _render(template, _probe(2), True)
-        if not (two and _pattern(fmt, 2).search(two)):
-            fmt = dataclasses.replace(fmt, parallel=False)
-    if native and prompt.endswith(fmt.trigger):
-        fmt = dataclasses.replace(fmt, prompt_tail=fmt.trigger)
-    markers = {fmt.trigger, fmt.section_close, *fmt.pieces()} | ({reasoning.open, reasoning.close} if reasoning else set())
-    return ChatFormat(fmt, name, native, reasoning, _stops(template, {m for m in markers if m}) if source else ())
+    name = template_name(template)
+    if not template.source:
+        return ChatFormat(HERMES, "fallback", False, None, template=name)
+    prompt = _render(template, [{"role": "user", "content": "sg q"}], add_generation_prompt=True) or ""
+    markers = infer_reasoning(template)  # read off its rendering of reasoning_content, else the known ones its source uses
+    reasoning = judge(*markers, prompt) if markers else detect_reasoning(template.source, prompt)
+    found = infer(template, reasoning)
+    fmt, detected = found.fmt, "inferred"
+    if fmt is None:
+        fmt, detected = (None, "unknown") if found.renders_tools else (HERMES, "fallback")
+    markers = {fmt.trigger, fmt.section_close, *fmt.markers()} if fmt else set()
+    markers |= {reasoning.open, reasoning.close} if reasoning else set()
+    stops = _stops(template, {m for m in markers if m})
+    if fmt is not None and detected == "inferred":
+        logger.info("chat template %s: tool calls inferred as %s", name, describe(fmt))
+    if not found.renders_tools:
+        logger.warning("chat template %s does not render tools: requests with tools get the fallback prompt (the tools in a system message, calls as %s)", name, describe(fmt))
+    elif fmt is None:
+        logger.warning("chat template %s: the tool-call syntax was not found (%s); tool_choice required or named is refused", name, found.missing)
+    return ChatFormat(fmt, detected, found.renders_tools, reasoning, stops, found.missing, name)
 
 
-_CACHE: dict[tuple[str, str, str], ChatFormat] = {}
+_CACHE: dict[tuple[str, str, str, str], ChatFormat] = {}
 _LOCK = threading.Lock()
 
 
 def chat_format(template: ChatTemplate) -> ChatFormat:
     """The tool-call format, reasoning markers and stops of `template` (cached per template)."""
-    key = (template.source or "", template.bos_token, template.eos_token)
+    key = (template.source or "", template.bos_token, template.eos_token, template.name)
     with _LOCK:
         got = _CACHE.get(key)
     if got is None:

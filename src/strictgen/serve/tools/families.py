@@ -1,11 +1,15 @@
-"""The tool-call formats of the model families, as data.
+"""Tool-call formats: the description inference (tools/infer.py) finds in a template, and the
+known families' formats as data that inference is checked against.
 
 A format is a call pattern (literal text with slots), a separator between calls, and an optional
 section around all calls. Slots: `@NAME@` the function name, `@ARGS@` the arguments as one line
-of JSON (json.dumps spacing, what `tojson` renders), `@XML@` the arguments as Qwen3-Coder
-`<parameter=K>` blocks, `@GEMMA@` Gemma 4's `key:value` pairs (tools/gemma.py), `@INDEX@` the call's position (digits), `@ID@` a call id (9 alphanumerics,
-Mistral). The same pattern renders calls (for tests and the fallback's prompt), builds the grammar
-and drives the parser, so the three cannot drift apart.
+of JSON (json.dumps spacing, what `tojson` renders), `@KV@` the arguments as one block per
+parameter (`kv` = the block's opening, the text between key and value, its closing: Qwen3-Coder's
+`<parameter=K>\nV\n</parameter>\n`, GLM's `<arg_key>K</arg_key><arg_value>V</arg_value>`), string
+values raw where `kv_raw`, `@GEMMA@` Gemma 4's `key:value` pairs (tools/gemma.py), `@INDEX@` the
+call's position (digits), `@ID@` a call id (9 alphanumerics, Mistral). The same pattern renders
+calls (for tests and the fallback's prompt), builds the grammar and drives the parser, so the three
+cannot drift apart.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 
 from .gemma import render_pairs
 
-SLOTS = ("@NAME@", "@ARGS@", "@XML@", "@GEMMA@", "@INDEX@", "@ID@")
+SLOTS = ("@NAME@", "@ARGS@", "@KV@", "@GEMMA@", "@INDEX@", "@ID@")
 _SLOT_RE = re.compile("(" + "|".join(re.escape(s) for s in SLOTS) + ")")
 
 
@@ -29,7 +33,12 @@ class CallFormat:
     section_close: str = ""
     parallel: bool = True  # the template renders several calls in one message
     content_prefix: str = ""  # text that opens plain content (harmony's final channel)
-    prompt_tail: str = ""  # the format's opening the generation prompt already wrote (set by detection)
+    kv: tuple[str, str, str] = ("", "", "")  # @KV@: a block's opening, key-value delimiter, closing
+    kv_raw: bool = True  # @KV@: string values written raw (else as JSON strings)
+    json_layout: str = "spaced"  # JSON as json.dumps writes it: "spaced" (", " and ": ", tojson's) or "compact"
+
+    def dumps(self, value) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":") if self.json_layout == "compact" else None)
 
     def pieces(self) -> list[str]:
         """The call pattern split into literals and slots (literals may be empty strings)."""
@@ -44,8 +53,9 @@ class CallFormat:
     @property
     def trigger(self) -> str:
         """The marker every tool-call section starts with (its fixed opening text up to the first
-        line break): free text never contains it, and once it appears the call grammar takes over."""
-        opening = self.section_open or self.pieces()[0]
+        line break; the separator where calls open with the name): free text never contains it,
+        and once it appears the call grammar takes over."""
+        opening = self.section_open or self.pieces()[0] or self.sep
         return opening.split("\n")[0] or opening
 
     def render_call(self, name: str, arguments: dict, index: int = 0, call_id: str = "") -> str:
@@ -54,9 +64,9 @@ class CallFormat:
             if p == "@NAME@":
                 out.append(name)
             elif p == "@ARGS@":
-                out.append(json.dumps(arguments, ensure_ascii=False))
-            elif p == "@XML@":
-                out.append(render_xml(arguments))
+                out.append(self.dumps(arguments))
+            elif p == "@KV@":
+                out.append(self.render_kv(arguments))
             elif p == "@GEMMA@":
                 out.append(render_pairs(arguments))
             elif p == "@INDEX@":
@@ -67,6 +77,10 @@ class CallFormat:
                 out.append(p)
         return "".join(out)
 
+    def render_kv(self, arguments: dict) -> str:
+        open_, mid, close = self.kv
+        return "".join(f"{open_}{k}{mid}{v if self.kv_raw and isinstance(v, str) else self.dumps(v)}{close}" for k, v in arguments.items())
+
     def render(self, calls: list[tuple[str, dict]], ids: list[str] | None = None, index=None) -> str:
         """The text of these calls in this format (what a model trained on it writes); `index`
         overrides the calls' positions (detection renders a placeholder there)."""
@@ -74,23 +88,14 @@ class CallFormat:
         return self.section_open + self.sep.join(texts) + self.section_close
 
 
-def xml_value(value) -> str:
-    """A Qwen3-Coder parameter value: strings raw, everything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def render_xml(arguments: dict) -> str:
-    return "".join(f"<parameter={k}>\n{xml_value(v)}\n</parameter>\n" for k, v in arguments.items())
-
-
-XML_PARAM_OPEN, XML_PARAM_CLOSE, XML_END = "<parameter=", "\n</parameter>\n", "</function>"
 
 HERMES = CallFormat("hermes", '<tool_call>\n{"name": "@NAME@", "arguments": @ARGS@}\n</tool_call>', sep="\n")
 
-# most common first: detection tries them in this order
+# The families of issue 17, as written by hand: tests check that inference finds each of them in its
+# template (tests/serve/test_tool_formats.py). Only Gemma 4 is used at run time (GEMMA below).
 FAMILIES: tuple[CallFormat, ...] = (
     HERMES,  # Hermes 2/3, Qwen2.5, Qwen3
-    CallFormat("qwen3_coder", "<tool_call>\n<function=@NAME@>\n@XML@</function>\n</tool_call>", sep="\n"),
+    CallFormat("qwen3_coder", "<tool_call>\n<function=@NAME@>\n@KV@</function>\n</tool_call>", sep="\n", kv=("<parameter=", ">\n", "\n</parameter>\n")),
     CallFormat("llama3_json", '{"name": "@NAME@", "parameters": @ARGS@}', parallel=False),  # Llama 3.1-3.3
     CallFormat("mistral_v11", "[TOOL_CALLS]@NAME@[CALL_ID]@ID@[ARGS]@ARGS@"),  # Mistral Small 3.2, Magistral
     CallFormat("mistral_v11_noid", "[TOOL_CALLS]@NAME@[ARGS]@ARGS@"),
@@ -121,9 +126,9 @@ FAMILIES: tuple[CallFormat, ...] = (
         section_open="<|tool_calls_section_begin|>",
         section_close="<|tool_calls_section_end|>",
     ),
-    CallFormat("gemma4", "<|tool_call>call:@NAME@{@GEMMA@}<tool_call|>"),
-    CallFormat("functionary_v3_2", ">>>@NAME@\n@ARGS@", content_prefix=">>>all\n"),
-    CallFormat("functionary_v3_1", "<function=@NAME@>@ARGS@</function>"),
+    CallFormat("gemma4", "<|tool_call>call:@NAME@{@GEMMA@}<tool_call|>", section_close="<|tool_response>"),  # the turn goes on into the results
+    CallFormat("functionary_v3_2", "@NAME@\n@ARGS@", sep=">>>", content_prefix="all\n"),  # the prompt ends in `>>>`
+    CallFormat("functionary_v3_1", "<function=@NAME@>@ARGS@</function>", section_close="<|eom_id|>"),  # a turn of calls ends in <|eom_id|>
     CallFormat("firefunction_v2", '{"name": "@NAME@", "arguments": @ARGS@}', sep=", ", section_open=" functools[", section_close="]"),
     CallFormat(
         "command_r7b",
@@ -131,6 +136,7 @@ FAMILIES: tuple[CallFormat, ...] = (
         sep=",\n    ",
         section_open="<|START_ACTION|>[\n    ",
         section_close="\n]<|END_ACTION|>",
+        content_prefix="<|START_RESPONSE|>",
     ),
 )
 

@@ -1,14 +1,18 @@
 """Gemma 4's argument syntax: `key:value` pairs with bare keys in sorted order, strings between
 `<|"|>` quotes, numbers and booleans bare, `{...}` and `[...]` for nesting, exactly as its template's
-`format_argument` macro writes them. Rendering, reading back (to JSON) and the grammar live here."""
+`format_argument` macro writes them. Rendering, reading back (to JSON) and the grammar live here.
+Inference (tools/infer.py) recognises it by its rendering of the probe arguments: two probe values
+cannot teach a value language, so this one is written by hand."""
 
 from __future__ import annotations
 
 import json
 
-from strictgen.grammar.ir import Expr, RuleRef, alt, charset, intersect, lit, opt, repeat, seq
-from strictgen.grammar.regex import parse_regex, parse_regex_search
+from strictgen.grammar.ir import Expr, RuleRef, alt, lit, opt, repeat, seq
+from strictgen.grammar.regex import parse_regex
 from strictgen.grammar.structural_tag import FormatBuilder, text_without
+
+from .raw import raw_string
 
 QUOTE = '<|"|>'
 
@@ -97,12 +101,7 @@ def _value(schema, builder: FormatBuilder, path: str) -> Expr:
     if isinstance(schema, dict) and "const" in schema:
         return lit(render_value(schema["const"]))
     if kind == "string":  # raw text between the quotes, with the schema's length and pattern
-        body = [text_without(QUOTE)]
-        if "minLength" in schema or "maxLength" in schema:
-            body.append(repeat(charset(((0, 0x10FFFF),)), int(schema.get("minLength", 0)), schema.get("maxLength")))
-        if isinstance(schema.get("pattern"), str):
-            body.append(parse_regex_search(schema["pattern"]))
-        return seq(lit(QUOTE), intersect(*body), lit(QUOTE))
+        return seq(lit(QUOTE), raw_string(schema, QUOTE), lit(QUOTE))
     if kind in ("integer", "number", "boolean"):
         return builder.build({"type": "json_schema", "json_schema": schema}, path, ())
     return _any_value(builder)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from . import gemma
-from .families import XML_END, XML_PARAM_CLOSE, XML_PARAM_OPEN, CallFormat
+from .families import CallFormat
 from .reasoning import Reasoning, hold_partial, split_reasoning
 
 
@@ -101,27 +101,33 @@ class _Reader:
         call.arguments = json.dumps(value, ensure_ascii=False)
         self.pos = end - 1  # the brace belongs to the pattern's literal
 
-    def xml_args(self, call: ParsedCall, tool: str) -> None:
-        """Qwen3-Coder `<parameter=K>\\nV\\n</parameter>\\n` blocks, as JSON text built from whole parameters."""
+    def kv_args(self, call: ParsedCall, tool: str, fmt: CallFormat, following: str) -> None:
+        """Per-parameter blocks (`fmt.kv`) up to `following`, as JSON text built from whole parameters."""
+        open_, mid, close = fmt.kv
         props = (self.tools.get(tool) or {}).get("properties") or {}
         parts: list[str] = []
         call.arguments = "{"
-        while not self.at(XML_END):
-            if not self.at(XML_PARAM_OPEN):
-                raise _Stop
-            key_at = self.pos + len(XML_PARAM_OPEN)
-            key_end = self.text.find(">\n", key_at)
-            val_end = self.text.find(XML_PARAM_CLOSE, key_end + 2) if key_end >= 0 else -1
+        while not (following and self.at(following) and not (open_ and self.at(open_))):
+            rest = self.text[self.pos :]
+            if not self.at(open_) or not rest or (not open_ and following.startswith(rest)):
+                raise _Stop  # the text ends, or may still become what follows the blocks
+            key_at = self.pos + len(open_)
+            key_end = self.text.find(mid, key_at)
+            val_end = self.text.find(close, key_end + len(mid)) if key_end >= 0 else -1
             if val_end < 0:
                 raise _Stop
-            key, raw = self.text[key_at:key_end], self.text[key_end + 2 : val_end]
-            parts.append(json.dumps(key, ensure_ascii=False) + ": " + _xml_json(raw, props.get(key)))
+            key, raw = self.text[key_at:key_end], self.text[key_end + len(mid) : val_end]
+            parts.append(json.dumps(key, ensure_ascii=False) + ": " + (_raw_json(raw, props.get(key)) if fmt.kv_raw else raw))
             call.arguments = "{" + ", ".join(parts)
-            self.pos = val_end + len(XML_PARAM_CLOSE)
+            self.pos = val_end + len(close)
+            if not following and self.pos == len(self.text):
+                if not self.final:
+                    raise _Stop
+                break
         call.arguments += "}"
 
 
-def _xml_json(raw: str, schema) -> str:
+def _raw_json(raw: str, schema) -> str:
     """A raw parameter value as JSON: strings stay strings, other types are read as JSON."""
     kind = schema.get("type") if isinstance(schema, dict) else None
     if kind != "string":
@@ -145,8 +151,8 @@ def _read_call(r: _Reader, fmt: CallFormat, calls: list[ParsedCall]) -> None:
             r.digits(following)
         elif p == "@ARGS@":
             r.json_args(call)
-        elif p == "@XML@":
-            r.xml_args(call, call.name or "")
+        elif p == "@KV@":
+            r.kv_args(call, call.name or "", fmt, following)
         elif p == "@GEMMA@":
             r.gemma_args(call)
         else:
@@ -159,16 +165,17 @@ def parse_output(text: str, fmt: CallFormat | None, tools: dict[str, dict] | Non
     no tool calls are read (tool_choice "none"); `tools` maps each name to its parameters schema
     (None: names are not checked)."""
     out = ParsedOutput()
-    if fmt is not None:
-        text = fmt.prompt_tail + text
     out.reasoning, rest = split_reasoning(text, reasoning, final)
     if rest is None:
         return out
+    calls_first = False  # the calls open with the name itself (Functionary v3.2: content after `all\n`, else calls)
     if fmt is not None and fmt.content_prefix:
         if rest.startswith(fmt.content_prefix):
             rest = rest[len(fmt.content_prefix) :]
         elif not final and fmt.content_prefix.startswith(rest):
             return out
+        else:
+            calls_first = not (fmt.section_open or fmt.pieces()[0])
     if fmt is None or tools == {}:
         out.content = rest
         return out
@@ -177,7 +184,7 @@ def parse_output(text: str, fmt: CallFormat | None, tools: dict[str, dict] | Non
     after_block = reasoning is not None and (reasoning.starts_inside or text.startswith(reasoning.open))
     if after_block and bare != trigger and rest and (rest.startswith(bare) or bare.startswith(rest)):
         rest = trigger[: len(trigger) - len(bare)] + rest  # the layout strip after reasoning took the format's own space (harmony's " to=")
-    start = rest.find(trigger) if trigger else 0
+    start = 0 if calls_first or not trigger else rest.find(trigger)
     if start < 0:
         out.content = rest if final else hold_partial(rest, trigger).rstrip()
         return out
@@ -193,4 +200,6 @@ def parse_output(text: str, fmt: CallFormat | None, tools: dict[str, dict] | Non
             r.literal(fmt.sep)
     except _Stop:
         pass
+    if calls_first and final and not out.calls:
+        out.content = rest
     return out

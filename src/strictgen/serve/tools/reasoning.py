@@ -29,17 +29,20 @@ MARKERS = (
 )
 
 
+def judge(open_: str, close: str, generation_prompt: str) -> Reasoning | None:
+    """Markers judged against the end of a rendered prompt: a prompt that ends in an open block
+    starts the output inside it; one that ends in a closed, empty block has thinking switched off."""
+    tail = generation_prompt.rstrip()
+    if tail.endswith(close.rstrip()) and open_.strip() in tail[-(len(open_) + len(close) + 8) :]:
+        return None  # "<think></think>": thinking off
+    return Reasoning(open_, close, starts_inside=tail.endswith(open_.rstrip()))
+
+
 def detect_reasoning(source: str, generation_prompt: str) -> Reasoning | None:
-    """The reasoning markers a template uses, judged against the end of a rendered prompt: a prompt
-    that ends in an open block starts the output inside it; one that ends in a closed, empty block
-    has thinking switched off."""
+    """The known reasoning markers (MARKERS) a template's source uses, judged against its prompt."""
     for open_, close, mark in MARKERS:
-        if mark not in source:
-            continue
-        tail = generation_prompt.rstrip()
-        if tail.endswith(close.rstrip()) and open_.strip() in tail[-(len(open_) + len(close) + 8) :]:
-            return None  # "<think></think>": thinking off
-        return Reasoning(open_, close, starts_inside=tail.endswith(open_.rstrip()))
+        if mark in source:
+            return judge(open_, close, generation_prompt)
     return None
 
 
