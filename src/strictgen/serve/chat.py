@@ -8,7 +8,8 @@ import json
 
 from strictgen.engine.model import ChatTemplate, Model
 
-from .formats import RequestError, Tool
+from .errors import RequestError
+from .grammars import Tool
 from .tools.detect import chat_format
 from .tools.families import HERMES
 from .tools.render import TemplateError, render_chat
