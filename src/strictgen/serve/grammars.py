@@ -92,9 +92,6 @@ class GrammarFactory:
             param = getattr(exc, "param", None) or spec.origin
             raise RequestError(str(exc), param, code=type(exc).__name__) from exc
 
-    def json_any(self) -> CompiledGrammar:
-        return self.compile(FormatSpec("json_object", None, self.options))  # type: ignore[return-value]
-
     def tool_calls(
         self, tools: list[Tool], *, mode: str, parallel: bool, reasoning: "Reasoning | bool | None", name: str | None = None, fmt: "CallFormat | None" = None
     ) -> CompiledGrammar:
