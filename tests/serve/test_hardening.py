@@ -13,6 +13,8 @@ import logging
 import httpx
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strictgen.serve.bounds import check_json_shape
 from strictgen.serve.errors import RequestError
@@ -138,3 +140,35 @@ def test_a_failing_component_shows_only_internal_error_and_the_request_id(client
     assert err["message"] == f"internal error (request id {rid})" and err["type"] == "server_error"
     logged = [r for r in caplog.records if r.name == "strictgen.errors"]
     assert logged and rid in logged[-1].getMessage() and secret in caplog.text and "RuntimeError" in caplog.text
+
+
+def _shape(value) -> tuple[int, int]:
+    """(nesting depth, longest string's bytes as json.dumps sends them) of a JSON value."""
+    if isinstance(value, dict):
+        inner = [_shape(k) for k in value] + [_shape(v) for v in value.values()]
+    elif isinstance(value, list):
+        inner = [_shape(v) for v in value]
+    else:
+        return 0, len(json.dumps(value).encode()) - 2 if isinstance(value, str) else -1
+    return 1 + max((d for d, _ in inner), default=0), max((s for _, s in inner), default=-1)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\[]{}\n é', max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(alphabet='k"\\]}', max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES)
+def test_the_json_scan_agrees_with_the_parsed_value(value):
+    body = json.dumps(value).encode()
+    depth, longest = _shape(value)
+    check_json_shape(body, depth, max(longest, 0))
+    if depth:
+        with pytest.raises(RequestError, match="deeper"):
+            check_json_shape(body, depth - 1, 1 << 20)
+    if longest > 0:
+        with pytest.raises(RequestError, match="longer"):
+            check_json_shape(body, 1 << 10, longest - 1)

@@ -10,8 +10,9 @@ parser sees it: Python's `json` recurses per nesting level and keeps every strin
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+import numpy as np
 
 from starlette.responses import JSONResponse
 
@@ -28,26 +29,31 @@ class ServerLimits:
     max_prompt_tokens: int | None = None  # None: unbounded here (build_server sets the context size)
 
 
-# a JSON string (possessive: one step per run of plain characters) or a bracket
-_JSON_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"|[\[\]{}]', re.DOTALL)
-
-
 def check_json_shape(body: bytes, max_depth: int, max_string_bytes: int) -> None:
     """Refuse (RequestError) a JSON body nested deeper than `max_depth` or holding a string longer
-    than `max_string_bytes`. Exact on valid JSON; on invalid JSON it may over-count, and the parser
-    refuses that body anyway."""
-    depth = 0
-    for m in _JSON_TOKENS.finditer(body):
-        first = body[m.start()]
-        if first == 0x22:  # '"'
-            if m.end() - m.start() - 2 > max_string_bytes:
-                raise RequestError(f"a JSON string in the body is longer than this server's limit of {max_string_bytes} bytes", code="string_too_long")
-        elif first in (0x5B, 0x7B):  # '[' '{'
-            depth += 1
-            if depth > max_depth:
-                raise RequestError(f"the JSON body is nested deeper than this server's limit of {max_depth} levels", code="json_too_deep")
-        else:
-            depth -= 1
+    than `max_string_bytes` (its bytes as sent). Exact on valid JSON; on invalid JSON it may
+    over-count, and the parser refuses that body anyway. Vectorised (numpy over the bytes, no
+    Python step per token): a megabyte of brackets or of tiny strings is scanned in milliseconds,
+    on the event loop."""
+    b = np.frombuffer(body, dtype=np.uint8)
+    n = b.size
+    if n == 0:
+        return
+    pos = np.arange(n)
+    last_plain = np.maximum.accumulate(np.where(b != 0x5C, pos, -1))  # the last byte at or before i that is not a backslash
+    backslashes_before = pos - 1 - np.concatenate(([-1], last_plain[:-1]))
+    quotes = np.flatnonzero((b == 0x22) & (backslashes_before % 2 == 0))  # quotes that are not escaped
+    opens, closes = quotes[0::2], np.append(quotes[1::2], n)[: (quotes.size + 1) // 2]  # an unclosed string runs to the end
+    if opens.size and int((closes - opens).max()) - 1 > max_string_bytes:
+        raise RequestError(f"a JSON string in the body is longer than this server's limit of {max_string_bytes} bytes", code="string_too_long")
+    edges = np.zeros(n + 1, dtype=np.int32)
+    edges[opens] += 1
+    edges[np.minimum(closes + 1, n)] -= 1
+    inside = np.cumsum(edges[:n]) > 0
+    steps = ((b == 0x5B) | (b == 0x7B)).astype(np.int32) - ((b == 0x5D) | (b == 0x7D)).astype(np.int32)
+    steps[inside] = 0
+    if int(np.cumsum(steps).max()) > max_depth:
+        raise RequestError(f"the JSON body is nested deeper than this server's limit of {max_depth} levels", code="json_too_deep")
 
 
 def too_large(limit: int) -> JSONResponse:
