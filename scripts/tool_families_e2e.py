@@ -4,9 +4,10 @@ the parsed call validated by jsonschema (the e2e column of issue 17's table). Ru
 import glob, os, json, time
 import jsonschema
 from strictgen.serve import build_server, ServerLimits
-from strictgen.serve.formats import tools_from_request
+from strictgen.serve.grammars import tools_from_request
 from strictgen.serve.worker import Job
-from strictgen.serve.app import Server, _ChatDeltas, _tool_map
+from strictgen.serve.app import Server
+from strictgen.serve.replies import ChatDeltas, tool_map
 srv0 = build_server("default", slots=1, n_ctx=4096, limits=ServerLimits(max_tokens=160))
 m = srv0.pool.primary
 orig = m.chat_template
@@ -22,7 +23,7 @@ for f in sorted(glob.glob("/work/shared/data/chat-templates/*.jinja")):
         cfg = srv.config(150, 0, None, chat=True)
         cfg.reasoning_limit = srv.reasoning_limit(int(os.environ.get("BUDGET", "-1")))
         res = srv.pool.run(Job(prompt, g, cfg), None, None)
-        msg, has = _ChatDeltas(srv.chat.tools, _tool_map(TOOLS), srv.reasoning, "c").message(res.text)
+        msg, has = ChatDeltas(srv.chat.tools, tool_map(TOOLS), srv.reasoning, "c").message(res.text)
         ok = has and all(c["function"]["name"] == "get_weather" and jsonschema.validate(json.loads(c["function"]["arguments"]), W) is None for c in msg["tool_calls"])
         print(os.path.basename(f), srv.chat.detected, "VALID" if ok else "INVALID", f"{time.time()-t:.1f}s", repr(res.text[:160]), flush=True)
     except Exception as e:

@@ -86,30 +86,28 @@ def _load_schema(path_text: str):
     return schema
 
 
-def _compile_format(args: argparse.Namespace, tok):
-    """The CompiledGrammar the format flags ask for (None: unconstrained)."""
+def _format_spec(args: argparse.Namespace):
+    """The FormatSpec the format flags ask for (None: unconstrained)."""
     from pathlib import Path
 
     import strictgen as sg
+    from strictgen.grammar.format_spec import GENERATION_STYLE, FormatOptions, FormatSpec
 
-    compiler = sg.GrammarCompiler(tok)
+    options = FormatOptions(style=GENERATION_STYLE)
     if args.schema:
-        schema = _load_schema(args.schema)
-        # spaced: one line of JSON as json.dumps writes it; every separator is forced (jump-forward);
-        # canonical numbers: `type: integer` gives 25, not 25.0
-        return compiler.compile_json_schema(schema, whitespace="spaced", numbers="canonical")
-    if args.json:
-        return compiler.compile_json(whitespace="spaced", numbers="canonical")
+        return FormatSpec("json_schema", _load_schema(args.schema), options, "--schema")
+    if getattr(args, "json", False):
+        return FormatSpec("json_object", None, options, "--json")
     if args.regex is not None:
-        return compiler.compile_regex(args.regex)
+        return FormatSpec("regex", args.regex, options, "--regex")
     if args.grammar:
         try:
             text = Path(args.grammar).read_text(encoding="utf-8")
         except OSError as exc:
             raise sg.StrictgenError(f"cannot read grammar file {args.grammar}: {exc}") from exc
-        return compiler.compile_grammar(text)
-    if args.choice:
-        return compiler.compile_choice(args.choice)
+        return FormatSpec("grammar", text, options, "--grammar")
+    if getattr(args, "choice", None):
+        return FormatSpec("choice", list(args.choice), options, "--choice")
     return None
 
 
@@ -117,13 +115,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Generate constrained output with a real model; the output on stdout, --stats on stderr."""
     import json
 
+    import strictgen as sg
     from strictgen.engine import GenerationConfig, SamplingParams, generate, load_model
 
+    spec = _format_spec(args)  # a bad format file fails before the model loads
     model = load_model(args.model, runtime=args.runtime, threads=args.threads, progress=not args.quiet)
     try:
         if args.chat_template:
             model.chat_template = model.chat_template.replaced_by(args.chat_template)
-        grammar = _compile_format(args, model.tokenizer_info)
+        grammar = None if spec is None else sg.GrammarCompiler(model.tokenizer_info).compile_format(spec)
         config = GenerationConfig(
             max_tokens=args.max_tokens,
             sampling=SamplingParams(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed),
@@ -133,10 +133,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
             truncation_safe=not args.no_truncation_safe,
         )
         system = args.system
-        if args.schema and not args.raw and not args.no_format_hint:
+        if spec is not None and spec.kind == "json_schema" and not args.raw and not args.no_format_hint:
             from strictgen.engine.format_hint import format_hint
 
-            system = (system + "\n\n" if system else "") + format_hint(_load_schema(args.schema))
+            system = (system + "\n\n" if system else "") + format_hint(spec.value)
         prompt_ids = model.encode_prompt(args.prompt, chat=not args.raw, system=system)
         result = generate(model, prompt_ids, grammar, config)
     finally:
@@ -188,6 +188,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """The mask step by step for a document or a generation (strictgen.engine.inspect)."""
     import json
 
+    import strictgen as sg
     from strictgen.engine import GenerationConfig, SamplingParams, load_model
     from strictgen.engine.format_hint import format_hint
     from strictgen.engine.inspect import describe_error, format_table, inspect_document, inspect_generation
@@ -196,7 +197,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     model = load_model(args.model, runtime=args.runtime, progress=False)
     try:
         try:
-            grammar = _compile_format(args, model.tokenizer_info)
+            grammar = sg.GrammarCompiler(model.tokenizer_info).compile_format(_format_spec(args))
         except StrictgenError as exc:
             if not args.as_json:
                 raise

@@ -165,9 +165,9 @@ def test_internal_slips_reach_users_as_strictgen_errors(qwen):
 
 
 def test_server_tool_schemas_are_bounded_and_clear(qwen):
-    """The server compiles tool parameters itself (serve/formats.py): they run under the compiler's
+    """The server compiles tool parameters itself (serve/grammars.py): they run under the compiler's
     time limit, and a malformed one is a RequestError naming the keyword, with no Python text."""
-    from strictgen.serve.formats import GrammarFactory, RequestError, Tool
+    from strictgen.serve.grammars import GrammarFactory, RequestError, Tool
 
     factory = GrammarFactory(sg.GrammarCompiler(qwen, compile_timeout=LIMIT))
     slow = Tool("pick", {"type": "object", "properties": {"x": {"anyOf": [{"const": {"id": i, "name": f"n{i}"}} for i in range(2000)]}}})

@@ -44,16 +44,19 @@ def test_with_format_hint_adds_once_to_the_system_turn():
 
 
 def test_server_switch():
+    from strictgen.grammar.format_spec import FormatOptions
     from strictgen.serve.hint import hinted, requested_schema
     from strictgen.serve.protocol import ChatCompletionRequest, ResponsesRequest
+    from strictgen.serve.specs import openai_format, response_format
 
+    o = FormatOptions()
     msgs = [{"role": "user", "content": "hi"}]
     rf = {"type": "json_schema", "json_schema": {"name": "w", "schema": WEATHER}}
-    req = ChatCompletionRequest(messages=msgs, response_format=rf)
-    assert requested_schema(req) == WEATHER and hinted(msgs, req)[0]["content"] == format_hint(WEATHER)
+    spec = openai_format(o, ChatCompletionRequest(messages=msgs, response_format=rf))
+    assert requested_schema(spec) == WEATHER and hinted(msgs, spec)[0]["content"] == format_hint(WEATHER)
     off = ChatCompletionRequest(messages=msgs, response_format=rf, format_hint=False)
-    assert hinted(msgs, off) == msgs
-    assert hinted(msgs, ChatCompletionRequest(messages=msgs, response_format={"type": "json_object"})) == msgs
-    assert requested_schema(ChatCompletionRequest(messages=msgs, guided_json=WEATHER)) == WEATHER
+    assert hinted(msgs, openai_format(o, off), off.format_hint) == msgs
+    assert hinted(msgs, openai_format(o, ChatCompletionRequest(messages=msgs, response_format={"type": "json_object"}))) == msgs
+    assert requested_schema(openai_format(o, ChatCompletionRequest(messages=msgs, guided_json=WEATHER))) == WEATHER
     resp = ResponsesRequest(input="hi", text={"format": {"type": "json_schema", "name": "w", "schema": WEATHER}})
-    assert requested_schema(resp) == WEATHER
+    assert requested_schema(response_format(o, resp.text["format"], "text.format")) == WEATHER

@@ -78,3 +78,14 @@ def test_malformed_tags_say_where(compiler, tag, where):
     with pytest.raises(StructuralTagError) as err:
         compiler.compile_structural_tag(tag)
     assert where in str(err.value) and isinstance(err.value, sg.StrictgenError)
+
+
+@pytest.mark.parametrize("kind", ["field", "tags", "_field", "build", "fresh", "__init__", "excludes"])
+def test_a_kind_is_looked_up_in_the_table_never_as_a_method(kind):
+    """Request data never names a method of the builder: every unknown kind, a method's name
+    included, is a StructuralTagError that names it and lists the kinds there are."""
+    from strictgen.grammar.structural_tag import FORMAT_KINDS, StructuralTagError, structural_tag_grammar
+
+    with pytest.raises(StructuralTagError) as info:
+        structural_tag_grammar({"type": "structural_tag", "format": {"type": kind}})
+    assert repr(kind) in str(info.value) and all(k in str(info.value) for k in FORMAT_KINDS)

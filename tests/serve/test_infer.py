@@ -11,7 +11,7 @@ import pytest
 
 import strictgen as sg
 from strictgen.engine.model import ChatTemplate
-from strictgen.serve.formats import GrammarFactory, Tool
+from strictgen.serve.grammars import GrammarFactory, Tool
 from strictgen.serve.tools.detect import chat_format
 from strictgen.serve.tools.parse import parse_output
 from strictgen.serve.tools.reasoning import Reasoning

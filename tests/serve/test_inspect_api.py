@@ -6,6 +6,7 @@ grammar, fed the same tokens, has masks of the reported popcounts and the report
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import httpx
 import jsonschema
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import strictgen as sg
+from strictgen.grammar.format_spec import FormatSpec
 from tests.models import weather_schema
 from tests.serve.conftest import API_KEY as KEY
 
@@ -51,7 +53,7 @@ def test_a_document_against_the_matcher(http, server):
     ids = server.pool.tokenize(lambda m: m.tokenize(doc))  # the model's own tokenization
     assert [s["token"]["id"] for s in answer["steps"][:-1]] == ids and answer["steps"][-1]["token"] is None
     assert answer["complete"] and answer["departure"] is None and answer["mode"] == "document"
-    check_steps(server.grammars.json_schema(WEATHER), answer)  # the same compiled grammar (the factory caches)
+    check_steps(server.grammars.compile(FormatSpec("json_schema", WEATHER, replace(server.format_options, reasoning=None))), answer)  # the same compiled grammar (the factory caches)
     assert all(len(s["sample"]) == min(5, s["allowed"]) for s in answer["steps"])
 
 
@@ -62,12 +64,12 @@ def test_an_off_format_document_says_where(http, server):
     assert not answer["complete"] and d["offset"] == doc.index(".") and d["expected"] == [",", "0-9"]
     assert d["message"].startswith(f"byte {d['offset']}: found '.5")
     assert not answer["steps"][-1]["accepted"] and answer["steps"][-1]["index"] == d["step"]
-    check_steps(server.grammars.json_schema(WEATHER), answer)
+    check_steps(server.grammars.compile(FormatSpec("json_schema", WEATHER, replace(server.format_options, reasoning=None))), answer)
 
     regex = r"\d{4}-(0[1-9]|1[0-2])-\d\d"
     answer = http.post(PATH, json={"format": {"type": "regex", "pattern": regex}, "document": "2024-13-01"}).json()
     assert answer["departure"]["offset"] == 6 and answer["departure"]["expected"] == ["0-2"]
-    check_steps(server.grammars.regex(regex, "p"), answer)
+    check_steps(server.grammars.compile(FormatSpec("regex", regex, server.format_options)), answer)
 
 
 @pytest.mark.slow  # a generation through the server's batched pool: 20-60 s on 2 busy cores
@@ -76,7 +78,7 @@ def test_a_generation_against_the_matcher(http, server):
     answer = http.post(PATH, json=body).json()
     assert answer["mode"] == "prompt" and answer["complete"], answer
     jsonschema.validate(json.loads(answer["text"]), WEATHER)
-    check_steps(server.grammars.json_schema(WEATHER), answer)
+    check_steps(server.grammars.compile(FormatSpec("json_schema", WEATHER, replace(server.format_options, reasoning=None))), answer)
     rows = answer["steps"][:-1]
     assert {r["origin"] for r in rows} == {"sampled", "forced"}
     for r in rows:

@@ -237,17 +237,19 @@ def test_a_slow_compile_does_not_stall_another_stream(client, ops_server, url):
     Compiles are fast now, so the slow one is made slow on purpose: its compile does not return until
     three /health polls have been answered after it began. With the compile on the event loop no poll
     could be answered, and the wait would run out. Progress, not timings."""
+    from strictgen.grammar.format_spec import FormatSpec
+
     compiler = ops_server.grammars.compiler
-    compiler.compile_regex(LONG)  # the stream's own grammar is cached: the one slow compile is the other's
+    compiler.compile_format(FormatSpec("regex", LONG, ops_server.format_options))  # the stream's own grammar is cached: the one slow compile is the other's
     slow_pattern = "(ab|cd|[0-9]){1,%d}" % (100 + time.time_ns() % 200)
     polls: list[float] = []
     answered_during_compile: list[bool] = []
     done = threading.Event()
-    real_compile = compiler.compile_regex
+    real_compile = compiler.compile_format  # the one path every request's format takes
 
-    def slow_compile(pattern):
-        compiled = real_compile(pattern)
-        if pattern == slow_pattern:
+    def slow_compile(spec, kinds=None):
+        compiled = real_compile(spec, kinds)
+        if spec.kind == "regex" and spec.value == slow_pattern:
             seen = len(polls)
             deadline = time.monotonic() + 60
             while len(polls) < seen + 3 and time.monotonic() < deadline:
@@ -262,7 +264,7 @@ def test_a_slow_compile_does_not_stall_another_stream(client, ops_server, url):
                 polls.append(time.perf_counter())
                 time.sleep(0.02)
 
-    compiler.compile_regex = slow_compile
+    compiler.compile_format = slow_compile
     try:
         stream = chat(client, max_tokens=48, stream=True, extra_body={"guided_regex": LONG})
         it = iter(stream)
@@ -276,7 +278,7 @@ def test_a_slow_compile_does_not_stall_another_stream(client, ops_server, url):
         slow.join(timeout=300)
     finally:
         done.set()
-        del compiler.compile_regex  # the instance attribute goes; the class's method is back
+        del compiler.compile_format  # the instance attribute goes; the class's method is back
     poller.join(timeout=60)
     assert re.fullmatch(LONG, text), text
     assert answered_during_compile == [True], (answered_during_compile, len(polls))

@@ -56,12 +56,12 @@ def test_responses_events_validate_and_add_up(text, finish):
     from openai.types.responses import ResponseStreamEvent
 
     from strictgen.engine.generate import GenerationConfig, GenerationResult
-    from strictgen.serve.app import _Responses
+    from strictgen.serve.openai_responses import Reply
     from strictgen.serve.protocol import ResponsesRequest
     from strictgen.serve.worker import Job
 
     server = SimpleNamespace(model_name="m", reasoning=THINK, chat=SimpleNamespace(tools=HERMES))
-    reply = _Responses(server, ResponsesRequest(input="x"), Job([1, 2], None, GenerationConfig()), "resp_" + "0" * 24, parse_tools=True)
+    reply = Reply(server, ResponsesRequest(input="x"), Job([1, 2], None, GenerationConfig()), "resp_" + "0" * 24, parse_tools=True)
     sse = reply.start()
     for cut in range(len(text) + 1):
         for d in reply.deltas.deltas(text[:cut], final=cut == len(text)):

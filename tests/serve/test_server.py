@@ -143,7 +143,7 @@ def wait_for(finished, predicate):
 def test_tool_choice_auto_valid_either_way(client, server, finished):
     """auto: free text that is returned whole, or calls that are valid; never a malformed or hidden call."""
     from strictgen.runtime.matcher import GrammarMatcher
-    from strictgen.serve.formats import tools_from_request
+    from strictgen.serve.grammars import tools_from_request
 
     r = chat(client, messages=ASK, tools=TOOLS, tool_choice="auto", max_tokens=120)
     c = r.choices[0]
@@ -181,7 +181,7 @@ def test_auto_grammar_constrains_an_opened_call(server, rest, ok):
     """Once `<tool_call>` is opened under tool_choice=auto, only a call of one of the tools with arguments
     valid for its schema can follow (the grammar the endpoint uses, driven byte by byte)."""
     from strictgen.runtime.matcher import GrammarMatcher
-    from strictgen.serve.formats import tools_from_request
+    from strictgen.serve.grammars import tools_from_request
 
     grammar = server.grammars.tool_calls(tools_from_request(TOOLS), mode="auto", parallel=True, reasoning=False)
     m = GrammarMatcher(grammar)
@@ -342,7 +342,7 @@ def test_malformed_json_body_and_size_limit(base_url):
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
     big = {"model": "m", "messages": [{"role": "user", "content": "x" * 300_000}]}
     r = httpx.post(base_url + "/v1/chat/completions", json=big)
-    assert r.status_code == 400 and r.json()["error"]["code"] == "body_too_large"
+    assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_large"
 
 
 def test_openai_client_raises_bad_request_with_pointer(client):

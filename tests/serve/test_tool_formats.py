@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import strictgen as sg
 from strictgen.engine.model import ChatTemplate
 from strictgen.serve.chat import render_text
-from strictgen.serve.formats import GrammarFactory, Tool
+from strictgen.serve.grammars import GrammarFactory, Tool
 from strictgen.serve.tools.detect import chat_format
 from strictgen.serve.tools.families import BY_NAME, HERMES
 from strictgen.serve.tools.parse import parse_output
@@ -209,17 +209,17 @@ def _outputs(name: str) -> list[str]:
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_streaming_equals_non_streaming(name, data):
-    from strictgen.serve.app import _ChatDeltas
+    from strictgen.serve.replies import ChatDeltas
 
     cf = chat_format(_template(name))
     text = data.draw(st.sampled_from(_outputs(name)))
     cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=12))))
-    stream = _ChatDeltas(cf.tools, TOOL_MAP, cf.reasoning, "call_x")
+    stream = ChatDeltas(cf.tools, TOOL_MAP, cf.reasoning, "call_x")
     got = []
     for cut in cuts:
         got += stream.deltas(text[:cut], final=False)
     got += stream.deltas(text, final=True)
-    msg, _ = _ChatDeltas(cf.tools, TOOL_MAP, cf.reasoning, "call_x").message(text)
+    msg, _ = ChatDeltas(cf.tools, TOOL_MAP, cf.reasoning, "call_x").message(text)
     content, reasoning, calls = _assemble(got)
     assert calls == [(c["function"]["name"], c["function"]["arguments"]) for c in msg.get("tool_calls", [])]
     assert content == (msg["content"] or "") or (not msg["content"] and not content.strip())

@@ -18,6 +18,9 @@ from .guards import collector_paused, user_errors
 __all__ = ["GrammarCompiler", "user_errors"]
 
 if TYPE_CHECKING:
+    from typing import Mapping
+
+    from strictgen.grammar.format_spec import FormatKind, FormatSpec
     from strictgen.tokenizer.info import TokenizerInfo
 
 
@@ -193,6 +196,16 @@ class GrammarCompiler:
 
             raise StructuralTagError(f"the structural tag is not JSON data: {exc}") from exc
         return self._cached(("structural_tag", text, style), "structural_tag", lambda: structural_tag_grammar(tag, style))
+
+    def compile_format(self, spec: "FormatSpec", kinds: "Mapping[str, FormatKind] | None" = None) -> CompiledGrammar:
+        """A format request (strictgen.grammar.format_spec): the one path from what a caller asked
+        for to a grammar, cached by the spec's content. `kinds`: the table of kinds (a caller's
+        own rows added to FORMAT_KINDS)."""
+        from strictgen.grammar.format_spec import FORMAT_KINDS, prepare
+
+        with user_errors(str(spec.kind)):
+            key, build = prepare(spec, FORMAT_KINDS if kinds is None else kinds)
+        return self._cached(key, str(spec.kind), build)
 
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""

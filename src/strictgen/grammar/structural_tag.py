@@ -100,10 +100,10 @@ class FormatBuilder:
         if not isinstance(node, dict) or not isinstance(node.get("type"), str):
             raise StructuralTagError("a format must be an object with a string 'type'", path)
         kind = node["type"]
-        method = getattr(self, "_" + kind, None)
+        method = FORMAT_KINDS.get(kind)  # an explicit table: request data never names a method
         if method is None:
-            raise StructuralTagError(f"unknown format type {kind!r}", path + "/type")
-        return method(node, path, stops)
+            raise StructuralTagError(f"unknown format type {kind!r}; the types are {', '.join(FORMAT_KINDS)}", path + "/type")
+        return method(self, node, path, stops)
 
     @staticmethod
     def _field(node: dict, key: str, kind, path: str, default: Any = ...):
@@ -222,6 +222,21 @@ class FormatBuilder:
             return one if at_least_one else alt(one, lit(""))
         many = seq(one, repeat(seq(lit(sep), one)))
         return many if at_least_one else alt(many, lit(""))
+
+
+# format type → the FormatBuilder method that builds it
+FORMAT_KINDS = {
+    "const_string": FormatBuilder._const_string,
+    "any_text": FormatBuilder._any_text,
+    "json_schema": FormatBuilder._json_schema,
+    "grammar": FormatBuilder._grammar,
+    "regex": FormatBuilder._regex,
+    "sequence": FormatBuilder._sequence,
+    "or": FormatBuilder._or,
+    "tag": FormatBuilder._tag,
+    "triggered_tags": FormatBuilder._triggered_tags,
+    "tags_with_separator": FormatBuilder._tags_with_separator,
+}
 
 
 def legacy_to_format(tag: dict) -> dict:

@@ -2,7 +2,7 @@
 
 vLLM passes per-request settings as `SamplingParams.extra_args` (from `vllm_xargs` on its OpenAI
 server, whose values are strings, numbers or lists of them), so a schema or a choice list may come
-as JSON text; SGLang passes the format's text by kind. Both end here, in one compile path. A structural tag is
+as JSON text; SGLang passes the format's text by kind. Both end here, in the one format table (strictgen.grammar.format_spec). A structural tag is
 the JSON payload vLLM puts in `StructuredOutputsParams.structural_tag` and SGLang in its
 `structural_tag` sampling parameter: `{"type": "structural_tag", "format": {...}}` or the older
 `structures`/`triggers` form.
@@ -11,12 +11,12 @@ the JSON payload vLLM puts in `StructuredOutputsParams.structural_tag` and SGLan
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Mapping
 
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.compiler import GrammarCompiler
 from strictgen.errors import StrictgenError
+from strictgen.grammar.format_spec import FormatSpec
 from strictgen.tokenizer.info import TokenizerInfo
 
 JSON_SCHEMA = "strictgen_json_schema"
@@ -53,42 +53,17 @@ def request_format(args: Mapping[str, Any] | None) -> tuple[str, Any] | None:
     return named[0] if named else None
 
 
-def _text(key: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise StrictgenError(f"{key} must be a string, got {type(value).__name__}")
-    return value
-
-
-def _choices(value: Any) -> list[str]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as e:
-            raise StrictgenError(f"{CHOICE} given as text must be a JSON list of strings: {e}") from None
-    if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
-        raise StrictgenError(f"{CHOICE} must be a list of strings")
-    return value
+# request key → the kind of the format table (strictgen.grammar.format_spec)
+KEY_KINDS = {JSON_SCHEMA: "json_schema", REGEX: "regex", GRAMMAR: "grammar", CHOICE: "choice", JSON_OBJECT: "json_object", STRUCTURAL_TAG: "structural_tag"}
 
 
 def compile_format(compiler: GrammarCompiler, key: str, value: Any) -> CompiledGrammar:
-    """Compile one request's format (a key of FORMAT_KEYS and its value) for the compiler's vocabulary."""
-    if key == JSON_SCHEMA:
-        if not isinstance(value, (str, dict, bool)):
-            raise StrictgenError(f"{JSON_SCHEMA} must be a JSON Schema (an object, or its JSON text)")
-        return compiler.compile_json_schema(value)
-    if key == REGEX:
-        return compiler.compile_regex(_text(key, value))
-    if key == GRAMMAR:
-        return compiler.compile_grammar(_text(key, value))
-    if key == CHOICE:
-        return compiler.compile_choice(_choices(value))
-    if key == JSON_OBJECT:
-        return compiler.compile_json()
-    if key == STRUCTURAL_TAG:
-        if not isinstance(value, (str, dict)):
-            raise StrictgenError(f"{STRUCTURAL_TAG} must be a structural tag (an object, or its JSON text)")
-        return compiler.compile_structural_tag(value)
-    raise StrictgenError(f"unknown strictgen format {key!r}; use one of {', '.join(FORMAT_KEYS)}")
+    """Compile one request's format (a key of FORMAT_KEYS and its value) for the compiler's
+    vocabulary, through the one format table (values as JSON text are read there)."""
+    kind = KEY_KINDS.get(key)
+    if kind is None:
+        raise StrictgenError(f"unknown strictgen format {key!r}; use one of {', '.join(FORMAT_KEYS)}")
+    return compiler.compile_format(FormatSpec(kind, value, origin=key))
 
 
 @functools.lru_cache(maxsize=1)

@@ -95,12 +95,16 @@ class LocalBackend:
         self.token_healing = token_healing
         self.stats: list = []  # GenerationStats of every completion (eval reads healing figures here)
 
+    # the mode → the format kind it constrains the output with (other modes: unconstrained)
+    MODE_KINDS = {"schema": "json_schema", "json-object": "json_object"}
+
     def grammar(self, schema, mode: str):
-        if mode == "schema":
-            return self.compiler.compile_json_schema(schema, whitespace="spaced", numbers="canonical")
-        if mode == "json-object":
-            return self.compiler.compile_json(whitespace="spaced", numbers="canonical")
-        return None
+        from strictgen.grammar.format_spec import GENERATION_STYLE, FormatOptions, FormatSpec
+
+        kind = self.MODE_KINDS.get(mode)
+        if kind is None:
+            return None
+        return self.compiler.compile_format(FormatSpec(kind, schema if kind == "json_schema" else None, FormatOptions(style=GENERATION_STYLE), "schema"))
 
     def complete(self, messages: list[dict], schema, mode: str, *, max_tokens: int, temperature: float, seed) -> Completion:
         from strictgen.engine import GenerationConfig, SamplingParams, generate

@@ -11,7 +11,8 @@ import json
 
 from strictgen.engine.model import ChatTemplate, Model
 
-from .formats import RequestError, Tool
+from .errors import RequestError
+from .grammars import Tool
 from .tools.detect import ChatFormat, chat_format
 from .tools.families import HERMES, CallFormat
 from .tools.render import TemplateError, render_chat

@@ -1,37 +1,24 @@
-"""Which JSON Schema a request asks for, so the format hint (engine.format_hint) can describe it.
+"""The format hint (engine.format_hint) for a request whose format is a JSON Schema.
 
 Chat and Responses requests with a JSON Schema format get the hint in their system turn unless the
-request says `"format_hint": false` (docs/serve.md says exactly what is added)."""
+request says `"format_hint": false` (docs/serve.md says exactly what is added). The schema is read
+from the request's FormatSpec, the same one its grammar is compiled from."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from strictgen.engine.format_hint import with_format_hint
+from strictgen.grammar.format_spec import FormatSpec
 
 
-def requested_schema(req) -> Any:
-    """The schema of response_format json_schema, vLLM guided_json / structured_outputs.json, or a
-    Responses text.format json_schema (None: no schema asked for; any-JSON modes give none)."""
-    candidates = []
-    rf = getattr(req, "response_format", None)
-    if isinstance(rf, dict) and rf.get("type") == "json_schema":
-        spec = rf.get("json_schema", rf)
-        candidates.append(spec.get("schema") if isinstance(spec, dict) else None)
-    candidates.append(getattr(req, "guided_json", None))
-    so = getattr(req, "structured_outputs", None)
-    if isinstance(so, dict):
-        candidates.append(so.get("json"))
-    text = getattr(req, "text", None)
-    fmt = text.get("format") if isinstance(text, dict) else None
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-        candidates.append(fmt.get("schema"))
-    return next((c for c in candidates if isinstance(c, dict)), None)
+def requested_schema(spec: FormatSpec | None) -> dict | None:
+    """The JSON Schema object `spec` asks for (None: no schema; any-JSON modes give none)."""
+    if spec is not None and spec.kind == "json_schema" and isinstance(spec.value, dict):
+        return spec.value
+    return None
 
 
-def hinted(messages: list[dict], req) -> list[dict]:
-    """`messages` with the format hint added where the request asks for a schema and allows it."""
-    schema = requested_schema(req)
-    if schema is None or getattr(req, "format_hint", True) is False:
-        return messages
-    return with_format_hint(messages, schema)
+def hinted(messages: list[dict], spec: FormatSpec | None, allowed: bool = True) -> list[dict]:
+    """`messages` with the format hint added where `spec` is a JSON Schema object and the request
+    allows it."""
+    schema = requested_schema(spec)
+    return messages if schema is None or not allowed else with_format_hint(messages, schema)

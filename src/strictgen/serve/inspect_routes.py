@@ -10,6 +10,7 @@ routes sit behind the server's API keys like every other route (serve/ops.py).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -22,8 +23,11 @@ from strictgen.compile.compiled import CompiledGrammar
 from strictgen.engine.format_hint import with_format_hint
 from strictgen.engine.inspect import MAX_SAMPLE, MAX_TOP, SAMPLE, TOP, GenerationRecorder, describe_error, inspect_document
 from strictgen.errors import StrictgenError
+from strictgen.grammar.format_spec import FormatSpec
 
-from .formats import RequestError, tools_from_request
+from .errors import RequestError
+from .grammars import SERVE_KINDS, tools_from_request
+from .specs import tool_format
 from .worker import Job
 
 FORMATS = ("json_schema", "regex", "grammar", "choice", "json_object", "tools", "lark")
@@ -48,35 +52,28 @@ class InspectRequest(BaseModel):
     search: str | None = None
 
 
-def _compile(server, fmt: dict[str, Any]) -> tuple[CompiledGrammar, list]:
-    """(grammar, tools) of the request's `format`; a bad one raises StrictgenError."""
+# the page's format types → the format table's kinds, and the request field that holds each value
+KINDS = {"json_schema": ("json_schema", "schema"), "regex": ("regex", "pattern"), "grammar": ("grammar", "grammar"), "choice": ("choice", "choices"), "json_object": ("json_object", None), "lark": ("lark", "grammar")}
+
+
+def _compile(server, fmt: dict[str, Any], document: bool) -> tuple[CompiledGrammar, list]:
+    """(grammar, tools) of the request's `format`, through the server's one format table; a bad
+    one raises the compiler's own StrictgenError (keyword and pointer, line and column kept).
+    A document is walked without the template's reasoning block (it is the answer itself); a
+    generation gets the block, as chat does."""
     kind = fmt.get("type")
-    g = server.grammars
-    if kind == "json_schema":
-        return g.json_schema(fmt.get("schema"), param="format.schema"), []
-    if kind == "regex":
-        return g.regex(fmt.get("pattern"), "format.pattern"), []
-    if kind == "grammar":
-        return g.gbnf(fmt.get("grammar"), "format.grammar"), []
-    if kind == "choice":
-        return g.choice(fmt.get("choices"), "format.choices"), []
-    if kind == "json_object":
-        return g.json_any(), []
+    options = replace(server.format_options, reasoning=None) if document else server.format_options
     if kind == "tools":
         tools = tools_from_request(fmt.get("tools"), "format.tools")
-        grammar, _ = server.tool_grammar(tools, fmt.get("tool_choice", "required"), bool(fmt.get("parallel_tool_calls", False)))
-        if grammar is None:
+        spec = tool_format(options, tools, fmt.get("tool_choice", "required"), bool(fmt.get("parallel_tool_calls", False)), server.chat)
+        if spec is None:
             raise RequestError("tool_choice 'none' leaves nothing to inspect", "format.tool_choice")
-        return grammar, tools
-    if kind == "lark":
-        compile_lark = getattr(g.compiler, "compile_lark", None)
-        if compile_lark is None:
-            raise RequestError("this build of strictgen has no Lark front end", "format.type")
-        text = fmt.get("grammar")
-        if not isinstance(text, str):
-            raise RequestError("a Lark grammar must be a string", "format.grammar")
-        return compile_lark(text), []
-    raise RequestError(f"format.type must be one of {', '.join(FORMATS)}, not {kind!r}", "format.type")
+        return server.grammars.compiler.compile_format(spec, SERVE_KINDS), tools
+    if kind not in KINDS:
+        raise RequestError(f"format.type must be one of {', '.join(FORMATS)}, not {kind!r}", "format.type")
+    table_kind, field = KINDS[kind]
+    spec = FormatSpec(table_kind, fmt.get(field) if field else None, options, f"format.{field}" if field else "format")
+    return server.grammars.compiler.compile_format(spec, SERVE_KINDS), []
 
 
 def _compile_error(exc: StrictgenError) -> JSONResponse:
@@ -104,7 +101,7 @@ async def inspect(req: InspectRequest, request: Request):
     if not 0 <= req.sample <= MAX_SAMPLE or not 0 <= req.top <= MAX_TOP:
         raise RequestError(f"sample must be in 0..{MAX_SAMPLE} and top in 0..{MAX_TOP}", "sample")
     try:
-        grammar, tools = await server.off_loop(_compile, server, req.format)
+        grammar, tools = await server.off_loop(_compile, server, req.format, req.document is not None)
     except StrictgenError as exc:
         return _compile_error(exc)
     if req.document is not None:

@@ -15,10 +15,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from .admission import Admission, Preparer
 from .auth import ApiKeys
+from .errors import error_event, internal_error, openai_error
 from .logs import RequestLog
 from .metrics import Metrics
 from .trace import RequestTrace, current_trace
@@ -73,10 +74,6 @@ def options_from_args(args) -> ServeOptions:
         raise StrictgenError("--cache-max-bytes must be > 0")
     return ServeOptions(keys, args.max_queue, args.max_concurrent_compiles, args.request_timeout, args.log_format, args.log_content,
                         args.cache_dir, args.cache_max_bytes)
-
-
-def _openai_error(status: int, message: str, kind: str, code: str, headers: dict | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": code}}, status_code=status, headers=headers)
 
 
 def _authorization(scope) -> str | None:
@@ -147,15 +144,15 @@ class OperationsMiddleware:
         if ops.keys.needed(path) and not ops.keys.allows(given := _authorization(scope)):
             ops.metrics.rejected.labels("unauthorized").inc()
             message = "incorrect API key" if given and given.strip().lower() != "bearer" else "no API key: send 'Authorization: Bearer KEY'"
-            refusal = _openai_error(401, message, "invalid_request_error", "invalid_api_key", {"WWW-Authenticate": "Bearer"})
+            refusal = openai_error(401, message, code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"})
             return await self._answer(trace, refusal, scope, receive, send)
         if generating and not ops.admission.try_admit():
             ops.metrics.rejected.labels("queue_full").inc()
             wait = ops.admission.retry_after()
             message = f"the server is at capacity ({ops.admission.limit} requests in flight); retry after {wait} s"
-            refusal = _openai_error(429, message, "requests", "rate_limit_exceeded", {"Retry-After": str(wait)})
+            refusal = openai_error(429, message, code="rate_limit_exceeded", kind="requests", headers={"Retry-After": str(wait)})
             return await self._answer(trace, refusal, scope, receive, send)
-        state = {"status": 500, "done": False}
+        state = {"status": 500, "done": False, "started": False}
 
         def finish() -> None:
             if state["done"]:
@@ -174,7 +171,7 @@ class OperationsMiddleware:
 
         async def send_observed(message):
             if message["type"] == "http.response.start":
-                state["status"] = message["status"]
+                state["status"], state["started"] = message["status"], True
                 message = {**message, "headers": [*message.get("headers", ()), (b"x-request-id", trace.id.encode())]}
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 finish()  # counted and logged before the client sees the end
@@ -183,9 +180,23 @@ class OperationsMiddleware:
         token = trace.activate()
         try:
             await self.app(scope, receive_body, send_observed)
+        except Exception as exc:  # noqa: BLE001 - a failure of ours: logged with the id, never shown
+            await self._failed(exc, trace, state["started"], scope, receive, send_observed)
         finally:
             trace.deactivate(token)
             finish()
+
+    @staticmethod
+    async def _failed(exc: Exception, trace: RequestTrace, started: bool, scope, receive, send) -> None:
+        """A 500 saying only "internal error" and the request id (the traceback is logged under
+        it); a response already under way is ended where it stands."""
+        if not started:
+            return await internal_error(trace.id, exc)(scope, receive, send)
+        error_event(exc, trace.id)  # logs it
+        try:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:  # noqa: BLE001 - the client is gone
+            pass
 
     async def _answer(self, trace: RequestTrace, response: Response, scope, receive, send) -> None:
         self._record(trace, response.status_code, time.perf_counter() - trace.start)

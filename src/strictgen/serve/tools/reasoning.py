@@ -7,18 +7,7 @@ grammar lets the model think freely up to the close marker, then the format take
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from strictgen.grammar.ir import Expr, charset, lit, opt, repeat, seq
-from strictgen.grammar.structural_tag import text_without
-
-
-@dataclass(frozen=True)
-class Reasoning:
-    open: str
-    close: str
-    starts_inside: bool = False  # the generation prompt already opened the block (DeepSeek R1)
-
+from strictgen.grammar.reasoning import THINK, Reasoning, reasoning_prefix  # noqa: F401  (the block's grammar lives below serve)
 
 # (open, close, what in a template's source says it uses them), most specific first
 MARKERS = (
@@ -70,14 +59,3 @@ def split_reasoning(text: str, r: Reasoning | None, final: bool) -> tuple[str, s
     if end < 0:  # newlines around the reasoning are layout: held back until more text comes
         return (body if final else hold_partial(body, r.close)).strip("\n"), ("" if final else None)
     return body[:end].strip("\n"), body[end + len(r.close) :].lstrip()
-
-
-def reasoning_prefix(r: Reasoning | None, body: Expr) -> Expr:
-    """`body` preceded by the reasoning block (optional unless the prompt opened it)."""
-    if r is None:
-        return body
-    block = seq(text_without(r.close), lit(r.close), repeat(charset(((10, 10), (32, 32))), 0, 4))
-    return seq(block, body) if r.starts_inside else seq(opt(seq(lit(r.open), block)), body)
-
-
-THINK = Reasoning("<think>", "</think>")
