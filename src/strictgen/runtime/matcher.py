@@ -14,7 +14,7 @@ from strictgen.compile.unique_items import VETO
 from strictgen.errors import StrictgenError
 
 
-def _complete_utf8_prefix(data: bytes) -> str:
+def complete_utf8_prefix(data: bytes) -> str:
     """The longest prefix of `data` that is whole UTF-8 text ("" if it starts mid-character)."""
     for cut in range(len(data), max(-1, len(data) - 4), -1):
         try:
@@ -132,7 +132,7 @@ class GrammarMatcher:
         """The longest text the grammar forces next ("" if none); the matcher does not advance."""
         if self._terminated:
             return ""
-        return _complete_utf8_prefix(self._machine.forced_bytes(self.state))
+        return complete_utf8_prefix(self._machine.forced_bytes(self.state))
 
     def find_jump_forward_bytes(self) -> bytes:
         """Like find_jump_forward_string, as raw bytes (may end inside a UTF-8 character)."""

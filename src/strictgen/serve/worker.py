@@ -20,7 +20,7 @@ from typing import AsyncIterator, Callable
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.engine.generate import GenerationConfig, GenerationResult, generate
 from strictgen.engine.model import Model
-from strictgen.runtime.matcher import _complete_utf8_prefix
+from strictgen.runtime.matcher import complete_utf8_prefix
 
 from .trace import RequestTrace, current_trace
 
@@ -67,7 +67,7 @@ class ModelPool:
 
         def text(data: bytes) -> None:  # the run's output bytes (a healed prompt's own bytes left out)
             if on_text is not None:
-                on_text(_complete_utf8_prefix(data))
+                on_text(complete_utf8_prefix(data))
 
         job.config.on_progress = progress
         job.config.on_text = text
