@@ -38,7 +38,10 @@ class BoundedLRU(Generic[V]):
     def get(self, key: Hashable, default: V | None = None) -> V | None:
         """The value of `key` (now the most recently used), or `default`."""
         with self._lock:
-            return self._map.get(key, default)
+            try:
+                return self._map[key]  # one lookup (Cache.get would ask `in` first): this is a hit path
+            except KeyError:
+                return default
 
     def peek(self, key: Hashable, default: V | None = None) -> V | None:
         """The value of `key` without the lock and without touching its age: for lookups on a hot
