@@ -18,10 +18,24 @@ import cachetools
 V = TypeVar("V")
 
 
+class _Evicting(cachetools.LRUCache):
+    """An LRUCache that reports each key its bounds drop (BoundedLRU keeps its mirror in step)."""
+
+    def __init__(self, maxsize: int, getsizeof: Callable | None, dropped: Callable[[Hashable], object]):
+        super().__init__(maxsize, getsizeof)
+        self._dropped = dropped
+
+    def popitem(self):
+        key, value = super().popitem()
+        self._dropped(key)
+        return key, value
+
+
 class BoundedLRU(Generic[V]):
     """At most `entries` values (0: none kept), and with `size_of` at most `max_size` summed over
-    them; the least recently used go first. `get` and `put` are atomic; `peek` reads without the
-    lock."""
+    them; the least recently used go first. `get` and `put` are atomic. `peek(key, default=None)`
+    reads without the lock and without aging the entry, one dict read in C: for hot paths, where
+    an entry read as older than it is only means that it may be evicted and built again."""
 
     def __init__(self, entries: int, max_size: int | None = None, size_of: Callable[[V], int] | None = None):
         if entries < 0:
@@ -30,10 +44,14 @@ class BoundedLRU(Generic[V]):
             raise ValueError("max_size and size_of go together")
         self.entries = entries
         self.max_size = max_size
+        # the entries as a plain dict too, for peek: a lookup in C, no lock, no exception on a miss
+        # (the identity caches peek at every node of a walk, and most nodes are not there)
+        self._plain: dict = {}
         # cachetools bounds one sum: the sizes when they are given (entries are bounded in put),
         # else the count
-        self._map: cachetools.LRUCache = cachetools.LRUCache(max_size, size_of) if size_of else cachetools.LRUCache(entries)
+        self._map = _Evicting(max_size if size_of else entries, size_of, self._plain.pop)
         self._lock = threading.Lock()
+        self.peek: Callable[..., V | None] = self._plain.get
 
     def get(self, key: Hashable, default: V | None = None) -> V | None:
         """The value of `key` (now the most recently used), or `default`."""
@@ -43,15 +61,6 @@ class BoundedLRU(Generic[V]):
             except KeyError:
                 return default
 
-    def peek(self, key: Hashable, default: V | None = None) -> V | None:
-        """The value of `key` without the lock and without touching its age: for lookups on a hot
-        path, where an entry read as older than it is only means it may be evicted and built
-        again. One dict read, atomic under the GIL."""
-        try:
-            return cachetools.Cache.__getitem__(self._map, key)  # the base class's plain read, no reordering
-        except KeyError:
-            return default
-
     def put(self, key: Hashable, value: V) -> bool:
         """Store `value` under `key` (the most recently used), evicting the least recently used past
         either bound. False, and nothing stored, for a value larger than `max_size` by itself."""
@@ -60,30 +69,35 @@ class BoundedLRU(Generic[V]):
                 self._map[key] = value
             except ValueError:  # cachetools: a value too large for the whole map
                 return False
+            self._plain[key] = value
             while len(self._map) > self.entries:
                 self._map.popitem()
             return True
 
     def pop(self, key: Hashable, default: V | None = None) -> V | None:
         with self._lock:
+            self._plain.pop(key, None)
             return self._map.pop(key, default)
 
     def values(self) -> list[V]:
         """A snapshot of the values (in no particular order; reading them ages nothing)."""
         with self._lock:
-            return [cachetools.Cache.__getitem__(self._map, k) for k in list(self._map)]
+            return list(self._plain.values())
 
     @property
     def size(self) -> int:
         """The summed size of the values (their count without `size_of`)."""
-        return int(self._map.currsize)
+        with self._lock:  # a put may be past a bound for a moment, before it evicts
+            return int(self._map.currsize)
 
     def clear(self) -> None:
         with self._lock:
             self._map.clear()
+            self._plain.clear()
 
     def __len__(self) -> int:
-        return len(self._map)
+        with self._lock:
+            return len(self._map)
 
     def __contains__(self, key: Hashable) -> bool:
-        return key in self._map
+        return key in self._plain
