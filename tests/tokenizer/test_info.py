@@ -87,7 +87,7 @@ def smol_hf(smol_reader):
 
 
 def test_smollm2_reader_matches_gguf_package(smol, smol_reader):
-    fields = info_mod._read_gguf_metadata(smollm2_gguf_path(), info_mod._GGUF_KEYS)
+    fields = info_mod.read_gguf_metadata(smollm2_gguf_path(), info_mod._GGUF_KEYS)
     assert fields["tokenizer.ggml.model"] == smol_reader["model"] == "gpt2"
     assert fields["tokenizer.ggml.tokens"] == smol_reader["tokens"]
     assert fields["tokenizer.ggml.token_type"].tolist() == list(smol_reader["types"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Callable, Hashable
 
 from strictgen.deadline import compile_deadline
+from strictgen.lru import BoundedLRU
 from strictgen.grammar.ir import Grammar, literal_trie
 
 from .compiled import CompiledGrammar
@@ -42,8 +42,8 @@ class GrammarCompiler:
         self.defer_rules = defer_rules
         self.cache_size = cache_size
         self.compile_timeout = compile_timeout
-        self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: BoundedLRU[CompiledGrammar] = BoundedLRU(cache_size)
+        self._lock = threading.Lock()  # over the cache lookup and _pending together
         self._pending: dict[Hashable, threading.Event] = {}  # keys being compiled now
         self.disk_cache: DiskCache | None = None
         if cache_dir is not None:
@@ -62,7 +62,6 @@ class GrammarCompiler:
             with self._lock:
                 got = self._cache.get(key)
                 if got is not None:
-                    self._cache.move_to_end(key)
                     break
                 pending = self._pending.get(key)
                 if pending is None:
@@ -82,9 +81,7 @@ class GrammarCompiler:
                 if self.disk_cache is not None:
                     self.disk_cache.store_later(key, compiled, time.thread_time() - cpu)
             with self._lock:
-                self._cache[key] = compiled
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+                self._cache.put(key, compiled)
         finally:
             with self._lock:
                 del self._pending[key]

@@ -29,7 +29,7 @@ from .lazy_rules import ResolvingCore, resolving_call
 
 DEAD = 0
 EMPTY_STACK = 0
-ACCEPTING, WAITS, FINAL_ONLY = 1, 2, 4  # frame flags of _machine.c
+ACCEPTING, WAITS, FINAL_ONLY = 1, 2, 4  # frame flags of _machine.h
 
 
 class _Accepting:
@@ -43,7 +43,7 @@ class _Accepting:
 
 
 class PushdownMachine:
-    """The machine of one compiled grammar. Determinisation runs in C (`_machine.c`: the same
+    """The machine of one compiled grammar. Determinisation runs in C (`_pushdown.c`: the same
     algorithm in flat arrays, since computing rows in Python was half of the first-pass mask
     time); this class hands it the rule DFAs as arrays and reads rows back as numpy."""
 

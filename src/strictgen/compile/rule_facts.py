@@ -20,109 +20,112 @@ from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Inters
 SURROGATES = (0xD800, 0xDFFF)
 
 
-class IrFacts:
-    """Nonemptiness, nullability and left calls of IR expressions, with rules kept as calls
-    answered by the sets given (inlined rules are looked through). `product_nonempty(expr)`
-    decides an Intersect or Difference (by building its DFA).
+class IrFold:
+    """A yes/no question about IR expressions that folds the same way through the IR's structure:
+    a Seq needs every item, an Alt one, a Repeat its item unless it may repeat zero times, a
+    Spelled string its item (every string has its raw spelling), and a reference asks the set
+    `given` for a rule kept as a call, the rule's body for an inlined one. Subclasses answer the
+    rest (`leaf`: bytes, characters, literals, products).
 
     The IR is a DAG: answers are remembered by node, so each node is walked once per set of
-    rules. A true answer stays true as the (only growing) set grows; a false one holds while the
-    set keeps its size."""
+    rules. The sets only grow and the questions are monotone in them: a true answer stays true,
+    a false one holds while the set keeps its size. One frame per level of the IR (`ask` calls
+    itself, as the builder does: no generator frames)."""
+
+    def __init__(self, rules: dict[str, Expr], called: dict):
+        self.rules = rules
+        self.called = called
+        self._yes: set[int] = set()  # node ids known to answer yes
+        self._no: dict[int, int] = {}  # node id -> the size of the set it answered no under
+
+    def ask(self, e: Expr, given: set[int]) -> bool:
+        if id(e) in self._yes:
+            return True
+        if self._no.get(id(e)) == len(given):
+            return False
+        t = type(e)
+        if t is Seq:
+            got = True
+            for x in e.items:
+                if not self.ask(x, given):
+                    got = False
+                    break
+        elif t is Alt:
+            got = False
+            for x in e.items:
+                if self.ask(x, given):
+                    got = True
+                    break
+        elif t is Repeat:
+            got = e.min == 0 or self.ask(e.item, given)
+        elif t is Spelled:
+            got = self.ask(e.item, given)
+        elif t is RuleRef:
+            got = self.called[e.name] in given if e.name in self.called else self.ask(self.rules[e.name], given)
+        else:
+            got = self.leaf(e, given)
+        if got:
+            self._yes.add(id(e))
+        else:
+            self._no[id(e)] = len(given)
+        return got
+
+    def leaf(self, e: Expr, given: set[int]) -> bool:
+        raise NotImplementedError
+
+
+class Nonempty(IrFold):
+    """Does an expression derive a string, given the called rules that do? `product_nonempty`
+    decides an Intersect or Difference (by building its DFA)."""
+
+    def __init__(self, rules: dict[str, Expr], called: dict, product_nonempty: Callable[[Expr], bool]):
+        super().__init__(rules, called)
+        self.product_nonempty = product_nonempty
+        self._products: dict[int, bool] = {}  # by node: a product's answer does not depend on the rules
+
+    def leaf(self, e: Expr, given: set[int]) -> bool:
+        t = type(e)
+        if t is Literal or t is Lazy:
+            return True  # a family hands out live keys only
+        if t is ByteSet:
+            return bool(e.ranges)
+        if t is CharSet:
+            return any(lo < SURROGATES[0] or hi > SURROGATES[1] for lo, hi in e.ranges)
+        if t is Intersect or t is Difference:
+            got = self._products.get(id(e))
+            if got is None:
+                got = self._products[id(e)] = self.product_nonempty(e)
+            return got
+        raise TypeError(f"not a grammar expression: {e!r}")
+
+
+class Nullable(IrFold):
+    """Does an expression derive the empty string, given the called rules that do?"""
+
+    def leaf(self, e: Expr, given: set[int]) -> bool:
+        t = type(e)
+        if t is Literal:
+            return not e.data
+        if t is Intersect:
+            for x in e.items:
+                if not self.ask(x, given):
+                    return False
+            return True
+        if t is Difference:
+            return self.ask(e.base, given) and not self.ask(e.minus, given)
+        return False  # a byte, a character, a family member (reads a byte first)
+
+
+class IrFacts:
+    """Nonemptiness, nullability and left calls of IR expressions, with rules kept as calls
+    answered by the sets given (inlined rules are looked through): `nonempty(e, productive)`,
+    `nullable(e, nullable)` (the two folds' questions) and `left_calls`."""
 
     def __init__(self, rules: dict[str, Expr], called: dict, product_nonempty: Callable[[Expr], bool]):
         self.rules = rules
         self.called = called
-        self.product_nonempty = product_nonempty
-        self._nonempty: set[int] = set()  # node ids known to derive a string
-        self._empty: dict[int, int] = {}  # node id -> the size of the productive set it derived nothing under
-        self._nullable: set[int] = set()  # node ids known to derive the empty string
-        self._not_nullable: dict[int, int] = {}  # node id -> the size of the nullable set it was not nullable under
-        self._products: dict[int, bool] = {}
-
-    def nonempty(self, e: Expr, productive: set[int]) -> bool:
-        """Does `e` derive a string, given the called rules in `productive`? (One frame per
-        level of the IR, as the builder's: no generator frames.)"""
-        if id(e) in self._nonempty:
-            return True
-        if self._empty.get(id(e)) == len(productive):
-            return False
-        t = type(e)
-        if t is Literal or t is Lazy:
-            got = True  # a family hands out live keys only
-        elif t is ByteSet:
-            got = bool(e.ranges)
-        elif t is CharSet:
-            got = False
-            for lo, hi in e.ranges:
-                if lo < SURROGATES[0] or hi > SURROGATES[1]:
-                    got = True
-                    break
-        elif t is Seq:
-            got = True
-            for x in e.items:
-                if not self.nonempty(x, productive):
-                    got = False
-                    break
-        elif t is Alt:
-            got = False
-            for x in e.items:
-                if self.nonempty(x, productive):
-                    got = True
-                    break
-        elif t is Repeat:
-            got = e.min == 0 or self.nonempty(e.item, productive)
-        elif t is Spelled:
-            got = self.nonempty(e.item, productive)  # every string has its raw spelling
-        elif t is RuleRef:
-            got = self.called[e.name] in productive if e.name in self.called else self.nonempty(self.rules[e.name], productive)
-        elif t is Intersect or t is Difference:
-            got = self._products.get(id(e))
-            if got is None:
-                got = self._products[id(e)] = self.product_nonempty(e)
-        else:
-            raise TypeError(f"not a grammar expression: {e!r}")
-        if got:
-            self._nonempty.add(id(e))
-        else:
-            self._empty[id(e)] = len(productive)
-        return got
-
-    def nullable(self, e: Expr, nullable: set[int]) -> bool:
-        """Does `e` derive the empty string, given the called rules in `nullable`?"""
-        if id(e) in self._nullable:
-            return True
-        if self._not_nullable.get(id(e)) == len(nullable):
-            return False
-        t = type(e)
-        if t is Literal:
-            got = not e.data
-        elif t is Seq or t is Intersect:
-            got = True
-            for x in e.items:
-                if not self.nullable(x, nullable):
-                    got = False
-                    break
-        elif t is Alt:
-            got = False
-            for x in e.items:
-                if self.nullable(x, nullable):
-                    got = True
-                    break
-        elif t is Repeat:
-            got = e.min == 0 or self.nullable(e.item, nullable)
-        elif t is Spelled:
-            got = self.nullable(e.item, nullable)
-        elif t is Difference:
-            got = self.nullable(e.base, nullable) and not self.nullable(e.minus, nullable)
-        elif t is RuleRef:
-            got = self.called[e.name] in nullable if e.name in self.called else self.nullable(self.rules[e.name], nullable)
-        else:
-            got = False  # a byte, a character, a family member (reads a byte first)
-        if got:
-            self._nullable.add(id(e))
-        else:
-            self._not_nullable[id(e)] = len(nullable)
-        return got
+        self.nonempty = Nonempty(rules, called, product_nonempty).ask
+        self.nullable = Nullable(rules, called).ask
 
     def left_calls(self, e: Expr, out: set[int], nullable: set[int], productive: set[int], seen: set[int]) -> None:
         """Add to `out` the called rules `e` may call before reading a byte, on a path that can

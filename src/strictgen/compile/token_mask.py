@@ -8,11 +8,9 @@ by every matcher of the grammar, so each distinct state pays for its walk once.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 import numpy as np
 
+from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import VocabTrie, words_for
 
 from . import _walk
@@ -42,8 +40,8 @@ class TokenMasker:
         self.vocab_size = vocab_size
         self.eos = np.asarray(sorted(eos_token_ids), dtype=np.int64)
         self.max_cached = max_cached
-        self._cache: OrderedDict[object, np.ndarray] = OrderedDict()  # by state, and by horizon key
-        self._lock = threading.Lock()
+        # by state, and by horizon key; masks are all one size, so the bound on entries bounds bytes
+        self._cache: BoundedLRU[np.ndarray] = BoundedLRU(max_cached)
         self._horizon = HorizonKeys(machine, max(trie.depth, longest) + 1)  # the most bytes a token reads
         self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
 
@@ -53,25 +51,18 @@ class TokenMasker:
 
     def mask(self, state: int) -> np.ndarray:
         """The packed mask of `state` (read-only; shared)."""
-        with self._lock:
-            got = self._cache.get(state)
-            if got is not None:
-                self._cache.move_to_end(state)
-                return got
+        got = self._cache.get(state)
+        if got is not None:
+            return got
         # states that no token can tell apart (a long counted string, a token further on) share one
         key = self._horizon.key(state)
-        with self._lock:
-            got = self._cache.get(key) if key != state else None
+        got = self._cache.peek(key) if key != state else None
         if got is None:
             got = self._compute(state)
             got.setflags(write=False)
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
-        with self._lock:
-            for k in (state, key):
-                self._cache[k] = got
-                self._cache.move_to_end(k)
-            while len(self._cache) > self.max_cached:
-                self._cache.popitem(last=False)
+        for k in (state, key):
+            self._cache.put(k, got)
         return got
 
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 A `BatchScheduler` owns a batch backend (`LlamaCppBatch`: one llama.cpp context with a KV sequence
 per slot) and a thread that steps every live generation together. Each generation is the
-single-sequence loop's own state (`generate._Run`: its matcher, sampler, stop strings, max_tokens,
+single-sequence loop's own state (`generate.GenerationRun`: its matcher, sampler, stop strings, max_tokens,
 jump-forward and truncation-safe budget) driven through the same per-step pieces; only the forward
 pass and the mask computation are shared. One step:
 
@@ -36,7 +36,7 @@ from strictgen.runtime.bitmask import (
     apply_token_bitmask_inplace,
 )
 
-from .generate import GenerationConfig, GenerationResult, _Run
+from .generate import GenerationConfig, GenerationResult, GenerationRun
 from .kv_cache import KVSequence
 from .model import Model
 
@@ -56,7 +56,7 @@ class BatchBackend(Protocol):
 
 @dataclass
 class _Active:
-    run: _Run
+    run: GenerationRun
     future: Future
     seq: int = -1
 
@@ -85,7 +85,7 @@ class BatchScheduler:
     def submit(self, prompt_ids: list[int], grammar: CompiledGrammar | None = None, config: GenerationConfig | None = None) -> Future[GenerationResult]:
         """Queue a generation; the future gives its result (or its error). A bad request (empty
         prompt, budget too small for the grammar) raises here."""
-        run = _Run(self.model, prompt_ids, grammar, config or GenerationConfig())
+        run = GenerationRun(self.model, prompt_ids, grammar, config or GenerationConfig())
         item = _Active(run, Future())
         with self._cond:
             if self._closed:

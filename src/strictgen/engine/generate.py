@@ -165,7 +165,7 @@ class GenerationResult:
     forced: list[bool] = field(default_factory=list)  # per output token: put there by jump-forward, not sampled
 
 
-class _Run:
+class GenerationRun:
     """One generation's mutable state (kept out of the Model so a Model can be reused)."""
 
     def __init__(self, model: Model, prompt_ids: list[int], grammar: CompiledGrammar | None, config: GenerationConfig):
@@ -557,4 +557,4 @@ def generate(
     config: GenerationConfig | None = None,
 ) -> GenerationResult:
     """Generate after `prompt_ids`, constrained by `grammar` (None: unconstrained)."""
-    return _Run(model, prompt_ids, grammar, config or GenerationConfig()).run()
+    return GenerationRun(model, prompt_ids, grammar, config or GenerationConfig()).run()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strictgen.tokenizer.info import _read_gguf_metadata
+from strictgen.tokenizer.info import read_gguf_metadata
 
 from .model import ChatTemplate
 
@@ -22,7 +22,7 @@ _KEYS = frozenset(
 
 def gguf_chat_settings(path: str | Path) -> tuple[ChatTemplate, bool, int | None]:
     """(chat template, add BOS?, BOS id) from a GGUF file."""
-    meta = _read_gguf_metadata(path, _KEYS)
+    meta = read_gguf_metadata(path, _KEYS)
     tokens = meta.get("tokenizer.ggml.tokens") or []
 
     def piece(key: str) -> tuple[str, int | None]:

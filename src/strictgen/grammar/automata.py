@@ -12,10 +12,10 @@ that a oneOf's string branches are disjoint never builds a whole product automat
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 
 from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
+from strictgen.lru import BoundedLRU
 from strictgen.regular.utf8 import utf8_sequences
 
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
@@ -38,16 +38,7 @@ def shared_nodes(rules) -> set[int]:
         e = work.pop()
         if _pieces.get_same(e) is not None:
             continue
-        t = type(e)
-        if t is Seq or t is Alt or t is Intersect:
-            children = e.items
-        elif t is Repeat or t is Spelled:
-            children = (e.item,)
-        elif t is Difference:
-            children = (e.base, e.minus)
-        else:
-            continue
-        for child in children:
+        for child in children(e):
             if id(child) in seen:
                 shared.add(id(child))
             else:
@@ -422,9 +413,8 @@ class DfaCache:
 
     def __init__(self, entries: int, cells: int = 1 << 24):
         self.entries, self.cells = entries, cells
-        self._map: OrderedDict = OrderedDict()
-        self._held = 0
-        self._lock = threading.Lock()
+        self._map: BoundedLRU[tuple] = BoundedLRU(entries, cells, lambda entry: entry[0].num_states * entry[0].num_classes)
+        self._lock = threading.Lock()  # over a put and the kept ids it changes
         self._kept_ids: frozenset[int] | None = None
         self._offered: set[int] = set()  # put_same: ids offered once
 
@@ -434,11 +424,7 @@ class DfaCache:
 
     def get_kept(self, key) -> tuple | None:
         """(dfa, keep) for `key`, or None."""
-        with self._lock:
-            got = self._map.get(key)
-            if got is not None:
-                self._map.move_to_end(key)
-            return got
+        return self._map.get(key)
 
     def kept_ids(self) -> frozenset[int]:
         """The ids of every object the entries' `keep`s hold (recomputed only after a change)."""
@@ -449,10 +435,9 @@ class DfaCache:
 
     def get_same(self, node) -> regular.DFA | None:
         """The automaton put for this very object (`put_same`), or None. Without the lock or the
-        move to the recent end, for lookups on every node of a walk (a dict read is atomic; the
-        entry found is held, so it stays valid): entries age as if unread, and an evicted piece
-        is built and kept again."""
-        got = self._map.get(id(node))
+        move to the recent end, for lookups on every node of a walk (the entry found is held, so
+        it stays valid): entries age as if unread, and an evicted piece is built and kept again."""
+        got = self._map.peek(id(node))
         return got[0] if got is not None and got[1][0] is node else None
 
     def put_same(self, node, dfa: regular.DFA) -> None:
@@ -467,20 +452,22 @@ class DfaCache:
                 return
         self.put(id(node), dfa, (node,))
 
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def clear(self) -> None:
+        """Drop every entry (what is built next is kept again as it comes)."""
+        with self._lock:
+            self._map.clear()
+            self._offered.clear()
+            self._kept_ids = None
+
     def put(self, key, dfa: regular.DFA, keep=None) -> None:
-        cells = dfa.num_states * dfa.num_classes
-        if cells > self.cells // 8:
+        if dfa.num_states * dfa.num_classes > self.cells // 8:
             return  # one automaton would crowd out the rest
         with self._lock:
-            old = self._map.pop(key, None)
-            if old is not None:
-                self._held -= old[0].num_states * old[0].num_classes
-            self._map[key] = (dfa, keep)
-            self._held += cells
+            self._map.put(key, (dfa, keep))
             self._kept_ids = None
-            while len(self._map) > self.entries or self._held > self.cells:
-                _, gone = self._map.popitem(last=False)
-                self._held -= gone[0].num_states * gone[0].num_classes
 
 
 # Intersections and differences of rule-free languages (a pattern under a length bound, a format

@@ -39,7 +39,7 @@ accepted spellings, never admits an invalid document):
   cannot); RFC 8259 says names SHOULD be unique, and `json.dumps` never writes duplicates.
 * `pattern` uses ECMA-262 semantics (regex.py), as JSON Schema specifies; Python's `re` (which
   the jsonschema package uses) differs on Unicode classes such as ``\\d`` and ``\\w``.
-* `format` is enforced as an assertion by default (formats.py; ``formats="annotate"`` makes it the
+* `format` is enforced as an assertion by default (string_formats.py; ``formats="annotate"`` makes it the
   annotation 2020-12 specifies): the formats in `formats.SUPPORTED_FORMATS`;
   ``hostname`` additionally limited to 253 characters; unknown format names are annotations;
   ``regex``, ``idn-email``, ``idn-hostname`` are refused (not regular).

@@ -25,11 +25,6 @@ from strictgen.tokenizer.info import TokenizerInfo
 from ._rows import RowMatcher, masks_for
 
 
-def tokenizer_info_for(llm) -> TokenizerInfo:
-    """The vocabulary of a loaded `llama_cpp.Llama`, read from its GGUF file (cached per file)."""
-    return _compiler(str(llm.model_path), int(llm.n_vocab())).tokenizer_info
-
-
 @functools.lru_cache(maxsize=8)
 def _compiler(path: str, n_vocab: int):
     """One GrammarCompiler per model file, so repeated schemas compile once (its cache)."""

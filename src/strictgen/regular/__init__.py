@@ -9,8 +9,10 @@ and stop at the first witness, without building whole DFAs.
 
 Every operation takes the compile deadline (`strictgen.deadline`) and a state budget: past the
 deadline it raises CompileTimeoutError, past the budget GrammarTooLargeError with the caller's
-message. The work is in `_regular.c` (and `_spelling.c`: the JSON spellings of a string DFA);
-this module only translates arguments and errors.
+message. The work is in C: one file per algorithm family (`_nfa.c`, `_lazy.c`, `_dfa.c`,
+`_minimize.c`, `_search.c`; `_regular.h` between them), the Python types in `_regular.c`, and
+`_spelling.c` (the JSON spellings of a string DFA); this module only translates arguments and
+errors.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 /* Interned int32 sequences (dense ids, an open-addressing table over one pool) and the monotonic
- * clock, shared by the regular-language core's C files (_regular.c, _spelling.c). Needs Python.h,
+ * clock, shared by the regular-language core's C files (_regular.h's, _spelling.c). Needs Python.h,
  * _vec.h and a declaration of `static int too_many(void)` (what a full interner reports) first. */
 #ifndef STRICTGEN_INTERN_H
 #define STRICTGEN_INTERN_H

@@ -1,4 +1,5 @@
-/* Growable int32 arrays and a 64-bit mixer, shared by the C extensions (_regular.c, _machine.c).
+/* Growable int32 arrays, a 64-bit mixer and an int32 comparator for qsort, shared by the C
+ * extensions (the regular core's files, the pushdown machine's).
  * Needs Python.h first (allocation failures set MemoryError). */
 #ifndef STRICTGEN_VEC_H
 #define STRICTGEN_VEC_H
@@ -37,6 +38,11 @@ static inline void vec_free(Vec *v) {
     free(v->data);
     v->data = NULL;
     v->len = v->cap = 0;
+}
+
+static inline int cmp_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
 }
 
 static inline uint64_t mix(uint64_t h) {

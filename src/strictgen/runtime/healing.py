@@ -17,9 +17,12 @@ import weakref
 
 import numpy as np
 
+from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.info import TokenizerInfo
 
 _TOP = b"\xff" * 256  # sorts after every token that starts with a given prefix
+# the prefixes asked for come from prompts and outputs, so their answers are kept in an LRU
+PREFIXES_KEPT, PREFIX_BYTES_KEPT = 4096, 1 << 26
 
 
 class TokenPrefixes:
@@ -31,7 +34,7 @@ class TokenPrefixes:
         order = sorted((b, i) for i, b in enumerate(tb) if b and not special[i])
         self._keys = [b for b, _ in order]
         self._ids = np.fromiter((i for _, i in order), dtype=np.int64, count=len(order))
-        self._cache: dict[bytes, np.ndarray] = {}
+        self._cache: BoundedLRU[np.ndarray] = BoundedLRU(PREFIXES_KEPT, PREFIX_BYTES_KEPT, lambda ids: ids.nbytes)
 
     def extending(self, prefix: bytes) -> np.ndarray:
         """Ids of the tokens that start with `prefix` and are longer (read-only, cached)."""
@@ -41,7 +44,7 @@ class TokenPrefixes:
             hi = bisect.bisect_right(self._keys, prefix + _TOP, lo)
             got = np.sort(self._ids[lo:hi])
             got.flags.writeable = False
-            self._cache[prefix] = got  # a dict store is atomic; racing builders store equal arrays
+            self._cache.put(prefix, got)  # racing builders store equal arrays
         return got
 
 

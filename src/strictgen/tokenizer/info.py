@@ -23,7 +23,7 @@ import numpy as np
 
 from strictgen.errors import StrictgenError
 
-__all__ = ["TokenizerInfo", "load_qwen_encoding", "load_deepseek_tokenizer", "smollm2_gguf_path", "text_encoder"]
+__all__ = ["TokenizerInfo", "load_qwen_encoding", "load_deepseek_tokenizer", "read_gguf_metadata", "smollm2_gguf_path", "text_encoder"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,7 +398,7 @@ class TokenizerInfo:
         cls, path: str | Path, *, eos_token_ids: Iterable[int] | int | None = None, vocab_size: int | None = None
     ) -> TokenizerInfo:
         """The vocabulary stored in a GGUF file (llama.cpp's `tokenizer.ggml.*` metadata)."""
-        fields = _read_gguf_metadata(path, _GGUF_KEYS)
+        fields = read_gguf_metadata(path, _GGUF_KEYS)
         model = fields.get("tokenizer.ggml.model")
         pieces = fields.get("tokenizer.ggml.tokens")
         if pieces is None:
@@ -566,7 +566,7 @@ _GGUF_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 
 _GGUF_STRING, _GGUF_ARRAY = 8, 9
 
 
-def _read_gguf_metadata(path: str | Path, wanted: frozenset[str]) -> dict[str, Any]:
+def read_gguf_metadata(path: str | Path, wanted: frozenset[str]) -> dict[str, Any]:
     """Values of the `wanted` keys of a GGUF file's metadata (strings as str, numeric arrays as numpy)."""
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections import OrderedDict
 
 import numpy as np
+
+from strictgen.lru import BoundedLRU
 
 from . import _vocab
 from .token_facts import TokenFacts
@@ -77,7 +78,7 @@ class VocabTrie:
         """What every trie holds (the tokens' bytes as slices of `flat`, empty caches) and the
         arrays of the trie of tokens `ids`; __init__, of_slices and subtrie all end here."""
         self._excluded = excluded
-        self._splits: dict[str, OrderedDict] = {}  # per kind of split (key[0]): an LRU
+        self._splits: dict[str, BoundedLRU] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
         self._flat, self._starts, self._lengths = flat, starts, lengths
@@ -157,11 +158,6 @@ class VocabTrie:
     def first_bytes(self) -> np.ndarray:
         """Each token's first byte (0 for empty tokens, which are never text)."""
         return self.facts.first_bytes
-
-    @property
-    def token_lengths(self) -> np.ndarray:
-        """Each token's length in bytes."""
-        return self._lengths
 
     @property
     def token_bytes(self) -> list[bytes]:
@@ -334,16 +330,12 @@ class VocabTrie:
         build, and the results are equal."""
         with self._lock:
             lru = self._splits.get(key[0])
-            got = None if lru is None else lru.get(key)
-            if got is not None:
-                lru.move_to_end(key)
-                return got
-        got = build()
-        if isinstance(got, np.ndarray):
-            got.setflags(write=False)
-        with self._lock:
-            lru = self._splits.setdefault(key[0], OrderedDict())
-            lru[key] = got
-            while len(lru) > _SPLITS_KEPT.get(key[0], 64):
-                lru.popitem(last=False)
+            if lru is None:
+                lru = self._splits[key[0]] = BoundedLRU(_SPLITS_KEPT.get(key[0], 64))
+        got = lru.get(key)
+        if got is None:
+            got = build()
+            if isinstance(got, np.ndarray):
+                got.setflags(write=False)
+            lru.put(key, got)
         return got

@@ -239,7 +239,7 @@ def _atom_lang(a) -> Expr:
     if t is Matches:
         return pattern_language(a.pattern)
     if t is Format:
-        from ..formats import format_value_expr
+        from ..string_formats import format_value_expr
 
         e = format_value_expr(a.name)
         if a.name == "hostname":  # RFC 1123 labels; the whole name is at most 253 characters

@@ -142,7 +142,7 @@ class TypeKeywords:
         return True
 
     def format_atom(self, name: Any, ptr: str, spec: Any = None):
-        from ..formats import SUPPORTED_FORMATS
+        from ..string_formats import SUPPORTED_FORMATS
 
         if not isinstance(name, str):
             raise invalid("format must be a string", "format", ptr)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from strictgen.compile.automaton import compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
-from strictgen.grammar.formats import (
+from strictgen.grammar.string_formats import (
     EXACT_FORMATS,
     INEXACT_FORMATS,
     SUPPORTED_FORMATS,

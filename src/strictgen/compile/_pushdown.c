@@ -1,0 +1,484 @@
+/* The pushdown machine's lazy determinisation: interned stacks (nodes) and their closures, interned
+ * sets of stacks (states), and the transition rows computed on demand. See _machine.h. */
+#include "_machine.h"
+
+PyObject *NeedRule;
+
+/* An open-addressing table of `count` ids (slots of -1 are free) at twice the size, each id
+ * placed by hash(m, id); the tables of nodes and of states grow this way at half load. */
+static int rehash(Machine *m, int32_t **slots, Py_ssize_t *mask, int32_t count, uint64_t (*hash)(Machine *, int32_t)) {
+    Py_ssize_t size = 2 * (*mask + 1);
+    int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
+    if (!grown) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(grown, 0xff, sizeof(int32_t) * (size_t)size);
+    for (int32_t id = 0; id < count; id++) {
+        Py_ssize_t j = (Py_ssize_t)(hash(m, id) & (uint64_t)(size - 1));
+        while (grown[j] >= 0)
+            j = (j + 1) & (size - 1);
+        grown[j] = id;
+    }
+    free(*slots);
+    *slots = grown;
+    *mask = size - 1;
+    return 0;
+}
+
+/* ---- nodes ---- */
+
+static uint64_t node_key_hash(int32_t parent, int32_t frame) { return mix(((uint64_t)(uint32_t)parent << 32) | (uint32_t)frame); }
+
+static uint64_t node_hash(Machine *m, int32_t id) { return node_key_hash(m->node_parent.data[id], m->node_frame.data[id]); }
+
+static int32_t node_lookup(Machine *m, int32_t parent, int32_t frame) {
+    Py_ssize_t i = (Py_ssize_t)(node_key_hash(parent, frame) & (uint64_t)m->node_mask);
+    for (;;) {
+        int32_t id = m->node_slots[i];
+        if (id < 0)
+            break;
+        if (m->node_parent.data[id] == parent && m->node_frame.data[id] == frame)
+            return id;
+        i = (i + 1) & m->node_mask;
+    }
+    /* a new node (the slots grow at half load) */
+    int32_t id = (int32_t)m->node_parent.len;
+    if (vec_push(&m->node_parent, parent) < 0 || vec_push(&m->node_frame, frame) < 0 || vec_push(&m->closure_start, -1) < 0
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0)
+        return -1;
+    if (2 * (Py_ssize_t)m->node_parent.len > m->node_mask + 1)
+        return rehash(m, &m->node_slots, &m->node_mask, (int32_t)m->node_parent.len, node_hash) < 0 ? -1 : id;
+    m->node_slots[i] = id;
+    return id;
+}
+
+static int next_stamp(Machine *m) {
+    if (++m->stamp == INT32_MAX) {
+        memset(m->mark.data, 0, sizeof(int32_t) * (size_t)m->mark.len);
+        m->stamp = 1;
+    }
+    return m->stamp;
+}
+
+static int closure(Machine *m, int32_t node) {
+    if (m->closure_start.data[node] >= 0)
+        return 0;
+    int32_t stamp = next_stamp(m);
+    m->work.len = 0;
+    Py_ssize_t begin = m->closure_pool.len;
+    if (vec_push(&m->work, node) < 0)
+        return -1;
+    m->mark.data[node] = stamp;
+    while (m->work.len) {
+        int32_t n = m->work.data[--m->work.len];
+        if (n == 0) {
+            if (vec_push(&m->closure_pool, 0) < 0)
+                return -1;
+            continue;
+        }
+        int32_t parent = m->node_parent.data[n], frame = m->node_frame.data[n];
+        uint8_t flags = m->flags[frame];
+        if (flags & WAITS && vec_push(&m->closure_pool, n) < 0)
+            return -1;
+        for (int32_t c = m->call_start[frame]; c < m->call_start[frame + 1]; c++) {
+            int32_t ret = m->call_ret[c], callee = m->call_callee[c];
+            if (callee < 0) { /* a lazy rule: its start once built */
+                int32_t r = -callee - 1;
+                callee = r < m->num_rules ? m->base[r] : -1;
+                if (callee < 0) {
+                    m->closure_pool.len = begin;
+                    PyObject *arg = PyLong_FromLong(r);
+                    if (arg) {
+                        PyErr_SetObject(NeedRule, arg);
+                        Py_DECREF(arg);
+                    }
+                    return -1;
+                }
+            }
+            int32_t below = (m->flags[ret] & FINAL_ONLY) ? parent : node_lookup(m, parent, ret);
+            if (below < 0)
+                return -1;
+            int32_t pushed = node_lookup(m, below, callee);
+            if (pushed < 0)
+                return -1;
+            if (m->mark.data[pushed] != stamp) {
+                m->mark.data[pushed] = stamp;
+                if (vec_push(&m->work, pushed) < 0)
+                    return -1;
+            }
+        }
+        if (flags & ACCEPTING && m->mark.data[parent] != stamp) {
+            m->mark.data[parent] = stamp;
+            if (vec_push(&m->work, parent) < 0)
+                return -1;
+        }
+    }
+    Py_ssize_t len = m->closure_pool.len - begin;
+    qsort(m->closure_pool.data + begin, (size_t)len, sizeof(int32_t), cmp_int32);
+    m->closure_start.data[node] = (int32_t)begin;
+    m->closure_len.data[node] = (int32_t)len;
+    return 0;
+}
+
+/* ---- states ---- */
+
+static uint64_t hash_nodes(const int32_t *nodes, Py_ssize_t len) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
+    for (Py_ssize_t i = 0; i < len; i++)
+        h = mix(h ^ (uint32_t)nodes[i]) + 0x632BE59BD9B4E019ULL;
+    return h;
+}
+
+static uint64_t state_hash(Machine *m, int32_t id) {
+    return hash_nodes(m->state_pool.data + m->state_start.data[id], m->state_len.data[id]);
+}
+
+static int same_nodes(Machine *m, int32_t state, const int32_t *nodes, Py_ssize_t len) {
+    return m->state_len.data[state] == len
+           && (len == 0 || !memcmp(m->state_pool.data + m->state_start.data[state], nodes, sizeof(int32_t) * (size_t)len));
+}
+
+/* Replace *array (a bytearray of `*capacity` items of `item` bytes, the first `used` of them in
+ * use) by one of at least `need` items (doubling), the used items copied and the rest filled
+ * with `fill` bytes. The old bytearray lives on while a reader holds it. */
+static int grow_array(PyObject **array, Py_ssize_t *capacity, Py_ssize_t used, Py_ssize_t need, Py_ssize_t item, int fill) {
+    Py_ssize_t cap = *capacity ? *capacity : 64;
+    while (cap < need)
+        cap *= 2;
+    PyObject *grown = PyByteArray_FromStringAndSize(NULL, cap * item);
+    if (!grown)
+        return -1;
+    char *data = PyByteArray_AS_STRING(grown);
+    if (used)
+        memcpy(data, PyByteArray_AS_STRING(*array), (size_t)(used * item));
+    if (fill >= 0)
+        memset(data + used * item, fill, (size_t)((cap - used) * item));
+    Py_XSETREF(*array, grown);
+    *capacity = cap;
+    return 0;
+}
+
+/* The id of the state holding `nodes` (sorted, distinct), interned on first sight; -1 on error.
+ * `nodes` must not point into state_pool. */
+static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
+    uint64_t h = hash_nodes(nodes, len);
+    Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)m->state_mask);
+    for (;;) {
+        int32_t id = m->state_slots[i];
+        if (id < 0)
+            break;
+        if (same_nodes(m, id, nodes, len))
+            return id;
+        i = (i + 1) & m->state_mask;
+    }
+    int32_t id = (int32_t)m->state_start.len;
+    if (vec_push(&m->state_start, (int32_t)m->state_pool.len) < 0 || vec_push(&m->state_len, (int32_t)len) < 0
+        || vec_reserve(&m->state_pool, m->state_pool.len + len) < 0
+        || vec_push(&m->accepting, len > 0 && nodes[0] == 0) < 0)
+        return -1;
+    if (len)
+        memcpy(m->state_pool.data + m->state_pool.len, nodes, sizeof(int32_t) * (size_t)len);
+    m->state_pool.len += len;
+    if (id >= m->index_capacity && grow_array(&m->index, &m->index_capacity, id, (Py_ssize_t)id + 1, 4, 0xff) < 0)
+        return -1; /* the new states' rows: -1, not computed */
+    if (2 * (Py_ssize_t)m->state_start.len > m->state_mask + 1)
+        return rehash(m, &m->state_slots, &m->state_mask, (int32_t)m->state_start.len, state_hash) < 0 ? -1 : id;
+    m->state_slots[i] = id;
+    return id;
+}
+
+/* The state of the union of the closures of each stack's next node (-1 for a stack whose
+ * target is dead), interned; -1 on error. */
+static int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k) {
+    m->found.len = 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (targets[i] < 0)
+            continue;
+        int32_t node = node_lookup(m, m->node_parent.data[stacks[i]], targets[i]);
+        if (node < 0 || closure(m, node) < 0 || vec_reserve(&m->found, m->found.len + m->closure_len.data[node]) < 0)
+            return -1;
+        memcpy(m->found.data + m->found.len, m->closure_pool.data + m->closure_start.data[node],
+               sizeof(int32_t) * (size_t)m->closure_len.data[node]);
+        m->found.len += m->closure_len.data[node];
+    }
+    Py_ssize_t count = m->found.len;
+    if (k > 1) { /* one closure is sorted and distinct already */
+        qsort(m->found.data, (size_t)count, sizeof(int32_t), cmp_int32);
+        Py_ssize_t w = 0;
+        for (Py_ssize_t r = 0; r < count; r++)
+            if (!w || m->found.data[r] != m->found.data[w - 1])
+                m->found.data[w++] = m->found.data[r];
+        count = w;
+    }
+    return intern_state(m, m->found.data, count);
+}
+
+#define LOCAL_STACKS 8
+
+/* Fill the row of `state` once. Bytes whose targets (one per stack) equal an earlier byte's share
+ * its result, so each distinct union of closures is built and interned once per row; the DFA
+ * rows of the stacks' top frames are looked up once, not per byte. */
+int compute_row(Machine *m, int32_t state) {
+    if (state < 0 || state >= (int32_t)m->state_start.len) {
+        PyErr_SetString(PyExc_ValueError, "state out of range");
+        return -1;
+    }
+    if (index_of(m)[state] >= 0)
+        return 0;
+    int32_t row[256];
+    Py_ssize_t len = m->state_len.data[state];
+    /* the stacks without the empty one (copied: interning may move state_pool), their frames'
+     * DFA rows, and the distinct target vectors met so far with their states (k + 1 ints each) */
+    int32_t stacks_local[LOCAL_STACKS], targets_local[LOCAL_STACKS], seen_local[(LOCAL_STACKS + 1) * 16];
+    const int32_t *dfa_local[LOCAL_STACKS];
+    const uint8_t *cmap_local[LOCAL_STACKS];
+    const uint8_t **cmaps = cmap_local;
+    int32_t *stacks = stacks_local, *targets = targets_local, *seen = seen_local;
+    const int32_t **dfa_rows = dfa_local;
+    Py_ssize_t seen_cap = 16, num_seen = 0, k = 0;
+    if (len > LOCAL_STACKS) {
+        stacks = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
+        targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
+        dfa_rows = (const int32_t **)malloc(sizeof(int32_t *) * (size_t)len);
+        cmaps = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)len);
+        seen = (int32_t *)malloc(sizeof(int32_t) * (size_t)(len + 1) * 16);
+        if (!stacks || !targets || !dfa_rows || !cmaps || !seen) {
+            free(stacks), free(targets), free((void *)dfa_rows), free((void *)cmaps), free(seen);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        int32_t n = m->state_pool.data[m->state_start.data[state] + i];
+        if (n != 0) {
+            int32_t frame = m->node_frame.data[n];
+            stacks[k] = n;
+            cmaps[k] = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
+            dfa_rows[k++] = m->dfa + m->row_of[frame];
+        }
+    }
+    int failed = 0;
+    Py_ssize_t width = k + 1;
+    for (int b = 0; b < 256 && !failed; b++) {
+        int live = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            targets[i] = dfa_rows[i][cmaps[i][b]];
+            live |= targets[i] >= 0;
+        }
+        if (!live) {
+            row[b] = 0;
+            continue;
+        }
+        /* the byte before's vector first (byte groups are mostly ranges), then the others */
+        Py_ssize_t j = num_seen;
+        for (Py_ssize_t tries = 0; tries < num_seen; tries++) {
+            Py_ssize_t c = tries == 0 ? num_seen - 1 : tries - 1;
+            const int32_t *vec = seen + c * width;
+            Py_ssize_t i = 0;
+            while (i < k && vec[i] == targets[i])
+                i++;
+            if (i == k) {
+                j = c;
+                break;
+            }
+        }
+        if (j < num_seen) {
+            row[b] = seen[j * width + k];
+            continue;
+        }
+        int32_t target = union_state(m, stacks, targets, k);
+        if (target < 0) {
+            failed = 1;
+            break;
+        }
+        if (num_seen == seen_cap) {
+            int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)(width * seen_cap * 2));
+            if (!grown) {
+                PyErr_NoMemory();
+                failed = 1;
+                break;
+            }
+            memcpy(grown, seen, sizeof(int32_t) * (size_t)(width * seen_cap));
+            if (seen != seen_local)
+                free(seen);
+            seen = grown;
+            seen_cap *= 2;
+        }
+        memcpy(seen + num_seen * width, targets, sizeof(int32_t) * (size_t)k);
+        seen[num_seen++ * width + k] = target;
+        row[b] = target;
+    }
+    if (stacks != stacks_local) {
+        free(stacks);
+        free(targets);
+        free((void *)dfa_rows);
+        free((void *)cmaps);
+    }
+    if (seen != seen_local)
+        free(seen);
+    if (failed)
+        return -1;
+    if (m->num_rows == m->table_capacity
+        && grow_array(&m->table, &m->table_capacity, m->num_rows, m->num_rows + 1, sizeof(row), -1) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(m->table) + m->num_rows * (Py_ssize_t)sizeof(row), row, sizeof(row));
+    /* a walk on another thread (without the GIL) that sees the index entry must see the row */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    index_of(m)[state] = (int32_t)m->num_rows++;
+    return 0;
+}
+
+/* ---- questions the token masks ask about a state ---- */
+
+/* Valid multi-byte UTF-8 (RFC 3629): lead bytes, the range of the first continuation byte, and
+ * how many continuation bytes follow the lead in all. */
+static const uint8_t UTF8_FORMS[8][5] = {
+    {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2}, {0xED, 0xED, 0x80, 0x9F, 2},
+    {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3}, {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3},
+};
+
+/* Add the states that bytes lo..hi lead to from each of `from` to `to` (distinct); 1 if one is
+ * dead, -1 on error, else 0. */
+static int spread(Machine *m, const Vec *from, uint8_t lo, uint8_t hi, Vec *to) {
+    to->len = 0;
+    for (Py_ssize_t i = 0; i < from->len; i++) {
+        if (compute_row(m, from->data[i]) < 0)
+            return -1;
+        const int32_t *row = row_of(m, from->data[i]);
+        for (int b = lo; b <= hi; b++) {
+            if (row[b] == 0)
+                return 1;
+            Py_ssize_t j = 0;
+            while (j < to->len && to->data[j] != row[b])
+                j++;
+            if (j == to->len && vec_push(to, row[b]) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The one state every valid multi-byte UTF-8 character leads to from `state`, 0 if there is none
+ * (some character is dead, or characters end in different states), -1 on error. */
+int32_t utf8_target(Machine *m, int32_t state) {
+    Vec a = {NULL, 0, 0}, b = {NULL, 0, 0};
+    int32_t reached = 0;
+    int status = 0;
+    for (int f = 0; f < 8 && status == 0; f++) {
+        a.len = 0;
+        if (vec_push(&a, state) < 0) {
+            status = -1;
+            break;
+        }
+        Vec *from = &a, *to = &b;
+        status = spread(m, from, UTF8_FORMS[f][0], UTF8_FORMS[f][1], to);
+        for (int k = 0; k < UTF8_FORMS[f][4] && status == 0; k++) {
+            Vec *t = from;
+            from = to;
+            to = t;
+            status = k ? spread(m, from, 0x80, 0xBF, to) : spread(m, from, UTF8_FORMS[f][2], UTF8_FORMS[f][3], to);
+        }
+        if (status == 0 && (to->len != 1 || (reached && to->data[0] != reached)))
+            status = 1;
+        if (status == 0)
+            reached = to->data[0];
+    }
+    free(a.data);
+    free(b.data);
+    return status < 0 ? -1 : status ? 0 : reached;
+}
+
+/* The start state, its closure computed on first use (NeedRule while the root's start calls a
+ * lazy rule not built yet; asked again once it is); -1 on error. */
+int32_t machine_start_state(Machine *m) {
+    if (m->start < 0) {
+        int32_t first = node_lookup(m, 0, m->base[0]);
+        if (first < 0 || closure(m, first) < 0)
+            return -1;
+        Vec start = {NULL, 0, 0};
+        if (vec_reserve(&start, m->closure_len.data[first] + 1) < 0)
+            return -1;
+        memcpy(start.data, m->closure_pool.data + m->closure_start.data[first], sizeof(int32_t) * (size_t)m->closure_len.data[first]);
+        int32_t id = intern_state(m, start.data, m->closure_len.data[first]);
+        free(start.data);
+        if (id < 0)
+            return -1;
+        m->start = id;
+    }
+    return m->start;
+}
+
+/* ---- the machine's storage ---- */
+
+int machine_begin(Machine *m) {
+    m->node_mask = 1023;
+    m->state_mask = 1023;
+    m->node_slots = (int32_t *)malloc(sizeof(int32_t) * 1024);
+    m->state_slots = (int32_t *)malloc(sizeof(int32_t) * 1024);
+    if (!m->node_slots || !m->state_slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(m->node_slots, 0xff, sizeof(int32_t) * 1024);
+    memset(m->state_slots, 0xff, sizeof(int32_t) * 1024);
+
+    /* node 0: the empty stack; state 0: dead, its row all dead */
+    if (vec_push(&m->node_parent, -1) < 0 || vec_push(&m->node_frame, -1) < 0 || vec_push(&m->closure_start, -1) < 0
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0 || intern_state(m, NULL, 0) != 0)
+        return -1;
+    return compute_row(m, 0); /* no stacks: every byte dead */
+}
+
+void machine_free_arrays(Machine *m) {
+    void *blocks[] = {m->dfa,         m->row_of,         m->classmaps,      m->rule_of,        m->base,          m->call_start,         m->call_callee,
+                      m->call_ret,    m->flags,          m->node_slots,    m->state_slots,        m->node_parent.data,
+                      m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_pool.data, m->state_start.data,
+                      m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
+                      m->work.data, m->found.data};
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
+        free(blocks[i]);
+}
+
+/* Grow a malloc'd block to `count` items of `item` bytes (the new ones uninitialised). */
+static int grow_block(void **block, Py_ssize_t count, Py_ssize_t item) {
+    void *grown = realloc(*block, (size_t)((count ? count : 1) * item));
+    if (!grown) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *block = grown;
+    return 0;
+}
+
+/* Lazy rule `rule`'s frames, numbered from num_frames: existing states and rows stay valid (frames
+ * only grow, and no row depends on a rule that was not built). */
+int machine_append_rule(Machine *m, int32_t rule, const int32_t *dfa, Py_ssize_t n_dfa, Py_ssize_t width, const uint8_t *cmap, const uint8_t *flags,
+                        Py_ssize_t n, const int32_t *starts, const int32_t *callee, const int32_t *ret, Py_ssize_t n_callee) {
+    Py_ssize_t frames = m->num_frames + n;
+    Py_ssize_t rules = rule + 1 > m->num_rules ? rule + 1 : m->num_rules;
+    if (grow_block((void **)&m->dfa, m->dfa_len + n_dfa, 4) < 0 || grow_block((void **)&m->row_of, frames, 4) < 0
+        || grow_block((void **)&m->rule_of, frames, 4) < 0 || grow_block((void **)&m->flags, frames, 1) < 0
+        || grow_block((void **)&m->call_start, frames + 1, 4) < 0 || grow_block((void **)&m->call_callee, m->num_calls + n_callee, 4) < 0
+        || grow_block((void **)&m->call_ret, m->num_calls + n_callee, 4) < 0 || grow_block((void **)&m->base, rules, 4) < 0
+        || grow_block((void **)&m->classmaps, rules * 256, 1) < 0)
+        return -1;
+    for (Py_ssize_t r = m->num_rules; r < rules; r++)
+        m->base[r] = -1;
+    memcpy(m->dfa + m->dfa_len, dfa, sizeof(int32_t) * (size_t)n_dfa);
+    memcpy(m->classmaps + (Py_ssize_t)rule * 256, cmap, 256);
+    memcpy(m->flags + m->num_frames, flags, (size_t)n);
+    memcpy(m->call_callee + m->num_calls, callee, sizeof(int32_t) * (size_t)n_callee);
+    memcpy(m->call_ret + m->num_calls, ret, sizeof(int32_t) * (size_t)n_callee);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        m->row_of[m->num_frames + i] = (int32_t)(m->dfa_len + i * width);
+        m->rule_of[m->num_frames + i] = rule;
+        m->call_start[m->num_frames + i + 1] = (int32_t)(m->num_calls + starts[i + 1]);
+    }
+    m->base[rule] = (int32_t)m->num_frames;
+    m->num_rules = rules;
+    m->num_frames = frames;
+    m->dfa_len += n_dfa;
+    m->num_calls += n_callee;
+    return 0;
+}

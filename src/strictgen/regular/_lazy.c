@@ -1,0 +1,304 @@
+/* Lazy subset construction: the DFA of an NFA snapshot, row by row on demand. Bytes are grouped
+ * into classes (maximal runs that no edge boundary splits); a subset keeps only its "kernel" NFA
+ * states (those with byte or call edges, and the final state). See _regular.h. */
+#include "_regular.h"
+
+static int cmp_pair(const void *a, const void *b) {
+    const int32_t *x = (const int32_t *)a, *y = (const int32_t *)b;
+    if (x[0] != y[0])
+        return (x[0] > y[0]) - (x[0] < y[0]);
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* CSR of `count` records of `width` ints keyed by their first int (stable); `start` gets n + 1. */
+static int csr(const int32_t *recs, Py_ssize_t count, int width, int32_t n, int32_t **start, int32_t ***cols, int ncols, const int *which) {
+    *start = (int32_t *)calloc((size_t)n + 1, sizeof(int32_t));
+    if (!*start)
+        return -1;
+    for (Py_ssize_t i = 0; i < count; i++)
+        (*start)[recs[i * width] + 1]++;
+    for (int32_t s = 0; s < n; s++)
+        (*start)[s + 1] += (*start)[s];
+    int32_t *fill = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!fill)
+        return -1;
+    memcpy(fill, *start, sizeof(int32_t) * ((size_t)n + 1));
+    for (int c = 0; c < ncols; c++) {
+        *cols[c] = (int32_t *)malloc(sizeof(int32_t) * ((size_t)count + 1));
+        if (!*cols[c]) {
+            free(fill);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t at = fill[recs[i * width]]++;
+        for (int c = 0; c < ncols; c++)
+            (*cols[c])[at] = recs[i * width + which[c]];
+    }
+    free(fill);
+    return 0;
+}
+
+static int32_t lazy_closure(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds);
+
+/* L (zeroed, as allocated) over a snapshot of `a` from `start` to `final` (states of a); -1 with
+ * an exception set, what was allocated then freed by lazy_clear. */
+int lazy_init(Lazy *L, const NFA *a, int32_t start, int32_t final, Py_ssize_t max_states) {
+    int32_t n = L->n = a->num_states;
+    L->start = start, L->final = final, L->max_states = max_states;
+    uint8_t boundary[257] = {0};
+    Py_ssize_t ne = a->edges.len / 4;
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        boundary[a->edges.data[4 * i + 1]] = 1;
+        boundary[a->edges.data[4 * i + 2] + 1] = 1;
+    }
+    int c = 0;
+    for (int b = 0; b < 256; b++) {
+        if (b && boundary[b])
+            c++;
+        L->classmap[b] = (uint8_t)c;
+    }
+    L->k = c + 1;
+    int32_t **ecols[3] = {&L->e_clo, &L->e_chi, &L->e_dst};
+    int ewhich[3] = {1, 2, 3};
+    int32_t **pcols[1] = {&L->eps_dst};
+    int pwhich[1] = {1};
+    int32_t **ccols[2] = {&L->c_callee, &L->c_dst};
+    int cwhich[2] = {1, 2};
+    if (csr(a->edges.data, ne, 4, n, &L->e_start, ecols, 3, ewhich) < 0 || csr(a->eps.data, a->eps.len / 2, 2, n, &L->eps_start, pcols, 1, pwhich) < 0 ||
+        csr(a->calls.data, a->calls.len / 3, 3, n, &L->c_start, ccols, 2, cwhich) < 0)
+        goto nomem;
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        L->e_clo[i] = L->classmap[L->e_clo[i]];
+        L->e_chi[i] = L->classmap[L->e_chi[i]];
+    }
+    L->kernel = (uint8_t *)calloc((size_t)n + 1, 1);
+    L->stamp = (int32_t *)calloc((size_t)n + 1, sizeof(int32_t));
+    if (!L->kernel || !L->stamp)
+        goto nomem;
+    for (int32_t s = 0; s < n; s++)
+        L->kernel[s] = L->e_start[s + 1] > L->e_start[s] || L->c_start[s + 1] > L->c_start[s];
+    L->kernel[final] = 1;
+    L->initial = lazy_closure(L, &start, 1);
+    return L->initial == -2 ? -1 : 0;
+nomem:
+    PyErr_NoMemory();
+    return -1;
+}
+
+void lazy_clear(Lazy *L) {
+    free(L->e_start), free(L->e_clo), free(L->e_chi), free(L->e_dst);
+    free(L->eps_start), free(L->eps_dst);
+    free(L->c_start), free(L->c_callee), free(L->c_dst);
+    free(L->kernel), free(L->stamp);
+    interner_free(&L->subsets);
+    vec_free(&L->acc), vec_free(&L->row_of), vec_free(&L->rows);
+    vec_free(&L->call_off), vec_free(&L->call_len), vec_free(&L->call_pool);
+    vec_free(&L->stack), vec_free(&L->scratch), vec_free(&L->pairs), vec_free(&L->out);
+}
+
+
+/* The subset of the kernel states that the seeds reach by epsilon edges: its id, -1 when empty,
+ * -2 with an exception set. */
+static int32_t lazy_closure(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds) {
+    if (++L->stamp_now == INT32_MAX) {
+        memset(L->stamp, 0, sizeof(int32_t) * (size_t)L->n);
+        L->stamp_now = 1;
+    }
+    int32_t mark = L->stamp_now;
+    L->stack.len = L->out.len = 0;
+    for (Py_ssize_t i = 0; i < nseeds; i++) {
+        int32_t q = seeds[i];
+        if (L->stamp[q] != mark) {
+            L->stamp[q] = mark;
+            if (vec_push(&L->stack, q) < 0)
+                return -2;
+        }
+    }
+    while (L->stack.len) {
+        int32_t q = L->stack.data[--L->stack.len];
+        if (L->kernel[q] && vec_push(&L->out, q) < 0)
+            return -2;
+        for (int32_t j = L->eps_start[q]; j < L->eps_start[q + 1]; j++) {
+            int32_t t = L->eps_dst[j];
+            if (L->stamp[t] != mark) {
+                L->stamp[t] = mark;
+                if (vec_push(&L->stack, t) < 0)
+                    return -2;
+            }
+        }
+    }
+    if (!L->out.len)
+        return -1;
+    qsort(L->out.data, (size_t)L->out.len, sizeof(int32_t), cmp_int32);
+    int added;
+    int32_t id = intern(&L->subsets, L->out.data, L->out.len, L->max_states, &added);
+    if (id < 0)
+        return -2;
+    if (added) {
+        int accepting = L->stamp[L->final] == mark;
+        if (vec_push(&L->acc, accepting) < 0 || vec_push(&L->row_of, -1) < 0 || vec_push(&L->call_off, 0) < 0 || vec_push(&L->call_len, 0) < 0)
+            return -2;
+    }
+    return id;
+}
+
+/* The row of subset s, not computed yet (lazy_row in _regular.h asks first). */
+const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
+    int32_t k = L->k;
+    Py_ssize_t n;
+    const int32_t *sub = interned(&L->subsets, s, &n);
+    /* (class, target) pairs, counting-sorted by class */
+    Vec *pairs = &L->pairs, *scratch = &L->scratch;
+    pairs->len = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t q = sub[i];
+        for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++) {
+            int32_t t = L->e_dst[j];
+            for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
+                if (vec_reserve(pairs, pairs->len + 2) < 0)
+                    return NULL;
+                pairs->data[pairs->len++] = c;
+                pairs->data[pairs->len++] = t;
+            }
+        }
+    }
+    Py_ssize_t np_ = pairs->len / 2;
+    if (vec_reserve(scratch, np_ + 2 * (Py_ssize_t)k + 2) < 0)
+        return NULL;
+    int32_t *count = scratch->data + np_; /* k + 1 class starts */
+    memset(count, 0, sizeof(int32_t) * ((size_t)k + 1));
+    for (Py_ssize_t i = 0; i < np_; i++)
+        count[pairs->data[2 * i] + 1]++;
+    for (int32_t c = 0; c < k; c++)
+        count[c + 1] += count[c];
+    int32_t *fill = count + k + 1;
+    memcpy(fill, count, sizeof(int32_t) * (size_t)k);
+    int32_t *sorted = scratch->data;
+    for (Py_ssize_t i = 0; i < np_; i++)
+        sorted[fill[pairs->data[2 * i]]++] = pairs->data[2 * i + 1];
+    /* the row is written into a local buffer first: interning may not move it, but `rows` is
+     * appended to only once the row is complete, so a failure leaves no half row behind */
+    int32_t *row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
+    if (!row) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    /* `sorted` and `count` live in scratch, which lazy_closure does not touch */
+    for (int32_t c = 0; c < k; c++) {
+        int32_t a = count[c], b = count[c + 1];
+        if (a == b) {
+            row[c] = -1;
+        } else if (c && b - a == count[c] - count[c - 1] && !memcmp(sorted + a, sorted + count[c - 1], sizeof(int32_t) * (size_t)(b - a))) {
+            row[c] = row[c - 1];
+        } else {
+            int32_t id = lazy_closure(L, sorted + a, b - a);
+            if (id == -2) {
+                free(row);
+                return NULL;
+            }
+            row[c] = id;
+        }
+    }
+    /* calls: (callee, target) pairs of the subset, grouped by callee */
+    sub = interned(&L->subsets, s, &n);
+    pairs->len = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t q = sub[i];
+        for (int32_t j = L->c_start[q]; j < L->c_start[q + 1]; j++) {
+            if (vec_push(pairs, L->c_callee[j]) < 0 || vec_push(pairs, L->c_dst[j]) < 0) {
+                free(row);
+                return NULL;
+            }
+        }
+    }
+    Py_ssize_t ncalls = pairs->len / 2;
+    int32_t off = (int32_t)L->call_pool.len, len = 0;
+    if (ncalls) {
+        qsort(pairs->data, (size_t)ncalls, 2 * sizeof(int32_t), cmp_pair);
+        if (vec_reserve(scratch, ncalls) < 0) {
+            free(row);
+            return NULL;
+        }
+        Py_ssize_t i = 0;
+        while (i < ncalls) {
+            int32_t callee = pairs->data[2 * i];
+            Py_ssize_t j = i;
+            while (j < ncalls && pairs->data[2 * j] == callee) {
+                scratch->data[j - i] = pairs->data[2 * j + 1];
+                j++;
+            }
+            int32_t id = lazy_closure(L, scratch->data, j - i);
+            if (id == -2) {
+                free(row);
+                return NULL;
+            }
+            if (id >= 0) {
+                if (vec_push(&L->call_pool, callee) < 0 || vec_push(&L->call_pool, id) < 0) {
+                    free(row);
+                    return NULL;
+                }
+                len++;
+            }
+            i = j;
+        }
+    }
+    L->call_off.data[s] = off, L->call_len.data[s] = len;
+    if (vec_reserve(&L->rows, L->rows.len + k) < 0) {
+        free(row);
+        return NULL;
+    }
+    memcpy(L->rows.data + L->rows.len, row, sizeof(int32_t) * (size_t)k);
+    free(row);
+    L->row_of.data[s] = (int32_t)L->rows.len;
+    L->rows.len += k;
+    return L->rows.data + L->row_of.data[s];
+}
+
+/* Every row: the whole DFA (start 0). */
+DFA *lazy_determinize(Lazy *L, double deadline) {
+    if (L->initial < 0) { /* the empty language: one dead start state */
+        DFA *d = dfa_new(1, 1, 0);
+        if (d) {
+            memset(d->classmap, 0, 256);
+            d->table[0] = -1;
+        }
+        return d;
+    }
+    for (int32_t s = 0; s < L->subsets.start.len; s++) {
+        if (!(s & 255) && past(deadline))
+            return NULL;
+        if (!lazy_row(L, s))
+            return NULL;
+    }
+    int32_t n = (int32_t)L->subsets.start.len, k = L->k;
+    DFA *d = dfa_new(n, k, L->call_pool.len / 2);
+    if (!d)
+        return NULL;
+    memcpy(d->classmap, L->classmap, 256);
+    /* the start closure is subset 0 (interned first) */
+    Py_ssize_t at = 0;
+    for (int32_t s = 0; s < n; s++) {
+        memcpy(d->table + (Py_ssize_t)s * k, L->rows.data + L->row_of.data[s], sizeof(int32_t) * (size_t)k);
+        d->acc[s] = (uint8_t)L->acc.data[s];
+        d->call_start[s] = (int32_t)at;
+        for (int32_t j = 0; j < L->call_len.data[s]; j++, at++) {
+            d->call_callee[at] = L->call_pool.data[L->call_off.data[s] + 2 * j];
+            d->call_ret[at] = L->call_pool.data[L->call_off.data[s] + 2 * j + 1];
+        }
+    }
+    d->call_start[n] = (int32_t)at;
+    return d;
+}
+
+/* Is data in the language (calls ignored)? 1, 0, or -1 with an exception. */
+int lazy_accepts(Lazy *L, const uint8_t *data, Py_ssize_t len) {
+    int32_t s = L->initial;
+    for (Py_ssize_t i = 0; i < len && s >= 0; i++) {
+        const int32_t *row = lazy_row(L, s);
+        if (!row)
+            return -1;
+        s = row[L->classmap[data[i]]];
+    }
+    return s >= 0 && L->acc.data[s];
+}

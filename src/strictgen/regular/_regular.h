@@ -1,0 +1,153 @@
+/* The regular-language core's C files (strictgen.regular._regular) and what they share.
+ *
+ * Why C: compiling a grammar spends most of its time in subset construction, products and
+ * minimisation of rule automata, and the JSON Schema front end asks whether languages are empty
+ * (oneOf disjointness) many times per schema; in Python these were ~80% of compile time.
+ *
+ *   NFA   states with byte-range edges (lo, hi, target), epsilon edges and call edges (callee,
+ *         target), appended by a builder in Python.                                     (_nfa.c)
+ *   Lazy  subset construction over a snapshot of an NFA, row by row on demand. Bytes are grouped
+ *         into classes (maximal runs that no edge boundary splits); a subset keeps only its
+ *         "kernel" NFA states (those with byte or call edges, and the final state). `determinize`
+ *         computes every reachable row.                                                 (_lazy.c)
+ *   DFA   n states x k byte classes (-1 = dead), accepting flags, call edges sorted by callee.
+ *         Storage, tables, trim (co-reachability, calls only to productive rules)       (_dfa.c);
+ *         minimize (Hopcroft on the partial automaton, call edges as extra letters) and refine
+ *         (Moore rounds, for horizon classes)                                       (_minimize.c);
+ *         product (and / and-not), shortest member, and `find_member`, which searches a product
+ *         of several Lazy automata (each taken positively or complemented) breadth first and
+ *         stops at the first member, a shortest one: emptiness without whole DFAs.  (_search.c)
+ *   The Python types, argument parsing and the module are in _regular.c; the algorithm files
+ *   take and return C values only.
+ *
+ * Errors: a function that fails returns NULL or a negative number with a Python exception set
+ * (MemoryError, or Limit). Limits: every long loop checks a state budget and a deadline
+ * (CLOCK_MONOTONIC seconds, the clock of Python's time.monotonic on Linux); past either it raises
+ * `Limit("states" | "time")`, which the Python face turns into GrammarTooLargeError /
+ * CompileTimeoutError. Every function runs with the GIL held.
+ */
+#ifndef STRICTGEN_REGULAR_H
+#define STRICTGEN_REGULAR_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "_vec.h"
+
+/* the names below are shared by this extension's files only */
+#pragma GCC visibility push(hidden)
+
+extern PyObject *LimitError; /* Limit("states" | "time") */
+
+static inline int too_many(void) {
+    PyErr_SetString(LimitError, "states");
+    return -1;
+}
+
+#include "_intern.h"
+
+/* deadline <= 0: none */
+static inline int past(double deadline) {
+    if (deadline > 0 && now() > deadline) {
+        PyErr_SetString(LimitError, "time");
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- the automata (Python objects: the object is the storage) ---- */
+
+typedef struct {
+    PyObject_HEAD
+    int32_t num_states;
+    Vec edges; /* (src, lo, hi, dst) */
+    Vec eps;   /* (src, dst) */
+    Vec calls; /* (src, callee, dst) */
+} NFA;
+
+typedef struct {
+    PyObject_HEAD
+    int32_t n, k;
+    uint8_t classmap[256];
+    int32_t *table; /* n * k */
+    uint8_t *acc;
+    int32_t *call_start; /* n + 1 */
+    int32_t *call_callee, *call_ret;
+    Vec embed_edges; /* (state, lo, hi, target) byte ranges, made by the first embed (DFAs never change) */
+} DFA;
+
+typedef struct {
+    PyObject_HEAD
+    int32_t n, start, final, k;
+    uint8_t classmap[256];
+    int32_t *e_start, *e_clo, *e_chi, *e_dst; /* byte edges per NFA state, as class ranges */
+    int32_t *eps_start, *eps_dst;
+    int32_t *c_start, *c_callee, *c_dst;
+    uint8_t *kernel;
+    Py_ssize_t max_states;
+    Interner subsets;
+    Vec acc;                /* per subset */
+    Vec row_of;             /* per subset: offset of its row in rows, or -1 */
+    Vec rows;               /* k targets per computed row (-1 = dead) */
+    Vec call_off, call_len; /* per subset, into call_pool (valid once its row is computed) */
+    Vec call_pool;          /* (callee, subset) pairs */
+    int32_t *stamp;
+    int32_t stamp_now;
+    Vec stack, scratch, pairs, out;
+    int32_t initial; /* subset of the start closure, or -1 (empty) */
+} Lazy;
+
+extern PyTypeObject NFAType, DFAType, LazyType;
+
+/* ---- NFA building (_nfa.c); states are checked by the caller ---- */
+
+int32_t nfa_add_states(NFA *a, Py_ssize_t n); /* the first new state */
+int nfa_add_range(NFA *a, int32_t s, int lo, int hi, int32_t t);
+int nfa_add_literal(NFA *a, int32_t s, const uint8_t *data, Py_ssize_t len, int32_t t);
+int nfa_add_eps(NFA *a, int32_t s, int32_t t);
+int nfa_add_call(NFA *a, int32_t s, int32_t callee, int32_t t);
+int nfa_splice(NFA *a, const NFA *b, int32_t so, int32_t to, int32_t s, int32_t t);
+int nfa_embed(NFA *a, DFA *d, int32_t s, int32_t t); /* d without calls */
+void nfa_clear(NFA *a);
+
+/* ---- lazy subsets (_lazy.c) ---- */
+
+int lazy_init(Lazy *L, const NFA *a, int32_t start, int32_t final, Py_ssize_t max_states);
+void lazy_clear(Lazy *L);
+const int32_t *lazy_compute_row(Lazy *L, int32_t s);
+
+/* The row of subset s (computed on first use): k targets, -1 = dead; NULL with an exception. */
+static inline const int32_t *lazy_row(Lazy *L, int32_t s) {
+    if (L->row_of.data[s] >= 0)
+        return L->rows.data + L->row_of.data[s];
+    return lazy_compute_row(L, s);
+}
+
+DFA *lazy_determinize(Lazy *L, double deadline);
+int lazy_accepts(Lazy *L, const uint8_t *data, Py_ssize_t len); /* 1, 0, -1 */
+
+/* ---- DFA storage and operations (_dfa.c) ---- */
+
+DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls);
+void dfa_clear(DFA *d);
+DFA *dfa_from_rows(const int32_t *rows, const uint8_t *accepting, Py_ssize_t n, const uint8_t *classmap, int k);
+DFA *dfa_subset(const DFA *d, const int32_t *kept, int32_t m, const int32_t *new_id, const uint8_t *call_ok);
+int dfa_start_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t nprod); /* 1, 0, -1 */
+DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod);
+
+/* ---- minimisation and refinement (_minimize.c) ---- */
+
+DFA *dfa_minimize(DFA *d, double deadline);
+int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable); /* n classes, malloc'd */
+
+/* ---- products and search (_search.c); a found string goes to `out`, a byte an int ---- */
+
+DFA *dfa_product(const DFA *a, const DFA *b, int difference, Py_ssize_t max_states, double deadline);
+int dfa_shortest(const DFA *d, Vec *out);                                                                          /* 1 found, 0 none, -1 */
+int lazy_find_member(Lazy **L, const int *positive, Py_ssize_t m, Py_ssize_t max_states, double deadline, Vec *out); /* 1, 0, -1 */
+
+#pragma GCC visibility pop
+#endif
