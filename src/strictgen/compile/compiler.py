@@ -81,6 +81,12 @@ class GrammarCompiler:
 
         return self._cached(("gbnf", gbnf_text, root), "gbnf", lambda: parse_gbnf(gbnf_text, root))
 
+    def compile_lark(self, lark_text: str, start: str = "start") -> CompiledGrammar:
+        """A Lark grammar (+ llguidance's `%json` and special tokens); see strictgen.grammar.lark."""
+        from strictgen.grammar.lark import parse_lark
+
+        return self._cached(("lark", lark_text, start), "lark", lambda: parse_lark(lark_text, start))
+
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Strings that fully match `pattern` (JSON Schema's ECMA-262 regex dialect)."""
         from strictgen.grammar.regex import parse_regex

@@ -33,6 +33,7 @@ operators) deeper than `MAX_NESTING` is rejected so later recursive passes over 
 from __future__ import annotations
 
 from strictgen.errors import GrammarSyntaxError
+from strictgen.grammar.text_position import LineIndex
 from strictgen.grammar.ir import (
     EMPTY,
     NOTHING,
@@ -118,34 +119,15 @@ class _Parser:
         self.n = len(text)
         self.pos = 1 if text.startswith("\ufeff") else 0
         self.newline = False  # whether the last _skip() crossed a line break
-        self._line_starts: list[int] | None = None
+        self.lines = LineIndex(text)
 
     # ---- positions and errors ----------------------------------------------------------------
 
     def location(self, pos: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            starts = [0]
-            t = self.text
-            i = 0
-            while i < self.n:
-                c = t[i]
-                if c == "\n" or (c == "\r" and not (i + 1 < self.n and t[i + 1] == "\n")):
-                    starts.append(i + 1)
-                i += 1
-            self._line_starts = starts
-        starts = self._line_starts
-        lo, hi = 0, len(starts) - 1
-        while lo < hi:  # last line start <= pos
-            mid = (lo + hi + 1) // 2
-            if starts[mid] <= pos:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, pos - starts[lo] + 1
+        return self.lines.location(pos)
 
     def error(self, message: str, pos: int) -> GrammarSyntaxError:
-        line, column = self.location(pos)
-        return GrammarSyntaxError(message, line, column)
+        return self.lines.error(message, pos)
 
     def describe(self, pos: int) -> str:
         return "end of input" if pos >= self.n else repr(self.text[pos])
