@@ -8,6 +8,7 @@ from strictgen.grammar.ir import Grammar
 
 from . import automaton
 from .machine import PushdownMachine
+from .special_tokens import bind_special_tokens, text_tokens_with_stand_in_byte
 from .token_mask import TokenMasker
 from .unique_items import UniqueItems
 
@@ -40,11 +41,14 @@ class CompiledGrammar:
         # its compile made, which every full collection of a server's heap would walk again
         self.tokenizer_info = tokenizer_info
         self.source = source
+        grammar, stand_ins = bind_special_tokens(grammar, tokenizer_info)
+        self.has_special_tokens = bool(stand_ins)  # text never spells them: jump-forward stops before one
         self.automaton = automaton.compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None)  # GrammarCompiler's defer_rules
         self.machine = PushdownMachine(self.automaton)
-        self.marker_tokens = marker_tokens(grammar.markers, tokenizer_info)
+        self.marker_tokens = {**marker_tokens(grammar.markers, tokenizer_info), **stand_ins}
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
-                                  markers=self.marker_tokens)
+                                  markers=self.marker_tokens,
+                                  blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
         self._unique_items: object = None
 
     @property

@@ -170,11 +170,15 @@ class Grammar:
 
     `markers`: fixed texts of the format (a tool call's delimiters) inside which a vocabulary's
     special tokens may stand for their own text: such a token is allowed where the grammar can
-    read its text, and advances by it; the text spelled by ordinary tokens stays allowed too."""
+    read its text, and advances by it; the text spelled by ordinary tokens stays allowed too.
+
+    `special_tokens`: set by the front ends that wrote a SpecialToken, so that grammars without
+    any are not walked to look for one."""
 
     rules: dict[str, Expr] = field(default_factory=dict)
     root: str = "root"
     markers: tuple[str, ...] = ()
+    special_tokens: bool = False  # whether some rule holds a SpecialToken (compile/special_tokens.py binds them)
 
 
 # ---- small constructors that keep expressions flat -------------------------------------------

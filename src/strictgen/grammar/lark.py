@@ -100,6 +100,7 @@ class _Parser:
         self.extra: dict[str, Expr] = {}  # rules of imports and embedded schemas
         self.embedded = 0
         self.imported: set[str] = set()
+        self.special_tokens = False  # whether a `<|name|>` / `<[id]>` was read
 
     # ---- tokens --------------------------------------------------------------------------------
 
@@ -344,6 +345,7 @@ class _Parser:
         if kind == "regexp":
             return self.token(self.literal(value, pos, lark_regexp), terminal)
         if kind == "special":
+            self.special_tokens = True
             try:
                 return self.token(token_ref(value), terminal)
             except ValueError as exc:
@@ -436,7 +438,7 @@ class _Parser:
             rules[IGNORED] = repeat(alt(*self.ignored)) if self.ignored else EMPTY
             root = "%start"
             rules[root] = seq(RuleRef(IGNORED), RuleRef(start))
-        return Grammar(rules=rules, root=root)
+        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens)
 
 
 def _without_left_recursion(name: str, body: Expr) -> Expr:
