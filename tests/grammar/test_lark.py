@@ -167,7 +167,6 @@ def test_priorities_and_aliases_change_nothing(compiler):
         ('start: A\nA: a\na: "x"\n', "terminals may only use terminals", 2, 4),
         ('%import common.NOPE\nstart: "a"\n', "common has no terminal 'NOPE'", 1, 16),
         ('%import other.X\nstart: "a"\n', "only '%import common'", 1, 1),
-        ('start: ""\n', "empty literals", 1, 8),
         ('start[lazy]: "a"\n', "rule attributes", 1, 6),
         ('start: x{a}\nx: "a"\n', "templates are not supported", 1, 9),
         ('%declare X\nstart: "a"\n', "%declare is not supported", 1, 1),
@@ -186,6 +185,6 @@ def test_errors_name_line_and_column(text, message, line, column):
 
 def test_lark_also_refuses_our_syntax_errors():
     """The malformed grammars above that are Lark syntax errors are errors for lark too."""
-    for text in ['start: "a"\nfoo: bar\n', 'start: "a" (\n  "b"\n', "start: /a(/\n", 'start: ""\n']:
+    for text in ['start: "a"\nfoo: bar\n', 'start: "a" (\n  "b"\n', "start: /a(/\n"]:
         with pytest.raises(Exception):  # lark raises its GrammarError, or re.error for a bad regexp
             lark_parser(text)

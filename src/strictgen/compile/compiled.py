@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from strictgen.grammar.ir import Grammar
 
@@ -50,6 +50,24 @@ class CompiledGrammar:
                                   markers=self.marker_tokens,
                                   blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
         self._unique_items: object = None
+        self.source_grammar: "Callable[[], Grammar] | None" = None  # rebuilds the IR for export (set by GrammarCompiler)
+
+    def to_gbnf(self) -> str:
+        """The grammar as GBNF text (llama.cpp, Ollama); comments mark what GBNF cannot state exactly."""
+        return self.export("gbnf").text
+
+    def to_lark(self) -> str:
+        """The grammar as Lark text (llguidance, xgrammar); comments mark what Lark cannot state exactly."""
+        return self.export("lark").text
+
+    def export(self, target: str):
+        """grammar.export.Exported: the text, and the list of what it states inexactly."""
+        from strictgen.errors import StrictgenError
+        from strictgen.grammar.export import export_grammar
+
+        if self.source_grammar is None:
+            raise StrictgenError("this grammar was not compiled by a GrammarCompiler: it has no source to export")
+        return export_grammar(self.source_grammar(), target)
 
     @property
     def unique_items(self):

@@ -63,6 +63,7 @@ class GrammarCompiler:
             return got
         try:
             compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
+            compiled.source_grammar = build  # the IR is not kept (compiled.py): export builds it again
             if finish is not None:
                 finish(compiled)
             with self._lock:
@@ -175,7 +176,9 @@ class GrammarCompiler:
 
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
-        return self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source, self.defer_rules))
+        compiled = self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source, self.defer_rules))
+        compiled.source_grammar = lambda: grammar
+        return compiled
 
     def _build(self, kind: str, make: Callable[[], CompiledGrammar]) -> CompiledGrammar:
         """A cold compile: waits for a compile slot (outside the deadline), then runs under the deadline."""

@@ -25,7 +25,8 @@ lexer would cut a token differently; a generator constrained here never needs th
   (`name[lazy]`, `[max_tokens=..]`, `[stop=..]`, `[capture]`) change the language or need a lexer
   and are refused.
 * Refused with a clear error: templates (`name{x}`), `%declare`, `%override`, `%extend`,
-  recursive terminals, a rule referenced inside a terminal, empty literals.
+  recursive terminals, a rule referenced inside a terminal. `""` is the empty string (lark
+  itself refuses it; xgrammar and llguidance take it).
 
 Every malformed input raises GrammarSyntaxError with the 1-based line and column.
 """
@@ -374,7 +375,7 @@ class _Parser:
         except ValueError as exc:
             raise self.error(exc.args[0], pos + 1 + exc.args[1]) from None
         if not body:
-            raise self.error("empty literals are not allowed", pos)
+            return EMPTY  # lark refuses `""`; xgrammar and llguidance read it as the empty string
         if raw[0] == '"':
             body = body.replace("\\\\", "\\")
         try:
@@ -448,7 +449,7 @@ def _without_left_recursion(name: str, body: Expr) -> Expr:
     me = RuleRef(name)
     tails, bases = [], []
     for option in body.items if isinstance(body, Alt) else (body,):
-        if isinstance(option, Seq) and option.items[0] == me:
+        if isinstance(option, Seq) and option.items and option.items[0] == me:
             tails.append(seq(*option.items[1:]))
         elif option != me:  # `A: A` adds nothing
             bases.append(option)

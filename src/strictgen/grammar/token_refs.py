@@ -28,6 +28,8 @@ def token_ref(text: str) -> SpecialToken:
     if not text.startswith("<["):
         return SpecialToken(name=text)
     body = text[2:-2]
+    if body.strip() == "*":
+        raise ValueError("a wildcard token ('<[*]>': any one token) includes text tokens and is not supported", 0)
     if body.lstrip().startswith("^"):
         raise ValueError("a negated token set ('<[^...]>': any token but these) includes text tokens and is "
                          "not supported; list the special tokens allowed", 0)
