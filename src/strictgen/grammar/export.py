@@ -19,13 +19,14 @@ the grammar does.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .automata import NFABuilder, shared_nodes
 from .ir import EMPTY, NOTHING, Alt, ByteSet, CharSet, Difference, Expr, Grammar, Intersect, Lazy, Literal, Repeat
-from .ir import RuleRef, Seq, SpecialToken, Spelled, children, lazy_body
+from .ir import RuleRef, Seq, SpecialToken, Spelled, children, cyclic_rules, lazy_body
 
 __all__ = ["Exported", "export_grammar", "MAX_LAZY_MEMBERS"]
 
@@ -117,6 +118,7 @@ class _Writer:
         self.members = 0  # lazy family members written
         self.shared: set[int] = set()  # ids of the composite parts used in more than one place
         self.defining: Expr | None = None  # the body being written
+        self.never: str | None = None  # the name of the rule that matches nothing (kept_called)
 
     # ---- names -----------------------------------------------------------------------------
 
@@ -165,6 +167,8 @@ class _Writer:
                 self.note(f"rule {self.name(ir_name)}: uniqueItems is not enforced (duplicates are accepted)")
             self.defining = body
             text = self.expr(body, top=True)
+            if ir_name.startswith("\0part"):  # a shared part: kept a call by our compiler (see kept_called)
+                text = f"{text or self.optional(NOTHING)} | {self.kept_called(ir_name)}"
             sep = " ::= " if self.gbnf else ": "
             body_lines.append(f"{self.name(ir_name)}{sep}{text}".rstrip())
         return Exported("\n".join(self.lines + body_lines) + "\n", self.inexact)
@@ -209,6 +213,16 @@ class _Writer:
         text = self.expr(e)
         simple = isinstance(e, (Literal, ByteSet, CharSet, RuleRef, SpecialToken, Alt, Lazy, Intersect, Difference, Spelled))
         return text if simple else f"({text})"
+
+    def kept_called(self, name: str, named: bool = False) -> str:
+        """An alternative that puts rule `name` on a reference cycle without changing its language:
+        a call of a rule that matches nothing (ir.called_body's trick, written so that no parser
+        folds it away), then the rule itself. Our compiler copies a rule that is on no cycle into
+        every place that uses it; a rule of a shared part, copied so, grows exponentially."""
+        if self.never is None:
+            self.never = self.name("\0never")
+            self.lines.append(f"{self.never}{' ::= ' if self.gbnf else ': '}{self.nothing()}")
+        return f"{self.never} {name if named else self.name(name)}"
 
     def optional(self, e: Expr) -> str:
         return f"[{self.expr(e, top=True)}]" if not self.gbnf else f"({self.expr(e, top=True)})?"
@@ -304,8 +318,12 @@ class _Writer:
                     work.append(t)
         names = {s: self.name(f"\0dfa{len(self.made)}-{s}") for s in sorted(moves)}
         self.made[id(e)] = names[0]  # the grammar holds e while the export runs: its id stays its own
+        # a state entered from several others and on no cycle is a rule our own compiler would copy
+        # into each caller (and theirs into theirs: exponential): kept a call
+        entered = Counter(t for s in moves for t in moves[s])
+        looped = cyclic_rules({s: set(moves[s]) for s in moves})
         for s in sorted(moves):
-            options = []
+            options = [self.kept_called(names[s], named=True)] if entered[s] > 1 and s not in looped else []
             for t, ranges in moves[s].items():
                 cls = "".join(self.class_char(a) if a == b else f"{self.class_char(a)}-{self.class_char(b)}" for a, b in ranges)
                 options.append(f"{'[' if self.gbnf else '/['}{cls}{']' if self.gbnf else ']/'} {names[t]}")
