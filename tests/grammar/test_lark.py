@@ -188,3 +188,23 @@ def test_lark_also_refuses_our_syntax_errors():
     for text in ['start: "a"\nfoo: bar\n', 'start: "a" (\n  "b"\n', "start: /a(/\n"]:
         with pytest.raises(Exception):  # lark raises its GrammarError, or re.error for a bad regexp
             lark_parser(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(GRAMMARS)), seed=st.integers(0, 2**32 - 1), edits=st.integers(1, 6))
+def test_malformed_grammars_raise_only_syntax_errors(name, seed, edits):
+    """Random edits of real grammars (brackets, quotes, slashes, directives): a GrammarSyntaxError
+    or a grammar, never another exception."""
+    rng = random.Random(seed)
+    text = mutated(GRAMMARS[name], '()[]{}"/\\|:*+?~.%<>-!_aZ0 \n', rng, edits)
+    try:
+        parse_lark(text)
+    except GrammarSyntaxError:
+        pass
+
+
+@pytest.mark.parametrize("text", ["start: %json []", 'start: %json {"type": "nope"}', "start: %json {", "start: /\\N{NO SUCH}/",
+                                  "start: /[a-/", "start: <[]>", "start: <|x|> | %json {\"minimum\": \"a\"}"])
+def test_odd_inputs_are_syntax_errors(text):
+    with pytest.raises(GrammarSyntaxError):
+        parse_lark(text)
