@@ -208,3 +208,10 @@ def test_malformed_grammars_raise_only_syntax_errors(name, seed, edits):
 def test_odd_inputs_are_syntax_errors(text):
     with pytest.raises(GrammarSyntaxError):
         parse_lark(text)
+
+
+def test_comments_both_ways_as_lark(compiler):
+    text = 'start: "a" # a comment\n  | "b" // another\n# a line\n'
+    reference, compiled = lark_parser(text), compiler.compile_lark(text)
+    for probe in ["a", "b", "#", "a # a comment", "//"]:
+        assert ours(compiled, probe) == lark_accepts(reference, probe), probe

@@ -8,7 +8,7 @@ lexer-based reading (Lark's LALR, llguidance) can reject strings this accepts wh
 lexer would cut a token differently; a generator constrained here never needs that lexer.
 
 * Rules `name: a b | c` (with `?name`, `!name`, `_name`, `-> alias` accepted and meaning
-  nothing here), terminals `NAME: ...`, continuation lines starting with `|`, `//` comments.
+  nothing here), terminals `NAME: ...`, continuation lines starting with `|`, `//` and `#` comments.
 * Items: `"text"` / `"text"i`, `/regexp/flags` (Python's `re` dialect, lark_regex.py),
   `"a".."z"`, `( )`, `[ ]` (optional), `?` `*` `+`, `item ~ n`, `item ~ n..m`, and
   llguidance's `item{m,n}` (also `{m}`, `{m,}`, `{,n}`).
@@ -57,7 +57,7 @@ IGNORED = "%ignore"
 
 _TOKENS = re.compile(
     r"""(?P<blank>[ \t\f]+|\\\r?\n)
-      | (?P<comment>//[^\n]*)
+      | (?P<comment>(?://|\#)[^\n]*)
       | (?P<nl>(?:\r\n|\n|\r)+)
       | (?P<string>"(?:\\.|[^"\\\n])*"i?)
       | (?P<regexp>/(?!/)(?:\\[\s\S]|[^/\\])*/[imslux]*)
@@ -359,6 +359,8 @@ class _Parser:
             return self.token(RuleRef(self.prefix + name), terminal and _is_terminal(name))
         if kind == "directive" and value == "%json":
             return self.embedded_schema(terminal, pos)
+        if kind == "directive":
+            raise self.error(f"{value} is not supported (of llguidance's item extensions only %json is)", pos)
         raise self.error(f"unexpected {self.describe((kind, value, pos))}", pos)
 
     def token(self, expr: Expr, inside_terminal: bool) -> Expr:
