@@ -45,7 +45,7 @@ def rust_strings(source: str, start: int) -> tuple[list[str], int]:
             depth -= 1
             if depth == 0:
                 return out, i + 1
-        elif c == '"' or source.startswith('r#"', i):
+        elif c == '"' or source.startswith(('r#"', 'r"'), i):
             m = re.compile(_RUST_STRING).match(source, i)
             out.append(rust_string(m.group()))
             i = m.end()
@@ -79,6 +79,8 @@ def llguidance_cases(path: str, compiler: sg.GrammarCompiler) -> collections.Cou
             error = exc
         if kind == "lark_err_test":
             tally["peer rejects the grammar: we reject it too" if error else "peer rejects the grammar: we accept it"] += 1
+            if not error:
+                print(f"--- accepted, the peer refuses:\n{grammar.strip()[:300]}\n")
             continue
         if error is not None:
             tally[f"refused: {reason(error)}"] += 1
