@@ -50,7 +50,12 @@ def main() -> None:
                 continue
             for t in tests:
                 for text in (json.dumps(t["data"]), json.dumps(t["data"], separators=(",", ":"))):
-                    a, b = accepts(original, text), accepts(back, text)
+                    try:
+                        a, b = accepts(original, text), accepts(back, text)
+                    except sg.GrammarTooLargeError as exc:  # a rule built as the document reaches it
+                        stats["rule_too_large"] = stats.get("rule_too_large", 0) + 1
+                        print("rule too large while matching:", target, name, exc)
+                        continue
                     stats["checks"] += 1
                     stats["agree" if a == b else "disagree"] += 1
                     if a != b:
