@@ -118,3 +118,18 @@ def deepseek_with_tool_specials() -> tuple[sg.TokenizerInfo, dict[str, int]]:
     ids = {m: tokens.index(m.encode()) for m in DEEPSEEK_TOOL_MARKERS}
     special = set(base.special_token_ids) | set(ids.values())
     return sg.TokenizerInfo.from_vocab(tokens, eos_token_ids=base.eos_token_ids, special_token_ids=special), ids
+
+
+def mutated(text: str, alphabet: str, rng: random.Random, edits: int = 1) -> str:
+    """`text` after `edits` random one-character edits (insert, delete, replace) from `alphabet`."""
+    chars = list(text)
+    for _ in range(edits):
+        op = rng.randrange(3)
+        at = rng.randint(0, len(chars))
+        if op == 0 or not chars:
+            chars.insert(at, rng.choice(alphabet))
+        elif op == 1:
+            del chars[min(at, len(chars) - 1)]
+        else:
+            chars[min(at, len(chars) - 1)] = rng.choice(alphabet)
+    return "".join(chars)

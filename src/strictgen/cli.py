@@ -302,6 +302,32 @@ def _add_serve_arguments(srv: argparse.ArgumentParser) -> None:
     srv.add_argument("--log-content", action="store_true", help="also log each request's body and output text")
 
 
+def cmd_convert(args: argparse.Namespace) -> int:
+    """A JSON Schema as a GBNF or Lark grammar on stdout. What the target cannot state exactly is
+    marked by comments in the output; with --strict that is also exit status 1."""
+    import json
+
+    from strictgen.deadline import compile_deadline
+    from strictgen.grammar.export import export_grammar
+    from strictgen.grammar.json_schema import json_schema_grammar
+    from strictgen.grammar.json_value import JsonStyle
+
+    try:
+        with open(args.schema, encoding="utf-8") as f:
+            schema = json.load(f)
+    except (OSError, ValueError) as exc:
+        print(f"strictgen: cannot read the schema {args.schema}: {exc}", file=sys.stderr)
+        return 2
+    with compile_deadline(args.timeout):
+        grammar, _ = json_schema_grammar(schema, any_order=args.any_order, style=JsonStyle(args.whitespace))
+        out = export_grammar(grammar, args.to)
+    sys.stdout.write(out.text)
+    if out.inexact and args.strict:
+        print(f"strictgen: the {args.to} grammar is not exact: " + "; ".join(out.inexact), file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strictgen", description="Language-model output guaranteed to match a format.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -326,6 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_arguments(ev)
     ev.set_defaults(func=cmd_eval)
+    conv = sub.add_parser("convert", help="a JSON Schema as a GBNF (llama.cpp, Ollama) or Lark (llguidance) grammar")
+    conv.add_argument("schema", metavar="SCHEMA.json")
+    conv.add_argument("--to", required=True, choices=["gbnf", "lark"])
+    conv.add_argument("--strict", action="store_true", help="exit 1 when the target cannot state the schema exactly")
+    conv.add_argument("--any-order", action="store_true", help="object keys in any order (as compile_json_schema(any_order=True))")
+    conv.add_argument("--whitespace", default="flexible", choices=["flexible", "compact", "spaced"])
+    conv.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds the conversion may take")
+    conv.set_defaults(func=cmd_convert)
     return parser
 
 

@@ -32,6 +32,7 @@ except ImportError:  # tests/grammar is not a package
 from strictgen.errors import RegexError
 from strictgen.grammar.ir import NOTHING, Alt, CharSet, Literal, Repeat, Seq
 from strictgen.grammar.regex import MAX_NESTING, parse_regex, parse_regex_search
+from tests.helpers import mutated
 
 fullmatch_ir = ir_match.matches
 
@@ -739,16 +740,7 @@ def _comparable(patterns):
 
 def _mutations(text: str, rng: random.Random, alphabet: str):
     for _ in range(3):
-        chars = list(text)
-        op = rng.randrange(3)
-        pos = rng.randint(0, len(chars))
-        if op == 0 or not chars:
-            chars.insert(pos, rng.choice(alphabet))
-        elif op == 1:
-            del chars[min(pos, len(chars) - 1)]
-        else:
-            chars[min(pos, len(chars) - 1)] = rng.choice(alphabet)
-        yield "".join(chars)
+        yield mutated(text, alphabet, rng)
 
 
 def test_maskbench_agreement_with_python(maskbench_patterns):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from strictgen.grammar.ir import Grammar
 
 from . import automaton
 from .machine import PushdownMachine
+from .special_tokens import bind_special_tokens, text_tokens_with_stand_in_byte
 from .token_mask import TokenMasker
 from .unique_items import UniqueItems
 
@@ -38,26 +39,49 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, tokenizer_info: "TokenizerInfo", source: str = "", defer_rules: bool = True):
         # the grammar IR is not kept: a cached grammar holds its automata, not the ~10^4 IR objects
         # its compile made, which every full collection of a server's heap would walk again
+        grammar, stand_ins = bind_special_tokens(grammar, tokenizer_info)
         self._bind(automaton.compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None),  # GrammarCompiler's defer_rules
-                   tokenizer_info, source, tuple(grammar.markers))
+                   tokenizer_info, source, tuple(grammar.markers), stand_ins)
 
     @classmethod
     def from_automaton(cls, compiled: automaton.CompiledAutomaton, tokenizer_info: "TokenizerInfo", source: str, markers: tuple[str, ...]) -> "CompiledGrammar":
-        """A grammar from rule automata built before (disk_cache.py), without its IR."""
+        """A grammar from rule automata built before (disk_cache.py), without its IR (and so without
+        special-token references: the disk cache keeps no grammar that has them)."""
         out = cls.__new__(cls)
-        out._bind(compiled, tokenizer_info, source, markers)
+        out._bind(compiled, tokenizer_info, source, markers, {})
         return out
 
-    def _bind(self, compiled: automaton.CompiledAutomaton, tokenizer_info: "TokenizerInfo", source: str, markers: tuple[str, ...]) -> None:
+    def _bind(self, compiled: automaton.CompiledAutomaton, tokenizer_info: "TokenizerInfo", source: str, markers: tuple[str, ...],
+              stand_ins: dict) -> None:
         self.tokenizer_info = tokenizer_info
         self.source = source
+        self.has_special_tokens = bool(stand_ins)  # text never spells them: jump-forward stops before one
         self.automaton = compiled
         self.machine = PushdownMachine(self.automaton)
         self.markers = markers  # the format's fixed texts that special tokens may stand for
-        self.marker_tokens = marker_tokens(markers, tokenizer_info)
+        self.marker_tokens = {**marker_tokens(markers, tokenizer_info), **stand_ins}
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
-                                  markers=self.marker_tokens)
+                                  markers=self.marker_tokens,
+                                  blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
         self._unique_items: object = None
+        self.source_grammar: "Callable[[], Grammar] | None" = None  # rebuilds the IR for export (set by GrammarCompiler)
+
+    def to_gbnf(self) -> str:
+        """The grammar as GBNF text (llama.cpp, Ollama); comments mark what GBNF cannot state exactly."""
+        return self.export("gbnf").text
+
+    def to_lark(self) -> str:
+        """The grammar as Lark text (llguidance, xgrammar); comments mark what Lark cannot state exactly."""
+        return self.export("lark").text
+
+    def export(self, target: str):
+        """grammar.export.Exported: the text, and the list of what it states inexactly."""
+        from strictgen.errors import StrictgenError
+        from strictgen.grammar.export import export_grammar
+
+        if self.source_grammar is None:
+            raise StrictgenError("this grammar was not compiled by a GrammarCompiler: it has no source to export")
+        return export_grammar(self.source_grammar(), target)
 
     @property
     def unique_items(self):

@@ -78,8 +78,9 @@ class GrammarCompiler:
                 compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
                 if finish is not None:
                     finish(compiled)
-                if self.disk_cache is not None:
+                if self.disk_cache is not None and not compiled.has_special_tokens:  # stand-ins are bound to the IR, which the file lacks
                     self.disk_cache.store_later(key, compiled, time.thread_time() - cpu)
+            compiled.source_grammar = build  # the IR is not kept (compiled.py): export builds it again
             with self._lock:
                 self._cache.put(key, compiled)
         finally:
@@ -107,6 +108,12 @@ class GrammarCompiler:
         from strictgen.grammar.gbnf import parse_gbnf
 
         return self._cached(("gbnf", gbnf_text, root), "gbnf", lambda: parse_gbnf(gbnf_text, root))
+
+    def compile_lark(self, lark_text: str, start: str = "start") -> CompiledGrammar:
+        """A Lark grammar (+ llguidance's `%json` and special tokens); see strictgen.grammar.lark."""
+        from strictgen.grammar.lark import parse_lark
+
+        return self._cached(("lark", lark_text, start), "lark", lambda: parse_lark(lark_text, start))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Strings that fully match `pattern` (JSON Schema's ECMA-262 regex dialect)."""
@@ -206,7 +213,9 @@ class GrammarCompiler:
 
     def compile_ir(self, grammar: Grammar, source: str = "ir") -> CompiledGrammar:
         """A grammar already in the IR (not cached: IR objects are built by callers)."""
-        return self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source, self.defer_rules))
+        compiled = self._build(source, lambda: CompiledGrammar(grammar, self.tokenizer_info, source, self.defer_rules))
+        compiled.source_grammar = lambda: grammar
+        return compiled
 
     def _build(self, kind: str, make: Callable[[], CompiledGrammar]) -> CompiledGrammar:
         """A cold compile: waits for a compile slot (outside the deadline), then runs under the deadline."""

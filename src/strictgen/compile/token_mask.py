@@ -30,7 +30,7 @@ class TokenMasker:
     """Caches the allowed-token bitmask of each machine state for one vocabulary."""
 
     def __init__(self, machine: PushdownMachine, trie: VocabTrie, vocab_size: int, eos_token_ids, max_cached: int = 4096,
-                 markers: dict[int, bytes] | None = None):
+                 markers: dict[int, bytes] | None = None, blocked: np.ndarray | None = None):
         self.machine = machine
         # special tokens that stand for their text (CompiledGrammar.marker_tokens): allowed where
         # the machine reads that text, so the horizon covers the longest of them too
@@ -43,6 +43,12 @@ class TokenMasker:
         # by state, and by horizon key; masks are all one size, so the bound on entries bounds bytes
         self._cache: BoundedLRU[np.ndarray] = BoundedLRU(max_cached)
         self._horizon = HorizonKeys(machine, max(trie.depth, longest) + 1)  # the most bytes a token reads
+        # text tokens never allowed (special_tokens.py: those holding a stand-in's first byte)
+        self.blocked = None
+        if blocked is not None and len(blocked):
+            self.blocked = np.zeros(words_for(vocab_size), dtype=np.int32)
+            _walk.set_bits(self.blocked, blocked)
+            self.blocked = ~self.blocked
         self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
 
     def _with_eos(self, packed: np.ndarray) -> np.ndarray:
@@ -190,6 +196,8 @@ class TokenMasker:
         if state == DEAD:
             return np.zeros(words_for(self.vocab_size), dtype=np.int32)
         packed = self._allowed(state)
+        if self.blocked is not None:
+            packed &= self.blocked
         if self.markers:
             step = self.machine.step_bytes
             live = [i for i, data in self.markers if step(state, data) != DEAD]

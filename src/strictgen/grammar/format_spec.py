@@ -138,6 +138,12 @@ def _gbnf_grammar(text: str, o: FormatOptions) -> Grammar:
     return parse_gbnf(text, "root")
 
 
+def _lark_grammar(text: str, o: FormatOptions) -> Grammar:
+    from .lark import parse_lark
+
+    return parse_lark(text, "start")
+
+
 def _tag_grammar(tag: Any, o: FormatOptions) -> Grammar:
     from .structural_tag import structural_tag_grammar
 
@@ -155,6 +161,7 @@ FORMAT_KINDS: Mapping[str, FormatKind] = {
     "json_object": FormatKind(lambda v, w: None, lambda v: None, _json_value_grammar),
     "regex": FormatKind(_text, lambda v: v, _regex_grammar),
     "grammar": FormatKind(_text, lambda v: v, _gbnf_grammar),  # llama.cpp's GBNF
+    "lark": FormatKind(_text, lambda v: v, _lark_grammar),  # Lark (+ llguidance's %json, special tokens), start rule "start"
     "choice": FormatKind(_choices, lambda v: v, lambda v, o: Grammar({"root": literal_trie(v)})),
     "structural_tag": FormatKind(_tag, lambda v: json.dumps(v), _tag_grammar),  # member order kept (property order)
 }

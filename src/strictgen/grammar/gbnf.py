@@ -20,8 +20,10 @@ The dialect is llama.cpp's (grammars/README.md there), with a few deliberate dif
 * String literals and classes may not contain a raw line break (llama.cpp allows one); write `\\n`.
   That keeps "unterminated string" errors on the line where the string starts.
 * A rule defined twice is an error (llama.cpp silently keeps the last definition).
-* Token references `<[id]>`, `<token>` and `!<...>` (llama.cpp's token-level syntax) are not
-  supported.
+* Special tokens: `<[id]>`, `<[a-b]>`, `<[a,b]>`, `<|name|>` and `<name>` (llama.cpp's and
+  llguidance's spelling) read exactly that special token of the vocabulary (token_refs.py; an
+  unknown name or an ordinary token is an error when the grammar is compiled). The negation
+  `!<...>` (any token but one) is refused: it is a set of text tokens no byte grammar states.
 
 Every malformed input raises `GrammarSyntaxError` with the 1-based line and column (counted in code
 points) of the offending character: for unterminated strings, classes and parentheses that is the
@@ -33,6 +35,8 @@ operators) deeper than `MAX_NESTING` is rejected so later recursive passes over 
 from __future__ import annotations
 
 from strictgen.errors import GrammarSyntaxError
+from strictgen.grammar.text_position import LineIndex
+from strictgen.grammar.token_refs import TOKEN_REF, token_ref
 from strictgen.grammar.ir import (
     EMPTY,
     NOTHING,
@@ -118,34 +122,16 @@ class _Parser:
         self.n = len(text)
         self.pos = 1 if text.startswith("\ufeff") else 0
         self.newline = False  # whether the last _skip() crossed a line break
-        self._line_starts: list[int] | None = None
+        self.lines = LineIndex(text)
+        self.special_tokens = False  # whether a `<...>` token reference was read
 
     # ---- positions and errors ----------------------------------------------------------------
 
     def location(self, pos: int) -> tuple[int, int]:
-        if self._line_starts is None:
-            starts = [0]
-            t = self.text
-            i = 0
-            while i < self.n:
-                c = t[i]
-                if c == "\n" or (c == "\r" and not (i + 1 < self.n and t[i + 1] == "\n")):
-                    starts.append(i + 1)
-                i += 1
-            self._line_starts = starts
-        starts = self._line_starts
-        lo, hi = 0, len(starts) - 1
-        while lo < hi:  # last line start <= pos
-            mid = (lo + hi + 1) // 2
-            if starts[mid] <= pos:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1, pos - starts[lo] + 1
+        return self.lines.location(pos)
 
     def error(self, message: str, pos: int) -> GrammarSyntaxError:
-        line, column = self.location(pos)
-        return GrammarSyntaxError(message, line, column)
+        return self.lines.error(message, pos)
 
     def describe(self, pos: int) -> str:
         return "end of input" if pos >= self.n else repr(self.text[pos])
@@ -216,7 +202,7 @@ class _Parser:
                 raise self.error(f"undefined rule {name!r}", pos)
         if root not in rules:
             raise GrammarSyntaxError(f"missing root rule {root!r}", 1, 1)
-        return Grammar(rules=rules, root=root)
+        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens)
 
     # ---- rule bodies -------------------------------------------------------------------------
 
@@ -285,8 +271,11 @@ class _Parser:
                 frame.depth = max(frame.depth, depth)
                 self._skip()
                 continue
-            elif c == "<" or (c == "!" and t.startswith("<", i + 1)):
-                raise self.error("token references ('<...>', '!<...>') are not supported", i)
+            elif c == "!" and t.startswith("<", i + 1):
+                raise self.error("a negated token reference ('!<...>': any token but this one) includes text "
+                                 "tokens and is not supported", i)
+            elif c == "<":
+                expr = self._token_ref()
             elif t.startswith("::=", i):
                 raise self.error("unexpected '::=' (each rule definition must start on a new line)", i)
             else:
@@ -295,6 +284,19 @@ class _Parser:
             frame.depths.append(depth)
             frame.depth = max(frame.depth, depth)
             self._skip()
+
+    def _token_ref(self) -> Expr:
+        i = self.pos
+        m = TOKEN_REF.match(self.text, i)
+        if m is None:
+            raise self.error("expected a special token '<|name|>', '<name>' or '<[id]>' after '<'", i)
+        try:
+            expr = token_ref(m.group())
+        except ValueError as exc:
+            raise self.error(exc.args[0], i + exc.args[1]) from None
+        self.special_tokens = True
+        self.pos = m.end()
+        return expr
 
     def _char(self, i: int, opener: int, what: str) -> tuple[int, int]:
         """One (possibly escaped) character at i inside a string or class: (code point, next i)."""

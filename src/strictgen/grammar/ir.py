@@ -101,6 +101,16 @@ class Spelled(Expr):
     item: Expr
 
 
+@dataclass(frozen=True, slots=True)
+class SpecialToken(Expr):
+    """One token of the vocabulary, read as that token and never as its text: named by its text
+    (`<|im_end|>`) or by inclusive id ranges. GBNF and Lark write `<|name|>` / `<[id]>`; the
+    vocabulary is known only when the grammar is compiled (compile/special_tokens.py resolves it)."""
+
+    name: str = ""
+    ids: tuple[tuple[int, int], ...] = ()
+
+
 class LazyFamily:
     """Rules indexed by keys, each built the first time a compiled machine's input reaches it
     (compile/lazy_rules.py): a family stands for more rules than could be built ahead (the key
@@ -147,7 +157,7 @@ def rename(expr: Expr, names: dict[str, str]) -> Expr:
     return type(expr)(**{f: changes.get(f, getattr(expr, f)) for f in fields}) if changes else expr
 
 
-_LEAVES = (Literal, ByteSet, CharSet, RuleRef, Lazy)
+_LEAVES = (Literal, ByteSet, CharSet, RuleRef, Lazy, SpecialToken)
 MAX_TRIE_NESTING = 64  # nested Alt levels literal_trie builds; deeper, it is a flat Alt
 
 EMPTY = Seq(())
@@ -160,11 +170,15 @@ class Grammar:
 
     `markers`: fixed texts of the format (a tool call's delimiters) inside which a vocabulary's
     special tokens may stand for their own text: such a token is allowed where the grammar can
-    read its text, and advances by it; the text spelled by ordinary tokens stays allowed too."""
+    read its text, and advances by it; the text spelled by ordinary tokens stays allowed too.
+
+    `special_tokens`: set by the front ends that wrote a SpecialToken, so that grammars without
+    any are not walked to look for one."""
 
     rules: dict[str, Expr] = field(default_factory=dict)
     root: str = "root"
     markers: tuple[str, ...] = ()
+    special_tokens: bool = False  # whether some rule holds a SpecialToken (compile/special_tokens.py binds them)
 
 
 # ---- small constructors that keep expressions flat -------------------------------------------

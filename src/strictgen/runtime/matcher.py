@@ -10,6 +10,7 @@ import numpy as np
 
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.machine import DEAD
+from strictgen.compile.special_tokens import STAND_IN
 from strictgen.compile.unique_items import VETO
 from strictgen.errors import StrictgenError
 
@@ -34,7 +35,8 @@ class GrammarMatcher:
         info = compiled.tokenizer_info
         self._token_bytes = info.all_token_bytes
         self._is_special = info.is_special
-        self._markers = compiled.marker_tokens  # special tokens that stand for their text here
+        self._markers = compiled.marker_tokens  # special tokens that stand for their text (or a stand-in) here
+        self._stand_ins = compiled.has_special_tokens  # text may not hold a stand-in's byte 0xFF
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
         self._unique = compiled.unique_items  # uniqueItems arrays followed here (None: the grammar has none)
@@ -77,13 +79,18 @@ class GrammarMatcher:
         if self._is_special[token_id]:
             data = self._markers.get(token_id)
             return data is not None and self._advance(data)
-        return self._advance(self._token_bytes[token_id])
+        return self._advance_text(self._token_bytes[token_id])
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by a whole string (one rollback step); False (and unchanged) if it is not allowed."""
         if self._terminated:
             return False
-        return self._advance(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+        return self._advance_text(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+
+    def _advance_text(self, data: bytes) -> bool:
+        if self._stand_ins and STAND_IN in data:
+            return False  # text cannot spell a special token the grammar names
+        return self._advance(data)
 
     def _advance(self, data: bytes) -> bool:
         nxt = self._machine.step_bytes(self.state, data)
@@ -134,11 +141,14 @@ class GrammarMatcher:
         """The longest text the grammar forces next ("" if none); the matcher does not advance."""
         if self._terminated:
             return ""
-        return complete_utf8_prefix(self._machine.forced_bytes(self.state))
+        return complete_utf8_prefix(self.find_jump_forward_bytes())
 
     def find_jump_forward_bytes(self) -> bytes:
         """Like find_jump_forward_string, as raw bytes (may end inside a UTF-8 character)."""
-        return b"" if self._terminated else self._machine.forced_bytes(self.state)
+        if self._terminated:
+            return b""
+        forced = self._machine.forced_bytes(self.state)
+        return forced.split(bytes((STAND_IN,)), 1)[0] if self._stand_ins else forced  # a special token is the model's
 
     # ---- speculative decoding (drafts.py): the matcher does not move ----
 
