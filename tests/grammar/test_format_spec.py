@@ -60,3 +60,18 @@ def test_the_reasoning_block_goes_before_json_formats_only(qwen):
     assert accepts(regex, "abc") and not accepts(regex, "<think>a</think>abc")
 
 
+
+
+def test_a_grammar_field_takes_gbnf_or_lark_and_the_lark_kind_lark(qwen):
+    """Engines pass GBNF and Lark in one `grammar` field: a text with a `::=` rule is GBNF (root),
+    any other Lark (start); the "lark" kind always reads Lark. A Lark syntax error keeps its place."""
+    compiler = sg.GrammarCompiler(qwen)
+    lark = 'start: "n=" NUM\nNUM: /[0-9]+/\n'
+    for kind in ("grammar", "lark"):
+        g = compiler.compile_format(FormatSpec(kind, lark, FormatOptions()))
+        assert accepts(g, "n=42") and not accepts(g, "n=") and not accepts(g, "n=4a")
+    gbnf = compiler.compile_format(FormatSpec("grammar", 'root ::= "n=" [0-9]+', FormatOptions()))
+    assert accepts(gbnf, "n=7") and not accepts(gbnf, "m=7")
+    with pytest.raises(sg.GrammarSyntaxError) as info:
+        compiler.compile_format(FormatSpec("grammar", 'start: "a"\n  | /(?<=x)b/\n', FormatOptions()))
+    assert info.value.line == 2

@@ -133,6 +133,10 @@ def _regex_grammar(pattern: str, o: FormatOptions) -> Grammar:
 
 
 def _gbnf_grammar(text: str, o: FormatOptions) -> Grammar:
+    """A grammar request's text: GBNF (root rule "root") where it has a `::=` rule, else Lark
+    (start rule "start"), as vLLM tells the two apart: engines pass both in one `grammar` field."""
+    if "::=" not in text:
+        return _lark_grammar(text, o)
     from .gbnf import parse_gbnf
 
     return parse_gbnf(text, "root")
