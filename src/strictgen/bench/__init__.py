@@ -346,6 +346,16 @@ def _capture_fd2():
             out.extend(tmp.read().decode("utf-8", "replace").splitlines())
 
 
+def xgrammar_tokenizer_info(xgr, info):
+    """xgrammar's TokenizerInfo over the same bytes strictgen uses. xgrammar takes a token whose
+    bytes are empty as special (never text); stop tokens are passed explicitly."""
+    eos = set(info.eos_token_ids)
+    special = info.is_special
+    vocab = [b"" if special[i] and i not in eos else tb for i, tb in enumerate(info.all_token_bytes)]
+    return xgr.TokenizerInfo(encoded_vocab=vocab, vocab_type=xgr.VocabType.RAW, vocab_size=info.vocab_size,
+                             stop_token_ids=list(info.eos_token_ids))
+
+
 class XGrammarEngine(_BackendApiEngine):
     name = "xgrammar"
 
@@ -362,16 +372,7 @@ class XGrammarEngine(_BackendApiEngine):
         self.warnings: dict[str, int] = {}
 
     def preprocess(self):
-        # The same bytes strictgen uses. xgrammar takes a token whose bytes are empty as special (never
-        # text); stop tokens are passed explicitly.
-        info = self.info
-        eos = set(info.eos_token_ids)
-        special = info.is_special
-        vocab = [b"" if special[i] and i not in eos else tb for i, tb in enumerate(info.all_token_bytes)]
-        xinfo = self.lib.TokenizerInfo(
-            encoded_vocab=vocab, vocab_type=self.lib.VocabType.RAW, vocab_size=info.vocab_size,
-            stop_token_ids=list(info.eos_token_ids),
-        )
+        xinfo = xgrammar_tokenizer_info(self.lib, self.info)
         return xinfo, self.lib.GrammarCompiler(xinfo, max_threads=1)
 
     def new_compiler(self):
@@ -386,7 +387,7 @@ class XGrammarEngine(_BackendApiEngine):
         return _capture_fd2()  # xgrammar logs its approximations to fd 2
 
 
-class _LLTokenizerSource:
+class LLTokenizerSource:
     """What ``llguidance.TokenizerWrapper`` wants: token bytes, special ids, EOS, and an encoder."""
 
     def __init__(self, info, encode):
@@ -419,7 +420,7 @@ class LLGuidanceEngine(_Engine):
         self.apply_note = "llguidance.numpy.apply_token_bitmask_inplace on numpy logits"
 
     def preprocess(self):
-        src = _LLTokenizerSource(self.info, self.vocab.encode)
+        src = LLTokenizerSource(self.info, self.vocab.encode)
         return self.llg.LLTokenizer(self.llg.TokenizerWrapper(src), n_vocab=self.info.vocab_size,
                                     eos_token=list(self.info.eos_token_ids))
 
@@ -711,14 +712,14 @@ def run_bench(
     # strictgen always runs, first: the peers are built from its TokenizerInfo's bytes
     wanted = ["strictgen"] + [e for e in dict.fromkeys(wanted) if e != "strictgen"]
     use_torch = _torch_available()
-    with _one_torch_thread(use_torch):
+    with one_torch_thread(use_torch):
         return _run(schemas_dir, cases, total_found, tokenizer=tokenizer, repeats=repeats, fmt=fmt, wanted=wanted,
                     quick=quick, loop_steps=loop_steps, timeout=timeout, cell_budget=cell_budget,
                     any_order=any_order, json_out=json_out, say=say, use_torch=use_torch)
 
 
 @contextlib.contextmanager
-def _one_torch_thread(use_torch: bool):
+def one_torch_thread(use_torch: bool):
     """One thread for torch ops (apply): on a busy machine a second intra-op thread wakes late."""
     if not use_torch:
         yield
@@ -1010,9 +1011,17 @@ def add_arguments(parser) -> None:
                         help="an engine/schema whose first run took longer is measured once (default 1 s)")
     parser.add_argument("--json", dest="json_out", default=None, help="output file (default bench-results/bench-<tokenizer>.json)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-schema progress lines")
+    parser.add_argument("--batch", default=None, metavar="B1,B2,...",
+                        help="instead: fill, apply and accept per decoding step for batches of these sizes (bench/batch.py)")
+    parser.add_argument("--batch-steps", type=int, default=32, help="decoding steps timed per batch size and phase (--batch)")
+    parser.add_argument("--threads", type=int, default=None, help="threads of each engine's batch API (--batch; default: CPUs)")
 
 
 def main(args) -> int:
+    if args.batch:
+        from strictgen.bench.batch import main_batch
+
+        return main_batch(args)
     engines = ["strictgen"] if args.no_peers else [e.strip() for e in args.engines.split(",") if e.strip()]
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else 3)
     json_out = args.json_out or f"bench-results/bench-{args.tokenizer}.json"
