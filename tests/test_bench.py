@@ -96,11 +96,11 @@ def test_bench_rejects_bad_arguments(two_schemas, tmp_path):
 
 def test_cell_deadline_interrupts_python_code():
     start = time.monotonic()
-    with pytest.raises(bench.CellTimeout), bench._deadline(0.05):
+    with pytest.raises(bench.CellTimeout), bench.cell_deadline(0.05):
         while time.monotonic() - start < 5:
             pass
     assert time.monotonic() - start < 2
-    with bench._deadline(None):  # no budget: nothing happens
+    with bench.cell_deadline(None):  # no budget: nothing happens
         pass
 
 
@@ -116,7 +116,7 @@ def test_missing_peer_is_reported_not_fatal(two_schemas, monkeypatch):
         def __init__(self, *args, **kwargs):
             raise bench.EngineUnavailable("xgrammar is not importable (simulated)")
 
-    monkeypatch.setitem(bench._ENGINE_CLASSES, "xgrammar", Missing)
+    monkeypatch.setitem(bench.ENGINE_CLASSES, "xgrammar", Missing)
     result = bench.run_bench(two_schemas, tokenizer="smollm2", repeats=1, limit=1, engines=["xgrammar", "strictgen"],
                              loop_steps=1, timeout=None)
     assert list(result["engines"]) == ["strictgen", "xgrammar"]  # strictgen always first
