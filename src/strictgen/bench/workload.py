@@ -50,8 +50,8 @@ def default_schemas_dir() -> Path:
     """``../shared/data/bench`` next to the repository root (found from the cwd, then this file)."""
     candidates = [Path.cwd() / ".." / "shared" / "data" / "bench"]
     here = Path(__file__).resolve()
-    if len(here.parents) > 2:
-        candidates.append(here.parents[2] / ".." / "shared" / "data" / "bench")
+    if len(here.parents) > 3:  # src/strictgen/bench/workload.py → the repository root
+        candidates.append(here.parents[3] / ".." / "shared" / "data" / "bench")
     for c in candidates:
         if c.is_dir():
             return c.resolve()
