@@ -246,7 +246,7 @@ def _apply_on_device(logits2d, mask, rows: np.ndarray) -> None:
 
     if isinstance(mask, np.ndarray):
         mask = _upload(mask, logits2d.device)
-    if logits2d.device.type == "cuda" and triton_available():
+    if logits2d.device.type == "cuda" and logits2d.stride(1) == 1 and triton_available():
         from strictgen.runtime.bitmask_triton import apply_masks
 
         rows_on_device = torch.from_numpy(rows.astype(np.int32)).to(logits2d.device, non_blocking=True)
