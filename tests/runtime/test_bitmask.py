@@ -2,7 +2,8 @@
 widths that are and are not multiples of 32, masks wider and narrower than the logits, rows that
 allow everything, `indices`, numpy and torch, 1-D and 2-D, float16/bfloat16/float32(/float64).
 
-Paths: the host path (numpy, CPU torch) runs here in blocks of rows (BLOCK_BYTES is shrunk below so
+Paths: rows allowing at most FEW_TOKENS tokens are filled and their logits put back (the masks
+below include rows of 7 and of 0 allowed tokens); the other rows of the host path (numpy, CPU torch) run here in blocks of rows (BLOCK_BYTES is shrunk below so
 that several blocks, consecutive and gathered, are crossed). The device path without Triton is
 `apply_with_torch_ops`, run here on CPU tensors: it is the code a CUDA device runs, except for the
 pinned upload in front of it. The Triton kernel (runtime/bitmask_triton.py) is untested here: no

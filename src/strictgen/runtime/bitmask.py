@@ -13,7 +13,9 @@ logit never becomes NaN; a NaN logit stays NaN). The cap comes from the mask's b
 - on a device the int32 mask is uploaded once (from pinned memory, without blocking) and either a
   Triton kernel masks every row in one launch (runtime/bitmask_triton.py), or, without Triton, the
   same torch code as the host path runs with the cap gathered on the device.
-Rows whose mask allows every token are dropped from the pass by index before any of this.
+Rows whose mask allows every token are dropped from the pass by index before any of this; rows that
+allow at most FEW_TOKENS tokens (a JSON structure's next punctuation, a key's next letters) are
+filled with -inf and their few logits put back, which writes a row once instead of reading caps.
 """
 
 from __future__ import annotations
@@ -97,6 +99,26 @@ def host_caps(mask_bytes: np.ndarray, table: np.ndarray, covered: int) -> np.nda
     return np.take(table, mask_bytes, axis=0).reshape(len(mask_bytes), -1)[:, :covered]
 
 
+# ---- rows that allow a handful of tokens -------------------------------------------------------
+
+FEW_TOKENS = 64  # up to this many allowed tokens, a row is filled with -inf and its few logits put back
+
+
+def few_allowed(mask: np.ndarray, covered: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which rows of `mask` allow at most FEW_TOKENS of tokens [0, covered), and those tokens as
+    (entry among those rows, token id) pairs; found from the mask's nonzero words, not its bits."""
+    words = mask[:, : words_for(covered)].view(np.uint32)
+    few = np.bitwise_count(words).sum(axis=1, dtype=np.int64) <= FEW_TOKENS
+    entry, word = np.nonzero(words[few])
+    if not len(entry):
+        return few, entry, word
+    bits = (words[few][entry, word][:, None] >> np.arange(32, dtype=np.uint32)) & 1
+    hit, bit = np.nonzero(bits)
+    token = word[hit].astype(np.int64) * 32 + bit
+    inside = token < covered
+    return few, entry[hit][inside], token[inside]
+
+
 # ---- the logits rows a pass writes: a view where they are consecutive, else a gathered copy ------
 
 
@@ -124,6 +146,12 @@ class _NumpyRows:
         head = block[:, :covered]
         np.minimum(head, caps, out=head)
         block[:, covered:] = -np.inf
+
+    def keep_only(self, rows, entry, token):
+        """Rows `rows` become -inf except at (rows[entry], token), which keep their logits."""
+        kept = self.logits[rows[entry], token]
+        self.logits[rows] = -np.inf
+        self.logits[rows[entry], token] = kept
 
 
 class _TorchRows:
@@ -161,6 +189,15 @@ class _TorchRows:
         head = block[:, :covered]
         torch.minimum(head, caps, out=head)
         block[:, covered:] = float("-inf")
+
+    def keep_only(self, rows, entry, token):
+        import torch
+
+        device = self.logits.device
+        at_rows, at_tokens = torch.from_numpy(rows[entry]).to(device), torch.from_numpy(token).to(device)
+        kept = self.logits[at_rows, at_tokens]
+        self.logits.index_fill_(0, torch.from_numpy(rows).to(device), float("-inf"))
+        self.logits[at_rows, at_tokens] = kept
 
 
 def _apply_blocks(target, mask_bytes, rows: np.ndarray, covered: int, rows_per_block: int) -> None:
@@ -305,5 +342,10 @@ def apply_token_bitmask_inplace(logits, mask, indices=None) -> None:
         return
     covered = min(width, 32 * m.shape[1])
     rows_target = _NumpyRows(target) if is_numpy else _TorchRows(target)
-    rows_per_block = max(1, BLOCK_BYTES // (covered * target.dtype.itemsize if is_numpy else covered * target.element_size()))
-    _apply_blocks(rows_target, m.view(np.uint8), rows, covered, rows_per_block)
+    few, entry, token = few_allowed(m, covered)
+    if few.any():  # rows allowing a handful of tokens: keep those logits, fill the rows with -inf
+        rows_target.keep_only(rows[few], entry, token)
+        rows, m = rows[~few], m[~few]
+    if len(rows):
+        rows_per_block = max(1, BLOCK_BYTES // (covered * target.dtype.itemsize if is_numpy else covered * target.element_size()))
+        _apply_blocks(rows_target, m.view(np.uint8), rows, covered, rows_per_block)
