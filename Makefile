@@ -21,8 +21,9 @@ $(VENV)/.installed: pyproject.toml setup.py $(wildcard src/strictgen/*/*.c src/s
 # vLLM and SGLang for tests/integrations/test_vllm*.py and test_sglang*.py: the engines' Python
 # code only (--no-deps: they pin other torch builds and CUDA packages; torch stays 2.13.0 CPU), and
 # ipython, which SGLang imports, without its terminal stack. The small modules their imports need
-# are in the test extra.
-ENGINES := vllm==0.33.0 sglang==0.5.23 ipython==9.18.1
+# are in the test extra. xgrammar and llguidance: vllm/v1/structured_output/__init__.py imports
+# them, and tests/integrations/test_vllm_backend.py drives vLLM's manager from there.
+ENGINES := vllm==0.33.0 sglang==0.5.23 ipython==9.18.1 xgrammar==0.2.9 llguidance==1.9.1 apache-tvm-ffi==0.1.15.post2
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/pip install --quiet -e ".[test]"
 	$(BIN)/pip install --quiet --no-deps $(ENGINES)

@@ -44,7 +44,7 @@ def main() -> None:
     ]:
         timed(module, name, label)
     tok = sg.TokenizerInfo.from_name("qwen")
-    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(bench._WARMUP_SCHEMA))
+    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(bench.WARMUP_SCHEMA))
     total: dict[str, float] = {}
     for case in bench.load_cases(bench.default_schemas_dir()):
         if case.name not in names and "ALL" not in names:

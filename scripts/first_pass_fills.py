@@ -24,7 +24,7 @@ def main() -> None:
     vocab = bench.load_vocab(args.vocab)
     tok = vocab.build_info()
     cases = bench.load_cases(bench.default_schemas_dir())
-    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(bench._WARMUP_SCHEMA))
+    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(bench.WARMUP_SCHEMA))
     mask = sg.allocate_token_bitmask(1, tok.vocab_size)
     eos = tok.eos_token_ids[0]
 

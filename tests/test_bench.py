@@ -96,11 +96,11 @@ def test_bench_rejects_bad_arguments(two_schemas, tmp_path):
 
 def test_cell_deadline_interrupts_python_code():
     start = time.monotonic()
-    with pytest.raises(bench.CellTimeout), bench._deadline(0.05):
+    with pytest.raises(bench.CellTimeout), bench.cell_deadline(0.05):
         while time.monotonic() - start < 5:
             pass
     assert time.monotonic() - start < 2
-    with bench._deadline(None):  # no budget: nothing happens
+    with bench.cell_deadline(None):  # no budget: nothing happens
         pass
 
 
@@ -116,7 +116,7 @@ def test_missing_peer_is_reported_not_fatal(two_schemas, monkeypatch):
         def __init__(self, *args, **kwargs):
             raise bench.EngineUnavailable("xgrammar is not importable (simulated)")
 
-    monkeypatch.setitem(bench._ENGINE_CLASSES, "xgrammar", Missing)
+    monkeypatch.setitem(bench.ENGINE_CLASSES, "xgrammar", Missing)
     result = bench.run_bench(two_schemas, tokenizer="smollm2", repeats=1, limit=1, engines=["xgrammar", "strictgen"],
                              loop_steps=1, timeout=None)
     assert list(result["engines"]) == ["strictgen", "xgrammar"]  # strictgen always first
@@ -124,3 +124,22 @@ def test_missing_peer_is_reported_not_fatal(two_schemas, monkeypatch):
     assert result["engines"]["strictgen"]["counts"]["documents_refused"] == 0
     assert result["headline"] == {}
     assert "xgrammar: not run (xgrammar is not importable (simulated))" in bench.format_table(result)
+
+
+def test_batch_bench_strictgen_only(two_schemas, tmp_path, capsys):
+    """`strictgen bench --batch`: every row teacher-forced to EOS and replaced (a refused token
+    raises), fill/apply/accept timed per step, cold and warm, for each batch size."""
+    from strictgen.bench.batch import format_batch_table, run_batch_bench
+
+    result = run_batch_bench([1, 3], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=40, threads=2)
+    assert result["meta"]["schemas"] == 2 and result["meta"]["documents"] >= 2
+    for batch in ("1", "3"):
+        for phase in ("cold", "warm"):
+            figures = result["engines"]["strictgen"][batch][phase]
+            for part in ("fill", "apply", "accept", "total"):
+                assert 0 < figures[part]["p50"] <= figures[part]["p99"], (batch, phase, part)
+    assert "| 3 | warm | strictgen |" in format_batch_table(result)
+    out = tmp_path / "batch.json"
+    assert cli_main(["bench", "--batch", "2", "--batch-steps", "3", "--no-peers", "--schemas", str(two_schemas),
+                     "--tokenizer", "smollm2", "--json", str(out), "-q"]) == 0
+    assert json.loads(out.read_text())["meta"]["batches"] == [2] and "| 2 | cold | strictgen |" in capsys.readouterr().out

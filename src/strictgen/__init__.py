@@ -16,7 +16,12 @@ from strictgen.errors import (
     SchemaError,
     StrictgenError,
 )
-from strictgen.runtime.batch import fill_next_token_bitmask_batch, fill_next_token_bitmask_batch_async
+from strictgen.runtime.batch import (
+    accept_token_batch,
+    fill_next_token_bitmask_batch,
+    fill_next_token_bitmask_batch_async,
+    find_jump_forward_string_batch,
+)
 from strictgen.runtime.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from strictgen.runtime.matcher import GrammarMatcher
 from strictgen.tokenizer.info import TokenizerInfo
@@ -45,10 +50,12 @@ __all__ = [
     "SchemaError",
     "StrictgenError",
     "TokenizerInfo",
+    "accept_token_batch",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "fill_next_token_bitmask_batch",
     "fill_next_token_bitmask_batch_async",
+    "find_jump_forward_string_batch",
     "RepairResult",
     "StructuredOutputError",
     "ValidationIssue",

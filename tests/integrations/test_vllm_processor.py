@@ -40,7 +40,9 @@ from vllm.v1.sample.logits_processor import (  # noqa: E402
     validate_logits_processors_parameters,
 )
 
+import strictgen as sg  # noqa: E402
 from strictgen.integrations.vllm import StrictgenLogitsProcessor  # noqa: E402
+from strictgen.runtime.bitmask import unpack_bitmask  # noqa: E402
 
 FQCN = "strictgen.integrations.vllm:StrictgenLogitsProcessor"
 VOCAB = 129_280  # DeepSeek V3's model vocabulary: 128,000 + 1,283 added tokens, padded
@@ -363,3 +365,39 @@ def test_structural_tag_as_vllm_writes_it(config, hf_tokenizer):
     m = re.fullmatch(r"n=<n>(.*)</n>", text, flags=re.S)
     assert m, text
     jsonschema.validate(json.loads(m.group(1)), number)
+
+
+def test_masks_start_in_update_state(config, hf_tokenizer, monkeypatch):
+    """update_state (before the forward pass) starts the step's masks; apply (after it) only waits
+    for them and applies: with the synchronous fill made to fail, steps still mask correctly. A
+    row whose last token is still a placeholder (async scheduling) gets no head start: apply fills."""
+    import strictgen.integrations.vllm as plugin
+
+    processor = StrictgenLogitsProcessor(config, torch.device("cpu"), False)
+    batch = Batch(processor)
+    req = Request("regex", chat_params({"strictgen_regex": r"[0-9]{3}-[0-9]{4}"}))
+    batch.add(req)
+    rng = np.random.default_rng(3)
+    sync_fill = plugin.fill_next_token_bitmask_batch
+
+    def refused(*args, **kwargs):
+        raise AssertionError("apply filled the masks although update_state had started them")
+
+    monkeypatch.setattr(plugin, "fill_next_token_bitmask_batch", refused)
+    for _ in range(4):
+        batch.refresh()
+        out = processor.apply(model_logits(rng, 1, np.array([hf_tokenizer.eos_token_id])))
+        req.output.append(int(torch.argmax(out[0])))
+    text = hf_tokenizer.decode(req.output)
+    assert re.fullmatch(r"[0-9]{0,3}(-[0-9]{0,4})?", text), text  # a prefix of a valid document
+    calls = []
+    monkeypatch.setattr(plugin, "fill_next_token_bitmask_batch", lambda *a, **k: calls.append(1) or sync_fill(*a, **k))
+    req.output.append(-1)  # async scheduling: the sampled token is not copied back yet
+    batch.refresh()
+    follower = sg.GrammarMatcher(processor.compiler.compile_regex(r"[0-9]{3}-[0-9]{4}"))
+    assert all(follower.accept_token(t) for t in req.output[:-1])
+    mask = sg.allocate_token_bitmask(1, VOCAB)
+    follower.fill_next_token_bitmask(mask)
+    req.output[-1] = int(np.flatnonzero(unpack_bitmask(mask, VOCAB)[0])[0])  # copied back: a token that follows
+    processor.apply(model_logits(rng, 1, np.array([hf_tokenizer.eos_token_id])))
+    assert calls == [1]  # no head start: apply caught up and filled

@@ -76,3 +76,61 @@ def test_batch_errors(qwen, matchers):
         sg.fill_next_token_bitmask_batch(matchers, sg.allocate_token_bitmask(len(matchers), qwen.vocab_size), indices=[0])
     with pytest.raises(ValueError, match="has no row"):
         sg.fill_next_token_bitmask_batch(matchers, sg.allocate_token_bitmask(2, qwen.vocab_size))
+
+
+def test_batch_into_a_wider_mask_with_consecutive_rows(qwen, matchers):
+    """A mask padded past the vocabulary (a model's vocab_size): the rows land in place, consecutive
+    rows through one copy, and words past the vocabulary are left as they were."""
+    want, want_flags = _alone(matchers, qwen.vocab_size)
+    n = len(matchers)
+    got = np.full((n + 3, want.shape[1] + 5), 7, dtype=np.int32)
+    assert sg.fill_next_token_bitmask_batch(matchers, got, indices=range(2, n + 2)) == want_flags
+    assert np.array_equal(got[2 : n + 2, : want.shape[1]], want)
+    assert (got[:2] == 7).all() and (got[n + 2 :] == 7).all() and (got[:, want.shape[1] :] == 7).all()
+
+
+def test_batch_into_torch_mask(qwen, matchers):
+    torch = pytest.importorskip("torch", reason="torch is a test dependency; absent only outside `make test`")
+    want, want_flags = _alone(matchers, qwen.vocab_size)
+    got = torch.from_numpy(sg.allocate_token_bitmask(len(matchers), qwen.vocab_size))
+    assert sg.fill_next_token_bitmask_batch(matchers, got) == want_flags
+    assert np.array_equal(got.numpy(), want)
+
+
+def _walkers(qwen, documents):
+    compiler = sg.GrammarCompiler(qwen)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}, "required": ["name", "n"]}
+    grammars = [compiler.compile_json_schema(schema), compiler.compile_regex(r"(ab|cd)+!"), compiler.compile_choice(["yes", "no"])]
+    return [sg.GrammarMatcher(grammars[i % len(grammars)]) for i in range(len(documents))]
+
+
+def test_accept_token_batch_equals_row_by_row(qwen):
+    """The batch call and one accept_token per row give the same answers and leave the same states,
+    over valid documents to EOS, with refused tokens (state unchanged) and terminated rows mixed in."""
+    from strictgen.tokenizer.info import load_qwen_encoding
+
+    enc = load_qwen_encoding()
+    documents = ['{"name": "Ann", "n": 12}', "abcdab!", "yes", '{"name": "\\u00e9t\\u00e9", "n": -3}', "cd!", "no"]
+    eos = qwen.eos_token_ids[0]
+    batch, alone = _walkers(qwen, documents), _walkers(qwen, documents)
+    streams = [[*enc.encode(doc), eos] for doc in documents]
+    wrong = enc.encode("}")[0]  # refused at the start of every one of these grammars
+    steps = [[s[k] if k < len(s) else eos for s in streams] for k in range(max(map(len, streams)))]
+    steps.insert(1, [wrong] * len(streams))
+    for k, tokens in enumerate(steps):
+        got = sg.accept_token_batch(batch, np.asarray(tokens))
+        want = [m.accept_token(t) for m, t in zip(alone, tokens)]
+        assert got == want
+        if k == 1:
+            assert not any(got)  # refused everywhere, states unchanged
+        assert [m.state for m in batch] == [m.state for m in alone]
+        assert [m.is_terminated() for m in batch] == [m.is_terminated() for m in alone]
+        assert sg.find_jump_forward_string_batch(batch) == [m.find_jump_forward_string() for m in alone]
+    assert all(m.is_terminated() for m in batch)
+
+
+def test_accept_token_batch_errors(qwen):
+    m = sg.GrammarMatcher(sg.GrammarCompiler(qwen).compile_choice(["yes", "no"]))
+    with pytest.raises(ValueError, match="token ids"):
+        sg.accept_token_batch([m], [1, 2])
+    assert sg.accept_token_batch([], []) == []

@@ -55,6 +55,10 @@ class TokenMasker:
         _walk.set_bits(packed, self.eos)
         return packed
 
+    def cached(self, state: int) -> np.ndarray | None:
+        """The packed mask of `state` if it is cached, else None (nothing is computed)."""
+        return self._cache.get(state)
+
     def mask(self, state: int) -> np.ndarray:
         """The packed mask of `state` (read-only; shared)."""
         got = self._cache.get(state)

@@ -47,8 +47,8 @@ ANY_JSON = "$$ANY$$"  # SGLang's json_schema value for json_object mode
 
 class StrictgenGrammar(BaseGrammarObject):
     """One request. The vocab mask is strictgen's packed int32 bitmask (the layout xgrammar uses),
-    kept on the host: `apply_vocab_mask` moves each distinct mask row to the logits' device once and
-    reuses it (strictgen.runtime.bitmask plans)."""
+    kept on the host: `apply_vocab_mask` uploads it once and masks the whole batch in one pass
+    (strictgen.runtime.bitmask)."""
 
     def __init__(self, grammar: RequestGrammar, key: str = "", stats: GrammarStats | None = None):
         super().__init__()

@@ -27,7 +27,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 from strictgen.compile.compiler import GrammarCompiler
 from strictgen.compile.token_mask import words_for
 from strictgen.errors import StrictgenError
-from strictgen.runtime.batch import fill_next_token_bitmask_batch
+from strictgen.runtime.batch import fill_next_token_bitmask_batch, fill_next_token_bitmask_batch_async
 from strictgen.runtime.bitmask import apply_token_bitmask_inplace
 from strictgen.tokenizer.info import TokenizerInfo
 
@@ -81,7 +81,8 @@ class _Row:
 
 class StrictgenLogitsProcessor(LogitsProcessor):
     """vLLM's v1 `LogitsProcessor`: rows follow the persistent batch (removed, then added, then
-    moved), masks are filled for the whole batch at once and applied on the logits' device."""
+    moved), masks are filled for the whole batch at once (started in update_state, before the
+    forward pass, where the last tokens are known) and applied on the logits' device in one pass."""
 
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool):
         # should vLLM build the class twice for one engine (an entry point of the user's own and
@@ -96,6 +97,7 @@ class StrictgenLogitsProcessor(LogitsProcessor):
         self.device = device
         self.rows: dict[int, _Row] = {}
         self._mask: np.ndarray | None = None
+        self._pending = None  # (row indices, tokens seen per row, Future) of masks started in update_state
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
@@ -125,8 +127,13 @@ class StrictgenLogitsProcessor(LogitsProcessor):
         return _Row(RequestGrammar(compiled), output_ids)
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
-        if batch_update is None or self._inert:
+        if self._inert:
             return
+        if batch_update is not None:
+            self._follow(batch_update)
+        self._start_masks()
+
+    def _follow(self, batch_update: BatchUpdate) -> None:
         rows = self.rows
         for index in batch_update.removed:
             rows.pop(index, None)
@@ -151,10 +158,42 @@ class StrictgenLogitsProcessor(LogitsProcessor):
             self._mask = np.empty((max(n, 8), words), dtype=np.int32)
         return self._mask[:n]
 
+    def _start_masks(self) -> None:
+        """Start the next masks in the background (vLLM calls update_state before the forward pass,
+        apply after it): only when every row already holds its last sampled token, which async
+        scheduling fills in later (placeholders); then apply computes them itself."""
+        self._wait_pending()
+        indices = sorted(self.rows)
+        if not indices:
+            return
+        try:
+            for i in indices:
+                if PLACEHOLDER in self.rows[i].output_ids[self.rows[i].seen :]:
+                    return
+                self.rows[i].catch_up()
+        except StrictgenError:
+            return  # apply ends that row, as it does without a head start
+        mask = self._mask_rows(len(indices))
+        seen = [self.rows[i].seen for i in indices]
+        self._pending = (indices, seen, fill_next_token_bitmask_batch_async([self.rows[i].grammar.matcher for i in indices], mask))
+
+    def _wait_pending(self):
+        """The background fill started by update_state, finished (None if there is none)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending[2].result()
+        return pending
+
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        if not self.rows or self._inert:
+        if self._inert:
+            return logits
+        pending = self._wait_pending()
+        if not self.rows:
             return logits
         indices = sorted(i for i in self.rows if i < logits.shape[0])
+        if pending is not None and pending[0] == indices and pending[1] == [len(self.rows[i].output_ids) for i in indices]:
+            apply_token_bitmask_inplace(logits, self._mask_rows(len(indices)), indices=indices)  # filled meanwhile
+            return logits
         for i in indices:
             row = self.rows[i]
             try:
