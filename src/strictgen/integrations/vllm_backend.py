@@ -63,10 +63,7 @@ def compile_request(compiler: GrammarCompiler, request_type: StructuredOutputOpt
     if request_type == StructuredOutputOptions.JSON_OBJECT:
         grammar_spec = OBJECT_SCHEMA
     if request_type == StructuredOutputOptions.GRAMMAR and _looks_like_lark(grammar_spec):
-        compile_lark = getattr(compiler, "compile_lark", None)
-        if compile_lark is None:
-            raise StrictgenError("this strictgen reads GBNF grammars, not Lark (rules with ':')")
-        return compile_lark(grammar_spec)
+        return compiler.compile_lark(grammar_spec)
     return compile_format(compiler, _FORMAT_OF[request_type], grammar_spec)
 
 
