@@ -277,7 +277,7 @@ def format_holds(fmt: str, text: str) -> bool:
     return True
 
 
-async def drive(load: Load, pid: int, minutes: float, concurrency: int, burst: int, samples: list) -> None:
+async def drive(load: Load, pid: int, minutes: float, concurrency: int, burst: int, samples: list, drain_s: float = 30.0) -> None:
     deadline = time.monotonic() + minutes * 60
     t0 = time.monotonic()
     limits = httpx.Limits(max_connections=concurrency + burst + 4)
@@ -287,18 +287,27 @@ async def drive(load: Load, pid: int, minutes: float, concurrency: int, burst: i
             while time.monotonic() < deadline:
                 await load.one(client)
 
+        bursts: list = []
+
         async def sampler():
             next_burst = t0 + 30
             while time.monotonic() < deadline:
                 samples.append((round(time.monotonic() - t0), round(rss_mb(pid), 1)))
                 if time.monotonic() >= next_burst:
                     next_burst += 60
-                    asyncio.ensure_future(load.burst(client, burst))
+                    bursts.append(asyncio.ensure_future(load.burst(client, burst)))
                 await asyncio.sleep(10)
 
-        await asyncio.gather(sampler(), *(worker() for _ in range(concurrency)))
+        tasks = [asyncio.ensure_future(sampler())] + [asyncio.ensure_future(worker()) for _ in range(concurrency)]
+        await asyncio.wait(tasks, timeout=minutes * 60 + drain_s - (time.monotonic() - t0))
+        if bursts:
+            await asyncio.wait(bursts, timeout=max(0.1, minutes * 60 + drain_s - (time.monotonic() - t0)))
+        pending = [t for t in tasks + bursts if not t.done()]
+        for task in pending:  # requests still running past the drain time: dropped, like a disconnect
+            task.cancel()
+        load.status["cut at the end"] += len(pending)
+        await asyncio.gather(*pending, return_exceptions=True)
         samples.append((round(time.monotonic() - t0), round(rss_mb(pid), 1)))
-        await asyncio.sleep(2)
 
 
 def main() -> int:
@@ -308,7 +317,7 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=12, help="requests sent at once each minute to provoke 429s")
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--max-queue", type=int, default=4)
-    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--max-tokens", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="soak.json")
     args = ap.parse_args()
@@ -347,7 +356,7 @@ def main() -> int:
         load.error("server traceback", server_log[server_log.index("Traceback"):][:1500])
     by_status = collections.Counter()
     for key, n in load.status.items():
-        by_status[key.rsplit(" ", 1)[1]] += n
+        by_status[key.rsplit(" ", 1)[1] if key[-3:].isdigit() else key] += n
     report = {
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "minutes": args.minutes, "concurrency": args.concurrency, "slots": args.slots, "max_queue": args.max_queue,

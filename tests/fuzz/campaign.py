@@ -11,6 +11,7 @@ A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, 
     unsound_completion            the shortest completion after an allowed token ends a document the
                                   judge rejects
     empty_mask                    no token allowed, yet not terminated
+    false_empty                   a compile refused the format as empty, yet the judge accepts a document
     not_strictgen_error           a compile raised something else than StrictgenError
     matcher_error                 a matcher call raised while following a document
     slow_compile                  a compile (failed or not) ran well past compile_timeout
@@ -220,6 +221,11 @@ def check_case(case: dict, compiler: sg.GrammarCompiler) -> dict:
         findings = []
         if compiler.compile_timeout is not None and elapsed > compiler.compile_timeout + SLACK_S:
             findings.append(_finding("slow_compile", None, f"failed after {elapsed:.1f} s: {type(exc).__name__}"))
+        if _says_empty(exc):  # a claim the judge can check: no document of the case may be valid
+            for doc in case["docs"]:
+                if judge.valid(doc.encode("utf-8")):
+                    findings.append(_finding("false_empty", doc, f"{type(exc).__name__}: {exc}"[:300]))
+                    break
         return {"outcome": "refused", "error": type(exc).__name__, "detail": str(exc)[:300], "findings": findings, "compile_s": elapsed}
     except Exception as exc:  # noqa: BLE001  (the finding itself)
         return {"outcome": "error", "findings": [_finding("not_strictgen_error", None, _trace(exc))], "compile_s": time.perf_counter() - t0}
@@ -334,6 +340,11 @@ def _probe(judge: Judge, m: sg.GrammarMatcher, budget: Completions, tok, prefix:
 
 def compiled_has_unique(m: sg.GrammarMatcher) -> bool:
     return m.compiled.unique_items is not None
+
+
+def _says_empty(exc: Exception) -> bool:
+    """Whether a compile error claims the format has no member at all."""
+    return type(exc).__name__ == "EmptyLanguageError" or (isinstance(exc, sg.SchemaError) and "admits no JSON value" in str(exc))
 
 
 def _finding(kind: str, doc, detail: str) -> dict:
