@@ -3,6 +3,8 @@
 A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, seed)` draws one;
 `check_case` compiles it and returns the findings, each {"kind", "doc", "detail"}:
 
+    false_reject_unique           a false reject that goes away without uniqueItems (compile/unique_items.py
+                                  documents those where an anyOf's branches disagree)
     false_accept / false_reject   the matcher's verdict on a document (accept its tokens, then can it
                                   end?) differs from the judge's: `jsonschema` (Draft 2020-12), Python's
                                   `re.fullmatch`, or the Earley recogniser of tests/reference.py over an
@@ -20,6 +22,7 @@ A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, 
 Not findings, counted: `unjudged` (no judge decides: JSON with a repeated member name, a backtracking
 `re` past JUDGE_S, `jsonschema` lost in a `$ref` loop), `exponent_limit` (a valid document rejected
 only for writing a bounded number with an exponent, which grammar/numbers.py leaves out by design),
+`order_limit` (rejected only for its member order: the default fixed order of grammar/json_schema.py),
 `inconclusive` (a completion search past PROBE_EXPANSIONS, a uniqueItems veto of the completion).
 
 Compiles run in a worker process (`Supervisor`) with faulthandler on, so a crash or a hang is a
@@ -79,7 +82,8 @@ def make_case(target: str, seed: int) -> dict:
         schema = {} if schema is None else schema
     else:
         raise ValueError(f"unknown target {target!r}; the targets are {', '.join(TARGETS)}")
-    return {"target": "schema", "seed": seed, "source": schema, "docs": schemas.schema_documents(rnd, schema, seed)}
+    docs = schemas.schema_documents(rnd, schema, seed)
+    return {"target": "schema", "seed": seed, "source": schema, "docs": docs, "any_order": rnd.random() < 0.5}
 
 
 # ---- judging one case (in the worker) ----------------------------------------------------------------
@@ -103,13 +107,14 @@ class Judge:
             self._validator = jsonschema.Draft202012Validator(source)
         self.target = target
         self.source = source
+        self.any_order = bool(case.get("any_order"))
 
-    def compile(self, compiler: sg.GrammarCompiler):
+    def compile(self, compiler: sg.GrammarCompiler, any_order: bool | None = None, source=None):
         if self.target == "regex":
             return compiler.compile_regex(self.format_text)
         if self.target == "gbnf":
             return compiler.compile_grammar(self.format_text)
-        return compiler.compile_json_schema(self.source)
+        return compiler.compile_json_schema(self.source if source is None else source, any_order=self.any_order if any_order is None else any_order)
 
     def valid(self, data: bytes) -> bool | None:
         """The judge's verdict; None where no judge decides: JSON with a repeated member name (parsers
@@ -235,10 +240,10 @@ def check_case(case: dict, compiler: sg.GrammarCompiler) -> dict:
         findings.append(_finding("slow_compile", None, f"compiled in {elapsed:.1f} s"))
     rnd = random.Random(case["seed"])
     budget = Completions(compiled)
-    stats = {"docs": 0, "valid": 0, "probes": 0, "inconclusive": 0, "unjudged": 0, "exponent_limit": 0}
+    stats = {"docs": 0, "valid": 0, "probes": 0, "inconclusive": 0, "unjudged": 0, "exponent_limit": 0, "order_limit": 0}
     for doc in case["docs"]:
         try:
-            findings += _check_doc(judge, compiled, budget, tok, doc, rnd, stats)
+            findings += _check_doc(judge, compiler, compiled, budget, doc, rnd, stats)
         except Exception as exc:  # noqa: BLE001  (a matcher call that raises on a plain document is a finding)
             findings.append(_finding("matcher_error", doc, _trace(exc)))
     return {"outcome": "compiled", "findings": findings, "compile_s": elapsed, **stats}
@@ -258,7 +263,8 @@ def _follow(compiled, tok, data: bytes, rnd: random.Random):
     return m, steps, accepted
 
 
-def _check_doc(judge: Judge, compiled, budget: Completions, tok, doc: str, rnd: random.Random, stats: dict) -> list:
+def _check_doc(judge: Judge, compiler, compiled, budget: Completions, doc: str, rnd: random.Random, stats: dict) -> list:
+    tok = compiler.tokenizer_info
     data = doc.encode("utf-8")
     valid = judge.valid(data)
     stats["docs"] += 1
@@ -269,11 +275,13 @@ def _check_doc(judge: Judge, compiled, budget: Completions, tok, doc: str, rnd: 
     out = []
     if valid is None:
         stats["unjudged"] += 1
-    elif valid and not verdict and judge.target == "schema" and _exponent_only(compiled, tok, doc, rnd):
-        stats["exponent_limit"] += 1
+    elif valid and not verdict and judge.target == "schema" and (limit := _documented_limit(judge, compiler, compiled, doc, rnd)):
+        stats[limit] += 1
     elif verdict != valid:
         prefix = b"".join(p for _, p in steps[:accepted])
         kind = "false_accept" if verdict else "false_reject"
+        if kind == "false_reject" and judge.target == "schema" and _unique_tracking(judge, compiler, doc, rnd):
+            kind = "false_reject_unique"
         out.append(_finding(kind, doc, f"judge says {'valid' if valid else 'invalid'}; the matcher took {len(prefix)} of {len(data)} bytes ({prefix[-20:]!r} last), can end: {whole and m.can_end()}"))
     if not whole and m.is_terminated():
         return out
@@ -287,13 +295,48 @@ def _check_doc(judge: Judge, compiled, budget: Completions, tok, doc: str, rnd: 
     return out
 
 
-def _exponent_only(compiled, tok, doc: str, rnd: random.Random) -> bool:
-    """Whether the matcher accepts `doc` once its numbers are written without exponents."""
-    plain = plain_numbers(doc)
-    if plain is None or plain == doc:
+def _accepts(compiled, text: str | None, rnd: random.Random) -> bool:
+    if text is None:
         return False
-    m, steps, accepted = _follow(compiled, tok, plain.encode("utf-8"), rnd)
+    m, steps, accepted = _follow(compiled, compiled.tokenizer_info, text.encode("utf-8"), rnd)
     return accepted == len(steps) and m.can_end()
+
+
+def _documented_limit(judge: Judge, compiler, compiled, doc: str, rnd: random.Random) -> str | None:
+    """Why a valid document is rejected, where grammar/json_schema.py documents it: "exponent_limit"
+    (accepted once its numbers are written without exponents) or "order_limit" (members out of the
+    schema's order: accepted with any_order=True). None: no documented reason, a finding."""
+    plain = plain_numbers(doc)
+    if plain != doc and _accepts(compiled, plain, rnd):
+        return "exponent_limit"
+    if not judge.any_order:
+        try:
+            unordered = judge.compile(compiler, any_order=True)
+        except sg.StrictgenError:
+            return None
+        if _accepts(unordered, doc, rnd) or _accepts(unordered, plain, rnd):
+            return "order_limit"
+    return None
+
+
+def _unique_tracking(judge: Judge, compiler, doc: str, rnd: random.Random) -> bool:
+    """Whether a valid document is rejected for uniqueItems alone: the schema without it accepts
+    the document (compile/unique_items.py documents false rejects where an anyOf's branches disagree)."""
+    if "uniqueItems" not in json.dumps(judge.source):
+        return False
+    try:
+        loose = judge.compile(compiler, any_order=True, source=_without(judge.source, "uniqueItems"))
+    except sg.StrictgenError:
+        return False
+    return _accepts(loose, doc, rnd) or _accepts(loose, plain_numbers(doc), rnd)
+
+
+def _without(value, keyword: str):
+    if isinstance(value, dict):
+        return {k: _without(v, keyword) for k, v in value.items() if k != keyword}
+    if isinstance(value, list):
+        return [_without(v, keyword) for v in value]
+    return value
 
 
 def _probe(judge: Judge, m: sg.GrammarMatcher, budget: Completions, tok, prefix: bytes, rnd: random.Random, stats: dict) -> list:
@@ -358,7 +401,8 @@ def _trace(exc: BaseException) -> str:
 # ---- the worker process ----------------------------------------------------------------------------
 
 
-def _worker(conn, tok, compile_timeout: float, log_path: str) -> None:
+def _worker(conn, parent_end, tok, compile_timeout: float, log_path: str) -> None:
+    parent_end.close()  # the fork's copy: with it closed, the parent's exit ends recv() with EOFError
     log = open(log_path, "w")
     faulthandler.enable(file=log)
     compiler = sg.GrammarCompiler(tok, compile_timeout=compile_timeout)
@@ -389,7 +433,7 @@ class Supervisor:
     def _start(self) -> None:
         ctx = mp.get_context("fork")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_worker, args=(child, self.tok, self.compile_timeout, self._log), daemon=True)
+        self._proc = ctx.Process(target=_worker, args=(child, self._conn, self.tok, self.compile_timeout, self._log), daemon=True)
         self._proc.start()
         child.close()
 
