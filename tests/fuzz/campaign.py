@@ -43,6 +43,7 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
 from decimal import Decimal
 
 import jsonschema
@@ -97,14 +98,18 @@ class Judge:
         self.reference = None
         if target == "regex":
             self.format_text = languages.regex_text(source, python=False)
-            self._python = re.compile(languages.regex_text(source, python=True), re.ASCII)
+            with warnings.catch_warnings():  # "possible set union" ([||]): Python's future semantics, same today
+                warnings.simplefilter("ignore", FutureWarning)
+                self._python = re.compile(languages.regex_text(source, python=True), re.ASCII)
             self.reference = ReferenceRecognizer(languages.regex_grammar(source))
         elif target == "gbnf":
             self.format_text = languages.gbnf_text(source)
             self.reference = ReferenceRecognizer(languages.gbnf_grammar(source))
         else:
             self.format_text = json.dumps(source)
-            self._validator = jsonschema.Draft202012Validator(source)
+            # numbers as exact decimals on both sides: with floats, jsonschema calls 21.9 no multiple of 0.1
+            # and 1.122961536778815e+17 equal to 112296153677881504
+            self._validator = EXACT_VALIDATOR(json.loads(json.dumps(source), parse_float=Decimal))
         self.target = target
         self.source = source
         self.any_order = bool(case.get("any_order"))
@@ -129,7 +134,7 @@ class Judge:
         if self.target == "gbnf":
             return self.reference.accepts(data)
         try:
-            value = json.loads(text, object_pairs_hook=_no_duplicates)
+            value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Decimal)
         except _DuplicateName:
             return None
         except ValueError:
@@ -142,6 +147,17 @@ class Judge:
     def viable(self, data: bytes) -> bool | None:
         """Whether some valid document starts with `data` (None: no recogniser for this target)."""
         return None if self.reference is None else self.reference.is_viable_prefix(data)
+
+
+def _is_integer(checker, value) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, Decimal) and value == value.to_integral_value())
+
+
+EXACT_VALIDATOR = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator, type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+)
 
 
 class _DuplicateName(Exception):

@@ -175,37 +175,56 @@ class SchemaGenerator:
         return s
 
 
-def hypothesis_schema(seed: int) -> dict | bool | None:
-    """A schema drawn by hypothesis-jsonschema (None where the draw failed)."""
+def _clause(keyword: str, value: dict) -> dict:
+    return {"type": "array", "items": [{"const": keyword}, value], "minItems": 2, "additionalItems": False}  # draft 7: its dialect
+
+
+_TYPES = ["null", "boolean", "integer", "number", "string", "array", "object"]
+_PROPERTY = {"type": "array", "items": [{"enum": NAMES}, {"enum": ["integer", "string", "boolean", "null", "number"]}], "minItems": 2, "additionalItems": False}
+# A schema as a list of [keyword, value] clauses. hypothesis-jsonschema 0.23.1 cannot draw objects
+# with hypothesis >= 6.1xx (`many.more` is gone: AttributeError in from_object_schema), so the
+# metaschema describes arrays only and `hypothesis_schema` assembles the object.
+META = {
+    "type": "array",
+    "maxItems": 6,
+    "items": {
+        "anyOf": [
+            _clause("type", {"enum": _TYPES}),
+            _clause("minLength", {"type": "integer", "minimum": 0, "maximum": 4}),
+            _clause("maxLength", {"type": "integer", "minimum": 0, "maximum": 6}),
+            _clause("minimum", {"type": "integer", "minimum": -20, "maximum": 20}),
+            _clause("maximum", {"type": "integer", "minimum": -20, "maximum": 20}),
+            _clause("exclusiveMinimum", {"type": "number", "minimum": -20, "maximum": 20}),
+            _clause("multipleOf", {"enum": [1, 2, 3, 0.5, 0.1]}),
+            _clause("minItems", {"type": "integer", "minimum": 0, "maximum": 3}),
+            _clause("maxItems", {"type": "integer", "minimum": 0, "maximum": 4}),
+            _clause("uniqueItems", {"type": "boolean"}),
+            _clause("items", {"type": "array", "items": {"enum": _TYPES}, "minItems": 1, "maxItems": 1}),
+            _clause("enum", {"type": "array", "minItems": 1, "maxItems": 4, "items": {"type": ["integer", "string", "null", "boolean"], "maxLength": 3}}),
+            _clause("required", {"type": "array", "items": {"enum": NAMES}, "uniqueItems": True, "maxItems": 3}),
+            _clause("properties", {"type": "array", "items": _PROPERTY, "maxItems": 3}),
+            _clause("additionalProperties", {"type": "boolean"}),
+            _clause("minProperties", {"type": "integer", "minimum": 0, "maximum": 3}),
+        ]
+    },
+}
+
+
+def hypothesis_schema(seed: int) -> dict | None:
+    """A schema drawn by hypothesis-jsonschema, as clauses of META (None where the draw failed)."""
     from hypothesis_jsonschema import from_schema
 
-    # hypothesis-jsonschema draws the schemas themselves, as instances of this small metaschema
-    meta = {
-        "type": "object",
-        "properties": {
-            "type": {"enum": ["null", "boolean", "integer", "number", "string", "array", "object"]},
-            "minLength": {"type": "integer", "minimum": 0, "maximum": 4},
-            "maxLength": {"type": "integer", "minimum": 0, "maximum": 6},
-            "minimum": {"type": "integer", "minimum": -20, "maximum": 20},
-            "maximum": {"type": "integer", "minimum": -20, "maximum": 20},
-            "minItems": {"type": "integer", "minimum": 0, "maximum": 3},
-            "maxItems": {"type": "integer", "minimum": 0, "maximum": 4},
-            "uniqueItems": {"type": "boolean"},
-            "enum": {"type": "array", "minItems": 1, "maxItems": 4, "items": {"type": ["integer", "string", "null", "boolean"], "maxLength": 3}},
-            "required": {"type": "array", "items": {"enum": NAMES}, "uniqueItems": True, "maxItems": 3},
-            "properties": {
-                "type": "object",
-                "propertyNames": {"enum": NAMES},
-                "maxProperties": 3,
-                "additionalProperties": {"type": "object", "properties": {"type": {"enum": ["integer", "string", "boolean", "null", "number"]}}, "required": ["type"], "additionalProperties": False},
-            },
-            "additionalProperties": {"type": "boolean"},
-        },
-        "additionalProperties": False,
-        "maxProperties": 5,
-    }
-    got = draw_examples(from_schema(meta), seed, 8)  # hypothesis draws the simplest example first: take a later one
-    return random.Random(seed).choice(got[1:]) if len(got) > 1 else None
+    got = draw_examples(from_schema(META), seed, 8)  # hypothesis draws the simplest example first: take a later one
+    if len(got) < 2:
+        return None
+    schema: dict = {}
+    for keyword, value in random.Random(seed).choice(got[1:]):
+        if keyword == "items":
+            value = {"type": value[0]}
+        elif keyword == "properties":
+            value = {name: {"type": kind} for name, kind in value}
+        schema[keyword] = value
+    return schema
 
 
 def draw_examples(strategy, seed: int, n: int) -> list:
@@ -265,7 +284,8 @@ def near_value(rnd: random.Random, schema, depth: int = 3):
         return out
     if kind == "array":
         prefix = schema.get("prefixItems", [])
-        n = rnd.randint(schema.get("minItems", 0), schema.get("maxItems", schema.get("minItems", 0) + 3))
+        lo = schema.get("minItems", 0)
+        n = rnd.randint(lo, max(lo, schema.get("maxItems", lo + 3)))  # maxItems < minItems: an empty schema
         out = [near_value(rnd, prefix[i] if i < len(prefix) else schema.get("items", {}), depth - 1) for i in range(n)]
         if out and rnd.random() < 0.2:
             out.append(out[0])

@@ -13,7 +13,7 @@ import strictgen as sg
 
 from tests.fuzz.campaign import TARGETS, Supervisor, make_case
 
-SLICE = {"schema": 40, "hypothesis_schema": 20, "regex": 100, "gbnf": 60}
+SLICE = {"schema": 40, "hypothesis_schema": 10, "regex": 100, "gbnf": 60}
 
 
 @pytest.fixture(scope="module")
