@@ -19,6 +19,7 @@ Results are cached per machine (machine states are shared by every matcher of a 
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -29,18 +30,23 @@ from strictgen.errors import BudgetError, StrictgenError
 # breadth-first search stops after expanding this many states (deeply nested free-form JSON can
 # make the set of states within a few bytes very large); beyond it the state counts as unknown
 MAX_EXPANDED = 200_000
+# ... and after this many seconds: states are not all equally dear (a row may build a rule), and a
+# small recursive grammar can put exponentially many stacks within a few bytes (issue 34's fuzz
+# finding A); a request must get a clear error in bounded time, never minutes of a server's CPU
+MAX_SECONDS = 2.0
 
 
 class CompletionSearchTooLarge(StrictgenError):
-    """The breadth-first search for a shortest completion exceeded MAX_EXPANDED states."""
+    """The breadth-first search for a shortest completion exceeded MAX_EXPANDED states or MAX_SECONDS."""
 
 
 class ShortestCompletions:
     """Shortest completions (bytes) of one machine's states, memoised; thread-safe."""
 
-    def __init__(self, machine: PushdownMachine, max_expanded: int = MAX_EXPANDED):
+    def __init__(self, machine: PushdownMachine, max_expanded: int = MAX_EXPANDED, max_seconds: float = MAX_SECONDS):
         self.machine = machine
         self.max_expanded = max_expanded
+        self.max_seconds = max_seconds
         self._memo: dict[int, bytes] = {}
         self._succ: dict[int, tuple[list[int], list[int]]] = {}  # rows never change once computed
         self._lock = threading.Lock()
@@ -82,6 +88,7 @@ class ShortestCompletions:
         depth = 0
         best: tuple[int, bytes] | None = None  # (total length, completion)
         expanded = 0
+        deadline = time.perf_counter() + self.max_seconds
 
         def path_to(state: int) -> bytes:
             out = bytearray()
@@ -98,6 +105,10 @@ class ShortestCompletions:
                 if expanded > self.max_expanded:
                     raise CompletionSearchTooLarge(
                         f"shortest completion: more than {self.max_expanded} grammar states within reach"
+                    )
+                if not expanded & 255 and time.perf_counter() > deadline:
+                    raise CompletionSearchTooLarge(
+                        f"shortest completion: not found within {self.max_seconds:g} s ({expanded} grammar states expanded)"
                     )
                 byte_values, states = self._successors(s)
                 for b, t in zip(byte_values, states):
