@@ -179,6 +179,24 @@ def test_special_tokens_read_as_their_text(compiler, qwen):
     assert m.captures() == [("turn", "<|im_start|>hi<|im_start|>")]
 
 
+def test_a_capture_at_the_end_closes_when_only_eos_may_follow(compiler):
+    m = sg.GrammarMatcher(compiler.compile_lark('start: "<" name ">"\nname[capture]: "a" | "bc"\n'))
+    assert m.accept_string("<bc")
+    assert m.captures() == []  # ">" must come
+    assert m.accept_string(">")
+    assert m.captures() == [("name", "bc")]  # the document is complete before EOS: nothing can grow
+
+
+def test_engine_grammar_objects_carry_captures(compiler, qwen):
+    from strictgen.integrations._grammar import RequestGrammar
+
+    request = RequestGrammar(compiler.compile_lark(GRAMMARS["terminals"]))
+    assert request.matcher.accept_string("ab 12") and request.matcher.accept_token(qwen.eos_token_ids[0])
+    assert request.captures() == [("WORD", "ab"), ("number", "12")]
+    request.matcher.rollback(1)  # the EOS
+    assert request.captures() == [("WORD", "ab")]
+
+
 def test_grammars_without_captures_report_none(compiler):
     m = sg.GrammarMatcher(compiler.compile_lark('start: "a"+'))
     assert m.accept_string("aaa") and m.captures() == []

@@ -12,9 +12,10 @@ walks only the few rules that matter. Each Earley item carries the captures of t
 derivation that reached it first (a tree of pairs, joined in O(1)); a captured rule adds its own
 span when it completes, after the spans inside it (captures come in the order they close).
 
-A document not complete yet (no EOS accepted) is parsed as a prefix: the rest of every item
-still open at the end is taken as read, and only captures that closed before the last byte are
-reported (one ending at the last byte may still grow).
+A text that may still grow (`complete` False: no EOS accepted, and more text allowed) is parsed
+as a prefix where it is not yet a whole document: the rest of every item still open at the end is
+taken as read. Either way, only captures that closed before its last byte are reported (one ending
+there may still grow).
 
 Where the grammar is ambiguous, one derivation is chosen (the first found, left to right).
 """
@@ -242,15 +243,19 @@ def capture_spans(grammar: Grammar, data: bytes, complete: bool) -> list[tuple[s
                         add(i, (p, 0, i, None, sym))
                 if sym in empty_done[i]:
                     add(i, (prod, dot + 1, origin, _join(tree, empty_done[i][sym]), lhs))
+    spans = None
     for prod, dot, origin, tree, lhs in sets[n].values():
         if lhs == top and dot == len(prod):
-            return _flatten(tree)
+            spans = _flatten(tree)
+            break
     if complete:
-        return []  # cannot happen for text the matcher accepted up to EOS
-    return [c for c in _prefix_spans(rules, sets[n], waiting, n, top) if c[2] < n]
+        return spans or []  # None cannot happen for text the matcher accepted up to EOS
+    if spans is None:
+        spans = _prefix_spans(rules, sets[n], waiting, top)
+    return [c for c in spans if c[2] < n]
 
 
-def _prefix_spans(rules: _Rules, last: dict, waiting: dict, n: int, top: int) -> list[tuple[str, int, int]]:
+def _prefix_spans(rules: _Rules, last: dict, waiting: dict, top: int) -> list[tuple[str, int, int]]:
     """The captures of a derivation of a prefix: every item open at the end has the rest of its
     production taken as read (where the rest derives something), and completes without a span of
     its own (it has not closed)."""
