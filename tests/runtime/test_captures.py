@@ -124,6 +124,25 @@ def test_rollback_drops_what_the_rolled_back_steps_captured(compiler, qwen, seed
     assert m.captures() == lark_spans(member, text, parse_lark(text).captures)
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_every_prefix_reports_a_prefix_of_the_final_captures(compiler, qwen, name, seed):
+    """Captures close in order and never change once reported (unambiguous grammars): what a
+    prefix reports is a leading part of what the whole document reports."""
+    text = GRAMMARS[name]
+    member = derive(parse_lark(text), random.Random(seed))
+    compiled = compiler.compile_lark(text)
+    final = finished(compiled, member, qwen.eos_token_ids[0]).captures()
+    m = sg.GrammarMatcher(compiled)
+    before: list = []
+    for ch in member:
+        assert m.accept_string(ch)
+        got = m.captures()
+        assert got == final[:len(got)] and len(got) >= len(before), (member, ch)
+        before = got
+
+
 def test_prefix_reports_closed_captures_only(compiler):
     m = sg.GrammarMatcher(compiler.compile_lark(GRAMMARS["tool_calls"]))
     assert m.accept_string("get_wea")
@@ -200,3 +219,11 @@ def test_engine_grammar_objects_carry_captures(compiler, qwen):
 def test_grammars_without_captures_report_none(compiler):
     m = sg.GrammarMatcher(compiler.compile_lark('start: "a"+'))
     assert m.accept_string("aaa") and m.captures() == []
+
+
+def test_the_disk_cache_keeps_no_grammar_with_captures(qwen, tmp_path):
+    text = GRAMMARS["terminals"]
+    for _ in range(2):  # the second compiler would read a stored file
+        m = sg.GrammarMatcher(sg.GrammarCompiler(qwen, cache_dir=str(tmp_path)).compile_lark(text))
+        assert m.accept_string("ab 12 c ")
+        assert m.captures() == [("WORD", "ab"), ("number", "12"), ("WORD", "c")]

@@ -38,17 +38,20 @@ _REGULAR_ONLY = (Intersect, Difference, Spelled)  # regular by the IR's contract
 class _Terminal:
     """A piece of the IR read as one token of the parse: a literal, or a DFA's language."""
 
-    __slots__ = ("data", "dfa", "ends")
+    __slots__ = ("data", "dfa", "ends", "cut")
 
     def __init__(self, data: bytes | None, dfa=None):
         self.data, self.dfa = data, dfa
         self.ends: dict[int, list[int]] = {}  # start -> every end of a match (memoised per parse)
+        self.cut: set[int] = set()  # starts from which the text ends inside a match that could go on
 
     def match(self, text: bytes, i: int) -> list[int]:
         got = self.ends.get(i)
         if got is None:
             if self.data is not None:
                 got = [i + len(self.data)] if text.startswith(self.data, i) else []
+                if i < len(text) < i + len(self.data) and self.data.startswith(text[i:]):
+                    self.cut.add(i)
             else:
                 got, state = [], 0
                 if self.dfa.is_accepting(0):
@@ -59,6 +62,9 @@ class _Terminal:
                         break
                     if self.dfa.is_accepting(state):
                         got.append(j + 1)
+                else:
+                    if i < len(text):
+                        self.cut.add(i)
             self.ends[i] = got
         return got
 
@@ -208,6 +214,7 @@ def capture_spans(grammar: Grammar, data: bytes, complete: bool) -> list[tuple[s
     waiting: dict[tuple[int, int], list] = {}  # (position, nonterminal) -> items whose next symbol it is
     empty_done: list[dict] = [{} for _ in range(n + 1)]  # per position: nonterminal -> tree, completed empty there
     predicted: list[set] = [set() for _ in range(n + 1)]
+    cut: list = []  # items whose next terminal the text ends inside of
 
     def add(pos: int, item) -> None:
         key = (id(item[0]), item[1], item[2], item[4])  # the empty production () is one object
@@ -235,6 +242,8 @@ def capture_spans(grammar: Grammar, data: bytes, complete: bool) -> list[tuple[s
                 if isinstance(sym, _Terminal):
                     for j in sym.match(data, i):
                         add(j, (prod, dot + 1, origin, tree, lhs))
+                    if i in sym.cut:
+                        cut.append((prod, dot, origin, tree, lhs))
                     continue
                 waiting.setdefault((i, sym), []).append((prod, dot, origin, tree, lhs))
                 if sym not in predicted[i]:
@@ -251,16 +260,16 @@ def capture_spans(grammar: Grammar, data: bytes, complete: bool) -> list[tuple[s
     if complete:
         return spans or []  # None cannot happen for text the matcher accepted up to EOS
     if spans is None:
-        spans = _prefix_spans(rules, sets[n], waiting, top)
+        spans = _prefix_spans(rules, [*sets[n].values(), *cut], waiting, top)
     return [c for c in spans if c[2] < n]
 
 
-def _prefix_spans(rules: _Rules, last: dict, waiting: dict, top: int) -> list[tuple[str, int, int]]:
-    """The captures of a derivation of a prefix: every item open at the end has the rest of its
-    production taken as read (where the rest derives something), and completes without a span of
-    its own (it has not closed)."""
+def _prefix_spans(rules: _Rules, last: list, waiting: dict, top: int) -> list[tuple[str, int, int]]:
+    """The captures of a derivation of a prefix: every item open at the end (or inside a terminal
+    the text ends in) has the rest of its production taken as read (where the rest derives
+    something), and completes without a span of its own (it has not closed)."""
     seen: dict = {}
-    work = [item for item in last.values()]
+    work = list(last)
     k = 0
     while k < len(work):
         prod, dot, origin, tree, lhs = work[k]
