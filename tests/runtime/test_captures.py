@@ -227,3 +227,12 @@ def test_the_disk_cache_keeps_no_grammar_with_captures(qwen, tmp_path):
         m = sg.GrammarMatcher(sg.GrammarCompiler(qwen, cache_dir=str(tmp_path)).compile_lark(text))
         assert m.accept_string("ab 12 c ")
         assert m.captures() == [("WORD", "ab"), ("number", "12"), ("WORD", "c")]
+
+
+def test_long_rule_chains_need_no_deep_recursion(compiler, qwen):
+    chain = "\n".join(f'r{i}: r{i + 1} | "b"' for i in range(150))
+    compiled = compiler.compile_lark(f'start: r0 "."\nr150[capture]: "a"\n{chain}\n')
+    m = sg.GrammarMatcher(compiled)
+    assert m.captures() == []  # an empty prefix: every rule's rest is taken as read
+    assert m.accept_string("a") and m.captures() == []
+    assert m.accept_string(".") and m.captures() == [("r150", "a")]

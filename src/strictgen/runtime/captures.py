@@ -93,6 +93,7 @@ class _Rules:
         self.captured: dict[int, str] = {}  # nonterminal -> capture name
         self.kept: list = []  # lazy bodies made here (ids stay theirs)
         self._plain: dict[int, bool] = {}
+        self._productive: dict[int, bool] = {}
         self._builder = NFABuilder(grammar.rules, {}, shared_nodes(list(grammar.rules.values())))
 
     # ---- symbols ----
@@ -149,16 +150,23 @@ class _Rules:
 
     def plain(self, e: Expr) -> bool:
         """Whether `e` reaches no captured or recursive rule and no run-time call (one terminal)."""
-        got = self._plain.get(id(e))
-        if got is None:
-            if isinstance(e, RuleRef):
-                got = e.name not in self.deep
-            elif isinstance(e, Lazy):
-                got = False
+        known = self._plain
+        stack = [e]
+        while stack:  # post-order without recursion: a node is settled after its children
+            x = stack[-1]
+            if id(x) in known:
+                stack.pop()
+            elif isinstance(x, RuleRef):
+                known[id(x)] = x.name not in self.deep
+            elif isinstance(x, Lazy):
+                known[id(x)] = False
             else:
-                got = all(self.plain(c) for c in children(e))
-            self._plain[id(e)] = got
-        return got
+                open_parts = [c for c in children(x) if id(c) not in known]
+                if open_parts:
+                    stack.extend(open_parts)
+                else:
+                    known[id(x)] = all(known[id(c)] for c in children(x))
+        return known[id(e)]
 
     def of(self, nt: int) -> list[tuple]:
         got = self.productions[nt]
@@ -168,21 +176,38 @@ class _Rules:
 
     # ---- productivity (for the rest of a prefix) ----
 
-    def productive(self, sym, busy: frozenset = frozenset()) -> bool:
-        """Whether `sym` derives some string (a cycle is no derivation: only True is remembered
-        below the top)."""
+    def productive(self, sym) -> bool:
+        """Whether `sym` derives some string: a fixpoint over the nonterminals it reaches (without
+        recursion), not looking past one that has a production of productive terminals alone."""
         if isinstance(sym, _Terminal):
             return sym.productive()
-        key = ("productive", sym)
-        if key in self.symbols:
-            return self.symbols[key]
-        if sym in busy:
-            return False
-        inner = busy | {sym}
-        got = any(all(self.productive(s, inner) for s in p) for p in self.of(sym))
-        if got or not busy:
-            self.symbols[key] = got
-        return got
+        known = self._productive
+        if sym in known:
+            return known[sym]
+        reached, stack = [], [sym]
+        seen = {sym}
+        while stack:
+            nt = stack.pop()
+            reached.append(nt)
+            prods = self.of(nt)
+            if any(all(isinstance(x, _Terminal) and x.productive() for x in p) for p in prods):
+                known[nt] = True
+                continue
+            for p in prods:
+                for x in p:
+                    if not isinstance(x, _Terminal) and x not in seen and x not in known:
+                        seen.add(x)
+                        stack.append(x)
+        changed = True
+        while changed:
+            changed = False
+            for nt in reached:
+                if nt not in known and any(all(x.productive() if isinstance(x, _Terminal) else known.get(x, False) for x in p)
+                                           for p in self.of(nt)):
+                    known[nt] = changed = True
+        for nt in reached:
+            known.setdefault(nt, False)
+        return known[sym]
 
 
 def _join(a, b):
