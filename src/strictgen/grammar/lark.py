@@ -22,7 +22,8 @@ lexer would cut a token differently; a generator constrained here never needs th
   start (a terminal of a rule is a named terminal, a literal, a regexp or a special token).
 * llguidance: `%json { schema }` as an item embeds a JSON Schema (compiled by our JSON Schema
   front end), `<|name|>` / `<[id]>` special tokens (token_refs.py), and the captures
-  `name[capture]` / `name[capture="x"]` (GrammarMatcher.captures; not on a left-recursive rule).
+  `name[capture]` / `name[capture="x"]` (GrammarMatcher.captures; a left-recursive rule's
+  captures nest as lark's trees do: `Grammar.written` keeps its body as written for them).
   The other rule attributes (`name[lazy]`, `[max_tokens=..]`, `[stop=..]`) change the language
   or need a lexer and are refused.
 * Refused with a clear error: templates (`name{x}`), `%declare`, `%override`, `%extend`,
@@ -462,11 +463,8 @@ class _Parser:
             rules[IGNORED] = repeat(alt(*self.ignored)) if self.ignored else EMPTY
             root = "%start"
             rules[root] = seq(RuleRef(IGNORED), RuleRef(start))
-        for name in self.captures:
-            if rules[name] is not self.rules[name]:  # _without_left_recursion rewrote it
-                raise self.error(f"{name!r} is left-recursive: a capture would see one span where lark sees a nest of "
-                                 "them; write it as a repetition", self.defined_at[name])
-        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens, captures=dict(self.captures))
+        written = {name: self.rules[name] for name in self.captures if rules[name] is not self.rules[name]}  # left recursion
+        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens, captures=dict(self.captures), written=written)
 
 
 def _without_left_recursion(name: str, body: Expr) -> Expr:

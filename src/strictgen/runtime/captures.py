@@ -333,6 +333,7 @@ def captures(compiled: "CompiledGrammar", data: bytes, complete: bool) -> list[t
     if not compiled.has_captures or compiled.source_grammar is None:
         return []
     grammar = compiled.source_grammar()
-    bound, _ = bind_special_tokens(grammar, compiled.tokenizer_info)
+    bound, _ = bind_special_tokens(Grammar({**grammar.rules, **grammar.written}, grammar.root, grammar.markers, grammar.special_tokens),
+                                   compiled.tokenizer_info)
     bound.captures = grammar.captures
     return [(name, readable(data[s:e], compiled)) for name, s, e in capture_spans(bound, data, complete)]
