@@ -128,6 +128,8 @@ class GrammarMatcher:
         """(name, text) of each named capture of the accepted text, in the order they close
         (runtime/captures.py); before the text must end (EOS accepted or the only token allowed),
         only those that closed before the last byte."""
+        if not self.compiled.has_captures:
+            return []
         ended = self._terminated or (self.can_end() and np.array_equal(self.next_token_mask(), self._masker.eos_only))
         return captures.captures(self.compiled, b"".join(self._texts), ended)
 
