@@ -39,9 +39,11 @@ class CompiledGrammar:
     def __init__(self, grammar: Grammar, tokenizer_info: "TokenizerInfo", source: str = "", defer_rules: bool = True):
         # the grammar IR is not kept: a cached grammar holds its automata, not the ~10^4 IR objects
         # its compile made, which every full collection of a server's heap would walk again
+        has_captures = bool(grammar.captures)
         grammar, stand_ins = bind_special_tokens(grammar, tokenizer_info)
         self._bind(automaton.compile_automaton(grammar, automaton.EAGER_STATES if defer_rules else None),  # GrammarCompiler's defer_rules
                    tokenizer_info, source, tuple(grammar.markers), stand_ins)
+        self.has_captures = has_captures  # matchers keep the bytes they accept (runtime/captures.py)
 
     @classmethod
     def from_automaton(cls, compiled: automaton.CompiledAutomaton, tokenizer_info: "TokenizerInfo", source: str, markers: tuple[str, ...]) -> "CompiledGrammar":
@@ -64,6 +66,7 @@ class CompiledGrammar:
                                   markers=self.marker_tokens,
                                   blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
         self._unique_items: object = None
+        self.has_captures = False  # the disk cache keeps no grammar with captures
         self.source_grammar: "Callable[[], Grammar] | None" = None  # rebuilds the IR for export (set by GrammarCompiler)
 
     def to_gbnf(self) -> str:

@@ -78,7 +78,7 @@ class GrammarCompiler:
                 compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
                 if finish is not None:
                     finish(compiled)
-                if self.disk_cache is not None and not compiled.has_special_tokens:  # stand-ins are bound to the IR, which the file lacks
+                if self.disk_cache is not None and not compiled.has_special_tokens and not compiled.has_captures:  # both live in the IR, which the file lacks
                     self.disk_cache.store_later(key, compiled, time.thread_time() - cpu)
             compiled.source_grammar = build  # the IR is not kept (compiled.py): export builds it again
             with self._lock:

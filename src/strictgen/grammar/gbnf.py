@@ -13,6 +13,8 @@ The dialect is llama.cpp's (grammars/README.md there), with a few deliberate dif
   llama.cpp. Class ranges `a-z`; a `-` just before `]` is a literal `-`. `.` is any Unicode scalar
   value. Surrogate code points (raw or escaped) are rejected: they have no UTF-8 encoding.
 * Comments run from `#` to the end of the line.
+* Captures (an extension): `name@capture ::= ...` defines rule `name` and reports the text it
+  matches as capture `name` (GrammarMatcher.captures); references stay `name`.
 * Layout: a rule ends at a line break only where the next non-blank, non-comment text is another
   `name ::=` or the end of the input; otherwise the rule continues on the next line. This accepts
   every layout llama.cpp accepts (with the same meaning) and also continuation lines that llama.cpp
@@ -56,6 +58,11 @@ __all__ = ["parse_gbnf", "MAX_NESTING", "MAX_REPEAT"]
 
 MAX_NESTING = 500
 """Deepest allowed nesting of parentheses and stacked postfix operators."""
+
+CAPTURE = "@capture"
+"""Written right after a rule's name where it is defined (`name@capture ::= ...`): the text the
+rule matches is reported as capture `name` (GrammarMatcher.captures). No llama.cpp grammar has
+an `@`, so none changes meaning."""
 
 MAX_REPEAT = 1_000_000
 """Largest allowed number in a `{m,n}` repetition."""
@@ -170,8 +177,10 @@ class _Parser:
         return i
 
     def _rule_start(self, i: int) -> bool:
-        """Whether `name ::=` starts at i."""
+        """Whether `name ::=` (or `name@capture ::=`) starts at i."""
         j = self._name_end(i)
+        if j > i and self.text.startswith(CAPTURE, j):
+            j += len(CAPTURE)
         return j > i and self.text.startswith("::=", self._skip_blanks(j))
 
     # ---- top level ---------------------------------------------------------------------------
@@ -180,6 +189,7 @@ class _Parser:
         t = self.text
         rules: dict[str, Expr] = {}
         defined_at: dict[str, int] = {}
+        captures: dict[str, str] = {}
         self.refs: list[tuple[str, int]] = []
         self._skip()
         while self.pos < self.n:
@@ -188,6 +198,9 @@ class _Parser:
             if end == start:
                 raise self.error(f"expected a rule name, found {self.describe(start)}", start)
             name = t[start:end]
+            if t.startswith(CAPTURE, end):
+                captures[name] = name
+                end += len(CAPTURE)
             i = self._skip_blanks(end)
             if not t.startswith("::=", i):
                 raise self.error(f"expected '::=' after rule name {name!r}, found {self.describe(i)}", i)
@@ -202,7 +215,7 @@ class _Parser:
                 raise self.error(f"undefined rule {name!r}", pos)
         if root not in rules:
             raise GrammarSyntaxError(f"missing root rule {root!r}", 1, 1)
-        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens)
+        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens, captures=captures)
 
     # ---- rule bodies -------------------------------------------------------------------------
 

@@ -173,12 +173,19 @@ class Grammar:
     read its text, and advances by it; the text spelled by ordinary tokens stays allowed too.
 
     `special_tokens`: set by the front ends that wrote a SpecialToken, so that grammars without
-    any are not walked to look for one."""
+    any are not walked to look for one.
+
+    `captures`: rule name -> capture name, for the rules whose matched text a matcher reports
+    (runtime/captures.py); they never change the language, and the compiler ignores them.
+    `written`: for captured rules a front end rewrote (Lark's direct left recursion), the body as
+    written, whose nest of spans the capture parse reports; the compiler never reads it."""
 
     rules: dict[str, Expr] = field(default_factory=dict)
     root: str = "root"
     markers: tuple[str, ...] = ()
     special_tokens: bool = False  # whether some rule holds a SpecialToken (compile/special_tokens.py binds them)
+    captures: dict[str, str] = field(default_factory=dict)
+    written: dict[str, Expr] = field(default_factory=dict)
 
 
 # ---- small constructors that keep expressions flat -------------------------------------------

@@ -21,9 +21,11 @@ lexer would cut a token differently; a generator constrained here never needs th
 * `%ignore X`: exact. The ignored strings may stand after every terminal of a rule and at the
   start (a terminal of a rule is a named terminal, a literal, a regexp or a special token).
 * llguidance: `%json { schema }` as an item embeds a JSON Schema (compiled by our JSON Schema
-  front end), and `<|name|>` / `<[id]>` special tokens (token_refs.py). Rule attributes
-  (`name[lazy]`, `[max_tokens=..]`, `[stop=..]`, `[capture]`) change the language or need a lexer
-  and are refused.
+  front end), `<|name|>` / `<[id]>` special tokens (token_refs.py), and the captures
+  `name[capture]` / `name[capture="x"]` (GrammarMatcher.captures; a left-recursive rule's
+  captures nest as lark's trees do: `Grammar.written` keeps its body as written for them).
+  The other rule attributes (`name[lazy]`, `[max_tokens=..]`, `[stop=..]`) change the language
+  or need a lexer and are refused.
 * Refused with a clear error: templates (`name{x}`), `%declare`, `%override`, `%extend`,
   recursive terminals, a rule referenced inside a terminal. `""` is the empty string (lark
   itself refuses it; xgrammar and llguidance take it).
@@ -102,6 +104,7 @@ class _Parser:
         self.embedded = 0
         self.imported: set[str] = set()
         self.special_tokens = False  # whether a `<|name|>` / `<[id]>` was read
+        self.captures: dict[str, str] = {}  # rule or terminal -> capture name (`name[capture]`)
 
     # ---- tokens --------------------------------------------------------------------------------
 
@@ -202,15 +205,34 @@ class _Parser:
         if self.peek()[1] == "{":
             raise self.error(f"templates ({name}{{...}}) are not supported", self.peek()[2])
         if self.peek()[1] == "[":
-            bracket = self.peek()[2]
-            raise self.error(f"rule attributes ({self.text[bracket:self.text.find(']', bracket) + 1]}) are not "
-                             "supported: lazy, max_tokens, stop and capture change the language or need a lexer", bracket)
+            self.captures[name] = self.capture(name)
         self.expect("op", ":", "':' after the name " + repr(name))
         if name in self.defined_at:
             line, _ = self.lines.location(self.defined_at[name])
             raise self.error(f"{name!r} is already defined on line {line}", pos)
         self.defined_at[name] = pos
         self.rules[name] = self.expansions(name, terminal)
+
+    def capture(self, name: str) -> str:
+        """llguidance's `name[capture]` / `name[capture="x"]`: the capture's name (runtime/captures.py).
+        Other attributes change the language or need a lexer, and are refused."""
+        bracket = self.next()[2]
+        word = self.peek()
+        captured = name
+        if word[:2] == ("name", "capture"):
+            self.next()
+            if self.peek()[1] == "=":
+                self.next()
+                kind, raw, pos = self.next()
+                captured = raw[1:-1] if kind == "string" and raw.endswith('"') and "\\" not in raw else ""
+                if not captured:
+                    raise self.error('expected a non-empty string after capture=, as in [capture="name"]', pos)
+            if self.peek()[1] == "]":
+                self.next()
+                return captured
+        end = self.text.find("]", bracket)
+        raise self.error(f"rule attributes ({self.text[bracket:end + 1 if end >= 0 else None]}) are not supported "
+                         "but [capture] and [capture=\"name\"]: lazy, max_tokens and stop change the language or need a lexer", bracket)
 
     def directive(self) -> None:
         _, word, pos = self.next()
@@ -441,7 +463,8 @@ class _Parser:
             rules[IGNORED] = repeat(alt(*self.ignored)) if self.ignored else EMPTY
             root = "%start"
             rules[root] = seq(RuleRef(IGNORED), RuleRef(start))
-        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens)
+        written = {name: self.rules[name] for name in self.captures if rules[name] is not self.rules[name]}  # left recursion
+        return Grammar(rules=rules, root=root, special_tokens=self.special_tokens, captures=dict(self.captures), written=written)
 
 
 def _without_left_recursion(name: str, body: Expr) -> Expr:

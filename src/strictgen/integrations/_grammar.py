@@ -41,6 +41,11 @@ class RequestGrammar:
     def is_terminated(self) -> bool:
         return self.matcher.is_terminated()
 
+    def captures(self) -> list[tuple[str, str]]:
+        """The grammar's named captures of the output so far (GrammarMatcher.captures): neither
+        engine's grammar interface carries them, so a caller reads them off the request's grammar."""
+        return self.matcher.captures()
+
     def fill_bitmask(self, bitmask, index: int) -> None:
         self.matcher.fill_next_token_bitmask(bitmask, index)
 

@@ -14,7 +14,7 @@ from strictgen.compile.special_tokens import STAND_IN
 from strictgen.compile.unique_items import VETO
 from strictgen.errors import StrictgenError
 
-from . import drafts
+from . import captures, drafts
 
 
 def complete_utf8_prefix(data: bytes) -> str:
@@ -40,6 +40,8 @@ class GrammarMatcher:
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
         self._unique = compiled.unique_items  # uniqueItems arrays followed here (None: the grammar has none)
+        if compiled.has_captures:  # only these matchers keep the bytes they accept, for captures()
+            self._advance = self._advance_keeping_text
         self.reset()
 
     # ---- state ----
@@ -48,6 +50,7 @@ class GrammarMatcher:
         self._history: list[int] = [self._machine.start]
         self._tracks: list = [None]  # with unique arrays: the Track after each step (unique_items.py)
         self._terminated = False
+        self._texts: list[bytes] = []  # the bytes of each accepted step (grammars with captures only; EOS adds none)
 
     @property
     def state(self) -> int:
@@ -104,15 +107,31 @@ class GrammarMatcher:
         self._history.append(nxt)
         return True
 
+    def _advance_keeping_text(self, data: bytes) -> bool:
+        if not GrammarMatcher._advance(self, data):
+            return False
+        self._texts.append(data)
+        return True
+
     def rollback(self, num_tokens: int = 1) -> None:
         """Undo the last `num_tokens` accepted tokens (or strings)."""
         if num_tokens < 0 or num_tokens >= len(self._history):
             raise StrictgenError(f"cannot roll back {num_tokens} tokens: only {len(self._history) - 1} were accepted")
         if num_tokens:
+            del self._texts[len(self._texts) - (num_tokens - self._terminated):]
             del self._history[-num_tokens:]
             if self._unique is not None:
                 del self._tracks[-num_tokens:]
             self._terminated = False
+
+    def captures(self) -> list[tuple[str, str]]:
+        """(name, text) of each named capture of the accepted text, in the order they close
+        (runtime/captures.py); before the text must end (EOS accepted or the only token allowed),
+        only those that closed before the last byte."""
+        if not self.compiled.has_captures:
+            return []
+        ended = self._terminated or (self.can_end() and np.array_equal(self.next_token_mask(), self._masker.eos_only))
+        return captures.captures(self.compiled, b"".join(self._texts), ended)
 
     # ---- masks ----
 
