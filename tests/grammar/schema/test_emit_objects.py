@@ -148,3 +148,47 @@ def test_many_overlapping_key_patterns_are_partitioned_into_cells():
     for key in ["a", "aaa", "aaaaaaa", "b"]:
         for v in [0, 1, 3, 7]:
             assert accepts(json.dumps({key: v})) == judge.is_valid({key: v}), (key, v)
+
+
+# minProperties counts distinct names; members with a name no property lists may repeat one
+# (`{"a":0,"a":0}` is one member to every JSON parser): the fuzz campaign's finding C
+COUNTED = [
+    {"type": "object", "minProperties": 2, "required": ["a"]},
+    {"type": "object", "minProperties": 3, "required": ["a", "b"], "additionalProperties": {"type": "integer"}},
+    {"type": "object", "minProperties": 2, "properties": {"a": {}, "b": {}}, "additionalProperties": False},
+    {"type": "object", "minProperties": 2, "properties": {"a": {}}, "required": ["a"], "patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False},
+    {"type": "object", "not": {"maxProperties": 1}, "required": ["b"]},
+]
+MEMBER_KEYS = ['"a"', '"b"', '"x"', '"\\u0078"']  # the last is "x" spelled with an escape
+
+
+@pytest.mark.parametrize("any_order", [False, True])
+@pytest.mark.parametrize("schema", COUNTED, ids=[str(i) for i in range(len(COUNTED))])
+def test_no_accepted_object_has_fewer_distinct_names_than_min_properties(schema, any_order):
+    judge = validator(schema)
+    _, accepts = emitted(schema, any_order=any_order)
+    accepted = 0
+    for n in range(5):
+        for keys in itertools.product(MEMBER_KEYS, repeat=n):
+            doc = "{" + ",".join(k + ":1" for k in keys) + "}"
+            if accepts(doc):
+                assert judge.is_valid(json.loads(doc)), doc  # json.loads keeps one member per name
+                accepted += 1
+    assert accepted  # the schema is not refused wholesale
+
+
+@pytest.mark.parametrize(
+    "schema,keyword,pointer",
+    [
+        ({"minProperties": 2}, "minProperties", "/minProperties"),
+        ({"minProperties": 3, "required": ["a"], "properties": {"a": {}, "b": {}}}, "minProperties", "/minProperties"),
+        ({"properties": {"o": {"minProperties": 2, "propertyNames": {"enum": ["a", "b"]}, "properties": {"a": {}}}}}, "minProperties", "/properties/o/minProperties"),
+        ({"not": {"maxProperties": 1}}, "maxProperties", "/not/maxProperties"),
+    ],
+)
+def test_a_count_two_unlisted_members_could_reach_by_repeating_a_name_is_refused(schema, keyword, pointer):
+    for any_order in (False, True):
+        em = emitter(schema, any_order=any_order)
+        with pytest.raises(SchemaError) as e:
+            em.build(em.norm.root_formula)
+        assert (e.value.keyword, e.value.pointer) == (keyword, pointer)

@@ -363,7 +363,7 @@ class BooleanAlgebra:
         if o.min > 0:
             out.append(ObjectConstraints(max=o.min - 1))
         if o.max is not None:
-            out.append(ObjectConstraints(min=o.max + 1))
+            out.append(ObjectConstraints(min=o.max + 1, where=tuple(("not maxProperties", p) for k, p in o.where if k == "maxProperties")))
         if o.key_atoms is not None:  # some key outside the propertyNames language
             out.append(ObjectConstraints(exists=(KeyRule("keys", TRUE, atoms=(NotAll(o.key_atoms),), evaluates=False),)))
         for clause in o.clauses:  # every literal of the clause is false

@@ -4,7 +4,8 @@ Keys outside the listed names are partitioned into regions by the value schema t
 them (pattern combinations; only the cells some key can fall into once there are many patterns).
 Members come in schema order by default (a key's slot decides it), or in any order with
 ``any_order=True``; presence clauses, member counts and existential member constraints (from
-`not`) are tracked by a counting construction."""
+`not`) are tracked by a counting construction. A listed name is one slot, but other keys may
+repeat a name, so a minimum count that two such members could reach is refused."""
 
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ class ObjectEmitter:
         extras = self._additional(o, names, exists)
         open_, close_more, close_first = self.open_close("{", "}")
         lo, hi = o.min, o.max
+        if lo - sum(req for _, req, _ in slots) > 1 and self._unlisted_keys_exist(o, names):
+            self._refuse_repeatable_count(o)
         n = len(slots)
         # any_order matters with two listed members, or one and additional members (which may come first)
         order_free = self.any_order and (n > 1 or (n == 1 and bool(extras)))
@@ -169,6 +172,27 @@ class ObjectEmitter:
             return (k, c, not first, bin(sat).count("1"))
 
         return seq(open_, self.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress))
+
+    def _unlisted_keys_exist(self, o: ObjectConstraints, names: list[str]) -> bool:
+        """Can a member have a key that is none of the listed names? Only such members can repeat a
+        name: a listed name has one slot (fixed order) or one bit in the key set (any order)."""
+        named = literal_trie(names)
+        return any(not self._empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in self._regions(o))
+
+    def _refuse_repeatable_count(self, o: ObjectConstraints) -> None:
+        """minProperties counts distinct names, the construction counts members: a document that
+        repeats an unlisted name (`{"a":0,"a":0}`, which every JSON parser reads as one member) would
+        pass a count it does not reach. That needs two unlisted members, so it is refused only where
+        the required listed members leave two or more to reach minProperties."""
+        found = [(k, p) for k, p in o.where if k in ("minProperties", "not maxProperties")] or [("minProperties", "")]
+        kw, ptr = found[0][0].removeprefix("not "), found[0][1]
+        self.reporter.refuse(
+            f"minProperties {o.min} could be reached by repeating a member name that no property lists "
+            "(JSON parsers keep one member per name); it is enforced when the required properties leave at most one "
+            "member to other names",
+            kw,
+            ptr,
+        )
 
     def _key_set(self, r) -> Expr:
         """The raw language of the keys an existential rule ranges over."""

@@ -251,7 +251,10 @@ class TypeKeywords:
         if "propertyNames" in s:
             g = self.sub(f, s["propertyNames"], "propertyNames")
             key_atoms = self.key_language(g, ptr + "/propertyNames")
-        o = ObjectConstraints(tuple(rules), frozenset(required), lo, hi, key_atoms, tuple(order))
+        where = (("minProperties", ptr + "/minProperties"),) if lo > 1 else ()
+        if hi is not None:  # under `not`, maxProperties becomes a minProperties
+            where += (("maxProperties", ptr + "/maxProperties"),)
+        o = ObjectConstraints(tuple(rules), frozenset(required), lo, hi, key_atoms, tuple(order), where=where)
         return None if o.trivial else o
 
     def key_language(self, g: Formula, ptr: str) -> tuple | None:
