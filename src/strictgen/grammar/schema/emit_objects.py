@@ -5,7 +5,8 @@ them (pattern combinations; only the cells some key can fall into once there are
 Members come in schema order by default (a key's slot decides it), or in any order with
 ``any_order=True``; presence clauses, member counts and existential member constraints (from
 `not`) are tracked by a counting construction. A listed name is one slot, but other keys may
-repeat a name, so a minimum count that two such members could reach is refused."""
+repeat a name, so a minimum count that two such members could reach is refused, as is an
+existential member such a repeat could undo."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..json_value import json_container, json_string
 from .counting import counting_language
 from .key_sets import key_set_object, submasks
 from .emit_strings import ANY_STRING, spelled
-from .ir import Formula, ObjectConstraints, pattern_language
+from .ir import TRUE, Formula, ObjectConstraints, pattern_language
 
 __all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
 
@@ -79,8 +80,11 @@ class ObjectEmitter:
         extras = self._additional(o, names, exists)
         open_, close_more, close_first = self.open_close("{", "}")
         lo, hi = o.min, o.max
-        if lo - sum(req for _, req, _ in slots) > 1 and self._unlisted_keys_exist(o, names):
+        least = sum(req for _, req, _ in slots)  # members every document has
+        if lo - least > 1 and self._unlisted_keys_exist(o, names):
             self._refuse_repeatable_count(o)
+        if hi is None or hi - least > 1:
+            self._refuse_undoable_exists(o, exists, names)
         n = len(slots)
         # any_order matters with two listed members, or one and additional members (which may come first)
         order_free = self.any_order and (n > 1 or (n == 1 and bool(extras)))
@@ -193,6 +197,31 @@ class ObjectEmitter:
             kw,
             ptr,
         )
+
+    def _refuse_undoable_exists(self, o: ObjectConstraints, exists: list, names: list[str]) -> None:
+        """An existential member (from `not`) with a name no property lists can be followed by the
+        same name with a value that does not witness it, which JSON parsers keep instead
+        (`{"x":"s","x":1}` against `not: {additionalProperties: {type: integer}}`): refused where
+        some allowed key of its set can hold both kinds of value."""
+        norm, named = self.norm, literal_trie(names)
+        regions = self._regions(o)
+        for e in exists:
+            if e.kind == "name" or e.schema is TRUE:
+                continue
+            keys = difference(self._key_set(e), named)
+            if any(
+                not self.is_empty(norm.and_(vf, e.schema))
+                and not self.is_empty(norm.and_(vf, norm.not_(e.schema)))
+                and not self._empty(keys if region is None else intersect(keys, region))
+                for vf, region in regions
+            ):
+                kw = "patternProperties" if e.kind == "pattern" else e.pointer.rsplit("/", 1)[-1] or "not"
+                self.reporter.refuse(
+                    f"'not' of {kw} needs a member it could be undone by: a later member of the same name "
+                    "(which JSON parsers keep instead) may hold another value",
+                    kw,
+                    e.pointer.rsplit("/", 1)[0] if e.kind == "pattern" else e.pointer,
+                )
 
     def _key_set(self, r) -> Expr:
         """The raw language of the keys an existential rule ranges over."""
