@@ -30,8 +30,6 @@ from .grammars import SERVE_KINDS, tools_from_request
 from .specs import tool_format
 from .worker import Job
 
-FORMATS = ("json_schema", "regex", "grammar", "choice", "json_object", "tools", "lark")
-
 router = APIRouter()
 
 
@@ -54,6 +52,7 @@ class InspectRequest(BaseModel):
 
 # the page's format types → the format table's kinds, and the request field that holds each value
 KINDS = {"json_schema": ("json_schema", "schema"), "regex": ("regex", "pattern"), "grammar": ("grammar", "grammar"), "choice": ("choice", "choices"), "json_object": ("json_object", None), "lark": ("lark", "grammar")}
+FORMATS = (*KINDS, "tools")  # what the error for an unknown type lists
 
 
 def _compile(server, fmt: dict[str, Any], document: bool) -> tuple[CompiledGrammar, list]:
