@@ -13,7 +13,7 @@ Semantics are those of ECMA-262 with the `u` flag, i.e. the pattern matches Unic
 
 * `^` matches only at the very start of the string and `$` only at the very end (unlike Python's
   `$`, never before a final newline). Anchors may appear anywhere (`^a|b$`, `(^x)?y`, `a^b`): they
-  are translated exactly, see `_Lang`. A pattern like `a^b` therefore denotes the empty language.
+  are translated exactly, see `regex_anchors.AnchoredLang`. A pattern like `a^b` therefore denotes the empty language.
 * `.` is any code point except the line terminators \\n \\r \\u2028 \\u2029.
 * `\\d` = [0-9], `\\w` = [A-Za-z0-9_], `\\s` = ECMA WhiteSpace + LineTerminator; `\\D \\W \\S` and
   `[^...]` are complements over all code points. Lone surrogates (\\uD800-\\uDFFF) have no UTF-8
@@ -48,29 +48,19 @@ about 3 * MAX_NESTING frames.
 
 from __future__ import annotations
 
-import functools
 import re
-import unicodedata
 
 from ..errors import RegexError
-from .ir import (
-    EMPTY,
-    MAX_CODEPOINT,
-    NOTHING,
-    SURROGATES,
-    Alt,
-    ByteSet,
-    CharSet,
-    Expr,
-    Literal,
-    Repeat,
-    Seq,
-    charset,
-    lit,
-    negate_ranges,
-    normalize_ranges,
-    repeat,
-    seq,
+from .ir import MAX_CODEPOINT, NOTHING, SURROGATES, Expr, lit, negate_ranges, normalize_ranges, repeat, seq
+from .regex_anchors import END, START, AnchoredLang, alt_exprs, alt_langs, concat_all, repeat_lang, tree_size
+from .regex_classes import (
+    ANY_CHAR,
+    CONTROL_ESCAPES,
+    ESCAPE_CLASSES,
+    LINE_TERMINATORS,
+    Ranges,
+    set_expr,
+    unicode_property,
 )
 
 __all__ = ["MAX_NESTING", "MAX_REPEAT", "parse_regex", "parse_regex_search"]
@@ -84,376 +74,6 @@ MAX_NESTING = 500
 MAX_EXPR_NODES = 1_000_000
 """Size limit (tree size, counting shared sub-expressions once per use) of a translated pattern."""
 
-# ---- character sets ---------------------------------------------------------------------------
-
-Ranges = tuple[tuple[int, int], ...]
-
-_DIGIT: Ranges = ((0x30, 0x39),)
-_WORD: Ranges = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
-_SPACE: Ranges = normalize_ranges(
-    [
-        (0x09, 0x0D),  # \t \n \v \f \r
-        (0x20, 0x20),
-        (0xA0, 0xA0),
-        (0x1680, 0x1680),
-        (0x2000, 0x200A),
-        (0x2028, 0x2029),
-        (0x202F, 0x202F),
-        (0x205F, 0x205F),
-        (0x3000, 0x3000),
-        (0xFEFF, 0xFEFF),
-    ]
-)
-_LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
-_ALL: Ranges = ((0, MAX_CODEPOINT),)
-
-
-def _without_surrogates(ranges) -> Ranges:
-    out = []
-    for lo, hi in normalize_ranges(ranges):
-        if hi < SURROGATES[0] or lo > SURROGATES[1]:
-            out.append((lo, hi))
-            continue
-        if lo < SURROGATES[0]:
-            out.append((lo, SURROGATES[0] - 1))
-        if hi > SURROGATES[1]:
-            out.append((SURROGATES[1] + 1, hi))
-    return tuple(out)
-
-
-def _set_expr(ranges) -> Expr:
-    """One code point from `ranges` (surrogates removed: they never occur in UTF-8 text)."""
-    return charset(_without_surrogates(ranges))
-
-
-ANY_CHAR: Expr = _set_expr(_ALL)
-"""Any Unicode scalar value (the `.*` of unanchored search matches line terminators too)."""
-
-_ESCAPE_CLASSES: dict[str, Ranges] = {
-    "d": _DIGIT,
-    "D": negate_ranges(_DIGIT),
-    "w": _WORD,
-    "W": negate_ranges(_WORD),
-    "s": _SPACE,
-    "S": negate_ranges(_SPACE),
-}
-
-_CONTROL_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "v": 0x0B}
-
-# ---- Unicode properties -----------------------------------------------------------------------
-
-_GC_LONG = {
-    "Cased_Letter": "LC",
-    "Close_Punctuation": "Pe",
-    "Connector_Punctuation": "Pc",
-    "Control": "Cc",
-    "cntrl": "Cc",
-    "Currency_Symbol": "Sc",
-    "Dash_Punctuation": "Pd",
-    "Decimal_Number": "Nd",
-    "digit": "Nd",
-    "Enclosing_Mark": "Me",
-    "Final_Punctuation": "Pf",
-    "Format": "Cf",
-    "Initial_Punctuation": "Pi",
-    "Letter": "L",
-    "Letter_Number": "Nl",
-    "Line_Separator": "Zl",
-    "Lowercase_Letter": "Ll",
-    "Mark": "M",
-    "Combining_Mark": "M",
-    "Math_Symbol": "Sm",
-    "Modifier_Letter": "Lm",
-    "Modifier_Symbol": "Sk",
-    "Nonspacing_Mark": "Mn",
-    "Number": "N",
-    "Open_Punctuation": "Ps",
-    "Other": "C",
-    "Other_Letter": "Lo",
-    "Other_Number": "No",
-    "Other_Punctuation": "Po",
-    "Other_Symbol": "So",
-    "Paragraph_Separator": "Zp",
-    "Private_Use": "Co",
-    "Punctuation": "P",
-    "punct": "P",
-    "Separator": "Z",
-    "Space_Separator": "Zs",
-    "Spacing_Mark": "Mc",
-    "Surrogate": "Cs",
-    "Symbol": "S",
-    "Titlecase_Letter": "Lt",
-    "Unassigned": "Cn",
-    "Uppercase_Letter": "Lu",
-}
-_GC_SHORT = {
-    "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
-    "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn",
-}  # fmt: skip
-_GC_GROUPS = {"L", "M", "N", "P", "S", "Z", "C", "LC"}
-
-
-@functools.lru_cache(maxsize=1)
-def _category_table() -> dict[str, Ranges]:
-    """Two-letter General_Category -> code point ranges, over the whole code space (computed once)."""
-    table: dict[str, list[list[int]]] = {}
-    category = unicodedata.category
-    prev = None
-    for cp in range(MAX_CODEPOINT + 1):
-        cat = category(chr(cp))
-        if cat == prev:
-            table[cat][-1][1] = cp
-        else:
-            table.setdefault(cat, []).append([cp, cp])
-            prev = cat
-    return {cat: tuple((a, b) for a, b in ranges) for cat, ranges in table.items()}
-
-
-@functools.cache
-def _general_category(value: str) -> Ranges | None:
-    value = _GC_LONG.get(value, value)
-    table = _category_table()
-    if value in _GC_SHORT:
-        return table.get(value, ())
-    if value == "LC":
-        return normalize_ranges(table.get("Lu", ()) + table.get("Ll", ()) + table.get("Lt", ()))
-    if value in _GC_GROUPS:
-        parts: list[tuple[int, int]] = []
-        for cat, ranges in table.items():
-            if cat[0] == value:
-                parts.extend(ranges)
-        return normalize_ranges(parts)
-    return None
-
-
-def _unicode_property(body: str) -> Ranges | None:
-    """Ranges of `\\p{body}`, or None when the property is not supported."""
-    if "=" in body:
-        name, _, value = body.partition("=")
-        if name in ("General_Category", "gc"):
-            return _general_category(value)
-        return None
-    if body == "Any":
-        return _ALL
-    if body == "ASCII":
-        return ((0, 0x7F),)
-    if body == "Assigned":
-        return negate_ranges(_general_category("Cn"))
-    return _general_category(body)
-
-
-# ---- languages with anchors -------------------------------------------------------------------
-
-
-class _Lang:
-    """The matches of a sub-pattern, split by the anchors they rely on.
-
-    `parts[i]` (or None) holds the strings `w` the sub-pattern can match where the match must start
-    at the beginning of the whole input when `i & 2` (it passed a `^`) and must end at the end of
-    the input when `i & 1` (it passed a `$`). A `^` inside a match also forces everything matched
-    before it to be empty; that is applied when sequences are composed, so it is already reflected
-    in the strings. `nullable[i]` says whether `parts[i]` contains the empty string.
-
-    Full matching accepts the union of all parts (a full match starts and ends at the input's ends);
-    unanchored search accepts `ANY* parts[0] ANY* | parts[2] ANY* | ANY* parts[1] | parts[3]`.
-    """
-
-    __slots__ = ("nullable", "parts")
-
-    def __init__(self, parts, nullable):
-        self.parts: list[Expr | None] = list(parts)
-        self.nullable: list[bool] = list(nullable)
-
-    @classmethod
-    def plain(cls, expr: Expr, nullable: bool) -> _Lang:
-        """An anchor-free language; `nullable` says whether `expr` matches the empty string."""
-        return cls([expr, None, None, None], [nullable, False, False, False])
-
-    def is_plain(self) -> bool:
-        """No anchors involved (a language with no parts at all is not plain)."""
-        parts = self.parts
-        return parts[0] is not None and parts[1] is None and parts[2] is None and parts[3] is None
-
-
-_START = _Lang([None, None, EMPTY, None], [False, False, True, False])
-_END = _Lang([None, EMPTY, None, None], [False, True, False, False])
-_EPS = _Lang.plain(EMPTY, True)
-
-
-_LEAVES = (Literal, ByteSet, CharSet)
-
-
-def _shallow(expr: Expr) -> bool:
-    if isinstance(expr, _LEAVES):
-        return True
-    if isinstance(expr, (Seq, Alt)):
-        return all(isinstance(item, _LEAVES) for item in expr.items)
-    return isinstance(expr, Repeat) and isinstance(expr.item, _LEAVES)
-
-
-def _alt(items: list[Expr]) -> Expr:
-    """Like `ir.alt` (flattening, dropping duplicates) in linear time and without deep comparisons.
-
-    Shallow expressions (leaves, and Seq/Alt/Repeat of leaves) are compared by value, deeper ones by
-    identity, since comparing or hashing frozen dataclasses recurses through the whole (possibly
-    deep) expression.
-    """
-    flat: list[Expr] = []
-    seen: set[object] = set()
-    for item in items:
-        for sub in item.items if isinstance(item, Alt) else (item,):
-            key = sub if _shallow(sub) else id(sub)
-            if key not in seen:
-                seen.add(key)
-                flat.append(sub)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
-
-
-def _seq(items: list[Expr]) -> Expr:
-    """`ir.seq`, joining runs of adjacent literals in one step (`seq` joins them pairwise)."""
-    joined: list[Expr] = []
-    run: list[bytes] = []
-    for item in items:
-        if isinstance(item, Literal):
-            run.append(item.data)
-            continue
-        if run:
-            joined.append(Literal(b"".join(run)))
-            run = []
-        joined.append(item)
-    if run:
-        joined.append(Literal(b"".join(run)))
-    return seq(*joined)
-
-
-def _alt_langs(langs: list[_Lang]) -> _Lang:
-    parts: list[Expr | None] = []
-    nullable: list[bool] = []
-    for i in range(4):
-        items = [lang.parts[i] for lang in langs if lang.parts[i] is not None]
-        parts.append(_alt(items) if items else None)
-        nullable.append(any(lang.nullable[i] for lang in langs if lang.parts[i] is not None))
-    return _Lang(parts, nullable)
-
-
-def _concat(a: _Lang, b: _Lang) -> _Lang:
-    if a.is_plain() and b.is_plain():
-        return _Lang.plain(seq(a.parts[0], b.parts[0]), a.nullable[0] and b.nullable[0])
-    terms: list[list[Expr]] = [[], [], [], []]
-    nullable = [False] * 4
-    present = [False] * 4
-    for ia in range(4):
-        ea = a.parts[ia]
-        if ea is None:
-            continue
-        for ib in range(4):
-            eb = b.parts[ib]
-            if eb is None:
-                continue
-            left, right = ea, eb
-            if ib & 2:  # b passed a `^`: everything before it must be empty
-                if not a.nullable[ia]:
-                    continue
-                left = EMPTY
-            if ia & 1:  # a passed a `$`: everything after it must be empty
-                if not b.nullable[ib]:
-                    continue
-                right = EMPTY
-            idx = ia | ib
-            present[idx] = True
-            terms[idx].append(seq(left, right))
-            nullable[idx] = nullable[idx] or (a.nullable[ia] and b.nullable[ib])
-    parts = [_alt(terms[i]) if present[i] else None for i in range(4)]
-    return _Lang(parts, nullable)
-
-
-def _concat_all(langs: list[_Lang]) -> _Lang:
-    """Concatenate, joining runs of anchor-free items with one `seq` call."""
-    result: _Lang | None = None
-    run: list[Expr] = []
-    run_nullable = True
-    for lang in langs:
-        if lang.is_plain():
-            run.append(lang.parts[0])
-            run_nullable = run_nullable and lang.nullable[0]
-            continue
-        if run:
-            chunk = _Lang.plain(_seq(run), run_nullable)
-            result = chunk if result is None else _concat(result, chunk)
-            run, run_nullable = [], True
-        result = lang if result is None else _concat(result, lang)
-    if run:
-        chunk = _Lang.plain(_seq(run), run_nullable)
-        result = chunk if result is None else _concat(result, chunk)
-    return _EPS if result is None else result
-
-
-def _power(a: _Lang, n: int) -> _Lang:
-    """`a` exactly n times (n >= 1), by repeated squaring of the (associative) concatenation."""
-    result: _Lang | None = None
-    base = a
-    while True:
-        if n & 1:
-            result = base if result is None else _concat(result, base)
-        n >>= 1
-        if not n:
-            return result  # type: ignore[return-value]
-        base = _concat(base, base)
-
-
-def _repeat_lang(a: _Lang, lo: int, hi: int | None) -> _Lang:
-    if a.is_plain():
-        expr = repeat(a.parts[0], lo, hi)
-        return _Lang.plain(expr, lo == 0 or a.nullable[0])
-    # Anchors inside a repeated group. In any successful match, every iteration that passed a `^`
-    # precedes all non-empty iterations (only one non-empty one can: the first) and every one that
-    # passed a `$` follows them (only the last non-empty one can). So between at most one leading and
-    # one trailing unrestricted iteration, only anchor-free iterations remain:
-    #   a{0,j} = a? . F{0,j-2} . a?   (j >= 2),   a{0,} = a? . F* . a?   where F = parts[0].
-    # The `lo` required iterations are concatenated exactly (`_power`).
-    optional = _alt_langs([a, _EPS])
-    free = a.parts[0]
-    j = None if hi is None else hi - lo
-    if j == 0:
-        tail = _EPS
-    elif j == 1:
-        tail = optional
-    else:
-        middle_max = None if j is None else j - 2
-        if free is None:
-            middle = _EPS
-        else:
-            middle = _Lang.plain(repeat(free, 0, middle_max), True)
-        tail = _concat(_concat(optional, middle), optional)
-    if lo == 0:
-        return tail
-    return _concat(_power(a, lo), tail)
-
-
-def _tree_size(expr: Expr, limit: int) -> int:
-    """Tree size of `expr` (shared sub-expressions counted once per use), capped just above `limit`."""
-    sizes: dict[int, int] = {}
-    stack: list[tuple[Expr, bool]] = [(expr, False)]
-    while stack:
-        node, expanded = stack.pop()
-        key = id(node)
-        if key in sizes:
-            continue
-        children: tuple[Expr, ...]
-        if isinstance(node, (Seq, Alt)):
-            children = node.items
-        elif isinstance(node, Repeat):
-            children = (node.item,)
-        else:
-            children = ()
-        if children and not expanded:
-            stack.append((node, True))
-            stack.extend((child, False) for child in children)
-            continue
-        sizes[key] = min(limit + 1, 1 + sum(sizes[id(child)] for child in children))
-    return sizes[id(expr)]
-
-
 # ---- parser -----------------------------------------------------------------------------------
 
 _BRACES = re.compile(r"\{([0-9]+)(?:(,)([0-9]*))?\}")
@@ -466,14 +86,14 @@ class _Frame:
 
     def __init__(self, start: int):
         self.start = start  # position of the group's "(" (-1 for the whole pattern)
-        self.branches: list[_Lang] = []
-        self.terms: list[_Lang] = []
+        self.branches: list[AnchoredLang] = []
+        self.terms: list[AnchoredLang] = []
 
-    def finish(self) -> _Lang:
-        self.branches.append(_concat_all(self.terms))
+    def finish(self) -> AnchoredLang:
+        self.branches.append(concat_all(self.terms))
         if len(self.branches) == 1:
             return self.branches[0]
-        return _alt_langs(self.branches)
+        return alt_langs(self.branches)
 
 
 class _Parser:
@@ -486,7 +106,7 @@ class _Parser:
 
     # -- top level ------------------------------------------------------------------------------
 
-    def parse(self) -> _Lang:
+    def parse(self) -> AnchoredLang:
         p, n = self.p, self.n
         stack = [_Frame(-1)]
         i = 0
@@ -494,7 +114,7 @@ class _Parser:
             c = p[i]
             frame = stack[-1]
             if c == "|":
-                frame.branches.append(_concat_all(frame.terms))
+                frame.branches.append(concat_all(frame.terms))
                 frame.terms = []
                 i += 1
                 continue
@@ -516,26 +136,26 @@ class _Parser:
             if c == "^" or c == "$":
                 if i + 1 < n and self.quantifier_at(i + 1):
                     raise self.error("nothing to repeat", i + 1)
-                frame.terms.append(_START if c == "^" else _END)
+                frame.terms.append(START if c == "^" else END)
                 i += 1
                 continue
             if c == "{" and _BRACES.match(p, i):
                 raise self.error("nothing to repeat", i)
             if c == "[":
                 ranges, i = self.parse_class(i)
-                lang = _Lang.plain(_set_expr(ranges), False)
+                lang = AnchoredLang.plain(set_expr(ranges), False)
             elif c == ".":
-                lang = _Lang.plain(_set_expr(negate_ranges(_LINE_TERMINATORS)), False)
+                lang = AnchoredLang.plain(set_expr(negate_ranges(LINE_TERMINATORS)), False)
                 i += 1
             elif c == "\\":
                 kind, value, i = self.parse_escape(i, in_class=False)
                 if kind == "char":
-                    lang = _Lang.plain(self.char_expr(value), False)
+                    lang = AnchoredLang.plain(self.char_expr(value), False)
                 else:
-                    lang = _Lang.plain(_set_expr(value), False)
+                    lang = AnchoredLang.plain(set_expr(value), False)
             else:
                 cp, i = self.literal_char(i)
-                lang = _Lang.plain(self.char_expr(cp), False)
+                lang = AnchoredLang.plain(self.char_expr(cp), False)
             i = self.quantify(lang, i, frame.terms)
         if len(stack) > 1:
             raise self.error("unbalanced parenthesis: missing ')'", stack[-1].start)
@@ -573,7 +193,7 @@ class _Parser:
     def quantifier_at(self, i: int) -> bool:
         return self.p[i] in "*+?" or (self.p[i] == "{" and _BRACES.match(self.p, i) is not None)
 
-    def quantify(self, lang: _Lang, i: int, terms: list[_Lang]) -> int:
+    def quantify(self, lang: AnchoredLang, i: int, terms: list[AnchoredLang]) -> int:
         """Apply the quantifier at `i` (if any) to `lang`, append the result to `terms`."""
         p, n = self.p, self.n
         if i >= n:
@@ -609,7 +229,7 @@ class _Parser:
             i += 1
         if i < n and self.quantifier_at(i):
             raise self.error("nothing to repeat (multiple quantifiers)", i)
-        terms.append(_repeat_lang(lang, lo, hi))
+        terms.append(repeat_lang(lang, lo, hi))
         return i
 
     # -- characters -----------------------------------------------------------------------------
@@ -639,10 +259,10 @@ class _Parser:
         if i + 1 >= n:
             raise self.error("dangling backslash at end of pattern", i)
         c = p[i + 1]
-        if c in _ESCAPE_CLASSES:
-            return "set", _ESCAPE_CLASSES[c], i + 2
-        if c in _CONTROL_ESCAPES:
-            return "char", _CONTROL_ESCAPES[c], i + 2
+        if c in ESCAPE_CLASSES:
+            return "set", ESCAPE_CLASSES[c], i + 2
+        if c in CONTROL_ESCAPES:
+            return "char", CONTROL_ESCAPES[c], i + 2
         if c == "b":
             if in_class:
                 return "char", 0x08, i + 2
@@ -676,7 +296,7 @@ class _Parser:
             close = p.find("}", i + 3)
             if close < 0:
                 raise self.error(f"bad \\{c} escape: missing }}", i)
-            ranges = _unicode_property(p[i + 3 : close])
+            ranges = unicode_property(p[i + 3 : close])
             if ranges is None:
                 raise self.error(f"unsupported Unicode property {p[i + 3 : close]!r}", i)
             if c == "P":
@@ -752,7 +372,7 @@ class _Parser:
 # ---- public API -------------------------------------------------------------------------------
 
 
-def _parse(pattern: str) -> _Lang:
+def _parse(pattern: str) -> AnchoredLang:
     if not isinstance(pattern, str):
         raise RegexError(f"pattern must be a string, not {type(pattern).__name__}", repr(pattern), 0)
     try:
@@ -762,7 +382,7 @@ def _parse(pattern: str) -> _Lang:
 
 
 def _checked(expr: Expr, pattern: str) -> Expr:
-    if _tree_size(expr, MAX_EXPR_NODES) > MAX_EXPR_NODES:
+    if tree_size(expr, MAX_EXPR_NODES) > MAX_EXPR_NODES:
         raise RegexError("pattern too complex (anchors inside repetitions expand too much)", pattern, 0)
     return expr
 
@@ -771,7 +391,7 @@ def parse_regex(pattern: str) -> Expr:
     """The strings that fully match `pattern` (a JSON Schema / ECMA-262 regex), as an IR expression."""
     lang = _parse(pattern)
     parts = [part for part in lang.parts if part is not None]
-    return _checked(_alt(parts) if parts else NOTHING, pattern)
+    return _checked(alt_exprs(parts) if parts else NOTHING, pattern)
 
 
 def parse_regex_search(pattern: str) -> Expr:
@@ -791,4 +411,4 @@ def parse_regex_search(pattern: str) -> Expr:
         branches.append(seq(anything, end))
     if both is not None:
         branches.append(both)
-    return _checked(_alt(branches) if branches else NOTHING, pattern)
+    return _checked(alt_exprs(branches) if branches else NOTHING, pattern)
