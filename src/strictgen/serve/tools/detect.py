@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from dataclasses import dataclass
 
 from strictgen.engine.model import ChatTemplate
+from strictgen.lru import BoundedLRU
 
 from .families import HERMES, CallFormat
 from .infer import describe, infer, infer_reasoning
 from .reasoning import Reasoning, detect_reasoning, judge
-from .render import TemplateError, render_chat
+from .render import TEMPLATES_KEPT, TemplateError, render_chat
 
 logger = logging.getLogger("strictgen.serve.tools")
 # a turn-ending marker: a special-token-like piece right after an assistant message's text
@@ -87,17 +87,16 @@ def _detect(template: ChatTemplate) -> ChatFormat:
     return ChatFormat(fmt, detected, found.renders_tools, reasoning, stops, found.missing, name)
 
 
-_CACHE: dict[tuple[str, str, str, str], ChatFormat] = {}
-_LOCK = threading.Lock()
+# A server sees one template (a test run or a host of several models a few); bounded like every
+# cache that outlives a request, whatever passes (each key holds a whole template's source).
+chat_formats: BoundedLRU[ChatFormat] = BoundedLRU(TEMPLATES_KEPT)
 
 
 def chat_format(template: ChatTemplate) -> ChatFormat:
     """The tool-call format, reasoning markers and stops of `template` (cached per template)."""
     key = (template.source or "", template.bos_token, template.eos_token, template.name)
-    with _LOCK:
-        got = _CACHE.get(key)
+    got = chat_formats.get(key)
     if got is None:
         got = _detect(template)
-        with _LOCK:
-            _CACHE[key] = got
+        chat_formats.put(key, got)
     return got

@@ -12,17 +12,19 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import threading
 import time
 
 from strictgen.engine.model import ChatTemplate
 from strictgen.errors import StrictgenError
+from strictgen.lru import BoundedLRU
 
 # the adaptations, in the order they are tried (each set only when the smaller ones failed)
 ADAPTATIONS = ("content_text", "string_arguments", "short_ids", "fold_system")
 _ATTEMPTS = [frozenset(c) for n in range(len(ADAPTATIONS) + 1) for c in itertools.combinations(ADAPTATIONS, n)]
-_WORKED: dict[tuple[str, bool], frozenset] = {}
-_LOCK = threading.Lock()
+# per (template source, with tools): the adaptations that rendered last time; bounded like every
+# cache that outlives a request (a template is a few kilobytes of key)
+TEMPLATES_KEPT = 64
+worked_shapes: BoundedLRU[frozenset] = BoundedLRU(2 * TEMPLATES_KEPT)
 
 
 class TemplateError(StrictgenError):
@@ -86,8 +88,7 @@ def render_chat(template: ChatTemplate, messages: list[dict], tools: list[dict] 
         # `tools` for most templates; Firefunction v2 reads `functions` (JSON text) and `datetime`
         extra = {"tools": tools, "functions": json.dumps([t["function"] for t in tools], ensure_ascii=False, indent=4), "datetime": time.strftime("%d %b %Y")}
     key = (template.source or "", bool(tools))
-    with _LOCK:
-        known = _WORKED.get(key)
+    known = worked_shapes.get(key)
     attempts = ([known] if known is not None else []) + [a for a in _ATTEMPTS if a != known]
     first_error: Exception | None = None
     for how in attempts:
@@ -98,7 +99,6 @@ def render_chat(template: ChatTemplate, messages: list[dict], tools: list[dict] 
         except Exception as exc:  # a template's raise_exception, or a type error inside it
             first_error = first_error or exc
             continue
-        with _LOCK:
-            _WORKED[key] = how
+        worked_shapes.put(key, how)
         return text
     raise TemplateError(f"the chat template cannot render this conversation: {type(first_error).__name__}: {first_error}")
