@@ -1,10 +1,18 @@
-"""Errors users see. Every error is a ValueError so callers can catch bad input uniformly."""
+"""Errors users see. Every error about the input is a ValueError (StrictgenError) so callers can
+catch bad input uniformly; a slip of strictgen's own is an InternalError, which is not."""
 
 from __future__ import annotations
 
 
 class StrictgenError(ValueError):
     """Base of every error strictgen raises for bad input."""
+
+
+class InternalError(RuntimeError):
+    """A slip of strictgen's own (an AttributeError or the like inside a compile), not the input's
+    fault: deliberately not a StrictgenError, so a server answers it as its 500 "internal error"
+    with a request id and logs the traceback, where a StrictgenError is a 400 about the request.
+    Its text never shows the slip's Python message; the slip is its __cause__."""
 
 
 class GrammarSyntaxError(StrictgenError):

@@ -147,14 +147,16 @@ def test_array_form_items_with_enum_and_embedded_id(qwen):
     assert [_accepts(g, d) for d in (["a", 1], [1, "a"], ["b", 2, 3])] == [True, False, True]
 
 
-def test_internal_slips_reach_users_as_strictgen_errors(qwen):
-    """The compile entry points turn a Python error inside a compile into a StrictgenError whose
-    text does not show the Python message (the original stays as __cause__ for debugging)."""
+def test_internal_slips_reach_users_as_internal_errors(qwen):
+    """The compile entry points turn a Python error inside a compile into an InternalError (not a
+    StrictgenError: the input is not at fault; a server's 500) whose text does not show the Python
+    message (the original stays as __cause__ for debugging)."""
     from strictgen.compile.compiler import user_errors
 
-    with pytest.raises(sg.StrictgenError) as info:
+    with pytest.raises(sg.InternalError) as info:
         with user_errors("json_schema"):
             [].get("x")  # the AttributeError of the issue
+    assert not isinstance(info.value, sg.StrictgenError)
     assert "attribute" not in str(info.value) and isinstance(info.value.__cause__, AttributeError)
     with pytest.raises(sg.GrammarTooLargeError, match="nested too deeply"):
         with user_errors("regex"):

@@ -8,14 +8,15 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-from strictgen.errors import GrammarTooLargeError, StrictgenError
+from strictgen.errors import GrammarTooLargeError, InternalError, StrictgenError
 
 
 @contextmanager
 def user_errors(source: str) -> Iterator[None]:
-    """Whatever goes wrong inside a compile reaches the caller as a StrictgenError: a format too
-    deeply nested for Python's stack or too big for memory is a GrammarTooLargeError, and an
-    internal slip (AttributeError and the like) never shows its Python text to a user."""
+    """Whatever goes wrong inside a compile reaches the caller as one of strictgen's errors: a
+    format too deeply nested for Python's stack or too big for memory is a GrammarTooLargeError
+    (the input's size), and an internal slip (AttributeError and the like) an InternalError, which
+    never shows its Python text and is not a verdict on the input (a server's 500, not a 400)."""
     try:
         yield
     except StrictgenError:
@@ -25,7 +26,7 @@ def user_errors(source: str) -> Iterator[None]:
     except MemoryError:
         raise GrammarTooLargeError(f"the {source} format needs more memory to compile than is available") from None
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:  # ValueError: not ours (ours are StrictgenErrors)
-        raise StrictgenError(f"cannot compile this {source} format: strictgen met an internal error on it (please report it)") from exc
+        raise InternalError(f"cannot compile this {source} format: strictgen met an internal error on it (please report it)") from exc
 
 
 _collector_lock = threading.Lock()
