@@ -5,15 +5,24 @@ the document can still be closed in the tokens left after it; a budget below the
 document is refused before generating.
 
 From a machine state the *completion* is the lexicographically smallest among the shortest byte
-strings that lead to an accepting state (found breadth-first over the machine's states, bytes tried
-in increasing order). That choice is consistent: the completion of the state one byte further along
-it is its own tail. Its cost in tokens is the length of its greedy longest-match tokenization, and
-greedy matching is deterministic from left to right, so after taking the first token of that
-tokenization the cost drops by exactly one. Hence, starting within budget, the first completion
-token always stays within budget, and the guard never leads into a dead end.
+strings that lead to an accepting state. That choice is consistent: the completion of the state
+one byte further along it is its own tail. Its cost in tokens is the length of its greedy
+longest-match tokenization, and greedy matching is deterministic from left to right, so after
+taking the first token of that tokenization the cost drops by exactly one. Hence, starting within
+budget, the first completion token always stays within budget, and the guard never leads into a
+dead end.
 
-Only the machine's public methods are used (`start`, `accepting`, `compute_row`, `step_bytes`).
-Results are cached per machine (machine states are shared by every matcher of a grammar).
+Two ways find it. Where every rule of the grammar was built at compile time, shortest
+derivations per frame (runtime/derivations.py: computed once per grammar, then a sum over each
+stack of the state), whatever the stacks. Where rules are built as the document reaches them, a
+breadth-first search over the machine's states (bytes tried in increasing order), which builds
+only the rules it meets; deep recursion can put very many states within a few bytes, so it is
+bounded in states and seconds.
+
+Only the machine's public methods are used (`start`, `accepting`, `compute_row`, `step_bytes`,
+`stacks`, `node`). Completions are cached per machine (machine states are shared by every matcher
+of a grammar) in bounded maps: a grammar's machine lives as long as the compiler's cache keeps
+it, and its states grow with every document it sees.
 """
 
 from __future__ import annotations
@@ -26,6 +35,9 @@ import numpy as np
 
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.errors import BudgetError, StrictgenError
+from strictgen.lru import BoundedLRU
+
+from .derivations import ShortestDerivations
 
 # breadth-first search stops after expanding this many states (deeply nested free-form JSON can
 # make the set of states within a few bytes very large); beyond it the state counts as unknown
@@ -34,53 +46,71 @@ MAX_EXPANDED = 200_000
 # small recursive grammar can put exponentially many stacks within a few bytes (issue 34's fuzz
 # finding A); a request must get a clear error in bounded time, never minutes of a server's CPU
 MAX_SECONDS = 2.0
+# completions kept per machine: entries and their bytes (a completion of a deeply nested state is
+# as long as its stack is deep); rows' successor lists kept for the search
+COMPLETIONS_KEPT = 65_536
+COMPLETION_BYTES_KEPT = 16 << 20
+SUCCESSORS_KEPT = 16_384
 
 
 class CompletionSearchTooLarge(StrictgenError):
-    """The breadth-first search for a shortest completion exceeded MAX_EXPANDED states or MAX_SECONDS."""
+    """The breadth-first search for a shortest completion (grammars with rules built at run time)
+    exceeded MAX_EXPANDED states or MAX_SECONDS."""
 
 
 class ShortestCompletions:
-    """Shortest completions (bytes) of one machine's states, memoised; thread-safe."""
+    """Shortest completions (bytes) of one machine's states, memoised; thread-safe. `by_frames`:
+    through shortest derivations per frame (default: wherever every rule is built), else by the
+    bounded breadth-first search."""
 
-    def __init__(self, machine: PushdownMachine, max_expanded: int = MAX_EXPANDED, max_seconds: float = MAX_SECONDS):
+    def __init__(self, machine: PushdownMachine, max_expanded: int = MAX_EXPANDED, max_seconds: float = MAX_SECONDS,
+                 by_frames: bool | None = None):
         self.machine = machine
         self.max_expanded = max_expanded
         self.max_seconds = max_seconds
-        self._memo: dict[int, bytes] = {}
-        self._succ: dict[int, tuple[list[int], list[int]]] = {}  # rows never change once computed
+        if by_frames is None:
+            by_frames = machine.automaton.lazy is None
+        self.derivations = ShortestDerivations(machine) if by_frames else None
+        self._memo: BoundedLRU[bytes] = BoundedLRU(COMPLETIONS_KEPT, COMPLETION_BYTES_KEPT, len)
+        self._succ: BoundedLRU[tuple[list[int], list[int]]] = BoundedLRU(SUCCESSORS_KEPT)  # rows never change once computed
         self._lock = threading.Lock()
 
     def completion(self, state: int) -> bytes:
         """The lexicographically smallest shortest byte string from `state` to an accepting state."""
-        got = self._memo.get(state)
+        got = self._memo.peek(state)
         if got is not None:
             return got
         if state == DEAD:
             raise StrictgenError("the dead state has no completion")
+        if self.derivations is not None:
+            got = self.derivations.completion(state)
+            self._memo.put(state, got)
+            return got
         with self._lock:
             got = self._search(state)
         return got
 
     def _successors(self, state: int) -> tuple[list[int], list[int]]:
         """(smallest byte, next state) for each distinct live successor, in increasing byte order."""
-        got = self._succ.get(state)
+        got = self._succ.peek(state)
         if got is None:
             row = self.machine.compute_row(state)
             values, first = np.unique(row, return_index=True)
             keep = values != DEAD
             values, first = values[keep], first[keep]
             order = np.argsort(first)
-            got = self._succ[state] = (first[order].tolist(), values[order].tolist())
+            got = (first[order].tolist(), values[order].tolist())
+            self._succ.put(state, got)
         return got
 
     def _search(self, start: int) -> bytes:
         memo = self._memo
-        if start in memo:
-            return memo[start]
+        got = memo.get(start)
+        if got is not None:
+            return got
         accepting = self.machine.accepting
         if accepting[start]:
-            memo[start] = b""
+            memo.put(start, b"")
             return b""
         # parent links: state → (previous state, byte); levels are lists in lexicographic path order
         parent: dict[int, tuple[int, int]] = {start: (-1, -1)}
@@ -115,7 +145,7 @@ class ShortestCompletions:
                     if t in parent:
                         continue
                     parent[t] = (s, b)
-                    known = memo.get(t)
+                    known = memo.peek(t)
                     if known is None and accepting[t]:
                         known = b""
                     if known is not None:
@@ -132,9 +162,11 @@ class ShortestCompletions:
         # every state along the completion gets its tail (consistent by the lexicographic choice)
         state = start
         for i in range(len(completion)):
-            memo.setdefault(state, completion[i:])
+            if state not in memo:
+                memo.put(state, completion[i:])
             state = self.machine.step_bytes(state, completion[i : i + 1])
-        memo.setdefault(state, b"")
+        if state not in memo:
+            memo.put(state, b"")
         return completion
 
 

@@ -1,0 +1,99 @@
+"""Shortest completions through shortest derivations per frame (runtime/derivations.py) against
+the breadth-first search over machine states that they replace where every rule is built: the
+same completion wherever the search finishes, always one that ends the document, shortest, and
+consistent one byte further along (what budget.py's guard relies on); and issue 34's finding A,
+whose search ran out of time, now answered at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strictgen as sg
+from strictgen.compile.machine import DEAD
+from strictgen.runtime.budget import CompletionSearchTooLarge, ShortestCompletions
+
+FINDING_A = 'root ::= r3 "abcdefghijklmnop" | "(" root ")"\nr3 ::= .* | "{" root "}"\n'
+GRAMMARS = {
+    "finding_a": ("grammar", FINDING_A),
+    # an empty rule called between bytes (aliases of equal length), nested calls, recursion
+    "nullable_calls": ("grammar", 'root ::= ws "[" ws (item (ws "," ws item)*)? ws "]"\nitem ::= [0-9]+ | root | "\\"" [a-z]* "\\""\nws ::= " "*\n'),
+    "ties": ("grammar", 'root ::= a | b | "(" root ")"\na ::= "x" c\nb ::= c "x" | "w" "y"\nc ::= "y" | "{" root "}"\n'),
+    "json": ("json", None),
+    "schema": ("schema", {"type": "object", "properties": {"a": {"type": "string", "minLength": 3},
+                                                          "b": {"type": "array", "items": {"type": "integer"}, "minItems": 2}},
+                          "required": ["a", "b"]}),
+    "regex": ("regex", "(ab|c)*d{3}e?"),
+}
+
+
+@pytest.fixture(scope="module")
+def grammars(qwen):
+    compiler = sg.GrammarCompiler(qwen)
+    build = {"grammar": compiler.compile_grammar, "json": lambda _: compiler.compile_json(),
+             "schema": compiler.compile_json_schema, "regex": compiler.compile_regex}
+    return {name: build[kind](source) for name, (kind, source) in GRAMMARS.items()}
+
+
+def _walk(machine, choices: list[int]) -> int:
+    """The state after following live bytes picked by `choices` from the start."""
+    state = machine.start
+    for pick in choices:
+        row = machine.compute_row(state)
+        live = [b for b in range(256) if row[b] != DEAD]
+        if not live:
+            break
+        state = int(row[live[pick % len(live)]])
+    return state
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(sorted(GRAMMARS)), choices=st.lists(st.integers(0, 255), max_size=24))
+def test_frames_give_the_searchs_completion_shortest_and_consistent(grammars, name, choices):
+    machine = grammars[name].machine
+    state = _walk(machine, choices)
+    frames = ShortestCompletions(machine)
+    assert frames.derivations is not None  # every rule of these grammars is built at compile time
+    got = frames.completion(state)
+    assert machine.accepting[machine.step_bytes(state, got)]
+    try:
+        searched = ShortestCompletions(machine, by_frames=False, max_expanded=20_000, max_seconds=0.3).completion(state)
+    except CompletionSearchTooLarge:
+        searched = None  # finding A's stacks: the search cannot say; the checks below still can
+    if searched is not None:
+        assert got == searched
+    if got:  # one byte along, the completion is the tail (a fresh object: nothing memoised)
+        after = machine.step_bytes(state, got[:1])
+        assert ShortestCompletions(machine).completion(after) == got[1:]
+        # and nothing shorter ends the document: no accepting state within fewer bytes
+        level = {state}
+        for _ in range(min(len(got), 6)):
+            assert not any(machine.accepting[s] for s in level)
+            level = {int(t) for s in level for t in set(machine.compute_row(s).tolist()) if t != DEAD}
+            if len(level) > 2000:
+                break
+
+
+def test_finding_a_is_answered_at_once(grammars):
+    machine = grammars["finding_a"].machine
+    t0 = time.thread_time()
+    frames = ShortestCompletions(machine)
+    assert frames.completion(machine.start) == b"abcdefghijklmnop"
+    state = machine.step_bytes(machine.start, b"((((((((({{{{(((")
+    assert frames.completion(state) == b"abcdefghijklmnop"  # r3's .* may have read all of it
+    state = machine.step_bytes(state, b"abcdefghijklmnop)")  # "(" root ")": the rest was r3's .*
+    assert frames.completion(state) == b"" and machine.accepting[state]
+    assert time.thread_time() - t0 < 1
+
+
+def test_a_grammar_with_rules_built_at_run_time_keeps_the_search(qwen):
+    """Frames need every rule's automaton; a grammar that builds rules as the document reaches
+    them (an any-order object past 9 keys: one rule per set of keys seen) keeps the search."""
+    schema = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(12)}, "required": ["k0"]}
+    g = sg.GrammarCompiler(qwen).compile_json_schema(schema, any_order=True, whitespace="compact")
+    completions = ShortestCompletions(g.machine)
+    assert completions.derivations is None
+    assert completions.completion(g.machine.start) == b'{"k0":0}'
