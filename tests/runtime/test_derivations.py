@@ -55,9 +55,10 @@ def _walk(machine, choices: list[int]) -> int:
 def test_frames_give_the_searchs_completion_shortest_and_consistent(grammars, name, choices):
     machine = grammars[name].machine
     state = _walk(machine, choices)
-    frames = ShortestCompletions(machine)
-    assert frames.derivations is not None  # every rule of these grammars is built at compile time
+    frames = ShortestCompletions(machine, by_frames=True)
     got = frames.completion(state)
+    assert frames.derivations is not None
+    assert ShortestCompletions(machine).completion(state) == got  # the default: quick search, then frames
     assert machine.accepting[machine.step_bytes(state, got)]
     try:
         searched = ShortestCompletions(machine, by_frames=False, max_expanded=20_000, max_seconds=0.3).completion(state)
@@ -67,7 +68,7 @@ def test_frames_give_the_searchs_completion_shortest_and_consistent(grammars, na
         assert got == searched
     if got:  # one byte along, the completion is the tail (a fresh object: nothing memoised)
         after = machine.step_bytes(state, got[:1])
-        assert ShortestCompletions(machine).completion(after) == got[1:]
+        assert ShortestCompletions(machine, by_frames=True).completion(after) == got[1:]
         # and nothing shorter ends the document: no accepting state within fewer bytes
         level = {state}
         for _ in range(min(len(got), 6)):
@@ -80,8 +81,8 @@ def test_frames_give_the_searchs_completion_shortest_and_consistent(grammars, na
 def test_finding_a_is_answered_at_once(grammars):
     machine = grammars["finding_a"].machine
     t0 = time.thread_time()
-    frames = ShortestCompletions(machine)
-    assert frames.completion(machine.start) == b"abcdefghijklmnop"
+    frames = ShortestCompletions(machine)  # the quick search gives up at once, frames answer
+    assert frames.completion(machine.start) == b"abcdefghijklmnop" and frames.derivations is not None
     state = machine.step_bytes(machine.start, b"((((((((({{{{(((")
     assert frames.completion(state) == b"abcdefghijklmnop"  # r3's .* may have read all of it
     state = machine.step_bytes(state, b"abcdefghijklmnop)")  # "(" root ")": the rest was r3's .*
@@ -89,11 +90,31 @@ def test_finding_a_is_answered_at_once(grammars):
     assert time.thread_time() - t0 < 1
 
 
-def test_a_grammar_with_rules_built_at_run_time_keeps_the_search(qwen):
-    """Frames need every rule's automaton; a grammar that builds rules as the document reaches
-    them (an any-order object past 9 keys: one rule per set of keys seen) keeps the search."""
+def test_deferred_rules_are_built_for_frames_once_the_quick_search_gives_up(qwen, monkeypatch):
+    """A compile that deferred rules (every rule here: EAGER_STATES 0) keeps the deferral while a
+    quick search answers; on finding A's grammar it cannot, and the deferred rules get built."""
+    from strictgen.compile import automaton
+
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)
+    g = sg.GrammarCompiler(qwen).compile_grammar(FINDING_A.replace('"(" root ")"', '"(" root ")" | "#" far') + 'far ::= "zzzzzzzzzzzzzzzzzzzz" | "<" far ">"\n')
+    machine = g.machine
+    names = [machine.automaton.rules[0].name] + [rule.name for rule in machine.added.values()]
+    assert machine.automaton.lazy is not None and "far" not in names  # not met yet
+    completions = ShortestCompletions(machine)
+    assert completions.completion(machine.start) == b"abcdefghijklmnop"
+    assert completions.derivations is not None
+    assert "far" in [rule.name for rule in machine.added.values()]  # built for frames
+    state = machine.step_bytes(machine.start, b"#<<")  # far's, or r3's .* (shorter)
+    assert completions.completion(state) == ShortestCompletions(g.machine, by_frames=False).completion(state) == b"abcdefghijklmnop"
+
+
+def test_a_grammar_with_families_keeps_the_search(qwen):
+    """Frames need every rule's automaton; a family (an any-order object past 9 keys: one rule per
+    set of keys seen) has more members than can be built, so its grammar keeps the search."""
     schema = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(12)}, "required": ["k0"]}
     g = sg.GrammarCompiler(qwen).compile_json_schema(schema, any_order=True, whitespace="compact")
     completions = ShortestCompletions(g.machine)
-    assert completions.derivations is None
     assert completions.completion(g.machine.start) == b'{"k0":0}'
+    assert completions.derivations is None
+    with pytest.raises(sg.StrictgenError, match="families"):
+        ShortestCompletions(g.machine, by_frames=True).completion(g.machine.start)

@@ -131,6 +131,19 @@ class PushdownMachine:
                           part["flags"].astype(np.uint8), call_start, part["callees"].astype(np.int32), part["returns"].astype(np.int32))
             self.added[index] = RuleDFA(name, dfa)
 
+    def all_rules(self) -> list[RuleDFA] | None:
+        """Every rule's automaton by index, the rules the compile deferred built now (under the
+        compile's limits, as when a document reaches them); None where the grammar has families,
+        whose members cannot all be built. For analyses of the whole grammar (runtime/derivations.py)."""
+        rules = list(self.automaton.rules)
+        lazy = self.automaton.lazy
+        if lazy is None:
+            return rules
+        deferred = range(len(rules), len(lazy.names))
+        for index in deferred:
+            self._add_lazy_rule(index)
+        return None if lazy.calls.lazy else rules + [self.added[i] for i in deferred]
+
     @property
     def tables(self) -> tuple[bytearray, bytearray]:
         """(index, rows) as raw int32 bytes, what the C trie walk reads: each state's row number

@@ -12,17 +12,19 @@ taking the first token of that tokenization the cost drops by exactly one. Hence
 budget, the first completion token always stays within budget, and the guard never leads into a
 dead end.
 
-Two ways find it. Where every rule of the grammar was built at compile time, shortest
-derivations per frame (runtime/derivations.py: computed once per grammar, then a sum over each
-stack of the state), whatever the stacks. Where rules are built as the document reaches them, a
-breadth-first search over the machine's states (bytes tried in increasing order), which builds
-only the rules it meets; deep recursion can put very many states within a few bytes, so it is
-bounded in states and seconds.
+Two ways find it, and give the same answer. Shortest derivations per frame
+(runtime/derivations.py: computed once per grammar, then a sum over each stack of the state)
+answer whatever the stacks, but need every rule's automaton. A breadth-first search over the
+machine's states (bytes tried in increasing order) builds only the rules it meets, but deep
+recursion can put very many states within a few bytes (issue 34's finding A), so it is bounded
+in states and seconds. A quick search comes first; when it gives up, frames take over (the rules
+a compile deferred built for them), except in grammars with families (more rules than can be
+built), which keep the search within its bounds.
 
 Only the machine's public methods are used (`start`, `accepting`, `compute_row`, `step_bytes`,
-`stacks`, `node`). Completions are cached per machine (machine states are shared by every matcher
-of a grammar) in bounded maps: a grammar's machine lives as long as the compiler's cache keeps
-it, and its states grow with every document it sees.
+`stacks`, `node`, `all_rules`). Completions are cached per machine (machine states are shared by
+every matcher of a grammar) in bounded maps: a grammar's machine lives as long as the compiler's
+cache keeps it, and its states grow with every document it sees.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ MAX_SECONDS = 2.0
 COMPLETIONS_KEPT = 65_536
 COMPLETION_BYTES_KEPT = 16 << 20
 SUCCESSORS_KEPT = 16_384
+# the quick search tried first (past it: frames, every rule built)
+QUICK_EXPANDED = 4_096
+QUICK_SECONDS = 0.05
 
 
 class CompletionSearchTooLarge(StrictgenError):
@@ -59,18 +64,22 @@ class CompletionSearchTooLarge(StrictgenError):
 
 
 class ShortestCompletions:
-    """Shortest completions (bytes) of one machine's states, memoised; thread-safe. `by_frames`:
-    through shortest derivations per frame (default: wherever every rule is built), else by the
-    bounded breadth-first search."""
+    """Shortest completions (bytes) of one machine's states, memoised; thread-safe.
+
+    `by_frames` True: through shortest derivations per frame; False: by the breadth-first search
+    (within `max_expanded` states and `max_seconds`). Default: a quick search first (where the
+    answer is near it costs well under a millisecond, and builds only the rules it meets: a
+    compile's deferral keeps its gain), and from the first state it cannot answer, frames (the
+    rules a compile deferred built for them), or the search where the grammar has families. Every
+    way gives the same completion, so they mix freely."""
 
     def __init__(self, machine: PushdownMachine, max_expanded: int = MAX_EXPANDED, max_seconds: float = MAX_SECONDS,
                  by_frames: bool | None = None):
         self.machine = machine
         self.max_expanded = max_expanded
         self.max_seconds = max_seconds
-        if by_frames is None:
-            by_frames = machine.automaton.lazy is None
-        self.derivations = ShortestDerivations(machine) if by_frames else None
+        self._by_frames = by_frames  # None: the quick search until it gives up
+        self.derivations: ShortestDerivations | None = None  # set on first use where frames serve
         self._memo: BoundedLRU[bytes] = BoundedLRU(COMPLETIONS_KEPT, COMPLETION_BYTES_KEPT, len)
         self._succ: BoundedLRU[tuple[list[int], list[int]]] = BoundedLRU(SUCCESSORS_KEPT)  # rows never change once computed
         self._lock = threading.Lock()
@@ -82,13 +91,32 @@ class ShortestCompletions:
             return got
         if state == DEAD:
             raise StrictgenError("the dead state has no completion")
-        if self.derivations is not None:
-            got = self.derivations.completion(state)
-            self._memo.put(state, got)
-            return got
         with self._lock:
-            got = self._search(state)
+            if self._by_frames is None:
+                try:
+                    return self._search(state, min(QUICK_EXPANDED, self.max_expanded), min(QUICK_SECONDS, self.max_seconds))
+                except CompletionSearchTooLarge:
+                    self._by_frames = self._frames_serve()
+            if self._by_frames and self.derivations is None:
+                self.derivations = self._derivations()
+            if self.derivations is None:
+                return self._search(state, self.max_expanded, self.max_seconds)
+        got = self.derivations.completion(state)
+        self._memo.put(state, got)
         return got
+
+    def _frames_serve(self) -> bool:
+        """Whether every rule can be built (the deferred ones now, under the compile's limits)."""
+        try:
+            return self.machine.all_rules() is not None
+        except StrictgenError:  # a deferred rule past its limits: the search may not need it
+            return False
+
+    def _derivations(self) -> ShortestDerivations:
+        rules = self.machine.all_rules()
+        if rules is None:
+            raise StrictgenError("shortest derivations need every rule built, and this grammar has families")
+        return ShortestDerivations(self.machine, rules)
 
     def _successors(self, state: int) -> tuple[list[int], list[int]]:
         """(smallest byte, next state) for each distinct live successor, in increasing byte order."""
@@ -103,7 +131,7 @@ class ShortestCompletions:
             self._succ.put(state, got)
         return got
 
-    def _search(self, start: int) -> bytes:
+    def _search(self, start: int, max_expanded: int, max_seconds: float) -> bytes:
         memo = self._memo
         got = memo.get(start)
         if got is not None:
@@ -118,7 +146,7 @@ class ShortestCompletions:
         depth = 0
         best: tuple[int, bytes] | None = None  # (total length, completion)
         expanded = 0
-        deadline = time.perf_counter() + self.max_seconds
+        deadline = time.perf_counter() + max_seconds
 
         def path_to(state: int) -> bytes:
             out = bytearray()
@@ -132,13 +160,11 @@ class ShortestCompletions:
             nxt_level: list[int] = []
             for s in level:
                 expanded += 1
-                if expanded > self.max_expanded:
-                    raise CompletionSearchTooLarge(
-                        f"shortest completion: more than {self.max_expanded} grammar states within reach"
-                    )
+                if expanded > max_expanded:
+                    raise CompletionSearchTooLarge(f"shortest completion: more than {max_expanded} grammar states within reach")
                 if not expanded & 255 and time.perf_counter() > deadline:
                     raise CompletionSearchTooLarge(
-                        f"shortest completion: not found within {self.max_seconds:g} s ({expanded} grammar states expanded)"
+                        f"shortest completion: not found within {max_seconds:g} s ({expanded} grammar states expanded)"
                     )
                 byte_values, states = self._successors(s)
                 for b, t in zip(byte_values, states):

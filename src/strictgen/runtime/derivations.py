@@ -26,8 +26,9 @@ only, computed once per machine:
 A state's completion is then the smallest (length, text) over its stacks: exactly the
 lexicographically smallest shortest completion the breadth-first search finds, so the choice
 stays consistent (the completion one byte further along is its own tail: budget.py's guard
-relies on it). This needs every rule's DFA, so it serves machines whose rules were all built at
-compile time; budget.py keeps the search for the others.
+relies on it). This needs every rule's DFA: the rules a compile deferred are built for it
+(`machine.all_rules()`); a grammar with families (one rule per set of keys seen, more than can
+be built) keeps budget.py's search.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import threading
 
 import numpy as np
 
+from strictgen.compile.automaton import RuleDFA
 from strictgen.compile.machine import EMPTY_STACK, PushdownMachine
 from strictgen.errors import StrictgenError
 
@@ -46,14 +48,12 @@ UNREACHABLE = np.iinfo(np.int64).max  # the length of a frame that cannot reach 
 
 
 class ShortestDerivations:
-    """`length` and `text` of every frame of a machine whose rules are all built (no rule built
-    at run time); thread-safe, computed on first use."""
+    """`length` and `text` of every frame of a machine's grammar, all of whose rules are built;
+    thread-safe, computed on first use."""
 
-    def __init__(self, machine: PushdownMachine):
-        if machine.automaton.lazy is not None:
-            raise StrictgenError("shortest derivations need every rule built (this grammar builds some at run time)")
+    def __init__(self, machine: PushdownMachine, rules: list[RuleDFA]):
+        """`rules`: every rule of the machine's grammar by index (`machine.all_rules()`)."""
         self.machine = machine
-        rules = machine.automaton.rules
         sizes = np.array([r.num_states for r in rules], dtype=np.int64)
         self.base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self._rules = rules
