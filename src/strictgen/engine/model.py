@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from strictgen.errors import ModelError
+from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.info import TokenizerInfo
 
 from .kv_cache import KVSequence, aligned_pieces
@@ -61,7 +62,7 @@ class ChatTemplate:
         )
 
 
-_TEMPLATES: dict[str, object] = {}
+_TEMPLATES: BoundedLRU[object] = BoundedLRU(64)  # compiled chat templates, by source
 
 
 def _tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
@@ -83,7 +84,8 @@ def _compiled_template(source: str):
         env.globals["raise_exception"] = raise_exception
         env.globals["strftime_now"] = lambda fmt: time.strftime(fmt)
         env.filters["tojson"] = _tojson
-        got = _TEMPLATES[source] = env.from_string(source)
+        got = env.from_string(source)
+        _TEMPLATES.put(source, got)
     return got
 
 
