@@ -6,6 +6,7 @@ whose search ran out of time, now answered at once."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import strictgen as sg
 from strictgen.compile.machine import DEAD
 from strictgen.runtime.budget import CompletionSearchTooLarge, ShortestCompletions
+from tests.fuzz.languages import gbnf_text, random_gbnf
 
 FINDING_A = 'root ::= r3 "abcdefghijklmnop" | "(" root ")"\nr3 ::= .* | "{" root "}"\n'
 GRAMMARS = {
@@ -76,6 +78,24 @@ def test_frames_give_the_searchs_completion_shortest_and_consistent(grammars, na
             level = {int(t) for s in level for t in set(machine.compute_row(s).tolist()) if t != DEAD}
             if len(level) > 2000:
                 break
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), choices=st.lists(st.integers(0, 255), max_size=16))
+def test_frames_give_the_searchs_completion_on_random_grammars(qwen, seed, choices):
+    """The fuzz campaign's random GBNF grammars (recursion through brackets, sometimes to an
+    earlier rule): frames and the search agree from random states."""
+    try:
+        g = sg.GrammarCompiler(qwen).compile_grammar(gbnf_text(random_gbnf(random.Random(seed))))
+    except sg.StrictgenError:
+        return  # a refused grammar (left recursion, an empty language) has no states to compare
+    state = _walk(g.machine, choices)
+    got = ShortestCompletions(g.machine, by_frames=True).completion(state)
+    assert g.machine.accepting[g.machine.step_bytes(state, got)]
+    try:
+        assert got == ShortestCompletions(g.machine, by_frames=False, max_expanded=20_000, max_seconds=0.3).completion(state)
+    except CompletionSearchTooLarge:
+        pass
 
 
 def test_finding_a_is_answered_at_once(grammars):
