@@ -31,7 +31,7 @@ from sglang.srt.constrained.base_grammar_backend import (
 
 from strictgen.compile.compiler import GrammarCompiler
 from strictgen.compile.token_mask import words_for
-from strictgen.errors import StrictgenError
+from strictgen.errors import InternalError, StrictgenError
 from strictgen.runtime.batch import fill_next_token_bitmask_batch
 from strictgen.runtime.bitmask import apply_token_bitmask_inplace
 from strictgen.tokenizer.info import TokenizerInfo
@@ -147,7 +147,7 @@ class StrictgenGrammarBackend(BaseGrammarBackend):
     def _compile(self, kind: str, key: str, value) -> BaseGrammarObject:
         try:
             compiled = compile_format(self.compiler, key, value)
-        except StrictgenError as e:
+        except (StrictgenError, InternalError) as e:  # never a crash of the engine: the request alone fails
             logger.info("strictgen refused a %s: %s", kind, e)
             return InvalidGrammarObject(str(e))
         return StrictgenGrammar(RequestGrammar(compiled), kind, GrammarStats(dispatch_type=kind))

@@ -26,7 +26,7 @@ from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDi
 
 from strictgen.compile.compiler import GrammarCompiler
 from strictgen.compile.token_mask import words_for
-from strictgen.errors import StrictgenError
+from strictgen.errors import InternalError, StrictgenError
 from strictgen.runtime.batch import fill_next_token_bitmask_batch, fill_next_token_bitmask_batch_async
 from strictgen.runtime.bitmask import apply_token_bitmask_inplace
 from strictgen.tokenizer.info import TokenizerInfo
@@ -121,7 +121,7 @@ class StrictgenLogitsProcessor(LogitsProcessor):
             return None
         try:
             compiled = compile_format(self.compiler, *named)
-        except StrictgenError as e:  # validated already; a vocabulary-bound limit (time, size) can still hit
+        except (StrictgenError, InternalError) as e:  # validated already; a limit (time, size) or a slip of ours can still hit
             logger.error("strictgen: %s; the request ends with empty output", e)
             compiled = empty_document(self.compiler)
         return _Row(RequestGrammar(compiled), output_ids)

@@ -32,7 +32,7 @@ import torch
 from vllm.v1.structured_output.backend_types import StructuredOutputBackend, StructuredOutputGrammar, StructuredOutputOptions
 
 from strictgen.compile.compiler import GrammarCompiler
-from strictgen.errors import StrictgenError
+from strictgen.errors import InternalError, StrictgenError
 from strictgen.runtime.bitmask import allocate_token_bitmask
 from strictgen.tokenizer.info import TokenizerInfo
 
@@ -202,7 +202,7 @@ def _patch() -> None:
             raise VLLMValidationError(f"this vLLM serves structured outputs with strictgen, not '{params._backend}'")
         try:
             compile_request(byte_compiler(), *get_structured_output_key(params))
-        except (StrictgenError, ValueError) as e:
+        except (StrictgenError, InternalError, ValueError) as e:
             raise VLLMValidationError(str(e)) from None
         params._backend = NAME
         params._backend_was_auto = False
