@@ -212,8 +212,11 @@ class ShortestDerivations:
             todo.extend(t for _, t in steps)
             todo.extend(x for call in calls for x in call)
             todo.extend(aliases)
-        for d in sorted({int(length[f]) for f in links}):
-            level = [f for f in links if length[f] == d]
+        levels: dict[int, list[int]] = {}
+        for f in links:
+            levels.setdefault(int(length[f]), []).append(f)
+        for d in sorted(levels):
+            level = levels[d]
             own: dict[int, bytes] = {}
             for f in level:
                 steps, calls, _ = links[f]
