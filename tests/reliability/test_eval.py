@@ -160,3 +160,24 @@ def test_embedded_model_slice_against_committed_baseline(tmp_path):
     worse = dict(results["metrics"])
     worse["extraction/schema/field_accuracy"] -= 0.05
     assert ev.compare(worse, ev.load_baseline(BASELINE), 0.02)
+
+
+def test_an_internal_error_on_one_tool_task_is_counted_not_the_end_of_the_run(monkeypatch):
+    """A slip of ours (sg.InternalError) while one task is run makes that task a failure with the
+    error recorded; the other tasks still run. The component is made to raise on purpose here,
+    because no known input triggers an internal error."""
+    from strictgen.errors import InternalError
+    from strictgen.reliability.bfcl import ToolTask
+
+    calls = []
+
+    def run_structured(messages, schema, backend, **kwargs):
+        calls.append(schema)
+        raise InternalError("an internal slip")
+
+    monkeypatch.setattr(ev, "run_structured", run_structured)
+    schema = {"type": "object", "properties": {"name": {"const": "f"}}, "required": ["name"]}
+    tasks = [ToolTask(id=f"t{i}", prompt="call f", functions=[], schema=schema, expected=[{"f": {}}]) for i in range(2)]
+    summary, rows = ev.run_tools(object(), tasks, modes=["schema"])
+    assert len(calls) == 2 and len(rows) == 2
+    assert all(r["finish_reason"] == "error" and r["error"].startswith("internal error") and not r["valid_call"] for r in rows)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from strictgen.errors import StrictgenError
+from strictgen.errors import InternalError, StrictgenError
 
 from .bfcl import ToolTask, default_bfcl_dir, exact_match, load_tool_tasks, same_value
 from .call import LocalBackend, OpenAIBackend, run_structured, schema_instruction
@@ -215,6 +215,8 @@ def run_tools(backend, tasks: list[ToolTask], modes=TOOL_MODES, *, max_tokens=12
                 text, finish, latency, err = out.final.text, out.final.finish_reason, out.latency_s, None
             except StrictgenError as exc:  # a signature the compiler refuses: counted as a failure
                 text, finish, latency, err = "", "error", 0.0, str(exc)
+            except InternalError as exc:  # a slip of ours on one task is a failure to count, not the end of a long run
+                text, finish, latency, err = "", "error", 0.0, f"internal error: {exc}"
             try:
                 call = json.loads(text)
                 syntax = True
