@@ -91,7 +91,7 @@ def test_walk_cuts_refuses_arrays_that_do_not_fit(qwen):
     (t, _), *_ = machine.widest(state, 1)
     groups = qwen.trie.loop_cut_groups(machine.group(t, t), False, t != state)
     assert groups is not None
-    flat, starts, ends, owners, bounds = groups
+    flat, starts, ends, owners, bounds, _ = groups
     out = np.empty(len(owners), dtype=np.int64)
 
     def run(*arrays):
@@ -113,3 +113,29 @@ def test_walk_cuts_refuses_arrays_that_do_not_fit(qwen):
     bad_starts[bounds[quote]] = starts[0] if flat[starts[0]] != quote else starts[-1]  # another group's suffix
     with pytest.raises(ValueError, match="outside its first byte's group"):
         run(flat, bad_starts, ends, owners, bounds)
+
+
+def test_cut_groups_hold_each_tokens_suffix_and_refuse_bad_cuts(qwen):
+    """The grouped suffixes are exactly each outside token's bytes after its loop run (checked
+    against the suffix trie's own cut), and a cut outside a token is a ValueError."""
+    from strictgen.tokenizer import _vocab
+
+    trie, facts = qwen.trie, qwen.trie.facts
+    key = bytes(b for b in range(0x21, 0x7F) if b not in b'"#%<>')
+    flat, starts, ends, owners, bounds, empty = trie.loop_cut_groups(key, False, True)
+    data = flat.tobytes()
+    by_owner = {int(o): data[a:e] for o, a, e in zip(owners.tolist(), starts.tolist(), ends.tolist())}
+    rng = np.random.default_rng(1)
+    for tid in rng.choice(owners, size=300, replace=False).tolist():
+        token = qwen.token_bytes(tid)
+        cut = 1
+        while cut < len(token) and token[cut] in key:
+            cut += 1
+        assert by_owner[tid] == token[cut:] and by_owner[tid]
+    _, owner, trie_empty = trie.loop_suffixes(key, False, True)  # the suffix trie's own split
+    assert np.array_equal(np.sort(empty), np.sort(trie_empty)) and len(owners) + len(empty) == len(owner)
+    for b in range(256):  # each group holds the suffixes of its first byte
+        assert all(data[a] == b for a in starts[bounds[b] : bounds[b + 1]].tolist())
+    ids, cuts = np.array([5, 6], dtype=np.int64), np.array([0, 999], dtype=np.int64)
+    with pytest.raises(ValueError, match="cut"):
+        _vocab.cut_groups(facts.flat, facts.starts, facts.lengths, ids, cuts)

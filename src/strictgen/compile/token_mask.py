@@ -139,29 +139,32 @@ class TokenMasker:
             # the suffixes as a trie when few (shared prefixes; built once per kind, which many
             # suffixes would not repay), else as slices grouped by first byte (a sort to build)
             many = trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS
-            groups = trie.loop_cut_groups(loop_key, multibyte, skip_first) if many else None
-            if many and groups is None:
-                continue  # their cuts cannot be read off the bytes: the full walk
+            if many:
+                groups = trie.loop_cut_groups(loop_key, multibyte, skip_first)
+                if groups is None:
+                    continue  # their cuts cannot be read off the bytes: the full walk
+                empty = groups[-1]
+            else:
+                suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first)
             first = machine.compute_row(state) == t
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+            if skip_first:
+                packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+            else:  # from t itself a token with another first byte is its own suffix: walked below, from here
+                packed, by_char = trie.loop_entries(loop_key, multibyte, first, False).copy(), False
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
-            packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char)
-            tokens = self._live_suffix_owners(t, trie, loop_key, multibyte, skip_first) if groups is None else self._live_cut_owners(t, groups)
-            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)])
+            packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
+            tokens = self._live_cut_owners(t, groups) if many else owner[self._live_tokens(t, suffixes)]
+            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)] if skip_first else tokens)
             return packed
         return self._live_bits(state)
 
-    def _live_suffix_owners(self, t: int, trie: VocabTrie, loop_key: bytes, multibyte: bool, skip_first: bool) -> np.ndarray:
-        """The tokens whose non-empty loop suffix is valid from t, walked as a trie of suffixes."""
-        suffixes, owner, _ = trie.loop_suffixes(loop_key, multibyte, skip_first)
-        return owner[self._live_tokens(t, suffixes)]
-
     def _live_cut_owners(self, t: int, groups: tuple) -> np.ndarray:
-        """The same tokens, from the suffixes grouped by first byte (`VocabTrie.loop_cut_groups`)."""
-        flat, starts, ends, owners, bounds = groups
+        """The tokens whose non-empty loop suffix is valid from t, from the suffixes grouped by
+        first byte (`VocabTrie.loop_cut_groups`)."""
+        flat, starts, ends, owners, bounds, _ = groups
         out = np.empty(len(owners), dtype=np.int64)
         machine = self.machine
         return out[: machine.run(lambda: _walk.walk_cuts(machine.tables, machine.table_after, flat, starts, ends, owners, bounds, t, out))]
