@@ -1,16 +1,21 @@
 """The bench's cold compile and first pass of fills, without the peers: every bench schema compiled
 with a fresh compiler, then each valid document forced through a new matcher token by token
-(fill, accept; then EOS), as `strictgen bench` does. Prints the compile sum and the fill mean;
-with --warm N, also the best of N more passes over the same grammars, every mask cached by then
-(the per-fill cost of the caches and the matcher).
+(fill, accept; then EOS), as `strictgen bench` does. Prints the compile sum and the fills' mean,
+p50 and p99, timed twice: on the wall clock, as the bench does, and in this thread's CPU time,
+which a loaded machine's preemptions (tens of ms, landing on any fill) do not reach. With
+--warm N, also the best of N more passes over the same grammars, every mask cached by then (the
+per-fill cost of the caches and the matcher); with --json FILE, the figures as JSON.
 
-    PYTHONPATH=<tree>/src python scripts/first_pass_fills.py [--vocab qwen|deepseek|smollm2] [--warm 5]
+    PYTHONPATH=<tree>/src python scripts/first_pass_fills.py [--vocab qwen|deepseek|smollm2] [--warm 5] [--json out.json]
 
 One process per run: run two trees alternately a few times to compare them on a VM whose speed
 drifts (the bench's single-run fill figures move with it)."""
 
 import argparse
+import json
 import time
+
+import numpy as np
 
 import strictgen as sg
 from strictgen import bench
@@ -20,6 +25,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--vocab", default="qwen")
     ap.add_argument("--warm", type=int, default=0)
+    ap.add_argument("--json", default=None)
     args = ap.parse_args()
     vocab = bench.load_vocab(args.vocab)
     tok = vocab.build_info()
@@ -28,14 +34,23 @@ def main() -> None:
     mask = sg.allocate_token_bitmask(1, tok.vocab_size)
     eos = tok.eos_token_ids[0]
 
-    def fill(grammar, ids: list[int]) -> tuple[int, float]:
+    wall_times: list[float] = []  # per fill of the first pass, seconds
+    cpu_times: list[float] = []
+
+    def fill(grammar, ids: list[int], record: bool = False) -> tuple[int, float]:
         """A new matcher forced through ids: (fills, seconds in fills)."""
         fills, spent = 0, 0.0
         matcher = sg.GrammarMatcher(grammar)
         for token in ids:
+            c1 = time.thread_time()
             t1 = time.perf_counter()
             matcher.fill_next_token_bitmask(mask)
-            spent += time.perf_counter() - t1
+            t2 = time.perf_counter()
+            c2 = time.thread_time()
+            spent += t2 - t1
+            if record:
+                wall_times.append(t2 - t1)
+                cpu_times.append(c2 - c1)
             fills += 1
             if not matcher.accept_token(token):
                 break
@@ -54,13 +69,22 @@ def main() -> None:
             continue
         compile_s += time.perf_counter() - t0
         for ids in ids_per_doc:
-            n, spent = fill(grammar, ids + [eos])
+            n, spent = fill(grammar, ids + [eos], record=True)
             fills, fill_s = fills + n, fill_s + spent
             work.append((grammar, ids + [eos]))
     print(f"compile sum {compile_s * 1e3:.1f} ms; fills {fills}, mean {fill_s / fills * 1e6:.1f} us, sum {fill_s * 1e3:.1f} ms")
+    out = {"vocab": args.vocab, "fills": fills, "compile_sum_ms": compile_s * 1e3}
+    for clock, times in (("wall", wall_times), ("cpu", cpu_times)):
+        us = np.asarray(times) * 1e6
+        out[clock] = {"mean": float(us.mean()), "p50": float(np.percentile(us, 50)), "p99": float(np.percentile(us, 99)), "sum_ms": float(us.sum() / 1e3)}
+        print(f"first pass, {clock} clock: mean {us.mean():.1f} us, p50 {np.percentile(us, 50):.1f} us, p99 {np.percentile(us, 99):.1f} us")
     if args.warm:
         warm = min(sum(fill(g, ids)[1] for g, ids in work) for _ in range(args.warm))
+        out["warm_mean_us"] = warm / fills * 1e6
         print(f"warm fills: mean {warm / fills * 1e6:.2f} us (best of {args.warm} passes)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ SHORTCUT_CASES = [
     ({"type": "array", "items": {"type": "string", "maxLength": 4}}, '["abc", "d'),
     ({"type": "array", "items": {"type": "number"}}, "[1.5, -"),
     ({"enum": ["alpha", "alphabet", "beta"]}, '"alph'),
-    # wide loops whose other tokens are too many to walk as suffixes: the rest trie is walked whole
+    # wide loops whose other tokens are too many for a suffix trie: their suffixes are walked grouped by first byte
     ({"type": "string", "format": "uri"}, '"https://www'),
     ({"type": "string", "format": "uri"}, '"https://example.com/pa'),
     ({"type": "string", "pattern": "^[A-Za-z0-9._~:/?#@!$&'()*+,;=-]+$"}, '"ab'),

@@ -22,11 +22,21 @@
  * (bit i of word i // 32 is token i, as token masks are packed), and returns how many it set;
  * the plain mask of a state needs no id list, no bool vector and no packing then.
  * The GIL is released while walking and taken back only for the callback.
+ *
+ * walk_cuts(tables, compute, flat, starts, ends, owners, bounds, state, out) -> n
+ *   The walk of the tokens a wide loop state does not loop on (token_mask.py), read as what is
+ *   left of each after its run of loop bytes: suffix i is flat[starts[i]:ends[i]] (int32 offsets,
+ *   never empty) of token owners[i] (int32), the suffixes grouped by first byte, byte b's group
+ *   being [bounds[b], bounds[b + 1]) (int64, 257). From `state`, only the groups of the bytes its
+ *   row keeps alive are read, each suffix stepped byte by byte; `out` (int64) receives the owners
+ *   of the live suffixes. Unlike a trie of the suffixes it costs nothing to build (a sort of the
+ *   cuts), which matters when they are many and a loop kind is met a few times only.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define DEAD 0
 
@@ -275,6 +285,81 @@ static PyObject *walk_into(PyObject *args, int as_bits) {
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
+/* walk_cuts: see the file's docstring. Called with the GIL; releases it while stepping. */
+static PyObject *walk_cuts(PyObject *self, PyObject *args) {
+    PyObject *tables, *compute, *objs[6];
+    int state;
+    if (!PyArg_ParseTuple(args, "OOOOOOOiO", &tables, &compute, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &state, &objs[5]))
+        return NULL;
+    static const struct {
+        const char *name;
+        Py_ssize_t itemsize;
+        int writable;
+    } SPEC[6] = {{"flat", 1, 0}, {"starts", 4, 0}, {"ends", 4, 0}, {"owners", 4, 0}, {"bounds", 8, 0}, {"out", 8, 1}};
+    Table table;
+    if (table_get(&table, tables) < 0)
+        return NULL;
+    Py_buffer views[6];
+    int got = 0;
+    Py_ssize_t found = -1;
+    while (got < 6 && buffer_of(objs[got], &views[got], SPEC[got].itemsize, SPEC[got].writable, SPEC[got].name) == 0)
+        got++;
+    if (got < 6)
+        goto done;
+    const uint8_t *flat = (const uint8_t *)views[0].buf;
+    const int32_t *starts = (const int32_t *)views[1].buf, *ends = (const int32_t *)views[2].buf, *owners = (const int32_t *)views[3].buf;
+    const int64_t *bounds = (const int64_t *)views[4].buf;
+    int64_t *out = (int64_t *)views[5].buf;
+    Py_ssize_t num_flat = views[0].shape[0], n = views[1].shape[0];
+    int ok = views[2].shape[0] == n && views[3].shape[0] == n && views[4].shape[0] == 257 && views[5].shape[0] >= n && bounds[0] == 0 && bounds[256] == n;
+    for (int b = 0; ok && b < 256; b++)
+        ok = bounds[b] <= bounds[b + 1];
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "walk_cuts: the suffix arrays do not fit together");
+        goto done;
+    }
+    PyThreadState *saved = PyEval_SaveThread();
+    const int32_t *first_row = row_of(&table, compute, (int32_t)state, &saved);
+    int failed = first_row == NULL;
+    int32_t firsts[256];
+    if (!failed)
+        memcpy(firsts, first_row, sizeof(firsts)); /* the tables may be replaced while stepping */
+    Py_ssize_t count = 0;
+    int bad = 0;
+    for (int b = 0; b < 256 && !failed; b++) {
+        if (firsts[b] == DEAD)
+            continue;
+        for (Py_ssize_t i = bounds[b]; i < bounds[b + 1] && !failed; i++) {
+            /* checked as read (only the live groups are): in flat, not empty, in its first byte's group */
+            if (starts[i] < 0 || starts[i] >= ends[i] || ends[i] > num_flat || flat[starts[i]] != b) {
+                bad = failed = 1;
+                break;
+            }
+            int32_t s = firsts[b];
+            for (int32_t p = starts[i] + 1; p < ends[i] && s != DEAD; p++) {
+                const int32_t *row = row_of(&table, compute, s, &saved);
+                if (!row) {
+                    failed = 1;
+                    break;
+                }
+                s = row[flat[p]];
+            }
+            if (!failed && s != DEAD)
+                out[count++] = owners[i];
+        }
+    }
+    PyEval_RestoreThread(saved);
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "walk_cuts: a suffix lies outside flat or outside its first byte's group");
+    if (!failed)
+        found = count;
+done:
+    while (got)
+        PyBuffer_Release(&views[--got]);
+    table_release(&table);
+    return found < 0 ? NULL : PyLong_FromSsize_t(found);
+}
+
 /* set_bits(packed, ids): set the bits of token ids (int64) in an int32 bitmask. */
 static PyObject *set_bits(PyObject *self, PyObject *args) {
     PyObject *packed_obj, *ids_obj;
@@ -313,6 +398,7 @@ static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(ar
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
     {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
+    {"walk_cuts", walk_cuts, METH_VARARGS, "Owners of the loop suffixes, grouped by first byte, that the machine accepts from a state."},
     {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };

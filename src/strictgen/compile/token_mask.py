@@ -17,7 +17,7 @@ from . import _walk
 from .machine import DEAD, HorizonKeys, PushdownMachine
 
 
-MAX_SUFFIX_TOKENS = 20_000  # suffix tries are built in Python: only for the small rests of wide loops
+MAX_SUFFIX_TOKENS = 20_000  # more suffixes than this are walked as slices grouped by first byte (no trie to build)
 MIN_INSIDE_FRACTION = 0.2  # string-like shortcuts pay when at least this share of tokens is skipped
 
 
@@ -116,10 +116,11 @@ class TokenMasker:
         whose other bytes are all in B stays on t: it is allowed without looking at it (one cached
         set per kind of string, `VocabTrie.loop_entries`). The rest is walked: tokens with another
         first byte from here, and, from t, only the distinct suffixes left after each token's run
-        of loop bytes (`",`, `":`, `"}` end thousands of tokens). When t also loops on every
-        non-ASCII character, tokens may enter t through one too: from t itself, or from a state
-        whose every such character leads to t (a key's first character). Other states walk the
-        whole trie."""
+        of loop bytes (`",`, `":`, `"}` end thousands of tokens; where they are too many for a
+        trie, as slices grouped by first byte, of which t's row keeps a few groups alive). When t
+        also loops on every non-ASCII character, tokens may enter t through one too: from t
+        itself, or from a state whose every such character leads to t (a key's first character).
+        Other states walk the whole trie."""
         machine, trie = self.machine, self.trie
         for t, width in machine.widest(state, 2):
             if width < 8:
@@ -132,21 +133,41 @@ class TokenMasker:
                 continue
             multibyte = machine.utf8_target(t) == t  # a free string body loops on every character
             inside_count = trie.loop_inside_count(loop_key, multibyte)
-            if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens or trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:
-                continue  # too little to skip, or too much left to walk as suffixes: the full walk is as good
+            if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
+                continue  # too little to skip: the full walk is as good
+            skip_first = t != state
+            # the suffixes as a trie when few (shared prefixes; built once per kind, which many
+            # suffixes would not repay), else as slices grouped by first byte (a sort to build)
+            many = trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS
+            if many:
+                groups = trie.loop_cut_groups(loop_key, multibyte, skip_first)
+                if groups is None:
+                    continue  # their cuts cannot be read off the bytes: the full walk
+                empty = groups[-1]
+            else:
+                suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first)
             first = machine.compute_row(state) == t
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
-            packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+            if skip_first:
+                packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+            else:  # from t itself a token with another first byte is its own suffix: walked below, from here
+                packed, by_char = trie.loop_entries(loop_key, multibyte, first, False).copy(), False
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
-            skip_first = t != state
-            suffixes, owner, _ = trie.loop_suffixes(loop_key, multibyte, skip_first)
-            packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char)
-            tokens = owner[self._live_tokens(t, suffixes)]
-            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)])
+            packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
+            tokens = self._live_cut_owners(t, groups) if many else owner[self._live_tokens(t, suffixes)]
+            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)] if skip_first else tokens)
             return packed
         return self._live_bits(state)
+
+    def _live_cut_owners(self, t: int, groups: tuple) -> np.ndarray:
+        """The tokens whose non-empty loop suffix is valid from t, from the suffixes grouped by
+        first byte (`VocabTrie.loop_cut_groups`)."""
+        flat, starts, ends, owners, bounds, _ = groups
+        out = np.empty(len(owners), dtype=np.int64)
+        machine = self.machine
+        return out[: machine.run(lambda: _walk.walk_cuts(machine.tables, machine.table_after, flat, starts, ends, owners, bounds, t, out))]
 
     def _counted_allowed(self, state: int, t: int) -> np.ndarray | None:
         """The mask of a state before a counted string (`maxLength`), or None when t is not one.
