@@ -58,13 +58,21 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
         ok = m->dfa[i] >= -1 && m->dfa[i] < frames;
     for (Py_ssize_t i = 0; ok && i < frames; i++)
         ok = m->call_start[i] <= m->call_start[i + 1] && m->rule_of[i] >= 0 && m->rule_of[i] < m->num_rules;
-    for (Py_ssize_t i = 0; ok && i < frames; i++) { /* every class of the frame's rule lies in dfa */
-        const uint8_t *cm = m->classmaps + (Py_ssize_t)m->rule_of[i] * 256;
+    int *widths = ok ? (int *)malloc(sizeof(int) * (size_t)m->num_rules) : NULL;
+    if (ok && !widths) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t r = 0; ok && r < m->num_rules; r++) { /* each rule's number of byte classes */
+        const uint8_t *cm = m->classmaps + r * 256;
         int width = 0;
         for (int b = 0; b < 256; b++)
             width = cm[b] + 1 > width ? cm[b] + 1 : width;
-        ok = m->row_of[i] >= 0 && (Py_ssize_t)m->row_of[i] + width <= n_dfa;
+        widths[r] = width;
     }
+    for (Py_ssize_t i = 0; ok && i < frames; i++) /* every class of the frame's rule lies in dfa */
+        ok = m->row_of[i] >= 0 && (Py_ssize_t)m->row_of[i] + widths[m->rule_of[i]] <= n_dfa;
+    free(widths);
     for (Py_ssize_t i = 0; ok && i < n_callee; i++) /* a negative callee: a lazy rule (added later) */
         ok = m->call_callee[i] < frames && m->call_callee[i] >= -INT32_MAX && m->call_ret[i] >= 0 && m->call_ret[i] < frames;
     for (Py_ssize_t i = 0; ok && i < m->num_rules; i++)
