@@ -1,0 +1,47 @@
+"""Counts, not times, over the bench's first pass (every bench schema compiled with a fresh
+compiler, each valid document forced token by token as first_pass_fills.py does): the masks
+computed (one trie walk each; states with one horizon key share a mask object), the machine states
+made and the rule DFAs' states. They do not drift with a shared machine's speed, so they tell
+what a compile-side change (minimising or not, refining lazily) moves into the fills.
+
+    PYTHONPATH=<tree>/src python scripts/compile_mask_walks.py [--vocab qwen|deepseek|smollm2]"""
+
+import argparse
+
+import strictgen as sg
+from strictgen import bench
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vocab", default="qwen")
+    args = ap.parse_args()
+    vocab = bench.load_vocab(args.vocab)
+    tok = vocab.build_info()
+    eos = tok.eos_token_ids[0]
+    mask = sg.allocate_token_bitmask(1, tok.vocab_size)
+    masks: dict[int, object] = {}  # id -> the mask itself, kept so that no id is reused
+    fills = machine_states = dfa_states = refused = 0
+    for case in bench.load_cases(bench.default_schemas_dir()):
+        try:
+            grammar = sg.GrammarCompiler(tok).compile_json_schema(case.schema_text)
+        except sg.StrictgenError:
+            continue
+        masker = grammar.masker
+        for doc in case.documents:
+            matcher = sg.GrammarMatcher(grammar)
+            for token in list(vocab.encode(doc)) + [eos]:
+                matcher.fill_next_token_bitmask(mask)
+                got = masker.mask(matcher.state)  # cached by now: the object the fill used
+                masks[id(got)] = got
+                fills += 1
+                if not matcher.accept_token(token):
+                    refused += 1
+                    break
+        machine_states += grammar.machine.num_states
+        dfa_states += sum(r.num_states for r in grammar.automaton.rules)
+    print(f"fills {fills}; masks computed {len(masks)}; machine states {machine_states}; rule DFA states {dfa_states}; documents refused {refused}")
+
+
+if __name__ == "__main__":
+    main()
