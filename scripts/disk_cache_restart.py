@@ -10,11 +10,12 @@ answered.
   3. cold again without a cache directory (the compile alone, for the load-vs-compile ratio).
 
 Prints medians, sums and the worst, the share of grammars the cache keeps, bytes per stored
-grammar, and the warm/cold ratio on the schemas it keeps; then whether keeping the vocabulary's
-preprocessed tables (trie, per-token facts) would pay: their build time against the least a
-load of the same arrays costs.
+grammar, and the warm/cold ratio on the schemas it keeps; then the vocabulary's preprocessed
+tables (trie, per-token facts): built (no cache) against loaded (warm cache), timed from after
+the vocabulary's load to the tables in place (with a cache: its start-up, the vocabulary's
+fingerprint apart), and again in interleaved pairs of processes that do nothing else.
 
-    PYTHONPATH=src python scripts/disk_cache_restart.py [--vocab qwen] [--max-schemas N]
+    PYTHONPATH=src python scripts/disk_cache_restart.py [--vocab qwen] [--max-schemas N] [--tables-repeats 5]
 """
 
 from __future__ import annotations
@@ -37,9 +38,8 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
 
     t0 = time.perf_counter()
     tok = sg.TokenizerInfo.from_name(vocab)
-    tok.trie  # noqa: B018 (the vocabulary's tables, built once per process)
     vocab_s = time.perf_counter() - t0
-    compiler = sg.GrammarCompiler(tok, cache_dir=cache_dir)
+    key_s, tables_s, tables_loaded, compiler = tables_in_place(tok, cache_dir)
     hits = []
     compiler.on_compile = lambda kind, seconds, hit: hits.append(hit)
     rows = []
@@ -54,52 +54,56 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
         rows.append({"schema": path.stem, "seconds": time.perf_counter() - t, "from_disk": bool(hits and hits[-1]), "deferred": g.automaton.lazy is not None})
     if compiler.disk_cache is not None:
         compiler.disk_cache.flush()
-    print(json.dumps({"vocab_s": vocab_s, "rows": rows}))
+    print(json.dumps({"vocab_s": vocab_s, "key_s": key_s, "tables_s": tables_s, "tables_loaded": tables_loaded, "rows": rows}))
 
 
-def vocab_tables(vocab: str) -> None:
-    """Whether keeping the vocabulary's preprocessed tables on disk would pay: the time to build
-    them (per-token facts and the trie, in C) against the least a load of the same arrays costs
-    (read, sha256, views), best of 3 each. Prints both and the bytes."""
-    import hashlib
-
-    import numpy as np
-
+def tables_in_place(tok, cache_dir: str | None):
+    """(seconds for the cache's keys: the vocabulary's fingerprint and the code digest, which the
+    grammar entries need too; seconds to the vocabulary's tables in place: loaded from the cache,
+    or built; whether loaded; the compiler)."""
     import strictgen as sg
-    from strictgen.tokenizer.token_facts import TokenFacts
-    from strictgen.tokenizer.trie import VocabTrie
+    from strictgen.compile.disk_cache import code_digest
 
-    tok = sg.TokenizerInfo.from_name(vocab)
-    builds = []
-    for _ in range(3):
-        t = time.perf_counter()
-        trie = VocabTrie(tok.all_token_bytes, tok.is_special, TokenFacts(tok.all_token_bytes))
-        builds.append(time.perf_counter() - t)
-    f = trie.facts
-    arrays = [trie.walk_nodes, trie.node_byte, np.concatenate(trie.parent), trie.token_node, trie.node_tokens, trie.offsets, f.flat, f.starts,
-              f.lengths, f.char_width, f.in_whole_char, f.complete_utf8, f.char_counts, f.byte_sets, f.first_bytes, f.starts_whole_char]
-    t = time.perf_counter()
-    fingerprint = tok.fingerprint  # a load needs the vocabulary's key first
-    key_s = time.perf_counter() - t
-    with tempfile.NamedTemporaryFile(suffix=".tables") as out:
-        out.write(b"".join(np.ascontiguousarray(a).tobytes() for a in arrays))
-        out.flush()
-        loads = []
-        for _ in range(3):
-            t = time.perf_counter()
-            data = Path(out.name).read_bytes()
-            hashlib.sha256(data).digest()
-            pos = 0
-            for a in arrays:
-                np.frombuffer(data, dtype=a.dtype, count=a.size, offset=pos)
-                pos += a.nbytes
-            loads.append(time.perf_counter() - t)
-    print(f"{vocab} tables: build {min(builds) * 1e3:.0f} ms, load at least {min(loads) * 1e3:.0f} ms + vocabulary fingerprint {key_s * 1e3:.0f} ms, "
-          f"{len(data):,} bytes ({fingerprint[:8]})")
+    t0 = time.perf_counter()
+    tok.fingerprint  # noqa: B018
+    code_digest()
+    key_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    compiler = sg.GrammarCompiler(tok, cache_dir=cache_dir)
+    tok.trie  # noqa: B018 (built here when there is no cache directory)
+    tables_s = time.perf_counter() - t0
+    return key_s, tables_s, compiler.disk_cache is not None and compiler.disk_cache.tables_loaded, compiler
 
 
-def run(vocab: str, cache_dir: str | None, limit: int) -> dict:
-    cmd = [sys.executable, __file__, "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
+def child_tables(vocab: str, cache_dir: str | None) -> None:
+    import strictgen as sg
+
+    key_s, tables_s, loaded, compiler = tables_in_place(sg.TokenizerInfo.from_name(vocab), cache_dir)
+    if compiler.disk_cache is not None:
+        compiler.disk_cache.flush()
+    print(json.dumps({"key_s": key_s, "tables_s": tables_s, "tables_loaded": loaded}))
+
+
+def tables_pairs(vocab: str, repeats: int) -> None:
+    """`repeats` interleaved pairs of fresh processes: tables built (no cache) and loaded (a warm
+    cache directory), medians; the machine's load moves both alike."""
+    built, loaded, keys = [], [], []
+    with tempfile.TemporaryDirectory() as d:
+        run(vocab, d, 0, tables=True)  # writes the tables
+        for _ in range(repeats):
+            built.append(run(vocab, None, 0, tables=True)["tables_s"])
+            got = run(vocab, d, 0, tables=True)
+            assert got["tables_loaded"], got
+            loaded.append(got["tables_s"])
+            keys.append(got["key_s"])
+    med = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
+    print(f"vocabulary tables, {repeats} interleaved pairs of processes: built median {med(built):.0f} ms, loaded median {med(loaded):.0f} ms "
+          f"(load/build {statistics.median(a / b for a, b in zip(loaded, built)):.2f}); the cache's keys (fingerprint, code digest) {med(keys):.0f} ms, "
+          f"paid with any cache directory")
+
+
+def run(vocab: str, cache_dir: str | None, limit: int, tables: bool = False) -> dict:
+    cmd = [sys.executable, __file__, "--child-tables" if tables else "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -113,15 +117,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", default="qwen")
     ap.add_argument("--max-schemas", type=int, default=1000)
+    ap.add_argument("--tables-repeats", type=int, default=5, help="interleaved pairs of processes timing the vocabulary's tables")
     ap.add_argument("--child", action="store_true")
+    ap.add_argument("--child-tables", action="store_true")
     ap.add_argument("--cache-dir")
     args = ap.parse_args()
     if args.child:
         child(args.vocab, args.cache_dir, args.max_schemas)
         return
+    if args.child_tables:
+        child_tables(args.vocab, args.cache_dir)
+        return
     with tempfile.TemporaryDirectory() as d:
         cold = run(args.vocab, d, args.max_schemas)
         files = [f.read_bytes() for f in Path(d).glob("*.sgc")]
+        tables_bytes = sum(len(b) for b in files if b'{"tables"' in b[:400])
+        files = [b for b in files if b'{"tables"' not in b[:400]]
         sizes = [len(b) for b in files if b'"not_kept": true' not in b]  # grammars, not the small "not kept" entries
         warm = run(args.vocab, d, args.max_schemas)
     plain = run(args.vocab, None, args.max_schemas)
@@ -149,7 +160,11 @@ def main() -> None:
     missed = [r for r in plain["rows"] if r["schema"] not in kept]
     if missed:
         summary("not kept (compile)", missed)
-    vocab_tables(args.vocab)
+    print(f"vocabulary tables (trie, token facts): built {plain['tables_s'] * 1e3:.0f} ms (no cache), cold cache {cold['tables_s'] * 1e3:.0f} ms "
+          f"({'loaded' if cold['tables_loaded'] else 'built'}), warm cache {warm['tables_s'] * 1e3:.0f} ms ({'loaded' if warm['tables_loaded'] else 'built'}); "
+          f"{tables_bytes:,} bytes on disk")
+    if args.tables_repeats:
+        tables_pairs(args.vocab, args.tables_repeats)
 
 
 if __name__ == "__main__":

@@ -90,8 +90,10 @@ class GrammarCompiler:
         return compiled
 
     def use_disk_cache(self, cache_dir: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir)."""
+        """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir), and the
+        vocabulary's tables: loaded from there if stored, else built now and stored."""
         self.disk_cache = DiskCache(cache_dir, self.tokenizer_info, max_bytes)
+        self.disk_cache.vocabulary_tables()
 
     def _from_disk(self, key: Hashable, t0: float) -> CompiledGrammar | None:
         """The grammar `key` from the disk cache (observed as a hit), or None."""

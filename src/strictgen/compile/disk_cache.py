@@ -41,7 +41,7 @@ import struct
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Hashable
+from typing import TYPE_CHECKING, Callable, Hashable, TypeVar
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from .automaton import CompiledAutomaton, RuleDFA
 
 if TYPE_CHECKING:
     from strictgen.tokenizer.info import TokenizerInfo
+    from strictgen.tokenizer.trie import VocabTrie
 
     from .compiled import CompiledGrammar
 
@@ -66,6 +67,9 @@ LOAD_SECONDS_PER_STATE = 8e-6
 _HEAD = struct.Struct("<8sIH")
 _TAIL = struct.Struct("<32s32s32sQ32s")
 NOT_KEPT = object()  # what a "not kept" entry decodes to
+VOCABULARY_KEY = ("vocabulary tables",)  # the entry of the vocabulary's trie and token facts
+ALIGN = 16  # its arrays start at multiples of this from the file's start (read in place, aligned)
+T = TypeVar("T")
 
 
 class CacheFileError(ValueError):
@@ -112,6 +116,7 @@ class DiskCache:
         code_digest()  # read the sources now, at start-up, not on the first request's path
         self._writers: list[threading.Thread] = []
         self._not_kept: set[bytes] = set()  # keys a file says are not worth keeping
+        self.tables_loaded = False  # whether the vocabulary took its tables from the directory (vocabulary_tables)
         self._lock = threading.Lock()
 
     # ---- keys and paths ----
@@ -133,29 +138,35 @@ class DiskCache:
     def load(self, key: Hashable) -> "CompiledGrammar | None":
         """The grammar stored for `key`, or None (absent, or a bad file: warned about and removed)."""
         digest = self.key_digest(key)
+        compiled = self._read(digest, self._decode)
+        if compiled is NOT_KEPT:
+            with self._lock:
+                self._not_kept.add(digest)  # no store attempt (building its rules) in this process either
+            return None
+        return compiled
+
+    def _read(self, digest: bytes, decode: Callable[[bytes, bytes], T]) -> T | None:
+        """decode(file bytes, digest) of the entry `digest`, or None: absent, or a bad file (any
+        exception decode raises), which is warned about in one line and removed."""
         path = self.path(digest)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("strictgen cache: cannot read %s (%s); compiling instead", path, exc)
+            logger.warning("strictgen cache: cannot read %s (%s); building instead", path, exc)
             return None
         try:
-            compiled = self._decode(data, digest)
+            got = decode(data, digest)
         except Exception as exc:  # CacheFileError, or anything a damaged file makes the rebuild raise
-            logger.warning("strictgen cache: ignoring %s (%s); compiling it again", path, exc)
+            logger.warning("strictgen cache: ignoring %s (%s); building it again", path, exc)
             _remove(path)
             return None
         try:
             os.utime(path)  # least recently used goes first
         except OSError:
             pass
-        if compiled is NOT_KEPT:
-            with self._lock:
-                self._not_kept.add(digest)  # no store attempt (building its rules) in this process either
-            return None
-        return compiled
+        return got
 
     def _decode(self, data: bytes, digest: bytes) -> "CompiledGrammar":
         from .compiled import CompiledGrammar
@@ -216,10 +227,15 @@ class DiskCache:
         request's path); `compile_seconds`: the CPU time its compile took (a grammar with
         deferred rules is kept only where loading them all would take less). `flush()` waits
         for the writes started so far."""
-        thread = threading.Thread(target=self._store_quietly, args=(key, compiled, compile_seconds), name="strictgen-cache-write", daemon=True)
         with self._lock:
             if self.key_digest(key) in self._not_kept:
                 return
+        self._later(self.store, key, compiled, compile_seconds)
+
+    def _later(self, write: Callable, *args) -> None:
+        """write(*args) on a background thread that `flush()` waits for; a failure is one warning line."""
+        thread = threading.Thread(target=self._quietly, args=(write, *args), name="strictgen-cache-write", daemon=True)
+        with self._lock:
             self._writers = [t for t in self._writers if t.is_alive()]
             self._writers.append(thread)
         thread.start()
@@ -230,9 +246,9 @@ class DiskCache:
         for t in writers:
             t.join()
 
-    def _store_quietly(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None) -> None:
+    def _quietly(self, write: Callable, *args) -> None:
         try:
-            self.store(key, compiled, compile_seconds)
+            write(*args)
         except Exception as exc:  # a cache write never fails a request; say why once
             logger.warning("strictgen cache: not stored (%s: %s)", type(exc).__name__, exc)
 
@@ -261,13 +277,64 @@ class DiskCache:
         self._write(digest, meta, parts)
         return True
 
-    def _write(self, digest: bytes, meta: dict, parts: list[bytes]) -> None:
-        meta_bytes = json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        payload = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(parts)
+    def _write(self, digest: bytes, meta: dict, parts: list[bytes], align: int = 1) -> None:
+        """The entry `digest`: header, metadata, parts; with `align`, every part starts at a
+        multiple of `align` bytes from the file's start (so that arrays read in place are aligned)."""
         version = _version().encode("utf-8")
+        meta_bytes = json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        meta_bytes += b" " * (-(_HEAD.size + len(version) + _TAIL.size + 4 + len(meta_bytes)) % align)  # JSON may end in spaces
+        payload = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(p + bytes(-len(p) % align) for p in parts)
         header = _HEAD.pack(MAGIC, FORMAT, len(version)) + version + _TAIL.pack(code_digest(), self._vocab, digest, len(payload), hashlib.sha256(payload).digest())
         _write_atomically(self.path(digest), header + payload)
         self.evict()
+
+    # ---- the vocabulary's tables ----
+
+    def vocabulary_tables(self) -> bool:
+        """Give the vocabulary its trie and token facts from the directory (True), or, where they
+        are not stored, build them now and store them on a background thread (False)."""
+        digest = self.key_digest(VOCABULARY_KEY)
+        self.tables_loaded = self.tokenizer_info.adopt_trie(lambda: self._read(digest, self._decode_tables))
+        if not self.tables_loaded:
+            trie = self.tokenizer_info.trie  # built now, or before
+            if not self.path(digest).exists():
+                self._later(self._store_tables, digest, trie)
+        return self.tables_loaded
+
+    def _store_tables(self, digest: bytes, trie: "VocabTrie") -> None:
+        """Write the tables, unless they would take more than half the directory's bound (they
+        would push out the grammars, and be pushed out by the next ones)."""
+        arrays = trie.arrays()
+        if sum(a.nbytes for a in arrays.values()) > self.max_bytes // 2:
+            return
+        meta = {"tables": [[name, a.dtype.str, int(a.size)] for name, a in arrays.items()]}
+        self._write(digest, meta, [np.ascontiguousarray(a).tobytes() for a in arrays.values()], ALIGN)
+
+    def _decode_tables(self, data: bytes, digest: bytes) -> "VocabTrie":
+        """The trie stored in `data`, its arrays read in place (views of `data`), checked
+        (VocabTrie.from_arrays)."""
+        from strictgen.tokenizer.trie import VocabTrie
+
+        payload = self._check_header(data, digest)
+        try:
+            (meta_len,) = struct.unpack_from("<I", payload, 0)
+            pos = len(data) - len(payload) + 4 + meta_len
+            arrays = {}
+            for name, dtype, count in json.loads(bytes(payload[4 : 4 + meta_len]).decode("utf-8"))["tables"]:
+                dtype = np.dtype(dtype)
+                if dtype.hasobject or int(count) < 0 or pos + int(count) * dtype.itemsize > len(data):
+                    raise CacheFileError("the payload is shorter than its metadata says")
+                a = np.frombuffer(data, dtype=dtype, count=int(count), offset=pos)
+                arrays[str(name)] = a if a.ctypes.data % dtype.alignment == 0 else a.copy()
+                pos += -(-a.nbytes // ALIGN) * ALIGN
+            if pos != len(data):
+                raise CacheFileError("the payload does not match its metadata")
+            info = self.tokenizer_info
+            return VocabTrie.from_arrays(arrays, info.all_token_bytes, info.is_special)
+        except CacheFileError:
+            raise
+        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
+            raise CacheFileError(f"malformed tables: {exc}") from None
 
     def evict(self) -> None:
         """Remove the least recently used files until the directory fits in max_bytes, and
