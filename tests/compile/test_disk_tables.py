@@ -120,7 +120,7 @@ def with_meta(change):
     def go(p: bytearray) -> bytearray:
         (n,) = struct.unpack_from("<I", p, 0)
         meta = json.loads(bytes(p[4:4 + n]))
-        change(meta["tables"])
+        change(meta["arrays"])
         body = json.dumps(meta).encode()
         body += b" " * (n - len(body)) if len(body) <= n else b""
         return bytearray(struct.pack("<I", len(body)) + body + bytes(p[4 + n:]))
@@ -132,7 +132,7 @@ def array_at(name: str, index: int, value: int):
     def go(p: bytearray) -> bytearray:
         (n,) = struct.unpack_from("<I", p, 0)
         head = len(p)  # offsets inside the payload: the arrays start aligned to the file, so find them from the end
-        entries = json.loads(bytes(p[4:4 + n]))["tables"]
+        entries = json.loads(bytes(p[4:4 + n]))["arrays"]
         sizes = [-(-np.dtype(d).itemsize * c // disk_cache.ALIGN) * disk_cache.ALIGN for _, d, c in entries]
         pos = head - sum(sizes)
         for (entry, dtype, _), size in zip(entries, sizes):
@@ -149,7 +149,7 @@ def array_at(name: str, index: int, value: int):
 def damaged_copies(good: bytes, strides: tuple[int, int, int], cuts: int) -> list[bytes]:
     """Bytes flipped in the header, metadata and arrays at the given strides, the file cut at
     `cuts` lengths, and lies with a right checksum."""
-    meta_start = good.index(b'{"tables"')
+    meta_start = good.index(b'{"arrays"')
     meta_end = good.index(b"]]}", meta_start) + 3
     positions = list(range(0, meta_start, strides[0])) + list(range(meta_start, meta_end, strides[1])) + list(range(meta_end, len(good), strides[2]))
     flipped = [good[:i] + bytes([good[i] ^ 0xFF]) + good[i + 1:] for i in positions]

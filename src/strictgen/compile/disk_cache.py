@@ -40,6 +40,7 @@ import os
 import struct
 import tempfile
 import threading
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Hashable, TypeVar
 
@@ -47,6 +48,7 @@ import numpy as np
 
 from strictgen import regular
 
+from . import disk_masks
 from .automaton import CompiledAutomaton, RuleDFA
 
 if TYPE_CHECKING:
@@ -307,20 +309,93 @@ class DiskCache:
         arrays = trie.arrays()
         if sum(a.nbytes for a in arrays.values()) > self.max_bytes // 2:
             return
-        meta = {"tables": [[name, a.dtype.str, int(a.size)] for name, a in arrays.items()]}
-        self._write(digest, meta, [np.ascontiguousarray(a).tobytes() for a in arrays.values()], ALIGN)
+        self._write_arrays(digest, {}, arrays)
 
     def _decode_tables(self, data: bytes, digest: bytes) -> "VocabTrie":
-        """The trie stored in `data`, its arrays read in place (views of `data`), checked
-        (VocabTrie.from_arrays)."""
+        """The trie stored in `data` (its arrays views of `data`), checked (VocabTrie.from_arrays)."""
         from strictgen.tokenizer.trie import VocabTrie
 
+        _, arrays = self._read_arrays(data, digest)
+        info = self.tokenizer_info
+        try:
+            return VocabTrie.from_arrays(arrays, info.all_token_bytes, info.is_special)
+        except ValueError as exc:
+            raise CacheFileError(f"malformed tables: {exc}") from None
+
+    # ---- a grammar's masks (disk_masks.py) ----
+
+    def store_masks(self, key: Hashable, compiled: "CompiledGrammar") -> bool:
+        """Write the masks `compiled` has cached (up to disk_masks.MAX_MASKS) for `key`; False
+        when it has none or cannot be kept (rules built as the document goes)."""
+        if compiled.automaton.lazy is not None:
+            return False
+        arrays = disk_masks.export(compiled)
+        if arrays is None:
+            return False
+        self._write_arrays(self.key_digest(("masks", key)), {"words": int(compiled.masker.eos_only.size)}, arrays)
+        return True
+
+    def store_masks_later(self, key: Hashable, compiled: "CompiledGrammar") -> None:
+        """store_masks on a background thread, where the grammar has twice the masks it had at
+        its last store or load (or any, the first time): a server's grammars save their masks as
+        they grow, a few times in all. Cheap when there is nothing to do (every cache hit asks)."""
+        count = compiled.masker.num_cached()
+        with self._lock:
+            if compiled.automaton.lazy is not None or count < max(1, 2 * compiled.masks_stored):
+                return
+            compiled.masks_stored = count  # no second store meanwhile
+        self._later(self.store_masks, key, compiled)
+
+    def load_masks(self, key: Hashable, compiled: "CompiledGrammar") -> int:
+        """Give `compiled` (loaded for `key`) the masks stored for it: the start state's now, the
+        others on a background thread (`flush` waits for it). How many were preloaded now; a file
+        whose entries fail their checks is refused with one warning line and removed."""
+        digest = self.key_digest(("masks", key))
+        stored = self._read(digest, lambda data, d: self._decode_masks(data, d, compiled))
+        if stored is None:
+            return 0
+        compiled.masks_stored = len(stored)
+        first = [i for i in range(len(stored)) if stored.path_ends[i] == 0]  # the start state (shallowest first)
+        now = self._checked(digest, lambda: stored.preload(compiled, first))
+        if now is not None and len(stored) > len(first):
+            self._later(self._checked, digest, lambda: stored.preload(compiled, range(len(first), len(stored))))
+        return now or 0
+
+    def _decode_masks(self, data: bytes, digest: bytes, compiled: "CompiledGrammar") -> disk_masks.StoredMasks:
+        meta, arrays = self._read_arrays(data, digest)
+        try:
+            if meta.get("words") != compiled.masker.eos_only.size:
+                raise CacheFileError("masks of another vocabulary size")
+            return disk_masks.StoredMasks(arrays, int(meta["words"]))
+        except (KeyError, ValueError) as exc:
+            raise CacheFileError(f"malformed masks: {exc}") from None
+
+    def _checked(self, digest: bytes, preload: Callable[[], int]) -> int | None:
+        """preload(), or None where an entry fails its checks: the file is refused (one warning line, removed)."""
+        try:
+            return preload()
+        except (ValueError, zlib.error) as exc:
+            path = self.path(digest)
+            logger.warning("strictgen cache: ignoring %s (%s); its masks will be computed", path, exc)
+            _remove(path)
+            return None
+
+    # ---- entries of named arrays (the vocabulary's tables, masks) ----
+
+    def _write_arrays(self, digest: bytes, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        meta = {**meta, "arrays": [[name, a.dtype.str, int(a.size)] for name, a in arrays.items()]}
+        self._write(digest, meta, [np.ascontiguousarray(a).tobytes() for a in arrays.values()], ALIGN)
+
+    def _read_arrays(self, data: bytes, digest: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+        """(metadata, arrays by name) of an entry `_write_arrays` wrote: the arrays are views of
+        `data` (aligned: each starts at a multiple of ALIGN bytes), every length checked."""
         payload = self._check_header(data, digest)
         try:
             (meta_len,) = struct.unpack_from("<I", payload, 0)
+            meta = json.loads(bytes(payload[4 : 4 + meta_len]).decode("utf-8"))
             pos = len(data) - len(payload) + 4 + meta_len
             arrays = {}
-            for name, dtype, count in json.loads(bytes(payload[4 : 4 + meta_len]).decode("utf-8"))["tables"]:
+            for name, dtype, count in meta["arrays"]:
                 dtype = np.dtype(dtype)
                 if dtype.hasobject or int(count) < 0 or pos + int(count) * dtype.itemsize > len(data):
                     raise CacheFileError("the payload is shorter than its metadata says")
@@ -329,12 +404,11 @@ class DiskCache:
                 pos += -(-a.nbytes // ALIGN) * ALIGN
             if pos != len(data):
                 raise CacheFileError("the payload does not match its metadata")
-            info = self.tokenizer_info
-            return VocabTrie.from_arrays(arrays, info.all_token_bytes, info.is_special)
+            return meta, arrays
         except CacheFileError:
             raise
         except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
-            raise CacheFileError(f"malformed tables: {exc}") from None
+            raise CacheFileError(f"malformed arrays: {exc}") from None
 
     def evict(self) -> None:
         """Remove the least recently used files until the directory fits in max_bytes, and
