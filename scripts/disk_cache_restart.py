@@ -6,7 +6,8 @@ first mask of a new matcher, timed together (time to first mask), plus whether t
 answered.
 
   1. cold: an empty cache directory (unseen schemas; the process writes the cache);
-  2. warm: the same directory, a new process (seen schemas: a restart);
+  2. warm: the same directory, a new process (seen schemas: a restart), and again on a copy of
+     it without the mask entries (what the masks add to a load and save along a document);
   3. cold again without a cache directory (the compile alone, for the load-vs-compile ratio).
 
 Prints medians, sums and the worst, the share of grammars the cache keeps, bytes per stored
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -157,7 +159,13 @@ def main() -> None:
         masks_bytes = sum(len(b) for b in files if b'{"words"' in b[:400])
         files = [b for b in files if b'{"arrays"' not in b[:400] and b'{"words"' not in b[:400]]
         sizes = [len(b) for b in files if b'"not_kept": true' not in b]  # grammars, not the small "not kept" entries
+        bare = Path(d) / "without-masks"  # the same grammars without their masks: what the masks add to a load
+        bare.mkdir()
+        for f in Path(d).glob("*.sgc"):
+            if b'{"words"' not in f.read_bytes()[:400]:
+                shutil.copy2(f, bare / f.name)
         warm = run(args.vocab, d, args.max_schemas)
+        warm_bare = run(args.vocab, str(bare), args.max_schemas)
     plain = run(args.vocab, None, args.max_schemas)
     kept = {r["schema"] for r in warm["rows"] if r["from_disk"]}
     print(f"{args.vocab}: {len(cold['rows'])} schemas; the cache keeps {len(sizes)} of them ({len(files) - len(sizes)} 'not kept' entries) "
@@ -168,6 +176,7 @@ def main() -> None:
     summary("unseen (cold, cache empty)", cold["rows"])
     summary("seen (restart, warm cache)", warm["rows"])
     summary("no cache (restart, compile)", plain["rows"])
+    summary("seen, warm cache without masks", warm_bare["rows"])
     by = lambda rows: {r["schema"]: r["seconds"] for r in rows if r["schema"] in kept}  # noqa: E731
     w, p = by(warm["rows"]), by(plain["rows"])
     if kept:
@@ -180,6 +189,7 @@ def main() -> None:
     summary("  unseen (cold)", [{"seconds": r["doc_s"]} for r in cold["rows"]])
     summary("  seen (warm: grammar and masks)", [{"seconds": r["doc_s"]} for r in warm["rows"]])
     summary("  no cache", [{"seconds": r["doc_s"]} for r in plain["rows"]])
+    summary("  seen, warm cache without masks", [{"seconds": r["doc_s"]} for r in warm_bare["rows"]])
     summary("  warm: background preload waited for", [{"seconds": r["preload_s"]} for r in warm["rows"]])
     loaded_masks = [r["masks_loaded"] for r in warm["rows"] if r["from_disk"]]
     if loaded_masks:

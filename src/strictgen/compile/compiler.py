@@ -98,13 +98,16 @@ class GrammarCompiler:
         return not compiled.has_special_tokens and not compiled.has_captures
 
     def save_masks(self) -> int:
-        """Store the masks of every grammar in the memory cache to the disk cache now (a server's
-        shutdown; cache hits store them as they grow); how many grammars had masks to store."""
+        """Store the masks of every grammar in the memory cache to the disk cache now, and wait for
+        its background writes (a server's shutdown; cache hits store masks as they grow); how
+        many grammars had masks to store."""
         if self.disk_cache is None:
             return 0
         with self._lock:
             grammars = [(key, self._cache.peek(key)) for key in self._cache.keys()]
-        return sum(self.disk_cache.store_masks(key, g) for key, g in grammars if g is not None and self._keeps(g))
+        stored = sum(self.disk_cache.store_masks(key, g) for key, g in grammars if g is not None and self._keeps(g))
+        self.disk_cache.flush()
+        return stored
 
     def use_disk_cache(self, cache_dir: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir), and the

@@ -1,9 +1,11 @@
 """Compiled grammars on disk, so a restarted server, a new worker or a replica skips the compile.
 
-What is kept is a grammar's rule automata (the tables the pushdown machine is built from), not
-its masks or its machine: those grow as decoding visits states and are rebuilt from the automata
-(the first mask costs well under a millisecond, measured by scripts/disk_cache_restart.py). A
-file is written on a background thread after the compile, off the request's path. Rules the
+Three kinds of entry share one directory, one file format and one byte bound: a grammar's rule
+automata (the tables the pushdown machine is built from; its machine grows again as decoding
+visits states), the masks a grammar has computed (named by byte paths, since state numbers are
+not stable across processes: disk_masks.py), and the vocabulary's tables (its trie and per-token
+facts, VocabTrie.arrays). A grammar's file is written on a background thread after the compile,
+off the request's path. Rules the
 compile deferred (past automaton.EAGER_STATES) are built there, as the machine would build
 them, so a loaded grammar has every rule; since loading costs about LOAD_SECONDS_PER_STATE per
 state, such a grammar is kept only where that is less than its compile's CPU time (the building
@@ -20,7 +22,9 @@ a file from it must not run code):
 
 payload: u32 n + JSON metadata (source, markers, unenforced, per rule: name, states, byte classes,
 calls) | per rule: int32 table (states x classes), 256-byte class map, a byte per state
-(accepting), int32 call starts (states + 1), callees, return states.
+(accepting), int32 call starts (states + 1), callees, return states. Mask and vocabulary
+entries: u32 n + JSON metadata naming the arrays (name, dtype, count) | the arrays, each
+starting at a multiple of ALIGN bytes from the file's start (read in place, aligned).
 
 The key digest covers the compile request (format kind, text and options) and the file header
 strictgen's version, a digest of the code that builds automata, and the vocabulary's content
@@ -329,10 +333,14 @@ class DiskCache:
         when it has none or cannot be kept (rules built as the document goes)."""
         if compiled.automaton.lazy is not None:
             return False
-        arrays = disk_masks.export(compiled)
-        if arrays is None:
+        try:
+            arrays = disk_masks.export(compiled)
+            if arrays is None:
+                return False
+            self._write_arrays(self.key_digest(("masks", key)), {"words": int(compiled.masker.eos_only.size)}, arrays)
+        except Exception as exc:  # a cache write never fails a request or a shutdown; say why once
+            logger.warning("strictgen cache: masks not stored (%s: %s)", type(exc).__name__, exc)
             return False
-        self._write_arrays(self.key_digest(("masks", key)), {"words": int(compiled.masker.eos_only.size)}, arrays)
         return True
 
     def store_masks_later(self, key: Hashable, compiled: "CompiledGrammar") -> None:
