@@ -17,6 +17,7 @@ the vocabulary's load to the tables in place (with a cache: its start-up, the vo
 fingerprint apart), and again in interleaved pairs of processes that do nothing else.
 
     PYTHONPATH=src python scripts/disk_cache_restart.py [--vocab qwen] [--max-schemas N] [--tables-repeats 5]
+    PYTHONPATH=src python scripts/disk_cache_restart.py --mask-load-pairs 5 [--max-schemas N]   (that alone)
 """
 
 from __future__ import annotations
@@ -126,6 +127,57 @@ def tables_pairs(vocab: str, repeats: int) -> None:
           f"paid with any cache directory")
 
 
+def mask_load_pairs(vocab: str, limit: int, repeats: int, verbose: bool = False) -> None:
+    """What loading a grammar's masks adds to loading the grammar, in one process: per schema the
+    cache stores with its first mask and its first valid document's masks, `repeats` interleaved
+    pairs of (grammar load, first mask) and (grammar load + the start state's stored mask, first
+    mask); medians per schema, then the median over schemas."""
+    import strictgen as sg
+    from strictgen.compile.disk_cache import DiskCache
+    from strictgen.tokenizer.info import text_encoder
+
+    tok = sg.TokenizerInfo.from_name(vocab)
+    encode = text_encoder(vocab)
+    plain_ms, masked_ms = [], []
+    with tempfile.TemporaryDirectory() as d:
+        cache = DiskCache(d, tok)
+        for path in sorted(BENCH.glob("*.json"))[:limit]:
+            case = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                g = sg.GrammarCompiler(tok).compile_json_schema(case["schema"])
+            except sg.StrictgenError:
+                continue
+            key = ("bench", path.stem)
+            if not cache.store(key, g):
+                continue
+            m = sg.GrammarMatcher(g)
+            m.next_token_mask()
+            doc = next((json.dumps(x["data"]) for x in case.get("tests", []) if x.get("valid")), None)
+            for token in encode(doc) if doc is not None and encode is not None else []:
+                if not m.accept_token(token):
+                    break
+                m.next_token_mask()
+            cache.store_masks(key, g)
+            a, b = [], []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                sg.GrammarMatcher(cache.load(key)).next_token_mask()
+                a.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                loaded = cache.load(key)
+                cache.load_masks(key, loaded)
+                sg.GrammarMatcher(loaded).next_token_mask()
+                b.append(time.perf_counter() - t)
+                cache.flush()  # the background preload, outside the timing
+            plain_ms.append(statistics.median(a) * 1e3)
+            masked_ms.append(statistics.median(b) * 1e3)
+            if verbose:
+                print(f"  {path.stem}: {plain_ms[-1]:.2f} / {masked_ms[-1]:.2f} ms")
+    print(f"load + first mask, {len(plain_ms)} kept schemas, {repeats} interleaved pairs each (medians per schema): without masks median "
+          f"{statistics.median(plain_ms):.2f} ms, with the stored start mask {statistics.median(masked_ms):.2f} ms, "
+          f"ratio median {statistics.median(b / a for a, b in zip(plain_ms, masked_ms)):.2f}")
+
+
 def run(vocab: str, cache_dir: str | None, limit: int, tables: bool = False) -> dict:
     cmd = [sys.executable, __file__, "--child-tables" if tables else "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
@@ -142,6 +194,7 @@ def main() -> None:
     ap.add_argument("--vocab", default="qwen")
     ap.add_argument("--max-schemas", type=int, default=1000)
     ap.add_argument("--tables-repeats", type=int, default=5, help="interleaved pairs of processes timing the vocabulary's tables")
+    ap.add_argument("--mask-load-pairs", type=int, default=0, metavar="R", help="only time what loading masks adds to a grammar load (R pairs per schema)")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--child-tables", action="store_true")
     ap.add_argument("--cache-dir")
@@ -151,6 +204,9 @@ def main() -> None:
         return
     if args.child_tables:
         child_tables(args.vocab, args.cache_dir)
+        return
+    if args.mask_load_pairs:
+        mask_load_pairs(args.vocab, args.max_schemas, args.mask_load_pairs, verbose=True)
         return
     with tempfile.TemporaryDirectory() as d:
         cold = run(args.vocab, d, args.max_schemas)

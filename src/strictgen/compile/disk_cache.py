@@ -44,6 +44,8 @@ import os
 import struct
 import tempfile
 import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Hashable, TypeVar
@@ -75,6 +77,8 @@ _TAIL = struct.Struct("<32s32s32sQ32s")
 NOT_KEPT = object()  # what a "not kept" entry decodes to
 VOCABULARY_KEY = ("vocabulary tables",)  # the entry of the vocabulary's trie and token facts
 ALIGN = 16  # its arrays start at multiples of this from the file's start (read in place, aligned)
+MASKS_NOW = 0.0  # seconds of a grammar's load spent preloading its stored masks past the first (load_masks)
+MASKS_LATER = 0.02  # and when the rest start, on a background thread
 T = TypeVar("T")
 
 
@@ -120,7 +124,11 @@ class DiskCache:
         self.max_bytes = max_bytes
         self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
         code_digest()  # read the sources now, at start-up, not on the first request's path
-        self._writers: list[threading.Thread] = []
+        # one background thread for writes and mask preloads, started now: starting a thread on a
+        # request's path waits for the OS to schedule it (milliseconds on a loaded machine)
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-cache")
+        self._background.submit(int)
+        self._writers: list[Future] = []
         self._not_kept: set[bytes] = set()  # keys a file says are not worth keeping
         self.tables_loaded = False  # whether the vocabulary took its tables from the directory (vocabulary_tables)
         self._lock = threading.Lock()
@@ -239,18 +247,16 @@ class DiskCache:
         self._later(self.store, key, compiled, compile_seconds)
 
     def _later(self, write: Callable, *args) -> None:
-        """write(*args) on a background thread that `flush()` waits for; a failure is one warning line."""
-        thread = threading.Thread(target=self._quietly, args=(write, *args), name="strictgen-cache-write", daemon=True)
+        """write(*args) on the background thread; `flush()` waits for it; a failure is one warning line."""
         with self._lock:
-            self._writers = [t for t in self._writers if t.is_alive()]
-            self._writers.append(thread)
-        thread.start()
+            self._writers = [f for f in self._writers if not f.done()]
+            self._writers.append(self._background.submit(self._quietly, write, *args))
 
     def flush(self) -> None:
+        """Wait for the background work asked for so far (writes, mask preloads)."""
         with self._lock:
             writers = list(self._writers)
-        for t in writers:
-            t.join()
+        wait(writers)
 
     def _quietly(self, write: Callable, *args) -> None:
         try:
@@ -355,18 +361,25 @@ class DiskCache:
         self._later(self.store_masks, key, compiled)
 
     def load_masks(self, key: Hashable, compiled: "CompiledGrammar") -> int:
-        """Give `compiled` (loaded for `key`) the masks stored for it: the start state's now, the
-        others on a background thread (`flush` waits for it). How many were preloaded now; a file
-        whose entries fail their checks is refused with one warning line and removed."""
+        """Give `compiled` (loaded for `key`) the masks stored for it: nearest the start first, for
+        MASKS_NOW seconds now, the rest on a background thread that starts MASKS_LATER seconds
+        later (when the request that loaded the grammar has its first mask: a thread that
+        replays paths beside it would hold the GIL it needs) and that `flush` waits for. How
+        many were preloaded now; a file whose entries fail their checks is refused with one
+        warning line and removed."""
+        t0 = time.perf_counter()
         digest = self.key_digest(("masks", key))
         stored = self._read(digest, lambda data, d: self._decode_masks(data, d, compiled))
         if stored is None:
             return 0
         compiled.masks_stored = len(stored)
-        first = [i for i in range(len(stored)) if stored.path_ends[i] == 0]  # the start state (shallowest first)
-        now = self._checked(digest, lambda: stored.preload(compiled, first))
-        if now is not None and len(stored) > len(first):
-            self._later(self._checked, digest, lambda: stored.preload(compiled, range(len(first), len(stored))))
+        now = self._checked(digest, lambda: stored.preload(compiled, until=t0 + MASKS_NOW))
+        if now is not None and now < len(stored):
+            def rest() -> int:
+                time.sleep(MASKS_LATER)
+                return stored.preload(compiled, now, background=True)
+
+            self._later(self._checked, digest, rest)
         return now or 0
 
     def _decode_masks(self, data: bytes, digest: bytes, compiled: "CompiledGrammar") -> disk_masks.StoredMasks:
@@ -421,8 +434,6 @@ class DiskCache:
     def evict(self) -> None:
         """Remove the least recently used files until the directory fits in max_bytes, and
         temporary files a process left behind (it stopped mid-write) an hour ago or more."""
-        import time
-
         for tmp in self.directory.glob(".tmp-*" + SUFFIX + ".part"):
             try:
                 if tmp.stat().st_mtime < time.time() - 3600:

@@ -19,6 +19,7 @@ paths first: every document passes the states near the start.
 
 from __future__ import annotations
 
+import time
 import zlib
 from typing import TYPE_CHECKING
 
@@ -156,9 +157,17 @@ class StoredMasks:
             raise ValueError("a stored mask allows EOS where the state does not accept, or the reverse")
         return state
 
-    def preload(self, compiled: "CompiledGrammar", entries) -> int:
-        """Check entries (indices) all, then give their masks to the grammar's masker; how many."""
-        states = [(self.state(compiled, i), self.mask(i)) for i in entries]
+    def preload(self, compiled: "CompiledGrammar", start: int = 0, until: float | None = None, background: bool = False) -> int:
+        """Check entries from `start` on, then give their masks to the grammar's masker; stops
+        after the first entry past `until` (time.perf_counter()); returns the index reached.
+        `background`: on a thread beside requests: it lets the GIL go after each entry."""
+        states = []
+        for i in range(start, len(self)):
+            states.append((self.state(compiled, i), self.mask(i)))
+            if background:
+                time.sleep(0)
+            elif until is not None and time.perf_counter() > until:
+                break
         for state, mask in states:
             compiled.masker.preload(state, mask)
-        return len(states)
+        return start + len(states)
