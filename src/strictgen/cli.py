@@ -272,6 +272,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         uvicorn.run(create_app(server), host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     finally:
+        server.grammars.compiler.save_masks()  # with --cache-dir: the grammars' masks for the next start
         server.pool.close()
     return 0
 

@@ -79,6 +79,11 @@ class BoundedLRU(Generic[V]):
             self._plain.pop(key, None)
             return self._map.pop(key, default)
 
+    def keys(self) -> list[Hashable]:
+        """A snapshot of the keys (in no particular order; reading them ages nothing)."""
+        with self._lock:
+            return list(self._plain)
+
     def values(self) -> list[V]:
         """A snapshot of the values (in no particular order; reading them ages nothing)."""
         with self._lock:

@@ -27,6 +27,13 @@ UNIQUE = {"type": "object", "properties": {"tags": {"type": "array", "items": {"
           "required": ["tags"]}
 
 
+@pytest.fixture(autouse=True)
+def no_vocabulary_entry(monkeypatch):
+    """These tests count and damage grammar entries; the vocabulary's tables (a 22 MB entry for
+    Qwen) have their own tests (test_disk_tables.py)."""
+    monkeypatch.setattr(disk_cache.DiskCache, "vocabulary_tables", lambda self: False)
+
+
 def formats(compiler):
     """(name, compile function, a valid document) for a schema with calls, recursive GBNF, a regex,
     a schema with uniqueItems."""

@@ -133,3 +133,51 @@ def test_loop_entries_are_the_inside_tokens_that_enter_by_their_first_byte_or_ch
                     got = trie.loop_entries(loop_bytes, multibyte, first, by_char)
                     assert np.array_equal(got, want), (loop_bytes[:4], multibyte, share, by_char)
                     assert not got.flags.writeable  # shared by every grammar
+
+
+def test_arrays_round_trip_and_refuse_what_the_walk_cannot_read(vocab):
+    """VocabTrie.from_arrays(trie.arrays()) is the same trie with the same facts, sharing the
+    arrays; an array of another type or size, or an index out of range, is a ValueError (the C
+    walk and loop scans read them unchecked)."""
+    _, tok = vocab
+    trie = tok.trie
+    arrays = trie.arrays()
+    again = VocabTrie.from_arrays(arrays, tok.all_token_bytes, tok.is_special)
+    _same(again, trie)
+    for name in ("complete_utf8", "char_counts", "first_bytes", "starts_whole_char", "lengths"):
+        assert np.array_equal(getattr(again.facts, name), getattr(trie.facts, name)), name
+    assert np.array_equal(again.facts.byte_sets, trie.facts.byte_sets) and again.walk_nodes is arrays["walk_nodes"]
+    assert again.max_multibyte_chars == trie.max_multibyte_chars  # a fact read through the loaded arrays
+
+    def changed(name, change):
+        out = dict(arrays)
+        out[name] = change(arrays[name].copy())
+        return out
+
+    def at(i, value):
+        def go(a):
+            a[i] = value
+            return a
+        return go
+
+    bad = [
+        changed("walk_nodes", lambda a: a.astype(np.int64)),
+        changed("offsets", lambda a: a[:-1]),
+        changed("node_byte", lambda a: a[1:]),
+        changed("walk_nodes", at(0, trie.num_nodes + 1)),  # a child past the last node
+        changed("walk_nodes", at(2, -1)),
+        changed("walk_nodes", at(3, trie.num_text_tokens + 1)),  # a token slice past the tokens
+        changed("node_parent", at(1, trie.num_nodes)),
+        changed("token_node", at(0, trie.num_nodes + 1)),
+        changed("node_tokens", at(0, tok.vocab_size)),
+        changed("facts.starts", at(len(arrays["facts.starts"]) - 1, 10**9)),
+        changed("facts.lengths", at(0, -1)),
+        changed("facts.byte_sets", lambda a: a[:-4]),
+        changed("facts.flat", lambda a: a[:-1]),
+        {k: a for k, a in arrays.items() if k != "facts.char_width"},
+    ]
+    for broken in bad:
+        with pytest.raises(ValueError):
+            VocabTrie.from_arrays(broken, tok.all_token_bytes, tok.is_special)
+    with pytest.raises(ValueError):
+        VocabTrie.from_arrays(arrays, tok.all_token_bytes[:-1], tok.is_special[:-1])  # another vocabulary's size

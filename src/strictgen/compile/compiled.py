@@ -66,6 +66,7 @@ class CompiledGrammar:
                                   markers=self.marker_tokens,
                                   blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
         self._unique_items: object = None
+        self.masks_stored = 0  # how many masks the disk cache stored or loaded for it last (disk_cache.store_masks_later)
         self.has_captures = False  # the disk cache keeps no grammar with captures
         self.source_grammar: "Callable[[], Grammar] | None" = None  # rebuilds the IR for export (set by GrammarCompiler)
 

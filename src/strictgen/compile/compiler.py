@@ -70,6 +70,8 @@ class GrammarCompiler:
             pending.wait()
         if got is not None:
             self._observed(str(key[0]), t0, True)
+            if self.disk_cache is not None and self._keeps(got):
+                self.disk_cache.store_masks_later(key, got)  # the masks it has computed since, as they grow
             return got
         try:
             compiled = self._from_disk(key, t0)
@@ -78,7 +80,7 @@ class GrammarCompiler:
                 compiled = self._build(str(key[0]), lambda: CompiledGrammar(build(), self.tokenizer_info, source, self.defer_rules))
                 if finish is not None:
                     finish(compiled)
-                if self.disk_cache is not None and not compiled.has_special_tokens and not compiled.has_captures:  # both live in the IR, which the file lacks
+                if self.disk_cache is not None and self._keeps(compiled):
                     self.disk_cache.store_later(key, compiled, time.thread_time() - cpu)
             compiled.source_grammar = build  # the IR is not kept (compiled.py): export builds it again
             with self._lock:
@@ -89,9 +91,29 @@ class GrammarCompiler:
             pending.set()
         return compiled
 
+    @staticmethod
+    def _keeps(compiled: CompiledGrammar) -> bool:
+        """Whether the disk cache may keep `compiled`: special-token references and captures live
+        in the IR, which the file lacks."""
+        return not compiled.has_special_tokens and not compiled.has_captures
+
+    def save_masks(self) -> int:
+        """Store the masks of every grammar in the memory cache to the disk cache now, and wait for
+        its background writes (a server's shutdown; cache hits store masks as they grow); how
+        many grammars had masks to store."""
+        if self.disk_cache is None:
+            return 0
+        with self._lock:
+            grammars = [(key, self._cache.peek(key)) for key in self._cache.keys()]
+        stored = sum(self.disk_cache.store_masks(key, g) for key, g in grammars if g is not None and self._keeps(g))
+        self.disk_cache.flush()
+        return stored
+
     def use_disk_cache(self, cache_dir: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir)."""
+        """Keep compiled grammars in `cache_dir` from now on (a server's --cache-dir), and the
+        vocabulary's tables: loaded from there if stored, else built now and stored."""
         self.disk_cache = DiskCache(cache_dir, self.tokenizer_info, max_bytes)
+        self.disk_cache.vocabulary_tables()
 
     def _from_disk(self, key: Hashable, t0: float) -> CompiledGrammar | None:
         """The grammar `key` from the disk cache (observed as a hit), or None."""
@@ -99,6 +121,8 @@ class GrammarCompiler:
             return None
         with collector_paused():
             compiled = self.disk_cache.load(key)  # never raises: a bad file is a miss
+            if compiled is not None:
+                self.disk_cache.load_masks(key, compiled)  # the start state's now, the rest in the background
         if compiled is not None:
             self._observed(str(key[0]), t0, True)
         return compiled

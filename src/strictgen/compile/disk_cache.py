@@ -1,9 +1,11 @@
 """Compiled grammars on disk, so a restarted server, a new worker or a replica skips the compile.
 
-What is kept is a grammar's rule automata (the tables the pushdown machine is built from), not
-its masks or its machine: those grow as decoding visits states and are rebuilt from the automata
-(the first mask costs well under a millisecond, measured by scripts/disk_cache_restart.py). A
-file is written on a background thread after the compile, off the request's path. Rules the
+Three kinds of entry share one directory, one file format and one byte bound: a grammar's rule
+automata (the tables the pushdown machine is built from; its machine grows again as decoding
+visits states), the masks a grammar has computed (named by byte paths, since state numbers are
+not stable across processes: disk_masks.py), and the vocabulary's tables (its trie and per-token
+facts, VocabTrie.arrays). A grammar's file is written on a background thread after the compile,
+off the request's path. Rules the
 compile deferred (past automaton.EAGER_STATES) are built there, as the machine would build
 them, so a loaded grammar has every rule; since loading costs about LOAD_SECONDS_PER_STATE per
 state, such a grammar is kept only where that is less than its compile's CPU time (the building
@@ -20,7 +22,9 @@ a file from it must not run code):
 
 payload: u32 n + JSON metadata (source, markers, unenforced, per rule: name, states, byte classes,
 calls) | per rule: int32 table (states x classes), 256-byte class map, a byte per state
-(accepting), int32 call starts (states + 1), callees, return states.
+(accepting), int32 call starts (states + 1), callees, return states. Mask and vocabulary
+entries: u32 n + JSON metadata naming the arrays (name, dtype, count) | the arrays, each
+starting at a multiple of ALIGN bytes from the file's start (read in place, aligned).
 
 The key digest covers the compile request (format kind, text and options) and the file header
 strictgen's version, a digest of the code that builds automata, and the vocabulary's content
@@ -40,17 +44,22 @@ import os
 import struct
 import tempfile
 import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Hashable
+from typing import TYPE_CHECKING, Callable, Hashable, TypeVar
 
 import numpy as np
 
 from strictgen import regular
 
+from . import disk_masks
 from .automaton import CompiledAutomaton, RuleDFA
 
 if TYPE_CHECKING:
     from strictgen.tokenizer.info import TokenizerInfo
+    from strictgen.tokenizer.trie import VocabTrie
 
     from .compiled import CompiledGrammar
 
@@ -66,6 +75,11 @@ LOAD_SECONDS_PER_STATE = 8e-6
 _HEAD = struct.Struct("<8sIH")
 _TAIL = struct.Struct("<32s32s32sQ32s")
 NOT_KEPT = object()  # what a "not kept" entry decodes to
+VOCABULARY_KEY = ("vocabulary tables",)  # the entry of the vocabulary's trie and token facts
+ALIGN = 16  # its arrays start at multiples of this from the file's start (read in place, aligned)
+MASKS_NOW = 0.0  # seconds of a grammar's load spent preloading its stored masks past the first (load_masks)
+MASKS_LATER = 0.02  # and when the rest start, on a background thread
+T = TypeVar("T")
 
 
 class CacheFileError(ValueError):
@@ -110,8 +124,13 @@ class DiskCache:
         self.max_bytes = max_bytes
         self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
         code_digest()  # read the sources now, at start-up, not on the first request's path
-        self._writers: list[threading.Thread] = []
+        # one background thread for writes and mask preloads, started now: starting a thread on a
+        # request's path waits for the OS to schedule it (milliseconds on a loaded machine)
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-cache")
+        self._background.submit(int)
+        self._writers: list[Future] = []
         self._not_kept: set[bytes] = set()  # keys a file says are not worth keeping
+        self.tables_loaded = False  # whether the vocabulary took its tables from the directory (vocabulary_tables)
         self._lock = threading.Lock()
 
     # ---- keys and paths ----
@@ -133,29 +152,35 @@ class DiskCache:
     def load(self, key: Hashable) -> "CompiledGrammar | None":
         """The grammar stored for `key`, or None (absent, or a bad file: warned about and removed)."""
         digest = self.key_digest(key)
+        compiled = self._read(digest, self._decode)
+        if compiled is NOT_KEPT:
+            with self._lock:
+                self._not_kept.add(digest)  # no store attempt (building its rules) in this process either
+            return None
+        return compiled
+
+    def _read(self, digest: bytes, decode: Callable[[bytes, bytes], T]) -> T | None:
+        """decode(file bytes, digest) of the entry `digest`, or None: absent, or a bad file (any
+        exception decode raises), which is warned about in one line and removed."""
         path = self.path(digest)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("strictgen cache: cannot read %s (%s); compiling instead", path, exc)
+            logger.warning("strictgen cache: cannot read %s (%s); building instead", path, exc)
             return None
         try:
-            compiled = self._decode(data, digest)
+            got = decode(data, digest)
         except Exception as exc:  # CacheFileError, or anything a damaged file makes the rebuild raise
-            logger.warning("strictgen cache: ignoring %s (%s); compiling it again", path, exc)
+            logger.warning("strictgen cache: ignoring %s (%s); building it again", path, exc)
             _remove(path)
             return None
         try:
             os.utime(path)  # least recently used goes first
         except OSError:
             pass
-        if compiled is NOT_KEPT:
-            with self._lock:
-                self._not_kept.add(digest)  # no store attempt (building its rules) in this process either
-            return None
-        return compiled
+        return got
 
     def _decode(self, data: bytes, digest: bytes) -> "CompiledGrammar":
         from .compiled import CompiledGrammar
@@ -216,23 +241,26 @@ class DiskCache:
         request's path); `compile_seconds`: the CPU time its compile took (a grammar with
         deferred rules is kept only where loading them all would take less). `flush()` waits
         for the writes started so far."""
-        thread = threading.Thread(target=self._store_quietly, args=(key, compiled, compile_seconds), name="strictgen-cache-write", daemon=True)
         with self._lock:
             if self.key_digest(key) in self._not_kept:
                 return
-            self._writers = [t for t in self._writers if t.is_alive()]
-            self._writers.append(thread)
-        thread.start()
+        self._later(self.store, key, compiled, compile_seconds)
+
+    def _later(self, write: Callable, *args) -> None:
+        """write(*args) on the background thread; `flush()` waits for it; a failure is one warning line."""
+        with self._lock:
+            self._writers = [f for f in self._writers if not f.done()]
+            self._writers.append(self._background.submit(self._quietly, write, *args))
 
     def flush(self) -> None:
+        """Wait for the background work asked for so far (writes, mask preloads)."""
         with self._lock:
             writers = list(self._writers)
-        for t in writers:
-            t.join()
+        wait(writers)
 
-    def _store_quietly(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None) -> None:
+    def _quietly(self, write: Callable, *args) -> None:
         try:
-            self.store(key, compiled, compile_seconds)
+            write(*args)
         except Exception as exc:  # a cache write never fails a request; say why once
             logger.warning("strictgen cache: not stored (%s: %s)", type(exc).__name__, exc)
 
@@ -261,19 +289,151 @@ class DiskCache:
         self._write(digest, meta, parts)
         return True
 
-    def _write(self, digest: bytes, meta: dict, parts: list[bytes]) -> None:
-        meta_bytes = json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass")
-        payload = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(parts)
+    def _write(self, digest: bytes, meta: dict, parts: list[bytes], align: int = 1) -> None:
+        """The entry `digest`: header, metadata, parts; with `align`, every part starts at a
+        multiple of `align` bytes from the file's start (so that arrays read in place are aligned)."""
         version = _version().encode("utf-8")
+        meta_bytes = json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        meta_bytes += b" " * (-(_HEAD.size + len(version) + _TAIL.size + 4 + len(meta_bytes)) % align)  # JSON may end in spaces
+        payload = struct.pack("<I", len(meta_bytes)) + meta_bytes + b"".join(p + bytes(-len(p) % align) for p in parts)
         header = _HEAD.pack(MAGIC, FORMAT, len(version)) + version + _TAIL.pack(code_digest(), self._vocab, digest, len(payload), hashlib.sha256(payload).digest())
         _write_atomically(self.path(digest), header + payload)
         self.evict()
 
+    # ---- the vocabulary's tables ----
+
+    def vocabulary_tables(self) -> bool:
+        """Give the vocabulary its trie and token facts from the directory (True), or, where they
+        are not stored, build them now and store them on a background thread (False)."""
+        digest = self.key_digest(VOCABULARY_KEY)
+        self.tables_loaded = self.tokenizer_info.adopt_trie(lambda: self._read(digest, self._decode_tables))
+        if not self.tables_loaded:
+            trie = self.tokenizer_info.trie  # built now, or before
+            if not self.path(digest).exists():
+                self._later(self._store_tables, digest, trie)
+        return self.tables_loaded
+
+    def _store_tables(self, digest: bytes, trie: "VocabTrie") -> None:
+        """Write the tables, unless they would take more than half the directory's bound (they
+        would push out the grammars, and be pushed out by the next ones)."""
+        arrays = trie.arrays()
+        if sum(a.nbytes for a in arrays.values()) > self.max_bytes // 2:
+            return
+        self._write_arrays(digest, {}, arrays)
+
+    def _decode_tables(self, data: bytes, digest: bytes) -> "VocabTrie":
+        """The trie stored in `data` (its arrays views of `data`), checked (VocabTrie.from_arrays)."""
+        from strictgen.tokenizer.trie import VocabTrie
+
+        _, arrays = self._read_arrays(data, digest)
+        info = self.tokenizer_info
+        try:
+            return VocabTrie.from_arrays(arrays, info.all_token_bytes, info.is_special)
+        except ValueError as exc:
+            raise CacheFileError(f"malformed tables: {exc}") from None
+
+    # ---- a grammar's masks (disk_masks.py) ----
+
+    def store_masks(self, key: Hashable, compiled: "CompiledGrammar") -> bool:
+        """Write the masks `compiled` has cached (up to disk_masks.MAX_MASKS) for `key`; False
+        when it has none or cannot be kept (rules built as the document goes)."""
+        if compiled.automaton.lazy is not None:
+            return False
+        try:
+            arrays = disk_masks.export(compiled)
+            if arrays is None:
+                return False
+            self._write_arrays(self.key_digest(("masks", key)), {"words": int(compiled.masker.eos_only.size)}, arrays)
+        except Exception as exc:  # a cache write never fails a request or a shutdown; say why once
+            logger.warning("strictgen cache: masks not stored (%s: %s)", type(exc).__name__, exc)
+            return False
+        return True
+
+    def store_masks_later(self, key: Hashable, compiled: "CompiledGrammar") -> None:
+        """store_masks on a background thread, where the grammar has twice the masks it had at
+        its last store or load (or any, the first time): a server's grammars save their masks as
+        they grow, a few times in all. Cheap when there is nothing to do (every cache hit asks)."""
+        count = compiled.masker.num_cached()
+        with self._lock:
+            if compiled.automaton.lazy is not None or count < max(1, 2 * compiled.masks_stored):
+                return
+            compiled.masks_stored = count  # no second store meanwhile
+        self._later(self.store_masks, key, compiled)
+
+    def load_masks(self, key: Hashable, compiled: "CompiledGrammar") -> int:
+        """Give `compiled` (loaded for `key`) the masks stored for it: nearest the start first, for
+        MASKS_NOW seconds now, the rest on a background thread that starts MASKS_LATER seconds
+        later (when the request that loaded the grammar has its first mask: a thread that
+        replays paths beside it would hold the GIL it needs) and that `flush` waits for. How
+        many were preloaded now; a file whose entries fail their checks is refused with one
+        warning line and removed."""
+        t0 = time.perf_counter()
+        digest = self.key_digest(("masks", key))
+        stored = self._read(digest, lambda data, d: self._decode_masks(data, d, compiled))
+        if stored is None:
+            return 0
+        compiled.masks_stored = len(stored)
+        now = self._checked(digest, lambda: stored.preload(compiled, until=t0 + MASKS_NOW))
+        if now is not None and now < len(stored):
+            def rest() -> int:
+                time.sleep(MASKS_LATER)
+                return stored.preload(compiled, now, background=True)
+
+            self._later(self._checked, digest, rest)
+        return now or 0
+
+    def _decode_masks(self, data: bytes, digest: bytes, compiled: "CompiledGrammar") -> disk_masks.StoredMasks:
+        meta, arrays = self._read_arrays(data, digest)
+        try:
+            if meta.get("words") != compiled.masker.eos_only.size:
+                raise CacheFileError("masks of another vocabulary size")
+            return disk_masks.StoredMasks(arrays, int(meta["words"]))
+        except (KeyError, ValueError) as exc:
+            raise CacheFileError(f"malformed masks: {exc}") from None
+
+    def _checked(self, digest: bytes, preload: Callable[[], int]) -> int | None:
+        """preload(), or None where an entry fails its checks: the file is refused (one warning line, removed)."""
+        try:
+            return preload()
+        except (ValueError, zlib.error) as exc:
+            path = self.path(digest)
+            logger.warning("strictgen cache: ignoring %s (%s); its masks will be computed", path, exc)
+            _remove(path)
+            return None
+
+    # ---- entries of named arrays (the vocabulary's tables, masks) ----
+
+    def _write_arrays(self, digest: bytes, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        meta = {**meta, "arrays": [[name, a.dtype.str, int(a.size)] for name, a in arrays.items()]}
+        self._write(digest, meta, [np.ascontiguousarray(a).tobytes() for a in arrays.values()], ALIGN)
+
+    def _read_arrays(self, data: bytes, digest: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+        """(metadata, arrays by name) of an entry `_write_arrays` wrote: the arrays are views of
+        `data` (aligned: each starts at a multiple of ALIGN bytes), every length checked."""
+        payload = self._check_header(data, digest)
+        try:
+            (meta_len,) = struct.unpack_from("<I", payload, 0)
+            meta = json.loads(bytes(payload[4 : 4 + meta_len]).decode("utf-8"))
+            pos = len(data) - len(payload) + 4 + meta_len
+            arrays = {}
+            for name, dtype, count in meta["arrays"]:
+                dtype = np.dtype(dtype)
+                if dtype.hasobject or int(count) < 0 or pos + int(count) * dtype.itemsize > len(data):
+                    raise CacheFileError("the payload is shorter than its metadata says")
+                a = np.frombuffer(data, dtype=dtype, count=int(count), offset=pos)
+                arrays[str(name)] = a if a.ctypes.data % dtype.alignment == 0 else a.copy()
+                pos += -(-a.nbytes // ALIGN) * ALIGN
+            if pos != len(data):
+                raise CacheFileError("the payload does not match its metadata")
+            return meta, arrays
+        except CacheFileError:
+            raise
+        except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as exc:
+            raise CacheFileError(f"malformed arrays: {exc}") from None
+
     def evict(self) -> None:
         """Remove the least recently used files until the directory fits in max_bytes, and
         temporary files a process left behind (it stopped mid-write) an hour ago or more."""
-        import time
-
         for tmp in self.directory.glob(".tmp-*" + SUFFIX + ".part"):
             try:
                 if tmp.stat().st_mtime < time.time() - 3600:

@@ -229,3 +229,19 @@ class TokenMasker:
             if live:
                 _walk.set_bits(packed, np.asarray(live, dtype=np.int64))
         return self._with_eos(packed) if self.machine.accepting[state] else packed
+
+    # ---- masks kept across processes (compile/disk_masks.py names them by byte paths) ----
+
+    def cached_states(self) -> list[int]:
+        """The machine states whose masks are cached now (not the keys states share masks by)."""
+        return [k for k in self._cache.keys() if isinstance(k, int)]
+
+    def num_cached(self) -> int:
+        """How many masks (and shared keys) are cached: how much a store of them would hold."""
+        return len(self._cache)
+
+    def preload(self, state: int, packed: np.ndarray) -> None:
+        """Cache `packed` as the mask of `state`: a mask computed for the same state by another
+        process, checked by the caller (disk_masks.StoredMasks)."""
+        packed.setflags(write=False)
+        self._cache.put(state, packed)

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -170,6 +170,17 @@ class TokenizerInfo:
         from strictgen.tokenizer.trie import VocabTrie
 
         return VocabTrie(self.all_token_bytes, self.is_special, TokenFacts(self.all_token_bytes))
+
+    def adopt_trie(self, load: Callable[[], Any]) -> bool:
+        """Take `trie` from `load()` (a stored copy of this vocabulary's tables: compile/disk_cache.py)
+        instead of building it; not called when it was built already. True if taken (not None)."""
+        if "trie" in self.__dict__:
+            return False
+        trie = load()
+        if trie is None:
+            return False
+        self.__dict__.setdefault("trie", trie)  # where cached_property keeps it
+        return True
 
     def __len__(self) -> int:
         return self._vocab_size

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _vocab
 
-__all__ = ["TokenFacts"]
+__all__ = ["TokenFacts", "typed_array"]
 
 
 class TokenFacts:
@@ -56,3 +56,40 @@ class TokenFacts:
         self.starts_whole_char[nonempty] = self.char_width[starts[nonempty]] > 0
         for a in (self.lengths, self.first_bytes, self.starts_whole_char, self.flat, self.starts):
             a.setflags(write=False)
+
+    # ---- a stored copy (compile/disk_cache.py keeps a vocabulary's tables across restarts) ----
+
+    _ARRAYS = {"lengths": np.int64, "first_bytes": np.uint8, "flat": np.uint8, "starts": np.int64, "char_width": np.int8,
+               "in_whole_char": np.bool_, "complete_utf8": np.bool_, "char_counts": np.int64, "byte_sets": np.uint64,
+               "starts_whole_char": np.bool_}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The facts' arrays by name (byte_sets flattened): what `from_arrays` takes back."""
+        return {name: getattr(self, name).reshape(-1) for name in self._ARRAYS}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], num_tokens: int) -> "TokenFacts":
+        """The facts `arrays()` gave for a vocabulary of `num_tokens` tokens, checked for types and
+        sizes, and for token starts and lengths inside the bytes laid end to end (the loop scans
+        in C read them unchecked); ValueError otherwise."""
+        got = {name: typed_array(arrays, name, dtype) for name, dtype in cls._ARRAYS.items()}
+        per_token = ("lengths", "first_bytes", "starts", "complete_utf8", "char_counts", "starts_whole_char")
+        per_byte = ("flat", "char_width", "in_whole_char")
+        if any(len(got[n]) != num_tokens for n in per_token) or len(got["byte_sets"]) != 4 * num_tokens or len({len(got[n]) for n in per_byte}) != 1:
+            raise ValueError("token facts of inconsistent sizes")
+        starts, lengths = got["starts"], got["lengths"]
+        if num_tokens and (lengths.min() < 0 or starts.min() < 0 or (starts + lengths).max() > len(got["flat"])):
+            raise ValueError("a token's bytes out of range")
+        out = object.__new__(cls)
+        for name, a in got.items():
+            setattr(out, name, a)
+        out.byte_sets = got["byte_sets"].reshape(num_tokens, 4)
+        return out
+
+
+def typed_array(arrays: dict[str, np.ndarray], name: str, dtype) -> np.ndarray:
+    """arrays[name], one-dimensional and of `dtype` (ValueError if it is absent or is not)."""
+    a = arrays.get(name)
+    if a is None or a.dtype != np.dtype(dtype) or a.ndim != 1:
+        raise ValueError(f"array {name!r} missing or not {np.dtype(dtype)}")
+    return a

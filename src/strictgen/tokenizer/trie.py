@@ -17,7 +17,7 @@ import numpy as np
 from strictgen.lru import BoundedLRU
 
 from . import _vocab
-from .token_facts import TokenFacts
+from .token_facts import TokenFacts, typed_array
 
 
 # how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
@@ -74,15 +74,17 @@ class VocabTrie:
         out._start(flat, np.ascontiguousarray(starts, dtype=np.int64), lengths, lengths == 0, np.flatnonzero(lengths > 0))
         return out
 
-    def _start(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, excluded: np.ndarray, ids: np.ndarray) -> None:
+    def _start(self, flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, excluded: np.ndarray, ids: np.ndarray | None) -> None:
         """What every trie holds (the tokens' bytes as slices of `flat`, empty caches) and the
-        arrays of the trie of tokens `ids`; __init__, of_slices and subtrie all end here."""
+        arrays of the trie of tokens `ids` (None: `from_arrays` sets them); __init__, of_slices,
+        subtrie and from_arrays all end here."""
         self._excluded = excluded
         self._splits: dict[str, BoundedLRU] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
         self._lock = threading.Lock()
         self._flat, self._starts, self._lengths = flat, starts, lengths
-        self._adopt(ids)
+        if ids is not None:
+            self._adopt(ids)
 
     @functools.cached_property
     def _token_bytes(self) -> list[bytes]:
@@ -98,21 +100,26 @@ class VocabTrie:
     def _adopt(self, ids: np.ndarray) -> None:
         """The arrays of the trie of tokens `ids`, built in C (`_vocab.trie`)."""
         sizes, node_byte, node_parent, token_node, walk, node_tokens = _vocab.trie(self._flat, self._starts, self._lengths, ids.astype(np.int64))
-        sizes = np.frombuffer(sizes, dtype=np.int64)
-        self.depth = len(sizes)
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(np.frombuffer(sizes, dtype=np.int64))]).astype(np.int64)
+        self._set_tables(offsets, np.frombuffer(node_byte, dtype=np.uint8), np.frombuffer(node_parent, dtype=np.int64), np.frombuffer(token_node, dtype=np.int64),
+                         np.frombuffer(node_tokens, dtype=np.int64), np.frombuffer(walk, dtype=np.int32))
+
+    def _set_tables(self, offsets, node_byte, node_parent, token_node, node_tokens, walk_nodes) -> None:
+        """The trie's arrays, from `_adopt`'s build or a stored copy (`from_arrays`)."""
+        self.depth = len(offsets) - 1
+        self.offsets = offsets
         self.num_nodes = int(self.offsets[-1])
-        self.node_byte = np.frombuffer(node_byte, dtype=np.uint8)  # by flat node id (offsets[d] + index within depth d)
-        self._node_parent = np.frombuffer(node_parent, dtype=np.int64)
-        self.roots = np.arange(sizes[0] if self.depth else 0, dtype=np.int64)  # the depth-0 nodes' flat ids
+        self.node_byte = node_byte  # by flat node id (offsets[d] + index within depth d)
+        self._node_parent = node_parent
+        self.roots = np.arange(offsets[1] if self.depth else 0, dtype=np.int64)  # the depth-0 nodes' flat ids
         # every token's end node as a flat id; tokens not in the trie point at an extra, never-live slot
-        self.token_node = np.frombuffer(token_node, dtype=np.int64)
+        self.token_node = token_node
         self.num_tokens = len(self.token_node)
-        self.node_tokens = np.frombuffer(node_tokens, dtype=np.int64)  # the text tokens grouped by end node
+        self.node_tokens = node_tokens  # the text tokens grouped by end node
         self.num_text_tokens = len(self.node_tokens)
         # what the C walk reads of a node, side by side (one cache line, not four arrays): 4 int32
         # per flat node id, its children's flat ids [start, end) and its slice of node_tokens
-        self.walk_nodes = np.frombuffer(walk, dtype=np.int32)
+        self.walk_nodes = walk_nodes
 
     def _per_depth(self, flat: np.ndarray, shift: bool) -> list[np.ndarray]:
         """`flat` (by flat node id) cut into depths; with `shift`, node ids in it made local to
@@ -367,3 +374,45 @@ class VocabTrie:
                 got.setflags(write=False)
             lru.put(key, got)
         return got
+
+    # ---- a stored copy (compile/disk_cache.py keeps a vocabulary's tables across restarts) ----
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays this trie is made of, its facts' under "facts.": what `from_arrays` takes back."""
+        out = {"offsets": self.offsets, "node_byte": self.node_byte, "node_parent": self._node_parent, "token_node": self.token_node,
+               "node_tokens": self.node_tokens, "walk_nodes": self.walk_nodes}
+        out.update(("facts." + name, a) for name, a in self.facts.arrays().items())
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], token_bytes: list[bytes], excluded: np.ndarray) -> "VocabTrie":
+        """The vocabulary trie that `arrays()` gave for these `token_bytes` and `excluded` tokens
+        (VocabTrie(token_bytes, excluded)), without building it. The arrays are checked for
+        types, sizes and ranges, since the C walk reads them unchecked (ValueError); that they
+        are this vocabulary's is the caller's key (a content hash of the vocabulary)."""
+        facts = TokenFacts.from_arrays({k[6:]: a for k, a in arrays.items() if k.startswith("facts.")}, len(token_bytes))
+        offsets, node_byte, node_parent, token_node, node_tokens, walk = (
+            typed_array(arrays, name, dtype) for name, dtype in
+            (("offsets", np.int64), ("node_byte", np.uint8), ("node_parent", np.int64), ("token_node", np.int64), ("node_tokens", np.int64), ("walk_nodes", np.int32)))
+        excluded = np.asarray(excluded, dtype=bool)
+        nodes = int(offsets[-1]) if len(offsets) else -1
+        if (len(offsets) < 1 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or len(node_byte) != nodes or len(node_parent) != nodes
+                or len(walk) != 4 * nodes or len(token_node) != len(token_bytes) or len(excluded) != len(token_bytes)):
+            raise ValueError("trie arrays of inconsistent sizes")
+        text = len(node_tokens)
+        if nodes and (node_parent.min() < -1 or node_parent.max() >= nodes):
+            raise ValueError("a node parent out of range")
+        if len(token_node) and (token_node.min() < 0 or token_node.max() > nodes):
+            raise ValueError("a token's node out of range")
+        if text and (node_tokens.min() < 0 or node_tokens.max() >= len(token_bytes)):
+            raise ValueError("a node's token out of range")
+        highest = walk.reshape(-1, 4).max(axis=0) if nodes else None  # one pass: children's ids, then token slices
+        if nodes and (walk.min() < 0 or highest[:2].max() > nodes or highest[2:].max() > text):
+            raise ValueError("a walk record out of range")
+        out = object.__new__(cls)
+        out.__dict__["_token_bytes"] = token_bytes
+        out.__dict__["facts"] = facts
+        out._start(facts.flat, facts.starts, facts.lengths, excluded, None)
+        out._set_tables(offsets, node_byte, node_parent, token_node, node_tokens, walk)
+        return out
+
