@@ -109,7 +109,8 @@ from .schema.ir import FALSE, TRUE, Conjunct, Formula
 from .schema.key_sets import key_set_object
 from .schema.normalize import Normalizer
 from .schema.rule_sizes import call_big_rules
-from .schema.values import RefLoop, Reporter, load_schema, to_fraction
+from .schema.strings import StringLanguages
+from .schema.values import Reporter, load_schema, to_fraction
 
 __all__ = ["json_schema_grammar", "schema_cache_text", "SchemaEmitter"]
 
@@ -132,6 +133,7 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
     def __init__(self, norm: Normalizer, style: JsonStyle, any_order: bool, reporter: Reporter):
         super().__init__()
         self.norm = norm
+        self.strings = norm.strings  # the compile's string-language service, shared with the normaliser
         self.style = style
         self.any_order = any_order
         self.reporter = reporter
@@ -143,9 +145,6 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
         self.ws, self.comma, self.colon, ws_rule = _layout(style)
         if ws_rule is not None:
             self.rules["ws"] = ws_rule
-        norm.str_member_hook = self.str_member
-        norm.str_language_empty = self.str_language_empty
-        norm.obj_keys_disjoint = self.objects_keys_disjoint
 
     # ---- rules ----
 
@@ -180,17 +179,8 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
         return RuleRef("any")
 
     def is_empty(self, f: Formula) -> bool:
-        """Does `f` admit no value at all? (False when it cannot be told yet: `f` is being normalised.)"""
-        if f is FALSE:
-            return True
-        if f in self.norm._active:
-            return False
-        try:
-            return not self.norm.dnf(f)
-        except RefLoop:
-            if self.norm._active:  # asked from inside a normalisation: cannot tell
-                return False
-            raise
+        """Does `f` admit no value at all? (the normaliser's answer)"""
+        return self.norm.is_empty(f)
 
     # ---- conjuncts ----
 
@@ -385,7 +375,7 @@ def json_schema_grammar(
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    norm = Normalizer(schema, reporter, formats=formats, documents=documents)
+    norm = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages())
     emitter = SchemaEmitter(norm, style, any_order, reporter)
     try:
         grammar = emitter.build(norm.root_formula)
@@ -393,8 +383,4 @@ def json_schema_grammar(
             raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
     except RecursionError:
         raise GrammarTooLargeError("schema nested too deeply") from None
-    finally:
-        # the normaliser's hooks are the emitter's methods: a reference cycle that would keep
-        # every formula and memo of this compile alive until the cyclic collector runs
-        norm.str_member_hook = norm.str_language_empty = norm.obj_keys_disjoint = None
     return grammar, list(reporter.unenforced)

@@ -1,8 +1,8 @@
 """schema.emit_strings (StringEmitter): a conjunction of string atoms emits exactly the JSON
 strings whose value satisfies every atom (judged by str_holds, i.e. jsonschema for patterns and
 formats), in every JSON spelling of the value (raw UTF-8, \\u escapes, surrogate pairs, `\\/`);
-`str_member` decides the same membership; `str_language_empty` is never wrong when True and
-finds a member otherwise; long length bounds count code points; the same atoms give the same,
+the string-language service (schema.strings) decides the same membership, and its `is_empty` is
+never wrong when True and finds a member otherwise; long length bounds count code points; the same atoms give the same,
 stably named rule in every grammar."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 
 from strictgen.grammar.automata import Language
 from strictgen.grammar.ir import NOTHING, lit
-from strictgen.grammar.schema.emit_strings import LONG_STRING, spelled, string_language
+from strictgen.grammar.schema.emit_strings import LONG_STRING, spelled
+from strictgen.grammar.schema.strings import string_language
 from strictgen.grammar.schema.ir import AmongStrings, Format, Length, Matches, NotAll
 
 from .oracle import WORDS, atoms, emitter, language_of, str_holds
@@ -36,10 +37,10 @@ def test_the_emitted_strings_are_those_satisfying_the_atoms(a):
     accepts = language_of(em, expr)
     for s in WORDS:
         holds = str_holds(a, s)
-        assert em.str_member(a, s) == holds, (a, s)
+        assert em.strings.member(a, s) == holds, (a, s)
         for text in spellings(s):
             assert accepts(text) == holds, (a, text)
-    if em.str_language_empty(a):
+    if em.strings.is_empty(a):
         assert expr == NOTHING or not any(str_holds(a, s) for s in WORDS)
     else:
         member = Language(string_language(a)).shortest()
@@ -62,7 +63,7 @@ def test_formats_match_the_jsonschema_format_checker(name, good, bad):
     for s in good + bad:
         assert str_holds(a, s) == (s in good), f"test error: {s!r}"
         assert accepts(json.dumps(s)) == (s in good), s
-        assert em.str_member(a, s) == (s in good), s
+        assert em.strings.member(a, s) == (s in good), s
 
 
 def test_long_length_bounds_count_code_points():

@@ -1,7 +1,7 @@
 """Object emission: named members, key patterns, additional members, presence clauses and counts.
 
 Keys outside the listed names are partitioned into regions by the value schema that applies to
-them (pattern combinations; only the cells some key can fall into once there are many patterns).
+them (schema.key_space), and each region's members are one variant of the additional members.
 Members come in schema order by default (a key's slot decides it), or in any order with
 ``any_order=True``; presence clauses, member counts and existential member constraints (from
 `not`) are tracked by a counting construction. A listed name is one slot, but other keys may
@@ -10,34 +10,29 @@ existential member such a repeat could undo."""
 
 from __future__ import annotations
 
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
-from ..automata import Language
-from ..ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_trie, seq
+from ..ir import NOTHING, Expr, Seq, difference, intersect, literal_trie, seq
 from ..json_escapes import spelled_string
 from ..json_value import json_container, json_string
 from .counting import counting_language
+from .emit_strings import spelled
+from .ir import TRUE, ObjectConstraints
 from .key_sets import key_set_object, submasks
-from .emit_strings import ANY_STRING, spelled
-from .ir import TRUE, Formula, ObjectConstraints, pattern_language
+from .key_space import key_regions, key_set
+from .strings import ANY_STRING
 
-__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
+__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "ObjectEmitter"]
 
-MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
-MAX_REGIONS = 24  # beyond that: combinations some key can match
 MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
 KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the key sets are built at run time, which
 # costs a few small rules per object a document holds instead of ~2**n states compiled ahead
 
 
 class ObjectEmitter:
-    """Object subschemas, mixed into `json_schema.SchemaEmitter` (whose `norm`, `reporter`, `ref`,
-    `is_empty`, `any_value`, `rule_of`, `open_close`, `str_lang`, `any_order` and separators it
-    uses)."""
-
-    def __init__(self):
-        self._cells: dict[tuple, list[int] | None] = {}
-        super().__init__()
+    """Object subschemas, mixed into `json_schema.SchemaEmitter` (whose `norm`, `strings`,
+    `reporter`, `ref`, `is_empty`, `any_value`, `rule_of`, `open_close`, `any_order` and separators
+    it uses)."""
 
     def object(self, o: ObjectConstraints) -> Expr:
         norm = self.norm
@@ -181,7 +176,7 @@ class ObjectEmitter:
         """Can a member have a key that is none of the listed names? Only such members can repeat a
         name: a listed name has one slot (fixed order) or one bit in the key set (any order)."""
         named = literal_trie(names)
-        return any(not self._empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in self._regions(o))
+        return any(not self.strings.raw_is_empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in key_regions(self.norm, o))
 
     def _refuse_repeatable_count(self, o: ObjectConstraints) -> None:
         """minProperties counts distinct names, the construction counts members: a document that
@@ -204,15 +199,15 @@ class ObjectEmitter:
         (`{"x":"s","x":1}` against `not: {additionalProperties: {type: integer}}`): refused where
         some allowed key of its set can hold both kinds of value."""
         norm, named = self.norm, literal_trie(names)
-        regions = self._regions(o)
+        regions = key_regions(norm, o)
         for e in exists:
             if e.kind == "name" or e.schema is TRUE:
                 continue
-            keys = difference(self._key_set(e), named)
+            keys = difference(key_set(e), named)
             if any(
                 not self.is_empty(norm.and_(vf, e.schema))
                 and not self.is_empty(norm.and_(vf, norm.not_(e.schema)))
-                and not self._empty(keys if region is None else intersect(keys, region))
+                and not self.strings.raw_is_empty(keys if region is None else intersect(keys, region))
                 for vf, region in regions
             ):
                 kw = "patternProperties" if e.kind == "pattern" else e.pointer.rsplit("/", 1)[-1] or "not"
@@ -223,87 +218,12 @@ class ObjectEmitter:
                     e.pointer.rsplit("/", 1)[0] if e.kind == "pattern" else e.pointer,
                 )
 
-    def _key_set(self, r) -> Expr:
-        """The raw language of the keys an existential rule ranges over."""
-        if r.kind == "name":
-            return lit(r.name)
-        if r.kind == "pattern":
-            return pattern_language(r.pattern)
-        if r.kind == "keys":
-            return self.str_lang(r.atoms)
-        outs = [lit(k) for k in sorted(r.names)] + [pattern_language(p) for p in sorted(r.patterns)]
-        return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
-
-    def _regions(self, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
-        """The keys outside the listed names, partitioned by the value schema that applies to them:
-        (value formula, raw key language or None for every key). Names are not subtracted here."""
-        norm = self.norm
-        pattern_rules = [r for r in o.rules if r.kind == "pattern"]
-        other_rules = [r for r in o.rules if r.kind == "other"]
-        patterns = sorted({r.pattern for r in pattern_rules} | {p for r in other_rules for p in r.patterns})
-        masks = range(1 << len(patterns))
-        if len(patterns) > MAX_PATTERNS:  # only the combinations some key can fall into
-            found = self._key_cells(patterns)
-            if found is None:
-                ptr = next((r.pointer for r in pattern_rules), "")
-                self.reporter.refuse(
-                    f"objects whose key patterns overlap in more than {MAX_REGIONS} ways are not supported", "patternProperties", ptr
-                )
-                patterns = patterns[:MAX_PATTERNS]
-            else:
-                masks = found
-        regions: dict[Formula, list[int]] = {}
-        for mask in masks:
-            inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
-            parts = [r.schema for r in pattern_rules if r.pattern in inside]
-            parts += [r.schema for r in other_rules if not (r.patterns & inside)]
-            vf = norm.and_(*parts)
-            if self.is_empty(vf):
-                continue
-            regions.setdefault(vf, []).append(mask)
-        out: list[tuple[Formula, Expr | None]] = []
-        for vf, ms in regions.items():
-            keys = None if len(ms) == len(masks) else alt(*(self._region(patterns, m) for m in ms))
-            if o.key_atoms is not None:
-                keys = self.str_lang(o.key_atoms) if keys is None else intersect(keys, self.str_lang(o.key_atoms))
-            out.append((vf, keys))
-        return out
-
-    def allowed_keys(self, o: ObjectConstraints) -> Expr:
-        """The raw language of the keys an object of `o` may have (for disjointness checks)."""
-        names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
-        allowed = [lit(k) for k in names if not self.is_empty(self.norm.value_formula(o, k))]
-        named = literal_trie(names)
-        for vf, keys in self._regions(o):
-            allowed.append(difference(keys if keys is not None else ANY_STRING, named))
-        return alt(*allowed) if allowed else NOTHING
-
-    def objects_keys_disjoint(self, a: ObjectConstraints, b: ObjectConstraints) -> bool:
-        """Both objects have a member and no key is allowed in both, or one needs a member
-        (an existential constraint) with a key the other does not allow."""
-        for x, y in ((a, b), (b, a)):
-            for e in x.exists:
-                if self._empty(intersect(self._key_set(e), self.allowed_keys(y))):
-                    return True
-        if not ((a.min > 0 or a.required) and (b.min > 0 or b.required)):
-            return False
-        return self._empty(intersect(self.allowed_keys(a), self.allowed_keys(b)))
-
-    def _empty(self, lang: Expr) -> bool:
-        """Is the raw language empty (decided lazily; too big to decide counts as not empty)?"""
-        try:
-            return Language(lang).is_empty()
-        except CompileTimeoutError:
-            raise
-        except StrictgenError:
-            return False
-
     def _additional(self, o: ObjectConstraints, names: list[str], exists: list) -> list[tuple[Expr, int]]:
         """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
         norm = self.norm
         members: list[tuple[Expr, int]] = []
         named = literal_trie(names)
-        for vf, keys in self._regions(o):
+        for vf, keys in key_regions(self.norm, o):
             if keys is None and not names:
                 key_expr = json_string()
             else:
@@ -314,35 +234,7 @@ class ObjectEmitter:
                 f = norm.and_(vf, *(e.schema for e in chosen))
                 if self.is_empty(f):
                     continue
-                lang = intersect(keys if keys is not None else ANY_STRING, *(self._key_set(e) for e in chosen))
+                lang = intersect(keys if keys is not None else ANY_STRING, *(key_set(e) for e in chosen))
                 key_expr = json_string(spelled(difference(lang, named)))
                 members.append((seq(key_expr, self.colon, self.ref(f)), sub))
         return members
-
-    def _key_cells(self, patterns: list[str]) -> list[int] | None:
-        """The masks of the pattern combinations that some key matches exactly (None: more than
-        MAX_REGIONS): the key space is split pattern by pattern, and empty cells are dropped, so
-        patterns that rarely overlap (anchored names, prefixes) cost one cell each, not 2**n."""
-        key = tuple(patterns)
-        if key in self._cells:
-            return self._cells[key]
-        cells: list[tuple[int, Expr]] = [(0, ANY_STRING)]
-        self._cells[key] = None
-        for i, p in enumerate(patterns):
-            lang = pattern_language(p)
-            cells = [
-                (mask | bit << i, part)
-                for mask, cell in cells
-                for bit, part in ((1, intersect(cell, lang)), (0, difference(cell, lang)))
-                if not self._empty(part)
-            ]
-            if len(cells) > MAX_REGIONS:
-                return None
-        got = self._cells[key] = sorted(mask for mask, _ in cells)
-        return got
-
-    def _region(self, patterns: list[str], mask: int) -> Expr:
-        ins = [pattern_language(p) for i, p in enumerate(patterns) if mask >> i & 1]
-        outs = [pattern_language(p) for i, p in enumerate(patterns) if not mask >> i & 1]
-        base = intersect(*ins) if ins else ANY_STRING
-        return difference(base, alt(*outs)) if outs else base

@@ -53,9 +53,10 @@ from .documents import SchemaDocuments, dialect_of
 from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
 from .limits import malformed_subschema
 from .refs import References
+from .strings import StringLanguages
 from .keywords import TypeKeywords
 from .vocabularies import Vocabularies
-from .values import FORMAT_MODES, Reporter, escape_pointer, invalid, json_equal, value_key
+from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
 
 __all__ = ["Normalizer", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
 
@@ -72,14 +73,19 @@ _NO_CONTENT = frozenset(
 class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabularies):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
-    def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None):
+    def __init__(
+        self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None, strings: StringLanguages | None = None
+    ):
         """`documents`: the other documents `root` may refer to (SchemaDocuments.of takes a mapping
-        of URI -> schema or a referencing.Registry); nothing else is ever fetched."""
+        of URI -> schema or a referencing.Registry); nothing else is ever fetched. `strings`: the
+        compile's string-language service (shared with its emitter; a new one by default)."""
         import referencing.jsonschema as rj
 
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
-        self.reporter = reporter or Reporter(True)
+        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial (applicators)
+        self.compile_reporter = self.reporter  # never swapped: where the emitter's refusals go too
+        self.strings = strings if strings is not None else StringLanguages()
         self.formats = formats
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
@@ -267,6 +273,20 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         if f.kind == "not":
             return f.args[0]
         return self._intern("not", ("not", f.key), (f,))
+
+    def is_empty(self, f: Formula) -> bool:
+        """Does `f` admit no value at all? (False when it cannot be told yet: `f` is being
+        normalised, as when a question is asked from inside its own normalisation.)"""
+        if f is FALSE:
+            return True
+        if f in self._active:
+            return False
+        try:
+            return not self.dnf(f)
+        except RefLoop:
+            if self._active:  # asked from inside a normalisation: cannot tell
+                return False
+            raise
 
     # ---- membership (the jsonschema validator is the judge) ----
 
