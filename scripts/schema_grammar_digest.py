@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -136,16 +137,23 @@ def outcome(schema, options: dict, limit_s: float) -> str:
     try:
         with deadline.compile_deadline(limit_s):
             grammar, unenforced = json_schema_grammar(schema, **options)
-            return f"ok {Digester().grammar(grammar)} rules={len(grammar.rules)} unenforced={unenforced}"
     except CompileTimeoutError:
         return "timeout"  # timing-dependent: compare such lines by rerunning them with a longer --limit-s
     except StrictgenError as e:
         return f"{type(e).__name__} keyword={getattr(e, 'keyword', None)!r} pointer={getattr(e, 'pointer', None)!r} {e}"
     except RecursionError:
         return "RecursionError"
+    # the digest recurses along the expressions, deeper than the front end's own limit allows
+    # (which stays as in production while it runs); main() runs on a thread with a big stack
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000_000)
+    try:
+        return f"ok {Digester().grammar(grammar)} rules={len(grammar.rules)} unenforced={unenforced}"
+    finally:
+        sys.setrecursionlimit(limit)
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--save")
     ap.add_argument("--compare")
@@ -173,12 +181,18 @@ def main() -> None:
     print(f"{len(results)} outcomes in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     if args.compare:
         before = dict(json.loads(line) for line in Path(args.compare).read_text().splitlines() if line)
-        diffs = [k for k in sorted(set(before) | set(results)) if before.get(k) != results.get(k)]
+        diffs = [k for k in sorted(results) if before.get(k) != results.get(k)]  # this run's schemas only
         for k in diffs:
             print(f"DIFF {k}\n  before: {before.get(k)}\n  after:  {results.get(k)}")
         print(f"{len(diffs)} differences in {len(results)} outcomes")
-        sys.exit(1 if diffs else 0)
+        return 1 if diffs else 0
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    threading.stack_size(1 << 29)
+    status: list[int] = []
+    worker = threading.Thread(target=lambda: status.append(main()))
+    worker.start()
+    worker.join()
+    sys.exit(status[0] if status else 2)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from strictgen.compile.automaton import EmptyLanguageError, compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.grammar.ir import Expr, Grammar
-from strictgen.grammar.json_schema import SchemaEmitter
+from strictgen.grammar.schema.emitter import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
 from strictgen.grammar.schema.ir import AmongStrings, ArrayConstraints, Conjunct, Format, Length, Matches, NotAll, NumberConstraints, ObjectConstraints, str_meet
 from strictgen.grammar.schema.normalize import Normalizer

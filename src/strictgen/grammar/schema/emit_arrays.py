@@ -23,7 +23,7 @@ _NO_ITEMS = {"k": "", "s": None, "l": []}  # the spec of a position past maxItem
 
 
 class ArrayEmitter:
-    """Array subschemas, mixed into `json_schema.SchemaEmitter` (whose `norm`, `reporter`, `ref`,
+    """Array subschemas, mixed into `emitter.SchemaEmitter` (whose `norm`, `reporter`, `ref`,
     `value`, `is_empty`, `any_value`, `open_close` and separators it uses)."""
 
     def array(self, a: ArrayConstraints) -> Expr:

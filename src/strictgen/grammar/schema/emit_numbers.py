@@ -29,7 +29,7 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
 
 
 class NumberEmitter:
-    """Numeric subschemas, mixed into `json_schema.SchemaEmitter` (whose `reporter`,
+    """Numeric subschemas, mixed into `emitter.SchemaEmitter` (whose `reporter`,
     `canonical_numbers`, `fresh_name` and `merge_rules` it uses)."""
 
     def number(self, n: NumberConstraints) -> Expr:

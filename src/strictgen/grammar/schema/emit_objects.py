@@ -30,7 +30,7 @@ KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the k
 
 
 class ObjectEmitter:
-    """Object subschemas, mixed into `json_schema.SchemaEmitter` (whose `norm`, `strings`,
+    """Object subschemas, mixed into `emitter.SchemaEmitter` (whose `norm`, `strings`,
     `reporter`, `ref`, `is_empty`, `any_value`, `rule_of`, `open_close`, `any_order` and separators
     it uses)."""
 

@@ -37,11 +37,11 @@ def spelled(expr: Expr) -> Expr:
     return Spelled(expr)
 
 
-SPELLED_CHAR = spelled(ANY_CHAR)  # one object for every grammar (see json_schema._called_rule)
+SPELLED_CHAR = spelled(ANY_CHAR)  # one object for every grammar (see emitter._called_rule)
 
 
 class StringEmitter:
-    """String subschemas, mixed into `json_schema.SchemaEmitter` (whose `rules`, `strings`, `enum`
+    """String subschemas, mixed into `emitter.SchemaEmitter` (whose `rules`, `strings`, `enum`
     and `called` it uses). Patterns, formats and long counts become one rule per distinct
     conjunction of atoms, shared by every use."""
 
