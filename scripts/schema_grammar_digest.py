@@ -2,7 +2,7 @@
 
     python scripts/schema_grammar_digest.py --save before.jsonl      # on the tree before a change
     python scripts/schema_grammar_digest.py --compare before.jsonl   # after it: lists every difference
-    (--step N: every Nth maskbench-dev schema; --only TEXT: names containing TEXT)
+    (--step N --offset K: every Nth maskbench-dev schema from the Kth; --only TEXT: names containing TEXT)
 
 For each schema of the JSON-Schema-Test-Suite (draft 2020-12, its remotes as documents=), of
 maskbench-dev and of the bench folder (../shared/data), under a few option sets (strict, strict=False
@@ -160,6 +160,7 @@ def main() -> int:
     ap.add_argument("--limit-s", type=float, default=20.0)
     ap.add_argument("--only", default="", help="names containing this text")
     ap.add_argument("--step", type=int, default=1, help="every Nth maskbench-dev schema")
+    ap.add_argument("--offset", type=int, default=0, help="... from this one")
     args = ap.parse_args()
     results: dict[str, str] = {}
     t0 = time.perf_counter()
@@ -170,7 +171,7 @@ def main() -> int:
             continue
         if name.startswith("maskbench-dev/"):
             seen += 1
-            if (seen - 1) % args.step:
+            if (seen - 1 - args.offset) % args.step:
                 continue
         for label, options in OPTION_SETS.items():
             key = f"{name} [{label}]"

@@ -1,4 +1,4 @@
-"""schema.emit_objects (ObjectEmitter): the object part of a conjunct emits exactly the object
+"""schema.emit_objects (emit_object): the object part of a conjunct emits exactly the object
 texts jsonschema finds valid: with any_order=True in every member order, by default in schema
 order (members in `order`, other keys after them), and never an invalid one in any order;
 past MAX_EXISTS existential constraints the object is refused, naming `not`."""
@@ -11,7 +11,7 @@ import json
 import pytest
 
 from strictgen.errors import SchemaError
-from strictgen.grammar.schema.emit_objects import MAX_EXISTS
+from strictgen.grammar.schema.emit_objects import MAX_EXISTS, emit_object
 from strictgen.grammar.schema.ir import TRUE, KeyRule, ObjectConstraints
 
 from .oracle import emitter, language_of, validator
@@ -43,7 +43,7 @@ ALL = list(objects())
 def emitted(schema, any_order: bool):
     em = emitter(schema, any_order=any_order)
     (c,) = em.norm.dnf(em.norm.root_formula)
-    expr = em.object(c.obj)
+    expr = emit_object(em, c.obj)
     em.build(TRUE)  # the rules of the member values the object refers to
     return c.obj, language_of(em, expr)
 
@@ -100,10 +100,10 @@ def test_any_order_lets_other_keys_precede_a_single_member_slot(schema, doc):
 def test_too_many_existential_constraints_are_refused_naming_not():
     rules = tuple(KeyRule("name", TRUE, name=f"k{i}", evaluates=False) for i in range(MAX_EXISTS + 1))
     with pytest.raises(SchemaError) as e:
-        emitter(True).object(ObjectConstraints(exists=rules))
+        emit_object(emitter(True), ObjectConstraints(exists=rules))
     assert e.value.keyword == "not"
     loose = emitter(True, strict=False)
-    loose.object(ObjectConstraints(exists=rules))
+    emit_object(loose, ObjectConstraints(exists=rules))
     assert [k for k, _ in loose.reporter.unenforced] == ["not"]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from typing import TYPE_CHECKING
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
@@ -22,7 +23,10 @@ from .ir import AmongStrings, Length
 from .length_product import length_product
 from .strings import ANY_CHAR, string_language
 
-__all__ = ["LONG_STRING", "MAX_LENGTH_PRODUCT", "StringEmitter", "escaped_string", "spelled"]
+if TYPE_CHECKING:
+    from .emitter import SchemaEmitter
+
+__all__ = ["LONG_STRING", "MAX_LENGTH_PRODUCT", "emit_string", "escaped_string", "spelled"]
 
 LONG_STRING = 48  # length bounds above this count characters through a called rule
 MAX_LENGTH_PRODUCT = 60_000  # raw DFA states of a pattern/format ∩ a long length bound, at most
@@ -40,80 +44,75 @@ def spelled(expr: Expr) -> Expr:
 SPELLED_CHAR = spelled(ANY_CHAR)  # one object for every grammar (see emitter._called_rule)
 
 
-class StringEmitter:
-    """String subschemas, mixed into `emitter.SchemaEmitter` (whose `rules`, `strings`, `enum`
-    and `called` it uses). Patterns, formats and long counts become one rule per distinct
-    conjunction of atoms, shared by every use."""
-
-    def __init__(self):
-        self._string_rules: dict[tuple, str] = {}
-        super().__init__()
-
-    def string(self, atoms: tuple) -> Expr:
-        if not atoms:
-            return json_string()
-        ins = [a.values for a in atoms if type(a) is AmongStrings]
-        if ins:
-            common = frozenset.intersection(*ins)
-            rest = tuple(a for a in atoms if type(a) is not AmongStrings)
-            kept = sorted(s for s in common if not rest or self.strings.member(rest, s))
-            if not kept:
-                return NOTHING
-            return self.enum(kept)
-        name = self._string_rules.get(atoms)
-        if name is not None:
-            return RuleRef(name)
-        lens = [a for a in atoms if type(a) is Length]
-        long = bool(lens) and max(lens[0].lo, lens[0].hi or 0) > LONG_STRING
-        if long and len(atoms) == 1:
-            # a long length bound alone: count characters with calls to one character rule
-            body = json_string(repeat(self._char_rule(), lens[0].lo, lens[0].hi))
-        elif long and not self._length_product_small(atoms, lens[0]):
-            # too big to build ahead: (pattern state, count) pairs built as a document reaches them
-            rest = tuple(a for a in atoms if type(a) is not Length)
-            body = json_string(length_product(regular_dfa(string_language(rest)), lens[0].lo, lens[0].hi))
-        else:
-            body = escaped_string(atoms)
-        if not long and len(lens) == len(atoms):
-            return body
-        # patterns, formats, long counts: one rule per distinct constraint, shared by every use
-        # (big ones are then compiled once, as calls)
-        # a stable name (the same atoms give the same rule name and body object in every grammar,
-        # so a compiler-side cache of rule automata could reuse e.g. the date-time automaton)
-        name = self._string_rules[atoms] = "str_" + hashlib.sha1(repr(atoms).encode()).hexdigest()[:16]
-        self.rules[name] = body
+def emit_string(em: SchemaEmitter, atoms: tuple) -> Expr:
+    """A string subschema: patterns, formats and long counts become one rule of `em` per distinct
+    conjunction of atoms (`em.string_rules`), shared by every use; enums go through `em.enum`."""
+    if not atoms:
+        return json_string()
+    ins = [a.values for a in atoms if type(a) is AmongStrings]
+    if ins:
+        common = frozenset.intersection(*ins)
+        rest = tuple(a for a in atoms if type(a) is not AmongStrings)
+        kept = sorted(s for s in common if not rest or em.strings.member(rest, s))
+        if not kept:
+            return NOTHING
+        return em.enum(kept)
+    name = em.string_rules.get(atoms)
+    if name is not None:
         return RuleRef(name)
-
-    def _length_product_small(self, atoms: tuple, length: Length) -> bool:
-        """Is the product of a long length bound and a pattern/format small enough to build ahead?
-        (Else it is built at run time, length_product.)
-
-        The estimate (~4 product states per pattern state and count) is only a cheap pass: past
-        it the raw-character product is built, since most patterns and formats collapse far below
-        it (email with maxLength 1024: 11,436 states for an estimate of 618,496); the core stops
-        that at its own state budget."""
+    lens = [a for a in atoms if type(a) is Length]
+    long = bool(lens) and max(lens[0].lo, lens[0].hi or 0) > LONG_STRING
+    if long and len(atoms) == 1:
+        # a long length bound alone: count characters with calls to one character rule
+        body = json_string(repeat(_char_rule(em), lens[0].lo, lens[0].hi))
+    elif long and not _length_product_small(atoms, lens[0]):
+        # too big to build ahead: (pattern state, count) pairs built as a document reaches them
         rest = tuple(a for a in atoms if type(a) is not Length)
-        lang = string_language(atoms)
-        if not isinstance(lang, Intersect):
-            return True  # the length bound was implied by the other atoms, or merged into one class
-        states = _raw_states(rest)
-        if states is None:
-            return True
-        count = max(length.lo, length.hi or 0)
-        if 4 * states * count <= MAX_LENGTH_PRODUCT:
-            return True
-        try:
-            product = dfa_size(lang)
-        except CompileTimeoutError:
-            raise
-        except GrammarTooLargeError:
-            product = MAX_LENGTH_PRODUCT + 1
-        return product is None or product <= MAX_LENGTH_PRODUCT
+        body = json_string(length_product(regular_dfa(string_language(rest)), lens[0].lo, lens[0].hi))
+    else:
+        body = escaped_string(atoms)
+    if not long and len(lens) == len(atoms):
+        return body
+    # patterns, formats, long counts: one rule per distinct constraint, shared by every use
+    # (big ones are then compiled once, as calls)
+    # a stable name (the same atoms give the same rule name and body object in every grammar,
+    # so a compiler-side cache of rule automata could reuse e.g. the date-time automaton)
+    name = em.string_rules[atoms] = "str_" + hashlib.sha1(repr(atoms).encode()).hexdigest()[:16]
+    em.rules[name] = body
+    return RuleRef(name)
 
-    def _char_rule(self) -> Expr:
-        """One canonically spelled character, as a called rule: a length bound of N then costs
-        about N DFA states instead of ~25 N (UTF-8 and escape sub-states per position)."""
-        return self.called("json_char", SPELLED_CHAR)
+
+def _length_product_small(atoms: tuple, length: Length) -> bool:
+    """Is the product of a long length bound and a pattern/format small enough to build ahead?
+    (Else it is built at run time, length_product.)
+
+    The estimate (~4 product states per pattern state and count) is only a cheap pass: past
+    it the raw-character product is built, since most patterns and formats collapse far below
+    it (email with maxLength 1024: 11,436 states for an estimate of 618,496); the core stops
+    that at its own state budget."""
+    rest = tuple(a for a in atoms if type(a) is not Length)
+    lang = string_language(atoms)
+    if not isinstance(lang, Intersect):
+        return True  # the length bound was implied by the other atoms, or merged into one class
+    states = _raw_states(rest)
+    if states is None:
+        return True
+    count = max(length.lo, length.hi or 0)
+    if 4 * states * count <= MAX_LENGTH_PRODUCT:
+        return True
+    try:
+        product = dfa_size(lang)
+    except CompileTimeoutError:
+        raise
+    except GrammarTooLargeError:
+        product = MAX_LENGTH_PRODUCT + 1
+    return product is None or product <= MAX_LENGTH_PRODUCT
+
+
+def _char_rule(em: SchemaEmitter) -> Expr:
+    """One canonically spelled character, as a called rule: a length bound of N then costs
+    about N DFA states instead of ~25 N (UTF-8 and escape sub-states per position)."""
+    return em.called("json_char", SPELLED_CHAR)
 
 
 @functools.lru_cache(maxsize=1024)

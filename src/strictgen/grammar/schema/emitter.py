@@ -1,8 +1,9 @@
 """The emitter's core: normalised schema formulas → grammar rules, one rule per formula.
 
 `SchemaEmitter` owns the rules being built, the formula → rule names, and the pieces every JSON
-type shares (separators, literal values, called rules); each type's emission is a mixin of its own
-module (emit_numbers, emit_strings, emit_arrays, emit_objects). It reads the normaliser (dnf, the
+type shares (separators, literal values, called rules); `conj` dispatches each part of a conjunct
+to its type's emitter function, one module each (emit_numbers, emit_strings, emit_arrays,
+emit_objects), which takes the core as its first argument. It reads the normaliser (dnf, the
 formula constructors, emptiness) and the compile's string-language service (schema.strings); the
 normaliser never calls it (data flows one way, DESIGN.md §1). The entry point is schema.entry."""
 
@@ -20,10 +21,10 @@ from ..json_escapes import json_escaped, spelled_string
 from ..json_value import JsonStyle, any_value_body
 from ..numbers import number_spellings
 from .counting import counting_language
-from .emit_arrays import ArrayEmitter
-from .emit_numbers import NumberEmitter
-from .emit_objects import KEY_SETS_AHEAD, ObjectEmitter
-from .emit_strings import StringEmitter
+from .emit_arrays import emit_array
+from .emit_numbers import emit_number
+from .emit_objects import KEY_SETS_AHEAD, emit_object
+from .emit_strings import emit_string
 from .ir import FALSE, TRUE, Conjunct, Formula
 from .key_sets import key_set_object
 from .normalize import Normalizer
@@ -36,15 +37,14 @@ MAX_RULES = 20_000
 SHORT_ENUM = 32  # string enums with more characters in all are one called rule
 
 
-class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
+class SchemaEmitter:
     """Turns normalised formulas into grammar rules, one rule per formula.
 
     The core here owns the rules, the formula -> rule names and the pieces every type shares
-    (separators, literal values, called rules); each JSON type's emission is a mixin of its own
-    module (schema_emit_*), which uses these through `self`."""
+    (separators, literal values, called rules); each JSON type's emission is a function of its own
+    module (emit_*), which uses these through its `em` argument."""
 
     def __init__(self, norm: Normalizer, style: JsonStyle, any_order: bool, reporter: Reporter):
-        super().__init__()
         self.norm = norm
         self.strings = norm.strings  # the compile's string-language service, shared with the normaliser
         self.style = style
@@ -54,6 +54,7 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
         self._names: dict[Formula, str] = {}
         self._pending: list[Formula] = []
         self._counter = 0
+        self.string_rules: dict[tuple, str] = {}  # emit_string's rule name per distinct conjunction of atoms
         self.canonical_numbers = style.numbers == "canonical"
         self.ws, self.comma, self.colon, ws_rule = _layout(style)
         if ws_rule is not None:
@@ -111,13 +112,13 @@ class SchemaEmitter(NumberEmitter, StringEmitter, ArrayEmitter, ObjectEmitter):
         for b in sorted(c.bools):
             parts.append(lit("true" if b else "false"))
         if c.num is not None:
-            parts.append(self.number(c.num))
+            parts.append(emit_number(self, c.num))
         if c.str is not None:
-            parts.append(self.string(c.str))
+            parts.append(emit_string(self, c.str))
         if c.arr is not None:
-            parts.append(self.array(c.arr))
+            parts.append(emit_array(self, c.arr))
         if c.obj is not None:
-            parts.append(self.object(c.obj))
+            parts.append(emit_object(self, c.obj))
         return alt(*parts) if parts else NOTHING
 
     # ---- literal values ----

@@ -7,10 +7,11 @@ Entry point: `json_schema_grammar(schema, strict=..., any_order=..., style=...)`
 Two steps, data flowing one way (DESIGN.md §1): `normalize.Normalizer` resolves `$ref` (with the
 `referencing` library), merges `allOf` and distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*`
 into conjuncts (a DNF per subschema, the schema IR of `ir`); `emitter.SchemaEmitter` turns every
-subschema formula into one grammar rule, with one mixin per JSON type (emit_numbers, _strings,
-_arrays, _objects; counting constructions in counting) and the size control of rule_sizes. The
-questions both steps ask about string languages and object keys go to one string-language service
-per compile (`strings.StringLanguages`, `key_space`), which calls neither.
+subschema formula into one grammar rule, dispatching each type to its emitter function
+(emit_numbers, _strings, _arrays, _objects; counting constructions in counting) with the size
+control of rule_sizes. The questions both steps ask about string languages go to one
+string-language service per compile (`strings.StringLanguages`), which calls neither step; which
+keys an object may have is `key_space`, asked by both. The normaliser never calls the emitter.
 Recursive schemas become recursive rules; the automaton compiler inlines the others.
 
 What the grammar produces and accepts (documented restrictions; each one only narrows the
