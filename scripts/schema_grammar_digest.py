@@ -11,7 +11,9 @@ a SHA-256 of the grammar (every rule's name and expression in order, the members
 families up to a bound, the root) plus the unenforced (keyword, pointer) list, or the error's class,
 keyword, JSON pointer and message. Two trees whose files are equal emit identical grammars and refuse
 the same keywords at the same pointers, so a restructuring that must not change behaviour is checked
-by comparing the two files. Front end only (no automaton compile): the whole corpus takes minutes,
+by comparing the two files. Runs with PYTHONHASHSEED=0 (set by re-running itself): some rule
+names hash the repr of frozensets, whose order follows the process's string hashing, so two runs
+of one tree differ under different seeds. Front end only (no automaton compile): the whole corpus takes minutes,
 each schema under a deadline of --limit-s seconds."""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -191,6 +194,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if os.environ.get("PYTHONHASHSEED") != "0":  # frozenset order (hence some rule names) follows it
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     threading.stack_size(1 << 29)
     status: list[int] = []
     worker = threading.Thread(target=lambda: status.append(main()))
