@@ -34,8 +34,9 @@ jsonschema judge of enum values) is composed of mixins, one concern each: schema
 `$dynamicRef`), schema.algebra (dnf, negation, disjointness), schema.applicators (allOf, anyOf,
 oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*). The
 schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
-other documents schema.documents, the dialects a supplied metaschema's `$vocabulary` defines
-schema.vocabularies (`Vocabularies`).
+other documents schema.documents. Services the Normalizer holds and which never call it back: the
+dialects a supplied metaschema's `$vocabulary` defines (`vocabularies`, schema.vocabularies) and the
+compile's string-language service (`strings`, schema.strings).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabularies):
+class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(
@@ -105,15 +106,13 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
         self._dicts: list[dict] = []
-        self._dialects_by_uri: dict[str, Any] = {}  # custom dialects (schema.vocabularies)
-        self._dialects_by_name: dict[str, Any] = {}
-        self._judges: dict[tuple, Any] = {}
+        self.vocabularies = Vocabularies(self.documents, self.pointers, formats)  # custom dialects
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
         self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
         if isinstance(root, dict):
-            spec = self.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
+            spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
             if not isinstance(root.get("$id", ""), str):
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
@@ -216,7 +215,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         if got is None:
             vocab = DIALECT_KEYWORDS.get(getattr(f.src.spec, "name", ""))
             schema = f.src.schema
-            custom = self.vocabulary_view(f.src.spec, schema)
+            custom = self.vocabularies.vocabulary_view(f.src.spec, schema)
             if custom is not None:
                 got = custom
             elif vocab is None:
@@ -232,7 +231,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
-        spec = self.dialect_spec(schema, info.spec)
+        spec = self.vocabularies.dialect_spec(schema, info.spec)
         resolver = self._entered(info.resolver, schema, spec)
         return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
 
@@ -338,7 +337,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         import jsonschema.validators as jv
 
         info = f.src
-        custom = self.dialect(info.spec)
+        custom = self.vocabularies.dialect(info.spec)
         name = custom.base if custom is not None else getattr(info.spec, "name", "")
         cls = {
             "draft-03": jv.Draft3Validator,
@@ -347,7 +346,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
             "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
         }.get(name) or legacy_items_2020_validator()
-        cls = self.judge_class(cls, info.spec)
-        checker = cls.FORMAT_CHECKER if self.format_asserted(info.spec) else None
+        cls = self.vocabularies.judge_class(cls, info.spec)
+        checker = cls.FORMAT_CHECKER if self.vocabularies.format_asserted(info.spec) else None
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=info.resolver)
