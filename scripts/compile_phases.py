@@ -15,6 +15,7 @@ import strictgen as sg
 import strictgen.compile.automaton as automaton
 import strictgen.compile.compiled as compiled
 import strictgen.grammar.json_schema as json_schema
+import strictgen.grammar.schema.emitter as schema_emitter
 from strictgen import bench
 
 SPENT: dict[str, float] = {}
@@ -37,7 +38,7 @@ def main() -> None:
     names = set(sys.argv[1].split(","))
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     for module, name, label in [
-        (json_schema, "json_schema_grammar", "front"), (json_schema, "call_big_rules", "front.sizes"),
+        (json_schema, "json_schema_grammar", "front"), (schema_emitter, "call_big_rules", "front.sizes"),
         (compiled.automaton, "compile_automaton", "automaton"), (automaton, "_rule_dfa", "aut.rule_dfas"),
         (automaton.regular, "determinize", "core.determinize"), (automaton.regular, "minimal", "core.trim+minimize"),
         (automaton, "shared_nodes", "aut.shared_nodes"), (compiled, "PushdownMachine", "machine"), (compiled, "TokenMasker", "masker"),

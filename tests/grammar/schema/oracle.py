@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from strictgen.compile.automaton import EmptyLanguageError, compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
 from strictgen.grammar.ir import Expr, Grammar
-from strictgen.grammar.json_schema import SchemaEmitter
+from strictgen.grammar.schema.emitter import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
 from strictgen.grammar.schema.ir import AmongStrings, ArrayConstraints, Conjunct, Format, Length, Matches, NotAll, NumberConstraints, ObjectConstraints, str_meet
 from strictgen.grammar.schema.normalize import Normalizer
@@ -46,9 +46,9 @@ def validator(schema, documents: dict | None = None):
 
 
 def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
-    """A Normalizer of `schema` with the emitter's string and key hooks installed (as
-    json_schema_grammar does), so negation and disjointness can decide string atoms."""
-    return emitter(schema, strict, **kw).norm
+    """A Normalizer of `schema` as json_schema_grammar builds it (its own string-language service
+    decides string atoms for negation and disjointness; no emitter is involved)."""
+    return Normalizer(schema, Reporter(strict), **kw)
 
 
 def emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> SchemaEmitter:

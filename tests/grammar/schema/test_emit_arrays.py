@@ -1,4 +1,4 @@
-"""schema.emit_arrays (ArrayEmitter): the array part of a conjunct emits exactly the array texts
+"""schema.emit_arrays (emit_array): the array part of a conjunct emits exactly the array texts
 jsonschema finds valid: prefixItems then items, length bounds, contains with min/maxContains
 (counted), and uniqueItems over a small finite item domain (item sets built ahead). Every array
 of up to four items over a few values is judged; both JSON styles of separators are fed."""
@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from strictgen.grammar.schema.emit_arrays import emit_array
 from strictgen.grammar.schema.ir import TRUE
 
 from .oracle import emitter, language_of, validator
@@ -40,7 +41,7 @@ ALL = list(arrays())
 def emitted(schema):
     em = emitter(schema)
     (c,) = [c for c in em.norm.dnf(em.norm.root_formula) if c.arr is not None]
-    expr = em.array(c.arr)
+    expr = emit_array(em, c.arr)
     em.build(TRUE)  # the rules of the items the array refers to
     return language_of(em, expr)
 

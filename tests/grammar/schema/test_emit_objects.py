@@ -1,8 +1,7 @@
-"""schema.emit_objects (ObjectEmitter): the object part of a conjunct emits exactly the object
+"""schema.emit_objects (emit_object): the object part of a conjunct emits exactly the object
 texts jsonschema finds valid: with any_order=True in every member order, by default in schema
-order (members in `order`, other keys after them), and never an invalid one in any order.
-`allowed_keys` is the keys some valid member can have; `objects_keys_disjoint` is never wrong
-when True; past MAX_EXISTS existential constraints the object is refused, naming `not`."""
+order (members in `order`, other keys after them), and never an invalid one in any order;
+past MAX_EXISTS existential constraints the object is refused, naming `not`."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ import json
 import pytest
 
 from strictgen.errors import SchemaError
-from strictgen.grammar.automata import Language
-from strictgen.grammar.schema.emit_objects import MAX_EXISTS
+from strictgen.grammar.schema.emit_objects import MAX_EXISTS, emit_object
 from strictgen.grammar.schema.ir import TRUE, KeyRule, ObjectConstraints
 
 from .oracle import emitter, language_of, validator
@@ -45,7 +43,7 @@ ALL = list(objects())
 def emitted(schema, any_order: bool):
     em = emitter(schema, any_order=any_order)
     (c,) = em.norm.dnf(em.norm.root_formula)
-    expr = em.object(c.obj)
+    expr = emit_object(em, c.obj)
     em.build(TRUE)  # the rules of the member values the object refers to
     return c.obj, language_of(em, expr)
 
@@ -99,43 +97,13 @@ def test_any_order_lets_other_keys_precede_a_single_member_slot(schema, doc):
     assert accepts(json.dumps(doc))  # another key first: valid, any order asked for, rejected today
 
 
-def test_allowed_keys_are_the_keys_of_some_valid_member():
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "n": False}, "patternProperties": {"^x": {"type": "string"}}, "additionalProperties": False}
-    em = emitter(schema)
-    (c,) = em.norm.dnf(em.norm.root_formula)
-    allowed = Language(em.allowed_keys(c.obj))
-    judge = validator(schema)
-    for key in ["a", "n", "x", "xa", "b", "ax", ""]:
-        assert allowed.accepts(key.encode()) == any(judge.is_valid({key: v}) for v in VALUES), key
-
-
-@pytest.mark.parametrize(
-    "a,b,disjoint",
-    [
-        ({"required": ["a"], "additionalProperties": False, "properties": {"a": True}}, {"required": ["b"], "additionalProperties": False, "properties": {"b": True}}, True),
-        ({"required": ["a"], "propertyNames": {"pattern": "^a"}}, {"minProperties": 1, "propertyNames": {"pattern": "^b"}}, True),
-        ({"required": ["a"]}, {"required": ["b"]}, False),
-        ({"propertyNames": {"pattern": "^a"}}, {"propertyNames": {"pattern": "^b"}}, False),  # {} is in both
-    ],
-)
-def test_objects_keys_disjoint(a, b, disjoint):
-    em = emitter({"$defs": {"a": {"type": "object", **a}, "b": {"type": "object", **b}}})
-    norm = em.norm
-    (ca,) = norm.dnf(norm.sub(norm.root_formula, norm.root["$defs"]["a"], "$defs", "a"))
-    (cb,) = norm.dnf(norm.sub(norm.root_formula, norm.root["$defs"]["b"], "$defs", "b"))
-    assert em.objects_keys_disjoint(ca.obj, cb.obj) == disjoint
-    ja, jb = validator({"type": "object", **a}), validator({"type": "object", **b})
-    both = [d for d in ALL + [{"ab": 1}, {"ba": 1}] if ja.is_valid(d) and jb.is_valid(d)]
-    assert bool(both) != disjoint
-
-
 def test_too_many_existential_constraints_are_refused_naming_not():
     rules = tuple(KeyRule("name", TRUE, name=f"k{i}", evaluates=False) for i in range(MAX_EXISTS + 1))
     with pytest.raises(SchemaError) as e:
-        emitter(True).object(ObjectConstraints(exists=rules))
+        emit_object(emitter(True), ObjectConstraints(exists=rules))
     assert e.value.keyword == "not"
     loose = emitter(True, strict=False)
-    loose.object(ObjectConstraints(exists=rules))
+    emit_object(loose, ObjectConstraints(exists=rules))
     assert [k for k, _ in loose.reporter.unenforced] == ["not"]
 
 

@@ -1,8 +1,8 @@
-"""schema.emit_strings (StringEmitter): a conjunction of string atoms emits exactly the JSON
+"""schema.emit_strings (emit_string): a conjunction of string atoms emits exactly the JSON
 strings whose value satisfies every atom (judged by str_holds, i.e. jsonschema for patterns and
 formats), in every JSON spelling of the value (raw UTF-8, \\u escapes, surrogate pairs, `\\/`);
-`str_member` decides the same membership; `str_language_empty` is never wrong when True and
-finds a member otherwise; long length bounds count code points; the same atoms give the same,
+the string-language service (schema.strings) decides the same membership, and its `is_empty` is
+never wrong when True and finds a member otherwise; long length bounds count code points; the same atoms give the same,
 stably named rule in every grammar."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 
 from strictgen.grammar.automata import Language
 from strictgen.grammar.ir import NOTHING, lit
-from strictgen.grammar.schema.emit_strings import LONG_STRING, spelled, string_language
+from strictgen.grammar.schema.emit_strings import LONG_STRING, emit_string, spelled
+from strictgen.grammar.schema.strings import string_language
 from strictgen.grammar.schema.ir import AmongStrings, Format, Length, Matches, NotAll
 
 from .oracle import WORDS, atoms, emitter, language_of, str_holds
@@ -32,14 +33,14 @@ def spellings(s: str) -> list[str]:
 @given(atoms)
 def test_the_emitted_strings_are_those_satisfying_the_atoms(a):
     em = emitter(True)
-    expr = em.string(a)
+    expr = emit_string(em, a)
     accepts = language_of(em, expr)
     for s in WORDS:
         holds = str_holds(a, s)
-        assert em.str_member(a, s) == holds, (a, s)
+        assert em.strings.member(a, s) == holds, (a, s)
         for text in spellings(s):
             assert accepts(text) == holds, (a, text)
-    if em.str_language_empty(a):
+    if em.strings.is_empty(a):
         assert expr == NOTHING or not any(str_holds(a, s) for s in WORDS)
     else:
         member = Language(string_language(a)).shortest()
@@ -58,17 +59,17 @@ def test_the_emitted_strings_are_those_satisfying_the_atoms(a):
 def test_formats_match_the_jsonschema_format_checker(name, good, bad):
     a = (Format(name),)
     em = emitter(True)
-    accepts = language_of(em, em.string(a))
+    accepts = language_of(em, emit_string(em, a))
     for s in good + bad:
         assert str_holds(a, s) == (s in good), f"test error: {s!r}"
         assert accepts(json.dumps(s)) == (s in good), s
-        assert em.str_member(a, s) == (s in good), s
+        assert em.strings.member(a, s) == (s in good), s
 
 
 def test_long_length_bounds_count_code_points():
     a = (Length(LONG_STRING + 2, LONG_STRING + 5),)
     em = emitter(True)
-    accepts = language_of(em, em.string(a))
+    accepts = language_of(em, emit_string(em, a))
     for n, ok in [(LONG_STRING + 1, False), (LONG_STRING + 2, True), (LONG_STRING + 5, True), (LONG_STRING + 6, False)]:
         for ch in ["a", "é", "😀"]:  # 1, 2 and 4 UTF-8 bytes; the emoji is a surrogate pair in \\u form
             for text in spellings(ch * n):
@@ -78,26 +79,26 @@ def test_long_length_bounds_count_code_points():
 def test_solidus_and_short_escapes_are_spellings_too():
     em = emitter(True)
     a = (AmongStrings(frozenset(["a/b\n"])),)
-    accepts = language_of(em, em.string((Matches("^a/b"), Length(0, 4))))
+    accepts = language_of(em, emit_string(em, (Matches("^a/b"), Length(0, 4))))
     assert accepts('"a/b"') and accepts('"a\\/b"') and accepts('"a\\u002fb"') and not accepts('"a\\\\b"')
-    accepts = language_of(em, em.string(a))
+    accepts = language_of(em, emit_string(em, a))
     assert accepts('"a/b\\n"') and accepts('"a\\/b\\u000a"') and not accepts('"a/b"')
 
 
 def test_the_same_atoms_give_the_same_rule_name_in_every_grammar():
     a = (Matches("^x+$"), Length(1, 3))
     one, two = emitter(True), emitter({"type": "string"})
-    r1, r2 = one.string(a), two.string(a)
+    r1, r2 = emit_string(one, a), emit_string(two, a)
     assert r1 == r2 and one.rules[r1.name] is two.rules[r2.name]
-    assert one.string((Matches("^y+$"),)) != r1
+    assert emit_string(one, (Matches("^y+$"),)) != r1
 
 
 def test_string_enums_keep_only_the_values_the_other_atoms_allow():
     em = emitter(True)
     a = (AmongStrings(frozenset(["a", "ab", "abc", "b"])), Matches("^a"), NotAll((Length(3, None),)))
-    accepts = language_of(em, em.string(a))
+    accepts = language_of(em, emit_string(em, a))
     assert [s for s in ["a", "ab", "abc", "b"] if accepts(json.dumps(s))] == ["a", "ab"]
-    assert em.string((AmongStrings(frozenset(["b"])), Matches("^a"))) == NOTHING
+    assert emit_string(em, (AmongStrings(frozenset(["b"])), Matches("^a"))) == NOTHING
 
 
 def test_spelled_rewrites_a_literal_into_all_its_spellings():

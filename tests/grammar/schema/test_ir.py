@@ -175,3 +175,17 @@ def test_keyword_pointer_reads_where():
     n = NumberConstraints(where=(("minimum", "/properties/a"), ("multipleOf", "/b")))
     assert keyword_pointer(n, "multipleOf") == "/b"
     assert keyword_pointer(n, "maximum") == "" and keyword_pointer(object(), "x") == ""
+
+
+def test_the_schema_ir_is_immutable():
+    """Formulas and their source records are keys and values of the normaliser's and emitter's
+    tables, shared by both stages: nothing may change them after the normaliser made them."""
+    norm = normalizer({"properties": {"a": {"type": "integer"}}})
+    f = norm.root_formula
+    with pytest.raises(AttributeError):
+        f.kind = "and"
+    with pytest.raises(AttributeError):
+        del f.args
+    with pytest.raises(AttributeError):
+        f.src.pointer = "/elsewhere"
+    assert f.kind == "src" and f.src.pointer == ""

@@ -13,7 +13,7 @@ from strictgen.grammar.schema.ir import FALSE, TRUE
 from strictgen.grammar.schema import normalize as normalize_module
 from strictgen.grammar.schema.normalize import MAX_ENUM_FILTER, Normalizer
 
-from .oracle import normalizer
+from .oracle import emitter, normalizer
 
 
 def defs(norm, *names):
@@ -87,3 +87,29 @@ def test_bad_options_and_ids_are_clear_errors():
     with pytest.raises(SchemaError) as e:
         normalizer({"properties": {"a": 3}}, strict=False)
     assert (e.value.keyword, e.value.pointer) == ("properties", "/properties")
+
+
+def test_the_normaliser_never_refers_to_the_emitter():
+    """Data flows one way (DESIGN.md §1): after a whole emission, including oneOf disjointness
+    proofs that ask string and key questions, nothing the normaliser holds is the emitter or one
+    of its methods (they used to be hooks installed on it)."""
+    import gc
+    import types
+
+    schema = {
+        "oneOf": [
+            {"type": "object", "required": ["a"], "patternProperties": {"^a": {"type": "string", "pattern": "^x"}}, "additionalProperties": False},
+            {"type": "object", "required": ["b"], "propertyNames": {"pattern": "^b"}},
+        ]
+    }
+    em = emitter(schema)
+    em.build(em.norm.root_formula)
+    reachable, work, seen = [], [em.norm], {id(em.norm)}
+    while work:  # what the normaliser's data reaches (not through code: modules, classes, functions)
+        for x in gc.get_referents(work.pop()):
+            if id(x) not in seen and not isinstance(x, (type, types.ModuleType, types.FunctionType)):
+                seen.add(id(x))
+                reachable.append(x)
+                work.append(x)
+    assert len(reachable) > 100  # the walk saw the normaliser's tables
+    assert not any(x is em or getattr(x, "__self__", None) is em for x in reachable)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError
@@ -14,6 +13,7 @@ from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
     conjunct_meet, conjunct_of, str_meet,
 )
+from .key_space import objects_keys_disjoint
 from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
 
 __all__ = ["BooleanAlgebra", "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING"]
@@ -453,17 +453,8 @@ class BooleanAlgebra:
         ins = [x.values for x in m if type(x) is AmongStrings]
         if ins:
             common = frozenset.intersection(*ins)
-            return not common or not any(self.str_member(m, s) for s in common)
-        if self.str_language_empty is not None:
-            return self.str_language_empty(m)
-        return False
-
-    str_language_empty: Callable[[tuple], bool] | None = None  # installed by the emitter
-    str_member_hook: Callable[[tuple, str], bool] | None = None
-
-    def str_member(self, atoms: tuple, s: str) -> bool:
-        assert self.str_member_hook is not None
-        return self.str_member_hook(atoms, s)
+            return not common or not any(self.strings.member(m, s) for s in common)
+        return self.strings.is_empty(m)
 
     def _arr_disjoint(self, a: ArrayConstraints, b: ArrayConstraints, depth: int) -> bool:
         if a.meet(b, self) is None:
@@ -477,8 +468,6 @@ class BooleanAlgebra:
             return True
         return False
 
-    obj_keys_disjoint: Callable[[ObjectConstraints, ObjectConstraints], bool] | None = None  # installed by the emitter
-
     def _obj_disjoint(self, a: ObjectConstraints, b: ObjectConstraints, depth: int) -> bool:
         if a.meet(b) is None:
             return True
@@ -487,7 +476,7 @@ class BooleanAlgebra:
         for k in sorted(a.required | b.required):
             if self.disjoint(self.value_formula(a, k), self.value_formula(b, k), depth + 1):
                 return True
-        if self.obj_keys_disjoint is not None and self.obj_keys_disjoint(a, b):
+        if objects_keys_disjoint(self, a, b):
             return True
         return False
 
@@ -509,7 +498,7 @@ class BooleanAlgebra:
         picked = by_name.get(key, [])
         if others:
             picked = sorted(picked + [i for i in others if self.rule_applies(rules[i], key)])
-        if o.key_atoms is not None and not self.str_member(o.key_atoms, key):
+        if o.key_atoms is not None and not self.strings.member(o.key_atoms, key):
             return FALSE
         return self.and_(*(rules[i].schema for i in picked))
 
@@ -517,7 +506,7 @@ class BooleanAlgebra:
         if r.kind == "name":
             return r.name == key
         if r.kind == "pattern":
-            return self.str_member((Matches(r.pattern),), key)
+            return self.strings.member((Matches(r.pattern),), key)
         if r.kind == "keys":
-            return self.str_member(r.atoms, key)
-        return key not in r.names and not any(self.str_member((Matches(p),), key) for p in r.patterns)
+            return self.strings.member(r.atoms, key)
+        return key not in r.names and not any(self.strings.member((Matches(p),), key) for p in r.patterns)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
@@ -17,7 +18,10 @@ from ..multiple_of import multiple_of_integers, multiple_of_numbers, residue_fil
 from ..numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
 from .ir import NumberConstraints, keyword_pointer
 
-__all__ = ["NumberEmitter"]
+if TYPE_CHECKING:
+    from .emitter import SchemaEmitter
+
+__all__ = ["emit_number"]
 
 PLAIN_NUMBER = seq(json_integer(), opt(seq(lit("."), repeat(DIGIT, 1))))
 NONINT_PLAIN = seq(opt(lit("-")), alt(lit("0"), seq(NONZERO, repeat(DIGIT))), lit("."), repeat(DIGIT), NONZERO, repeat(DIGIT))
@@ -28,111 +32,112 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
 
 
-class NumberEmitter:
-    """Numeric subschemas, mixed into `json_schema.SchemaEmitter` (whose `reporter`,
-    `canonical_numbers`, `fresh_name` and `merge_rules` it uses)."""
-
-    def number(self, n: NumberConstraints) -> Expr:
-        if n.is_empty():
-            return NOTHING
-        mult = self._multiple(n)
-        excluded = self._excluded(n)
-        if n.int_only:
-            if mult is not None:
-                expr, rules = multiple_of_integers(mult, *self._bounds(n), prefix=self.fresh_name("int_mul"))
-            else:
-                expr, rules = integer_range(*self._bounds(n)), {}
-        elif mult is not None:
-            expr, rules = multiple_of_numbers(mult, *self._bounds(n), prefix=self.fresh_name("num_mul"))
+def emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
+    """A numeric subschema's language of JSON number texts (rules it needs go to `em`'s grammar
+    through `fresh_name` and `merge_rules`; spellings follow `em.canonical_numbers`)."""
+    if n.is_empty():
+        return NOTHING
+    mult = _multiple(n)
+    excluded = _excluded(n)
+    if n.int_only:
+        if mult is not None:
+            expr, rules = multiple_of_integers(mult, *_bounds(n), prefix=em.fresh_name("int_mul"))
         else:
-            expr, rules = self._plain_range(n), {}
-        not_mults = []
-        for m in n.not_mults:
-            try:
-                mexpr, mrules = multiple_of_numbers(m, *self._bounds(n), prefix=self.fresh_name("not_mul"))
-            except CompileTimeoutError:
-                raise
-            except GrammarTooLargeError:
-                break  # _number_residues refuses it, naming the keyword
-            if mrules:
-                break
-            not_mults.append(mexpr)
-        canonical = self.canonical_numbers and not n.int_only
-        if rules and (n.nonint or excluded or n.not_mults or canonical) or len(not_mults) < len(n.not_mults):
-            # a remainder automaton meets a difference or intersection (the canonical spelling's
-            # too: it leaves out -0): build it on the DFAs
-            return self._number_residues(n, mult, excluded)
-        self.merge_rules(rules)
-        if n.int_only:
-            expr = self._integer_spellings(n, expr)
-        elif n.nonint:
-            expr = intersect(expr, NONINT_PLAIN)
-        for mexpr in not_mults:
-            expr = difference(expr, mexpr)
-        if excluded:
-            expr = difference(expr, alt(*(number_spellings(x) for x in excluded)))
-        if canonical:  # (rules is empty here)
-            expr = intersect(expr, CANONICAL_NUMBER)
-        return expr
-
-    def _number_residues(self, n: NumberConstraints, mult: Fraction | None, excluded: list) -> Expr:
-        """`number` when multipleOf (or `not multipleOf`) needs a remainder automaton and is combined
-        with a difference or an intersection: the rest is one regular language of plain decimals,
-        which `residue_filter` multiplies with the remainder automata (their complements for
-        `not multipleOf`)."""
-        if n.int_only:
-            base = self._integer_spellings(n, integer_range(*self._bounds(n)))
-        else:
-            base = self._plain_range(n)
-            if n.nonint:
-                base = intersect(base, NONINT_PLAIN)
-        if excluded:
-            base = difference(base, alt(*(number_spellings(x) for x in excluded)))
-        if self.canonical_numbers and not n.int_only:
-            base = intersect(base, CANONICAL_NUMBER)
-        keep = [mult] if mult is not None else []
-        prefix = self.fresh_name("num_res")
+            expr, rules = integer_range(*_bounds(n)), {}
+    elif mult is not None:
+        expr, rules = multiple_of_numbers(mult, *_bounds(n), prefix=em.fresh_name("num_mul"))
+    else:
+        expr, rules = _plain_range(n), {}
+    not_mults = []
+    for m in n.not_mults:
         try:
-            expr, rules = residue_filter(base, keep, n.not_mults, prefix=prefix)
+            mexpr, mrules = multiple_of_numbers(m, *_bounds(n), prefix=em.fresh_name("not_mul"))
         except CompileTimeoutError:
             raise
-        except GrammarTooLargeError as e:
-            if not n.not_mults:
-                raise
-            # a step too big for a remainder automaton (or too big a product): refused, or dropped
-            self.reporter.refuse(f"'not multipleOf' cannot be enforced here: {e}", "multipleOf", keyword_pointer(n, "multipleOf"))
-            expr, rules = residue_filter(base, keep, (), prefix=prefix)
-        self.merge_rules(rules)
+        except GrammarTooLargeError:
+            break  # _number_residues refuses it, naming the keyword
+        if mrules:
+            break
+        not_mults.append(mexpr)
+    canonical = em.canonical_numbers and not n.int_only
+    if rules and (n.nonint or excluded or n.not_mults or canonical) or len(not_mults) < len(n.not_mults):
+        # a remainder automaton meets a difference or intersection (the canonical spelling's
+        # too: it leaves out -0): build it on the DFAs
+        return _number_residues(em, n, mult, excluded)
+    em.merge_rules(rules)
+    if n.int_only:
+        expr = _integer_spellings(em, n, expr)
+    elif n.nonint:
+        expr = intersect(expr, NONINT_PLAIN)
+    for mexpr in not_mults:
+        expr = difference(expr, mexpr)
+    if excluded:
+        expr = difference(expr, alt(*(number_spellings(x) for x in excluded)))
+    if canonical:  # (rules is empty here)
+        expr = intersect(expr, CANONICAL_NUMBER)
+    return expr
+
+
+def _number_residues(em: SchemaEmitter, n: NumberConstraints, mult: Fraction | None, excluded: list) -> Expr:
+    """`number` when multipleOf (or `not multipleOf`) needs a remainder automaton and is combined
+    with a difference or an intersection: the rest is one regular language of plain decimals,
+    which `residue_filter` multiplies with the remainder automata (their complements for
+    `not multipleOf`)."""
+    if n.int_only:
+        base = _integer_spellings(em, n, integer_range(*_bounds(n)))
+    else:
+        base = _plain_range(n)
+        if n.nonint:
+            base = intersect(base, NONINT_PLAIN)
+    if excluded:
+        base = difference(base, alt(*(number_spellings(x) for x in excluded)))
+    if em.canonical_numbers and not n.int_only:
+        base = intersect(base, CANONICAL_NUMBER)
+    keep = [mult] if mult is not None else []
+    prefix = em.fresh_name("num_res")
+    try:
+        expr, rules = residue_filter(base, keep, n.not_mults, prefix=prefix)
+    except CompileTimeoutError:
+        raise
+    except GrammarTooLargeError as e:
+        if not n.not_mults:
+            raise
+        # a step too big for a remainder automaton (or too big a product): refused, or dropped
+        em.reporter.refuse(f"'not multipleOf' cannot be enforced here: {e}", "multipleOf", keyword_pointer(n, "multipleOf"))
+        expr, rules = residue_filter(base, keep, (), prefix=prefix)
+    em.merge_rules(rules)
+    return expr
+
+
+def _plain_range(n: NumberConstraints) -> Expr:
+    """The numbers within n's bounds, as plain decimals once anything else constrains them."""
+    if n.lo is None and n.hi is None and (n.nonint or n.excluded or n.not_mults):
+        return PLAIN_NUMBER
+    return number_range(*_bounds(n))
+
+
+def _integer_spellings(em: SchemaEmitter, n: NumberConstraints, expr: Expr) -> Expr:
+    """Canonical integer texts `expr` with every other spelling a validator accepts (`12.0`,
+    `-0` when 0 is admitted), unless numbers are canonical."""
+    if em.canonical_numbers:
         return expr
+    zero_ok = NumberConstraints(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
+    expr = seq(expr, ZERO_FRACTION)
+    return alt(expr, seq(lit("-0"), ZERO_FRACTION)) if zero_ok else expr
 
-    def _plain_range(self, n: NumberConstraints) -> Expr:
-        """The numbers within n's bounds, as plain decimals once anything else constrains them."""
-        if n.lo is None and n.hi is None and (n.nonint or n.excluded or n.not_mults):
-            return PLAIN_NUMBER
-        return number_range(*self._bounds(n))
 
-    def _integer_spellings(self, n: NumberConstraints, expr: Expr) -> Expr:
-        """Canonical integer texts `expr` with every other spelling a validator accepts (`12.0`,
-        `-0` when 0 is admitted), unless numbers are canonical."""
-        if self.canonical_numbers:
-            return expr
-        zero_ok = NumberConstraints(int_only=True, lo=n.lo, lo_strict=n.lo_strict, hi=n.hi, hi_strict=n.hi_strict).contains(Fraction(0))
-        expr = seq(expr, ZERO_FRACTION)
-        return alt(expr, seq(lit("-0"), ZERO_FRACTION)) if zero_ok else expr
+def _multiple(n: NumberConstraints) -> Fraction | None:
+    mult = None
+    for m in n.mults:
+        mult = m if mult is None else _lcm(mult, m)
+    return mult
 
-    @staticmethod
-    def _multiple(n: NumberConstraints) -> Fraction | None:
-        mult = None
-        for m in n.mults:
-            mult = m if mult is None else _lcm(mult, m)
-        return mult
 
-    @staticmethod
-    def _excluded(n: NumberConstraints) -> list:
-        """The excluded values inside n's range that no `not multipleOf` excludes already."""
-        base = NumberConstraints(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
-        return sorted(x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults))
+def _excluded(n: NumberConstraints) -> list:
+    """The excluded values inside n's range that no `not multipleOf` excludes already."""
+    base = NumberConstraints(n.int_only, n.nonint, n.lo, n.lo_strict, n.hi, n.hi_strict, n.mults)
+    return sorted(x for x in n.excluded if base.contains(x) and not any((x / m).denominator == 1 for m in n.not_mults))
 
-    @staticmethod
-    def _bounds(n: NumberConstraints):
-        return n.lo, n.hi, n.lo_strict, n.hi_strict
+
+def _bounds(n: NumberConstraints):
+    return n.lo, n.hi, n.lo_strict, n.hi_strict

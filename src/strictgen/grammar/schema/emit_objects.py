@@ -1,7 +1,7 @@
 """Object emission: named members, key patterns, additional members, presence clauses and counts.
 
 Keys outside the listed names are partitioned into regions by the value schema that applies to
-them (pattern combinations; only the cells some key can fall into once there are many patterns).
+them (schema.key_space), and each region's members are one variant of the additional members.
 Members come in schema order by default (a key's slot decides it), or in any order with
 ``any_order=True``; presence clauses, member counts and existential member constraints (from
 `not`) are tracked by a counting construction. A listed name is one slot, but other keys may
@@ -10,339 +10,237 @@ existential member such a repeat could undo."""
 
 from __future__ import annotations
 
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
+from typing import TYPE_CHECKING
 
-from ..automata import Language
-from ..ir import NOTHING, Expr, Seq, alt, difference, intersect, lit, literal_trie, seq
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
+
+from ..ir import NOTHING, Expr, Seq, difference, intersect, literal_trie, seq
 from ..json_escapes import spelled_string
 from ..json_value import json_container, json_string
 from .counting import counting_language
+from .emit_strings import spelled
+from .ir import TRUE, ObjectConstraints
 from .key_sets import key_set_object, submasks
-from .emit_strings import ANY_STRING, spelled
-from .ir import TRUE, Formula, ObjectConstraints, pattern_language
+from .key_space import key_regions, key_set
+from .strings import ANY_STRING
 
-__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "MAX_PATTERNS", "MAX_REGIONS", "ObjectEmitter"]
+if TYPE_CHECKING:
+    from .emitter import SchemaEmitter
 
-MAX_PATTERNS = 4  # distinct key patterns per object taken in all 2**n combinations
-MAX_REGIONS = 24  # beyond that: combinations some key can match
+__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "emit_object"]
+
 MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
 KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the key sets are built at run time, which
 # costs a few small rules per object a document holds instead of ~2**n states compiled ahead
 
 
-class ObjectEmitter:
-    """Object subschemas, mixed into `json_schema.SchemaEmitter` (whose `norm`, `reporter`, `ref`,
-    `is_empty`, `any_value`, `rule_of`, `open_close`, `str_lang`, `any_order` and separators it
-    uses)."""
+def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
+    """An object subschema (`em`'s `ref`, `rule_of` and separators build the members; its
+    normaliser and key_space give the value schemas of keys)."""
+    norm = em.norm
+    if o.trivial:
+        return json_container("{", seq(json_string(), em.colon, em.any_value()), "}", em.style)
+    exists = list(o.exists)
+    if len(exists) > MAX_EXISTS:
+        em.reporter.refuse(f"more than {MAX_EXISTS} existential member constraints (from 'not') on one object", "not", "")
+        exists = exists[:MAX_EXISTS]
+    full = (1 << len(exists)) - 1
+    names = list(o.order)
+    for r in o.rules + tuple(exists):
+        if r.kind == "name" and r.name not in names:
+            names.append(r.name)
+    for clause in o.clauses:
+        for k, _ in sorted(clause):
+            if k not in names:
+                names.append(k)
+    # presence clauses (dependentRequired, anyOf/oneOf of required lists): the construction
+    # tracks which clauses are satisfied; in the fixed order a literal is decided at its slot
+    clauses = list(o.clauses)
+    all_clauses = (1 << len(clauses)) - 1
 
-    def __init__(self):
-        self._cells: dict[tuple, list[int] | None] = {}
-        super().__init__()
+    # named members: (variants [(member expr, satisfied exists mask)], required, dependency bit)
+    slots: list[tuple[list[tuple[Expr, int]], bool, int]] = []
+    for k in names:
+        vf = norm.value_formula(o, k)
+        if em.is_empty(vf):
+            if k in o.required:
+                return NOTHING
+            continue
+        key = spelled_string(k)
+        variants = [(seq(key, em.colon, em.ref(vf)), 0)]
+        applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
+        for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
+            f = norm.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
+            if not em.is_empty(f):
+                variants.append((seq(key, em.colon, em.ref(f)), mask))
+        slots.append((variants, k in o.required, k))
+    extras = _additional(em, o, names, exists)
+    open_, close_more, close_first = em.open_close("{", "}")
+    lo, hi = o.min, o.max
+    least = sum(req for _, req, _ in slots)  # members every document has
+    if lo - least > 1 and _unlisted_keys_exist(em, o, names):
+        _refuse_repeatable_count(em, o)
+    if hi is None or hi - least > 1:
+        _refuse_undoable_exists(em, o, exists, names)
+    n = len(slots)
+    # any_order matters with two listed members, or one and additional members (which may come first)
+    order_free = em.any_order and (n > 1 or (n == 1 and bool(extras)))
+    if lo or hi is not None or exists or o.clauses or order_free:
+        # members appear in many states of the construction: make them rules, so that big
+        # ones can be compiled once and called (see schema.rule_sizes.call_big_rules)
+        slots = [([(em.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
+        extras = [(em.rule_of(m), b) for m, b in extras]
+    slot_keys = {sl[2] for sl in slots}
+    take_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], True) in cl) for sl in slots]
+    skip_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], False) in cl) for sl in slots]
+    sat0 = sum(1 << i for i, cl in enumerate(clauses) if any(not pos and k not in slot_keys for k, pos in cl))
 
-    def object(self, o: ObjectConstraints) -> Expr:
-        norm = self.norm
-        if o.trivial:
-            return json_container("{", seq(json_string(), self.colon, self.any_value()), "}", self.style)
-        exists = list(o.exists)
-        if len(exists) > MAX_EXISTS:
-            self.reporter.refuse(f"more than {MAX_EXISTS} existential member constraints (from 'not') on one object", "not", "")
-            exists = exists[:MAX_EXISTS]
-        full = (1 << len(exists)) - 1
-        names = list(o.order)
-        for r in o.rules + tuple(exists):
-            if r.kind == "name" and r.name not in names:
-                names.append(r.name)
-        for clause in o.clauses:
-            for k, _ in sorted(clause):
-                if k not in names:
-                    names.append(k)
-        # presence clauses (dependentRequired, anyOf/oneOf of required lists): the construction
-        # tracks which clauses are satisfied; in the fixed order a literal is decided at its slot
-        clauses = list(o.clauses)
-        all_clauses = (1 << len(clauses)) - 1
+    def clauses_hold(used: int) -> bool:
+        """any_order: the clauses, given the set of slots used."""
+        present = {slots[j][2] for j in range(n) if used >> j & 1}
+        return all(any((k in present) == pos for k, pos in cl) for cl in clauses)
 
-        # named members: (variants [(member expr, satisfied exists mask)], required, dependency bit)
-        slots: list[tuple[list[tuple[Expr, int]], bool, int]] = []
-        for k in names:
-            vf = norm.value_formula(o, k)
-            if self.is_empty(vf):
-                if k in o.required:
-                    return NOTHING
-                continue
-            key = spelled_string(k)
-            variants = [(seq(key, self.colon, self.ref(vf)), 0)]
-            applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
-            for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
-                f = norm.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
-                if not self.is_empty(f):
-                    variants.append((seq(key, self.colon, self.ref(f)), mask))
-            slots.append((variants, k in o.required, k))
-        extras = self._additional(o, names, exists)
-        open_, close_more, close_first = self.open_close("{", "}")
-        lo, hi = o.min, o.max
-        least = sum(req for _, req, _ in slots)  # members every document has
-        if lo - least > 1 and self._unlisted_keys_exist(o, names):
-            self._refuse_repeatable_count(o)
-        if hi is None or hi - least > 1:
-            self._refuse_undoable_exists(o, exists, names)
-        n = len(slots)
-        # any_order matters with two listed members, or one and additional members (which may come first)
-        order_free = self.any_order and (n > 1 or (n == 1 and bool(extras)))
-        if lo or hi is not None or exists or o.clauses or order_free:
-            # members appear in many states of the construction: make them rules, so that big
-            # ones can be compiled once and called (see schema.rule_sizes.call_big_rules)
-            slots = [([(self.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
-            extras = [(self.rule_of(m), b) for m, b in extras]
-        slot_keys = {sl[2] for sl in slots}
-        take_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], True) in cl) for sl in slots]
-        skip_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], False) in cl) for sl in slots]
-        sat0 = sum(1 << i for i, cl in enumerate(clauses) if any(not pos and k not in slot_keys for k, pos in cl))
+    def count(c: int) -> int:
+        return c + 1 if hi is not None else min(c + 1, lo)
 
-        def clauses_hold(used: int) -> bool:
-            """any_order: the clauses, given the set of slots used."""
-            present = {slots[j][2] for j in range(n) if used >> j & 1}
-            return all(any((k in present) == pos for k, pos in cl) for cl in clauses)
-
-        def count(c: int) -> int:
-            return c + 1 if hi is not None else min(c + 1, lo)
-
-        if order_free:
-            required_mask = sum(1 << j for j in range(n) if slots[j][1])
-
-            def trans(state):
-                used, c, first, sat, present = state
-                out = []
-                if hi is not None and c >= hi:
-                    return out
-                for j in range(n):
-                    if not used >> j & 1:
-                        for m, bits in slots[j][0]:
-                            nxt = (used | 1 << j, count(c), False, sat | bits, 0)
-                            out.append((m if first else Seq((self.comma, m)), nxt))
-                for m, bits in extras:
-                    out.append((m if first else Seq((self.comma, m)), (used, count(c), False, sat | bits, present)))
-                return out
-
-            def closing(state):
-                used, c, first, sat, present = state
-                if used & required_mask != required_mask or c < lo or sat != full or not clauses_hold(used):
-                    return None
-                return close_first if first else close_more
-
-            def progress(state):
-                used, c, first, sat, present = state
-                return (bin(used).count("1"), c, not first, bin(sat).count("1"))
-
-            if (1 << n) * n <= KEY_SETS_AHEAD:
-                try:
-                    return seq(open_, self.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
-                except CompileTimeoutError:
-                    raise
-                except GrammarTooLargeError:
-                    if exists:  # the run-time key sets cannot follow those either
-                        raise
-            # too many key sets (or key sets x counts) to build ahead: built at run time
-            pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [self.comma, close_first, close_more]
-            mentioned = {k for cl in clauses for k, _ in cl}
-            return seq(open_, self.ws, key_set_object(self.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
-                                                      lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
-                                                      clauses_hold=clauses_hold if clauses else None,
-                                                      clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
+    if order_free:
+        required_mask = sum(1 << j for j in range(n) if slots[j][1])
 
         def trans(state):
-            k, c, first, sat, present = state
+            used, c, first, sat, present = state
             out = []
-            is_full = hi is not None and c >= hi
-            if k < n:
-                variants, req, _ = slots[k]
-                if not is_full:
-                    for m, bits in variants:
-                        out.append((m if first else Seq((self.comma, m)), (k + 1, count(c), False, sat | bits, present | take_sat[k])))
-                if not req:
-                    out.append((None, (k + 1, c, first, sat, present | skip_sat[k])))
-            elif not is_full:
-                for m, bits in extras:
-                    out.append((m if first else Seq((self.comma, m)), (k, count(c), False, sat | bits, present)))
+            if hi is not None and c >= hi:
+                return out
+            for j in range(n):
+                if not used >> j & 1:
+                    for m, bits in slots[j][0]:
+                        nxt = (used | 1 << j, count(c), False, sat | bits, 0)
+                        out.append((m if first else Seq((em.comma, m)), nxt))
+            for m, bits in extras:
+                out.append((m if first else Seq((em.comma, m)), (used, count(c), False, sat | bits, present)))
             return out
 
         def closing(state):
-            k, c, first, sat, present = state
-            if k < n or c < lo or sat != full or present != all_clauses:
+            used, c, first, sat, present = state
+            if used & required_mask != required_mask or c < lo or sat != full or not clauses_hold(used):
                 return None
             return close_first if first else close_more
 
         def progress(state):
-            k, c, first, sat, present = state
-            return (k, c, not first, bin(sat).count("1"))
+            used, c, first, sat, present = state
+            return (bin(used).count("1"), c, not first, bin(sat).count("1"))
 
-        return seq(open_, self.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress))
+        if (1 << n) * n <= KEY_SETS_AHEAD:
+            try:
+                return seq(open_, em.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
+            except CompileTimeoutError:
+                raise
+            except GrammarTooLargeError:
+                if exists:  # the run-time key sets cannot follow those either
+                    raise
+        # too many key sets (or key sets x counts) to build ahead: built at run time
+        pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [em.comma, close_first, close_more]
+        mentioned = {k for cl in clauses for k, _ in cl}
+        return seq(open_, em.ws, key_set_object(em.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
+                                                  lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
+                                                  clauses_hold=clauses_hold if clauses else None,
+                                                  clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
 
-    def _unlisted_keys_exist(self, o: ObjectConstraints, names: list[str]) -> bool:
-        """Can a member have a key that is none of the listed names? Only such members can repeat a
-        name: a listed name has one slot (fixed order) or one bit in the key set (any order)."""
-        named = literal_trie(names)
-        return any(not self._empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in self._regions(o))
-
-    def _refuse_repeatable_count(self, o: ObjectConstraints) -> None:
-        """minProperties counts distinct names, the construction counts members: a document that
-        repeats an unlisted name (`{"a":0,"a":0}`, which every JSON parser reads as one member) would
-        pass a count it does not reach. That needs two unlisted members, so it is refused only where
-        the required listed members leave two or more to reach minProperties."""
-        found = [(k, p) for k, p in o.where if k in ("minProperties", "not maxProperties")] or [("minProperties", "")]
-        kw, ptr = found[0][0].removeprefix("not "), found[0][1]
-        self.reporter.refuse(
-            f"minProperties {o.min} could be reached by repeating a member name that no property lists "
-            "(JSON parsers keep one member per name); it is enforced when the required properties leave at most one "
-            "member to other names",
-            kw,
-            ptr,
-        )
-
-    def _refuse_undoable_exists(self, o: ObjectConstraints, exists: list, names: list[str]) -> None:
-        """An existential member (from `not`) with a name no property lists can be followed by the
-        same name with a value that does not witness it, which JSON parsers keep instead
-        (`{"x":"s","x":1}` against `not: {additionalProperties: {type: integer}}`): refused where
-        some allowed key of its set can hold both kinds of value."""
-        norm, named = self.norm, literal_trie(names)
-        regions = self._regions(o)
-        for e in exists:
-            if e.kind == "name" or e.schema is TRUE:
-                continue
-            keys = difference(self._key_set(e), named)
-            if any(
-                not self.is_empty(norm.and_(vf, e.schema))
-                and not self.is_empty(norm.and_(vf, norm.not_(e.schema)))
-                and not self._empty(keys if region is None else intersect(keys, region))
-                for vf, region in regions
-            ):
-                kw = "patternProperties" if e.kind == "pattern" else e.pointer.rsplit("/", 1)[-1] or "not"
-                self.reporter.refuse(
-                    f"'not' of {kw} needs a member it could be undone by: a later member of the same name "
-                    "(which JSON parsers keep instead) may hold another value",
-                    kw,
-                    e.pointer.rsplit("/", 1)[0] if e.kind == "pattern" else e.pointer,
-                )
-
-    def _key_set(self, r) -> Expr:
-        """The raw language of the keys an existential rule ranges over."""
-        if r.kind == "name":
-            return lit(r.name)
-        if r.kind == "pattern":
-            return pattern_language(r.pattern)
-        if r.kind == "keys":
-            return self.str_lang(r.atoms)
-        outs = [lit(k) for k in sorted(r.names)] + [pattern_language(p) for p in sorted(r.patterns)]
-        return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
-
-    def _regions(self, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
-        """The keys outside the listed names, partitioned by the value schema that applies to them:
-        (value formula, raw key language or None for every key). Names are not subtracted here."""
-        norm = self.norm
-        pattern_rules = [r for r in o.rules if r.kind == "pattern"]
-        other_rules = [r for r in o.rules if r.kind == "other"]
-        patterns = sorted({r.pattern for r in pattern_rules} | {p for r in other_rules for p in r.patterns})
-        masks = range(1 << len(patterns))
-        if len(patterns) > MAX_PATTERNS:  # only the combinations some key can fall into
-            found = self._key_cells(patterns)
-            if found is None:
-                ptr = next((r.pointer for r in pattern_rules), "")
-                self.reporter.refuse(
-                    f"objects whose key patterns overlap in more than {MAX_REGIONS} ways are not supported", "patternProperties", ptr
-                )
-                patterns = patterns[:MAX_PATTERNS]
-            else:
-                masks = found
-        regions: dict[Formula, list[int]] = {}
-        for mask in masks:
-            inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
-            parts = [r.schema for r in pattern_rules if r.pattern in inside]
-            parts += [r.schema for r in other_rules if not (r.patterns & inside)]
-            vf = norm.and_(*parts)
-            if self.is_empty(vf):
-                continue
-            regions.setdefault(vf, []).append(mask)
-        out: list[tuple[Formula, Expr | None]] = []
-        for vf, ms in regions.items():
-            keys = None if len(ms) == len(masks) else alt(*(self._region(patterns, m) for m in ms))
-            if o.key_atoms is not None:
-                keys = self.str_lang(o.key_atoms) if keys is None else intersect(keys, self.str_lang(o.key_atoms))
-            out.append((vf, keys))
+    def trans(state):
+        k, c, first, sat, present = state
+        out = []
+        is_full = hi is not None and c >= hi
+        if k < n:
+            variants, req, _ = slots[k]
+            if not is_full:
+                for m, bits in variants:
+                    out.append((m if first else Seq((em.comma, m)), (k + 1, count(c), False, sat | bits, present | take_sat[k])))
+            if not req:
+                out.append((None, (k + 1, c, first, sat, present | skip_sat[k])))
+        elif not is_full:
+            for m, bits in extras:
+                out.append((m if first else Seq((em.comma, m)), (k, count(c), False, sat | bits, present)))
         return out
 
-    def allowed_keys(self, o: ObjectConstraints) -> Expr:
-        """The raw language of the keys an object of `o` may have (for disjointness checks)."""
-        names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
-        allowed = [lit(k) for k in names if not self.is_empty(self.norm.value_formula(o, k))]
-        named = literal_trie(names)
-        for vf, keys in self._regions(o):
-            allowed.append(difference(keys if keys is not None else ANY_STRING, named))
-        return alt(*allowed) if allowed else NOTHING
+    def closing(state):
+        k, c, first, sat, present = state
+        if k < n or c < lo or sat != full or present != all_clauses:
+            return None
+        return close_first if first else close_more
 
-    def objects_keys_disjoint(self, a: ObjectConstraints, b: ObjectConstraints) -> bool:
-        """Both objects have a member and no key is allowed in both, or one needs a member
-        (an existential constraint) with a key the other does not allow."""
-        for x, y in ((a, b), (b, a)):
-            for e in x.exists:
-                if self._empty(intersect(self._key_set(e), self.allowed_keys(y))):
-                    return True
-        if not ((a.min > 0 or a.required) and (b.min > 0 or b.required)):
-            return False
-        return self._empty(intersect(self.allowed_keys(a), self.allowed_keys(b)))
+    def progress(state):
+        k, c, first, sat, present = state
+        return (k, c, not first, bin(sat).count("1"))
 
-    def _empty(self, lang: Expr) -> bool:
-        """Is the raw language empty (decided lazily; too big to decide counts as not empty)?"""
-        try:
-            return Language(lang).is_empty()
-        except CompileTimeoutError:
-            raise
-        except StrictgenError:
-            return False
+    return seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress))
 
-    def _additional(self, o: ObjectConstraints, names: list[str], exists: list) -> list[tuple[Expr, int]]:
-        """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
-        norm = self.norm
-        members: list[tuple[Expr, int]] = []
-        named = literal_trie(names)
-        for vf, keys in self._regions(o):
-            if keys is None and not names:
-                key_expr = json_string()
-            else:
-                key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
-            members.append((seq(key_expr, self.colon, self.ref(vf)), 0))
-            for sub in submasks((1 << len(exists)) - 1, nonempty=True):
-                chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
-                f = norm.and_(vf, *(e.schema for e in chosen))
-                if self.is_empty(f):
-                    continue
-                lang = intersect(keys if keys is not None else ANY_STRING, *(self._key_set(e) for e in chosen))
-                key_expr = json_string(spelled(difference(lang, named)))
-                members.append((seq(key_expr, self.colon, self.ref(f)), sub))
-        return members
 
-    def _key_cells(self, patterns: list[str]) -> list[int] | None:
-        """The masks of the pattern combinations that some key matches exactly (None: more than
-        MAX_REGIONS): the key space is split pattern by pattern, and empty cells are dropped, so
-        patterns that rarely overlap (anchored names, prefixes) cost one cell each, not 2**n."""
-        key = tuple(patterns)
-        if key in self._cells:
-            return self._cells[key]
-        cells: list[tuple[int, Expr]] = [(0, ANY_STRING)]
-        self._cells[key] = None
-        for i, p in enumerate(patterns):
-            lang = pattern_language(p)
-            cells = [
-                (mask | bit << i, part)
-                for mask, cell in cells
-                for bit, part in ((1, intersect(cell, lang)), (0, difference(cell, lang)))
-                if not self._empty(part)
-            ]
-            if len(cells) > MAX_REGIONS:
-                return None
-        got = self._cells[key] = sorted(mask for mask, _ in cells)
-        return got
+def _unlisted_keys_exist(em: SchemaEmitter, o: ObjectConstraints, names: list[str]) -> bool:
+    """Can a member have a key that is none of the listed names? Only such members can repeat a
+    name: a listed name has one slot (fixed order) or one bit in the key set (any order)."""
+    named = literal_trie(names)
+    return any(not em.strings.raw_is_empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in key_regions(em.norm, o))
 
-    def _region(self, patterns: list[str], mask: int) -> Expr:
-        ins = [pattern_language(p) for i, p in enumerate(patterns) if mask >> i & 1]
-        outs = [pattern_language(p) for i, p in enumerate(patterns) if not mask >> i & 1]
-        base = intersect(*ins) if ins else ANY_STRING
-        return difference(base, alt(*outs)) if outs else base
+
+def _refuse_repeatable_count(em: SchemaEmitter, o: ObjectConstraints) -> None:
+    """minProperties counts distinct names, the construction counts members: a document that
+    repeats an unlisted name (`{"a":0,"a":0}`, which every JSON parser reads as one member) would
+    pass a count it does not reach. That needs two unlisted members, so it is refused only where
+    the required listed members leave two or more to reach minProperties."""
+    found = [(k, p) for k, p in o.where if k in ("minProperties", "not maxProperties")] or [("minProperties", "")]
+    kw, ptr = found[0][0].removeprefix("not "), found[0][1]
+    em.reporter.refuse(
+        f"minProperties {o.min} could be reached by repeating a member name that no property lists "
+        "(JSON parsers keep one member per name); it is enforced when the required properties leave at most one "
+        "member to other names",
+        kw,
+        ptr,
+    )
+
+
+def _refuse_undoable_exists(em: SchemaEmitter, o: ObjectConstraints, exists: list, names: list[str]) -> None:
+    """An existential member (from `not`) with a name no property lists can be followed by the
+    same name with a value that does not witness it, which JSON parsers keep instead
+    (`{"x":"s","x":1}` against `not: {additionalProperties: {type: integer}}`): refused where
+    some allowed key of its set can hold both kinds of value."""
+    norm, named = em.norm, literal_trie(names)
+    regions = key_regions(norm, o)
+    for e in exists:
+        if e.kind == "name" or e.schema is TRUE:
+            continue
+        keys = difference(key_set(e), named)
+        if any(
+            not em.is_empty(norm.and_(vf, e.schema))
+            and not em.is_empty(norm.and_(vf, norm.not_(e.schema)))
+            and not em.strings.raw_is_empty(keys if region is None else intersect(keys, region))
+            for vf, region in regions
+        ):
+            kw = "patternProperties" if e.kind == "pattern" else e.pointer.rsplit("/", 1)[-1] or "not"
+            em.reporter.refuse(
+                f"'not' of {kw} needs a member it could be undone by: a later member of the same name "
+                "(which JSON parsers keep instead) may hold another value",
+                kw,
+                e.pointer.rsplit("/", 1)[0] if e.kind == "pattern" else e.pointer,
+            )
+
+
+def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exists: list) -> list[tuple[Expr, int]]:
+    """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
+    norm = em.norm
+    members: list[tuple[Expr, int]] = []
+    named = literal_trie(names)
+    for vf, keys in key_regions(em.norm, o):
+        if keys is None and not names:
+            key_expr = json_string()
+        else:
+            key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
+        members.append((seq(key_expr, em.colon, em.ref(vf)), 0))
+        for sub in submasks((1 << len(exists)) - 1, nonempty=True):
+            chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
+            f = norm.and_(vf, *(e.schema for e in chosen))
+            if em.is_empty(f):
+                continue
+            lang = intersect(keys if keys is not None else ANY_STRING, *(key_set(e) for e in chosen))
+            key_expr = json_string(spelled(difference(lang, named)))
+            members.append((seq(key_expr, em.colon, em.ref(f)), sub))
+    return members

@@ -78,16 +78,25 @@ def pattern_language(p: str):
 
 
 class Formula:
-    """An interned, lazily normalised schema: src / and / or / not / true / false."""
+    """An interned, lazily normalised schema: src / and / or / not / true / false. Immutable (it
+    is a key of the normaliser's and the emitter's tables); its normal form is the normaliser's
+    answer to `dnf(formula)`, never stored on it."""
 
     __slots__ = ("kind", "key", "args", "src", "_hash")
 
     def __init__(self, kind: str, key: tuple, args: tuple = (), src: "SrcInfo | None" = None):
-        self.kind = kind
-        self.key = key
-        self.args = args
-        self.src = src
-        self._hash = hash(key)
+        set_ = object.__setattr__
+        set_(self, "kind", kind)
+        set_(self, "key", key)
+        set_(self, "args", args)
+        set_(self, "src", src)
+        set_(self, "_hash", hash(key))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Formula is immutable (setting {name!r})")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"Formula is immutable (deleting {name!r})")
 
     def __hash__(self) -> int:
         return self._hash
@@ -107,8 +116,11 @@ TRUE = Formula("true", ("true",))
 FALSE = Formula("false", ("false",))
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class SrcInfo:
+    """Where a src formula's schema object sits: the object itself (never modified), how its
+    references resolve, its dialect, its JSON pointer and its dynamic scope."""
+
     schema: dict
     resolver: Any  # referencing.Resolver for this location
     spec: Any  # referencing Specification (dialect)

@@ -146,7 +146,7 @@ class TypeKeywords:
 
         if not isinstance(name, str):
             raise invalid("format must be a string", "format", ptr)
-        if not self.format_asserted(spec):
+        if not self.vocabularies.format_asserted(spec):
             return None  # the 2020-12 default (formats="annotate"): format is only an annotation
         if name in SUPPORTED_FORMATS:
             return Format(name)

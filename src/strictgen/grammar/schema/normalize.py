@@ -2,8 +2,8 @@
 
 The JSON Schema front end works in two steps (DESIGN.md §1): these modules resolve references,
 merge `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
-(sub)schema, a list of *conjuncts* (`Conjunct`, the alternatives of a DNF); `json_schema` (and its schema_emit_* mixins) turns
-conjuncts into grammar IR.
+(sub)schema, a list of *conjuncts* (`Conjunct`, the alternatives of a DNF); `emitter` (and its
+emit_* functions) turns conjuncts into grammar IR, asking this normaliser, which never asks it back.
 
 Formulas
     Subschemas are referred to lazily through interned `Formula` objects: a raw schema at a
@@ -34,8 +34,9 @@ jsonschema judge of enum values) is composed of mixins, one concern each: schema
 `$dynamicRef`), schema.algebra (dnf, negation, disjointness), schema.applicators (allOf, anyOf,
 oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*). The
 schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
-other documents schema.documents, the dialects a supplied metaschema's `$vocabulary` defines
-schema.vocabularies (`Vocabularies`).
+other documents schema.documents. Services the Normalizer holds and which never call it back: the
+dialects a supplied metaschema's `$vocabulary` defines (`vocabularies`, schema.vocabularies) and the
+compile's string-language service (`strings`, schema.strings).
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ from .documents import SchemaDocuments, dialect_of
 from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
 from .limits import malformed_subschema
 from .refs import References
+from .strings import StringLanguages
 from .keywords import TypeKeywords
 from .vocabularies import Vocabularies
-from .values import FORMAT_MODES, Reporter, escape_pointer, invalid, json_equal, value_key
+from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
 
 __all__ = ["Normalizer", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
 
@@ -69,17 +71,22 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabularies):
+class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
-    def __init__(self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None):
+    def __init__(
+        self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None, strings: StringLanguages | None = None
+    ):
         """`documents`: the other documents `root` may refer to (SchemaDocuments.of takes a mapping
-        of URI -> schema or a referencing.Registry); nothing else is ever fetched."""
+        of URI -> schema or a referencing.Registry); nothing else is ever fetched. `strings`: the
+        compile's string-language service (shared with its emitter; a new one by default)."""
         import referencing.jsonschema as rj
 
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
-        self.reporter = reporter or Reporter(True)
+        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial (applicators)
+        self.compile_reporter = self.reporter  # never swapped: where the emitter's refusals go too
+        self.strings = strings if strings is not None else StringLanguages()
         self.formats = formats
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
@@ -99,15 +106,13 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
         self._dicts: list[dict] = []
-        self._dialects_by_uri: dict[str, Any] = {}  # custom dialects (schema.vocabularies)
-        self._dialects_by_name: dict[str, Any] = {}
-        self._judges: dict[tuple, Any] = {}
+        self.vocabularies = Vocabularies(self.documents, self.pointers, formats)  # custom dialects
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
         self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
         if isinstance(root, dict):
-            spec = self.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
+            spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
             if not isinstance(root.get("$id", ""), str):
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
@@ -210,7 +215,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         if got is None:
             vocab = DIALECT_KEYWORDS.get(getattr(f.src.spec, "name", ""))
             schema = f.src.schema
-            custom = self.vocabulary_view(f.src.spec, schema)
+            custom = self.vocabularies.vocabulary_view(f.src.spec, schema)
             if custom is not None:
                 got = custom
             elif vocab is None:
@@ -226,7 +231,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
-        spec = self.dialect_spec(schema, info.spec)
+        spec = self.vocabularies.dialect_spec(schema, info.spec)
         resolver = self._entered(info.resolver, schema, spec)
         return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
 
@@ -267,6 +272,20 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         if f.kind == "not":
             return f.args[0]
         return self._intern("not", ("not", f.key), (f,))
+
+    def is_empty(self, f: Formula) -> bool:
+        """Does `f` admit no value at all? (False when it cannot be told yet: `f` is being
+        normalised, as when a question is asked from inside its own normalisation.)"""
+        if f is FALSE:
+            return True
+        if f in self._active:
+            return False
+        try:
+            return not self.dnf(f)
+        except RefLoop:
+            if self._active:  # asked from inside a normalisation: cannot tell
+                return False
+            raise
 
     # ---- membership (the jsonschema validator is the judge) ----
 
@@ -318,7 +337,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
         import jsonschema.validators as jv
 
         info = f.src
-        custom = self.dialect(info.spec)
+        custom = self.vocabularies.dialect(info.spec)
         name = custom.base if custom is not None else getattr(info.spec, "name", "")
         cls = {
             "draft-03": jv.Draft3Validator,
@@ -327,7 +346,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords, Vocabula
             "draft-07": jv.Draft7Validator,
             "draft2019-09": jv.Draft201909Validator,
         }.get(name) or legacy_items_2020_validator()
-        cls = self.judge_class(cls, info.spec)
-        checker = cls.FORMAT_CHECKER if self.format_asserted(info.spec) else None
+        cls = self.vocabularies.judge_class(cls, info.spec)
+        checker = cls.FORMAT_CHECKER if self.vocabularies.format_asserted(info.spec) else None
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=info.resolver)

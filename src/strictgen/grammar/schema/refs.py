@@ -74,7 +74,7 @@ class References:
             return TRUE if target else FALSE
         if not isinstance(target, dict):
             raise invalid(f"reference {ref!r} does not point to a schema", kw, ptr)
-        spec = self.dialect_spec(target, f.src.spec)
+        spec = self.vocabularies.dialect_spec(target, f.src.spec)
         resolver = self._canonical(resolved.resolver, target, spec)
         scope = self._enter(f.src.scope, resolver)
         return self.src(target, resolver, spec, self.pointers.get(id(target), ref), scope)

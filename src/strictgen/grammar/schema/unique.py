@@ -55,7 +55,7 @@ from strictgen.errors import CompileTimeoutError, StrictgenError
 from ..automata import MAX_DFA_STATES, regular_dfa
 from ..json_spelling import SPELL_ALL_STATES, SPELLED_FACTOR
 from ..ir import Expr, RuleRef
-from .emit_strings import string_language
+from .strings import string_language
 from .key_sets import keep_called
 from .unique_strings import StringCounter, atoms_to_json
 from .ir import FALSE, AmongStrings, Formula
@@ -90,7 +90,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
             ins = [a.values for a in c.str if type(a) is AmongStrings]
             if ins:
                 rest = tuple(a for a in c.str if type(a) is not AmongStrings)
-                strings.update(s for s in frozenset.intersection(*ins) if not rest or emitter.str_member(rest, s))
+                strings.update(s for s in frozenset.intersection(*ins) if not rest or emitter.strings.member(rest, s))
             else:
                 languages.append(c.str)
                 if _infinite_strings(c.str):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..automata import regular_dfa
 from ..ir import alt, literal_trie
-from .emit_strings import string_language
+from .strings import string_language
 from .ir import AmongStrings, Format, Length, Matches, NotAll
 
 __all__ = ["StringCounter", "atoms_from_json", "atoms_to_json", "escape_ranges"]

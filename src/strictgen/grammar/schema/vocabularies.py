@@ -19,8 +19,8 @@ are asserted whatever `formats=` says; with format-annotation only, the caller's
 
 A vocabulary strictgen does not know is ignored when the metaschema marks it optional (`false`)
 and refused when it is required (`true`): the spec says an implementation must then refuse the
-schema (SchemaError naming the vocabulary and the pointer of its `$vocabulary`). A mixin of
-Normalizer."""
+schema (SchemaError naming the vocabulary and the pointer of its `$vocabulary`). `Vocabularies`
+is a service the Normalizer holds (`norm.vocabularies`); it never calls the normaliser."""
 
 from __future__ import annotations
 
@@ -87,7 +87,18 @@ class Dialect:
 
 
 class Vocabularies:
-    """Dialect resolution for Normalizer (needs `self.documents`, `self.pointers`, `self.formats`)."""
+    """Dialect resolution for one compile: the custom dialects the supplied metaschemas define."""
+
+    def __init__(self, documents: Any, pointers: dict[int, str], formats: str):
+        """`documents`: the supplied documents (SchemaDocuments), where metaschemas are looked up;
+        `pointers`: the JSON pointer of every indexed schema object (for errors); `formats`: the
+        caller's format policy ("assert" or "annotate")."""
+        self.documents = documents
+        self.pointers = pointers
+        self.formats = formats
+        self._dialects_by_uri: dict[str, Dialect | None] = {}
+        self._dialects_by_name: dict[str, Dialect] = {}
+        self._judges: dict[tuple, Any] = {}
 
     def dialect_spec(self, schema: Any, default: Any) -> Any:
         """The referencing Specification of a schema object: its `$schema` (standard, or a supplied
