@@ -106,3 +106,25 @@ def test_spelled_rewrites_a_literal_into_all_its_spellings():
     for text in ["é/", "\\u00e9/", "\\u00E9\\/", "é\\u002F"]:
         assert accepts(text.encode()), text
     assert not accepts(b"e/")
+
+
+def test_string_rule_names_are_the_same_in_every_process():
+    """A string rule is named from its atoms; an `enum` inside them is a frozenset whose repr()
+    follows the process's string hashing, so the name (and the grammar text, and every key built
+    from it) once changed with PYTHONHASHSEED. Two processes with different seeds must agree."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from strictgen.grammar.json_schema import json_schema_grammar\n"
+        "schema = {'type': 'string', 'pattern': '^a', 'not': {'enum': ['ab', 'ac', 'ad', 'ae', 'af', 'ag']}}\n"
+        "print(sorted(k for k in json_schema_grammar(schema)[0].rules if k.startswith('str_')))\n"
+    )
+    names = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        assert "str_" in out
+        names.add(out)
+    assert len(names) == 1, names

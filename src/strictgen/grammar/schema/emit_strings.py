@@ -9,6 +9,7 @@ pattern whose product would be too big is built at run time (length_product)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 from typing import TYPE_CHECKING
@@ -77,9 +78,23 @@ def emit_string(em: SchemaEmitter, atoms: tuple) -> Expr:
     # (big ones are then compiled once, as calls)
     # a stable name (the same atoms give the same rule name and body object in every grammar,
     # so a compiler-side cache of rule automata could reuse e.g. the date-time automaton)
-    name = em.string_rules[atoms] = "str_" + hashlib.sha1(repr(atoms).encode()).hexdigest()[:16]
+    name = em.string_rules[atoms] = "str_" + hashlib.sha1(stable_text(atoms).encode()).hexdigest()[:16]
     em.rules[name] = body
     return RuleRef(name)
+
+
+def stable_text(value) -> str:
+    """A text of string atoms that is the same in every process: repr() of a frozenset follows the
+    process's string hashing (PYTHONHASHSEED), so a rule named from it had another name in the
+    next process, and so did the grammar text and every key built from it."""
+    if isinstance(value, (frozenset, set)):
+        return "{" + ", ".join(sorted(stable_text(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(stable_text(v) for v in value) + ")"
+    if dataclasses.is_dataclass(value):
+        fields = (f"{f.name}={stable_text(getattr(value, f.name))}" for f in dataclasses.fields(value))
+        return f"{type(value).__name__}({', '.join(fields)})"
+    return repr(value)
 
 
 def _length_product_small(atoms: tuple, length: Length) -> bool:
