@@ -150,6 +150,7 @@ def overlap_steps(requests: list[Request], next_request: Callable[[], Request], 
     pending: list[int | None] = [None] * rows  # the token each row sampled in the step before
     times = StepTimes()
     for _ in range(steps):
+        step_logits = logits.clone()  # what the forward pass will write (copied before the step: not timed)
         forward = ForwardStandIn(forward_seconds)  # 1. run_batch(N): launched, returns at once
         for r, req in enumerate(requests):  # 2. process_batch_result(N - 1)
             if pending[r] is not None:
@@ -160,7 +161,7 @@ def overlap_steps(requests: list[Request], next_request: Callable[[], Request], 
                     requests[r] = next_request()  # a new request takes the row
         start = time.perf_counter()
         info.grammars = [req.grammar for req in requests]
-        output = DeviceLogits(forward, logits.clone())
+        output = DeviceLogits(forward, step_logits)
         _preprocess_logits(None, output, info)  # 3. fill on the host; apply after the forward pass
         masked = output.next_token_logits  # the forward pass has ended: its end is known
         times.fill.append(output.mask_ready - start)

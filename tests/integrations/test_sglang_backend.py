@@ -182,6 +182,18 @@ def test_overlap_schedule_fills_while_the_forward_pass_runs(backend, tokenizer):
     assert len(started) > len(documents)  # rows were handed on: every format served, one more than once
 
 
+def test_vocab_mask_allocated_and_reset_on_the_host(backend):
+    """SGLang allocates a mask every step (and resets reusable ones): all tokens allowed, int32
+    words, a torch view of host memory; a reset after a fill allows everything again."""
+    g, _ = get_grammar(backend, ("regex", EMAIL))
+    mask = g.allocate_vocab_mask(VOCAB, 4, "cpu")
+    assert mask.dtype == torch.int32 and tuple(mask.shape) == (4, (VOCAB + 31) // 32) and bool((mask == -1).all())
+    g.fill_vocab_mask(mask, 2)
+    assert not bool((mask[2] == -1).all())
+    StrictgenGrammar.reset_vocab_mask(mask)
+    assert bool((mask == -1).all())
+
+
 def test_speculative_style_fill_accept_rollback(backend, tokenizer):
     """spec_utils.traverse_tree's calls: fill a row per draft position, accept, roll back, even past EOS."""
     g, _ = get_grammar(backend, ("regex", "ab|abc"))
