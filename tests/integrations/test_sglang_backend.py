@@ -48,6 +48,8 @@ with imported():
 
     from strictgen.integrations.sglang import StrictgenGrammar, StrictgenGrammarBackend, register
 
+from tests.integrations.sglang_overlap import Request, overlap_steps, sglang_functions  # noqa: E402
+
 VOCAB = 129_280
 SCHEMA = {
     "type": "object",
@@ -148,6 +150,50 @@ def test_scheduler_cycles_end_in_valid_documents(backend, tokenizer):
     jsonschema.validate(json.loads(texts[4]), SCHEMA)
 
 
+def test_overlap_schedule_fills_while_the_forward_pass_runs(backend, tokenizer):
+    """SGLang's overlap schedule (sglang_overlap.py: SGLang's own `_accept_grammar_tokens` and
+    `_preprocess_logits`, a CPU stand-in for the forward pass): the previous step's tokens are
+    accepted after the next forward pass is launched, then the batch's masks are filled while it
+    runs. Every masked row is exactly a fresh matcher's mask after the same tokens (the fill sees
+    every accept before it), the teacher-forced token is always allowed, and requests that end
+    hand their rows to new ones."""
+    eos = tokenizer.eos_token_id
+    documents = [(("json", json.dumps(SCHEMA)), json.dumps({"name": "Ann", "n": 7, "ok": True})),
+                 (("regex", EMAIL), "ab@cd.org"), (("ebnf", GBNF), "(1,x)"), (("json", "$$ANY$$"), "[1, {}]")]
+    started = []
+
+    def next_request():
+        key, text = documents[len(started) % len(documents)]
+        started.append(key)
+        return Request(get_grammar(backend, key)[0], [*tokenizer.encode(text, add_special_tokens=False), eos], rid=str(len(started)))
+
+    checked = []
+
+    def check(row, req, masked):
+        allowed = np.flatnonzero(torch.isfinite(masked).numpy())  # random logits: finite exactly where allowed
+        assert np.array_equal(allowed, ids_of(allowed_after(req.grammar.matcher.compiled, req.tokens[: req.pos])))
+        assert req.tokens[req.pos] in set(allowed.tolist())
+        checked.append(row)
+
+    requests = [next_request() for _ in range(3)]
+    logits = torch.from_numpy(np.random.default_rng(5).standard_normal((3, VOCAB), dtype=np.float32))
+    times = overlap_steps(requests, next_request, logits, steps=14, forward_seconds=0.002, check=check)
+    assert len(checked) == 14 * 3 and len(times.fill) == len(times.wait) == 14
+    assert len(started) > len(documents)  # rows were handed on: every format served, one more than once
+
+
+def test_vocab_mask_allocated_and_reset_on_the_host(backend):
+    """SGLang allocates a mask every step (and resets reusable ones): all tokens allowed, int32
+    words, a torch view of host memory; a reset after a fill allows everything again."""
+    g, _ = get_grammar(backend, ("regex", EMAIL))
+    mask = g.allocate_vocab_mask(VOCAB, 4, "cpu")
+    assert mask.dtype == torch.int32 and tuple(mask.shape) == (4, (VOCAB + 31) // 32) and bool((mask == -1).all())
+    g.fill_vocab_mask(mask, 2)
+    assert not bool((mask[2] == -1).all())
+    StrictgenGrammar.reset_vocab_mask(mask)
+    assert bool((mask == -1).all())
+
+
 def test_speculative_style_fill_accept_rollback(backend, tokenizer):
     """spec_utils.traverse_tree's calls: fill a row per draft position, accept, roll back, even past EOS."""
     g, _ = get_grammar(backend, ("regex", "ab|abc"))
@@ -241,20 +287,13 @@ def sglang_spec_functions() -> dict:
     masks), compiled from its installed spec_utils.py: importing that module pulls in SGLang's
     multimodal configs, which need torchvision (it pins its own torch), so the two functions are
     taken from the file by `ast`, unchanged, with the names they read."""
-    import ast
     import logging
     import time
     from typing import List, Optional, Tuple
 
-    path = Path(next(iter(importlib.util.find_spec("sglang").submodule_search_locations))) / "srt" / "speculative" / "spec_utils.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("traverse_tree", "generate_token_bitmask")]
-    assert len(wanted) == 2, "SGLang's spec_utils.py no longer has traverse_tree and generate_token_bitmask"
-    future = ast.ImportFrom(module="__future__", names=[ast.alias(name="annotations")], level=0)
     ns = {"torch": torch, "time": time, "logger": logging.getLogger("sglang.spec_utils"), "TREE_TRAVERSE_TIME_THRESHOLD": 1,
           "Optional": Optional, "List": List, "Tuple": Tuple}
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[future, *wanted], type_ignores=[])), str(path), "exec"), ns)
-    return ns
+    return sglang_functions("speculative/spec_utils.py", ("traverse_tree", "generate_token_bitmask"), ns)
 
 
 def allowed_after(compiled, tokens) -> np.ndarray:

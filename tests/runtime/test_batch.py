@@ -2,6 +2,7 @@
 states and termination, synchronously and in the background."""
 
 import json
+import string
 
 import numpy as np
 import pytest
@@ -95,6 +96,67 @@ def test_batch_into_torch_mask(qwen, matchers):
     got = torch.from_numpy(sg.allocate_token_bitmask(len(matchers), qwen.vocab_size))
     assert sg.fill_next_token_bitmask_batch(matchers, got) == want_flags
     assert np.array_equal(got.numpy(), want)
+
+
+def test_batch_of_one_is_the_matchers_own_fill(qwen, matchers):
+    """The one-row fast path: same row, same flag, into numpy or torch, at any row index."""
+    for m in matchers:
+        want = sg.allocate_token_bitmask(1, qwen.vocab_size)
+        flag = m.fill_next_token_bitmask(want)
+        got = np.full((3, want.shape[1]), 7, dtype=np.int32)
+        assert sg.fill_next_token_bitmask_batch([m], got, indices=np.array([2])) == [flag]
+        assert np.array_equal(got[2], want[0]) and (got[:2] == 7).all()
+    with pytest.raises(ValueError, match="has no row 3"):
+        sg.fill_next_token_bitmask_batch(matchers[:1], sg.allocate_token_bitmask(3, qwen.vocab_size), indices=[3])
+
+
+def _word_vocab():
+    """96 tokens in 3 mask words: word 0 lowercase tokens, word 1 tokens with digits, word 2
+    lowercase tokens and EOS, so a state's mask can have its first and last words full and still
+    disallow tokens (the middle word), or allow every token."""
+    lower = string.ascii_lowercase
+    words = [[c.encode() for c in lower] + [f"a{c}".encode() for c in "bcdefg"],
+             [c.encode() for c in string.digits] + [f"{d}{c}".encode() for d in "01" for c in lower[:11]],
+             [f"b{c}".encode() for c in lower] + [f"c{c}".encode() for c in lower[:5]] + [b"</s>"]]
+    return sg.TokenizerInfo.from_vocab([t for w in words for t in w], eos_token_ids=[95], special_token_ids=[95])
+
+
+def test_large_batch_flags_when_first_and_last_words_allow_all():
+    """Past SMALL_BATCH rows the flags are read from the bitmask's first and last words, then whole
+    rows where both allow all: a row that disallows only middle tokens still needs applying, one
+    that allows every token does not; rows equal and flags equal the matchers' own fills."""
+    from strictgen.runtime.batch import SMALL_BATCH
+
+    tok = _word_vocab()
+    compiler = sg.GrammarCompiler(tok)
+    letters, anything, digits = (compiler.compile_regex(p) for p in ("[a-z]*", "[a-z0-9]*", "[0-9]+"))
+    rows = [sg.GrammarMatcher(g) for g in (letters, anything, digits)] * (SMALL_BATCH // 3 + 2)
+    assert len(rows) > SMALL_BATCH
+    want, want_flags = _alone(rows, tok.vocab_size)
+    assert want_flags[:3] == [True, False, True] and (want[0, [0, 2]] == -1).all() and want[0, 1] != -1
+    got = sg.allocate_token_bitmask(len(rows), tok.vocab_size)
+    assert sg.fill_next_token_bitmask_batch(rows, got) == want_flags
+    assert np.array_equal(got, want)
+    spread = sg.allocate_token_bitmask(2 * len(rows), tok.vocab_size)  # rows not consecutive: stacked, then scattered
+    assert sg.fill_next_token_bitmask_batch(rows, spread, indices=range(0, 2 * len(rows), 2)) == want_flags
+    assert np.array_equal(spread[::2], want) and (spread[1::2] == -1).all()  # as allocated
+
+
+def test_async_fills_started_together_do_not_wait_on_each_other(qwen):
+    """More background batch fills than the mask pool has threads, each with first-time masks for
+    the pool: none may hold a thread its own mask work needs (they finish, and fill right)."""
+    import os
+
+    compiler = sg.GrammarCompiler(qwen, cache_size=1)
+    fills = []
+    for k in range(max(2, os.cpu_count() or 2) + 2):
+        batch = [sg.GrammarMatcher(compiler.compile_regex(f"[a-z]{{{k + 1},{k + 9}}}-{i}")) for i in range(3)]
+        mask = sg.allocate_token_bitmask(len(batch), qwen.vocab_size)
+        fills.append((batch, mask, sg.fill_next_token_bitmask_batch_async(batch, mask)))
+    for batch, mask, future in fills:
+        assert future.result(timeout=120) == [True] * len(batch)
+        want, _ = _alone(batch, qwen.vocab_size)
+        assert np.array_equal(mask, want)
 
 
 def _walkers(qwen, documents):

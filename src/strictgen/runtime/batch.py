@@ -3,7 +3,11 @@
 Computing a state's mask for the first time is numpy work over the vocabulary trie, which releases
 the GIL, so distinct states are computed on a thread pool; states seen before are cache hits and
 cost a row copy. `fill_next_token_bitmask_batch_async` returns at once, so a decoding loop can
-start the next masks and run the model's forward pass while they are computed."""
+start the next masks and run the model's forward pass while they are computed.
+
+Small batches are common (one request, a few): their fill is a handful of Python calls, with no
+array of row numbers, no pool and no stacking for one row, so it costs what
+`GrammarMatcher.fill_next_token_bitmask` costs."""
 
 from __future__ import annotations
 
@@ -16,16 +20,21 @@ import numpy as np
 
 from strictgen.runtime.matcher import GrammarMatcher
 
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[str, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
+def _executor(kind: str = "mask") -> ThreadPoolExecutor:
+    """The thread pool of one kind of work: "mask" computes first-time masks (as many threads as
+    cores); "batch" runs whole batch fills started with `..._async` (one thread, so fills run in
+    the order started). Apart, because a batch fill waits on mask work: on one pool, fills started
+    at once could hold every thread while their mask work waits behind them."""
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="strictgen-mask")
-        return _pool
+        pool = _pools.get(kind)
+        if pool is None:
+            workers = max(2, os.cpu_count() or 2) if kind == "mask" else 1
+            pool = _pools[kind] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"strictgen-{kind}")
+        return pool
 
 
 def _compute_missing(matchers: Sequence[GrammarMatcher]) -> None:
@@ -35,17 +44,39 @@ def _compute_missing(matchers: Sequence[GrammarMatcher]) -> None:
         if not m.is_terminated() and m.compiled.masker.cached(m.state) is None:
             missing.setdefault((id(m.compiled), m.state), m)
     if len(missing) > 1:
-        list(_executor().map(lambda m: m.next_token_mask(), missing.values()))
+        list(_executor().map(GrammarMatcher.next_token_mask, missing.values()))
 
 
-def _needs_apply(target: np.ndarray, rows: np.ndarray, width: int) -> np.ndarray:
-    """Per row: whether some token is disallowed (some word is not -1); the first word settles
-    almost every row, so only rows whose first word allows all are read further."""
-    flags = target[rows, 0] != -1
-    open_rows = np.flatnonzero(~flags)
-    if len(open_rows):
-        flags[open_rows] = (target[rows[open_rows], :width] != -1).any(axis=1)
-    return flags
+def _row_numbers(count: int, indices) -> list[int]:
+    if indices is None:
+        return list(range(count))
+    return [int(r) for r in (indices.tolist() if hasattr(indices, "tolist") else indices)]
+
+
+SMALL_BATCH = 32  # up to this many rows, a row's flags cost less read one by one than by numpy calls
+
+
+def _needs_apply(target: np.ndarray, first: int, count: int, masks: list[np.ndarray]) -> list[bool]:
+    """Per row (rows first..first+count of `target`, holding `masks`): whether some token is
+    disallowed, i.e. some word is not -1. The first and last words settle almost every row (a
+    mask's last word holds special or padding tokens, rarely all allowed); the few rows left are
+    read whole, once per distinct mask. Small batches read the words row by row (a numpy call
+    costs more than a few rows' reads); larger ones read the two columns of the bitmask at once."""
+    if count <= SMALL_BATCH:
+        return [bool(mask[0] != -1 or mask[-1] != -1) or bool((mask != -1).any()) for mask in masks]
+    width = len(masks[0])
+    block = target[first : first + count]
+    flags = (block[:, 0] != -1) | (block[:, width - 1] != -1)
+    open_rows = np.flatnonzero(~flags).tolist()
+    if open_rows:
+        seen: dict[int, bool] = {}
+        for r in open_rows:
+            mask = masks[r]
+            flag = seen.get(id(mask))
+            if flag is None:
+                flag = seen[id(mask)] = bool((mask != -1).any())
+            flags[r] = flag
+    return flags.tolist()
 
 
 def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None) -> list[bool]:
@@ -53,34 +84,43 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
 
     Returns, per matcher, whether some token is disallowed (the row needs applying). First-time
     masks of distinct states are computed on a thread pool; then the batch's (cached, shared)
-    rows are copied into the bitmask in one numpy copy, not one assignment per row."""
-    rows = np.arange(len(matchers)) if indices is None else np.asarray(list(indices), dtype=np.int64).reshape(-1)
-    if len(rows) != len(matchers):
-        raise ValueError(f"{len(matchers)} matchers but {len(rows)} row indices")
+    rows are copied into the bitmask in one numpy copy, not one assignment per row. A batch of
+    one is the matcher's own fill."""
+    count = len(matchers)
+    rows = _row_numbers(count, indices)
+    if len(rows) != count:
+        raise ValueError(f"{count} matchers but {len(rows)} row indices")
     target = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
-    if target.ndim != 2 or (len(rows) and (rows.max() >= target.shape[0] or rows.min() < 0)):
-        bad = int(rows.max()) if len(rows) else 0
+    if target.ndim != 2 or (rows and (max(rows) >= target.shape[0] or min(rows) < 0)):
+        bad = max(rows) if rows and target.ndim == 2 and max(rows) >= target.shape[0] else min(rows, default=0)
         raise ValueError(f"bitmask of shape {tuple(target.shape)} has no row {bad}")
-    if not len(matchers):
+    if count == 1:
+        return [matchers[0].fill_next_token_bitmask(target, index=rows[0])]
+    if not count:
         return []
-    if len(matchers) > 1:
-        _compute_missing(matchers)
+    _compute_missing(matchers)
     masks = [m.next_token_mask() for m in matchers]
     width = len(masks[0])
     if any(len(mask) != width for mask in masks):  # grammars of different vocabularies: row by row
-        return [m.fill_next_token_bitmask(target, index=int(r)) for m, r in zip(matchers, rows)]
-    if rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
-        np.stack(masks, out=target[rows[0] : rows[-1] + 1, :width])
-    else:
-        target[rows, :width] = np.stack(masks)
-    return _needs_apply(target, rows, width).tolist()
+        return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, rows)]
+    first = rows[0]
+    if rows == list(range(first, first + count)):  # consecutive rows: one copy, flags read in place
+        block = target[first : first + count]
+        if block.shape[1] == width and block.flags.c_contiguous:
+            np.concatenate(masks, out=block.reshape(-1))  # one flat copy: no per-row view, as np.stack makes
+        else:
+            np.stack(masks, out=block[:, :width])
+        return _needs_apply(target, first, count, masks)
+    stacked = np.stack(masks)
+    target[rows, :width] = stacked
+    return _needs_apply(stacked, 0, count, masks)
 
 
 def fill_next_token_bitmask_batch_async(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None) -> "Future[list[bool]]":
     """Start `fill_next_token_bitmask_batch` in the background; `.result()` waits for it.
 
     The matchers must not advance until the future is done."""
-    return _executor().submit(fill_next_token_bitmask_batch, list(matchers), bitmask, indices)
+    return _executor("batch").submit(fill_next_token_bitmask_batch, list(matchers), bitmask, indices)
 
 
 def accept_token_batch(matchers: Sequence[GrammarMatcher], token_ids) -> list[bool]:
