@@ -19,6 +19,10 @@ from strictgen.engine.batching import BatchScheduler
 from strictgen.engine.llama_cpp_runtime import LlamaCppBatch
 from tests.models import embedded
 
+# a bound that only catches a hang (a deadlocked scheduler), never a slow machine: a batch of three
+# took 108 s on two cores shared by seven developers
+HANG_S = 900
+
 PERSON = {
     "type": "object",
     "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 130}},
@@ -68,7 +72,7 @@ def test_batch_of_three_equals_each_alone(model, scheduler):
     alone = [generate(model, p, g, GenerationConfig(**{"max_tokens": 32, **kw})) for p, g, kw in jobs]
     steps = scheduler.steps
     futures = [scheduler.submit(p, g, GenerationConfig(**{"max_tokens": 32, **kw})) for p, g, kw in jobs]
-    batched = [f.result(timeout=120) for f in futures]
+    batched = [f.result(timeout=HANG_S) for f in futures]
     assert scheduler.max_batch == 3  # the three were stepped together
     assert scheduler.steps - steps < sum(r.stats.forward_passes + 1 for r in batched)
     for a, b in zip(alone, batched):
@@ -99,7 +103,7 @@ def test_more_requests_than_slots_budget_stop_and_cancel(model, scheduler):
         (c.compile_choice(["yes", "no"]), GenerationConfig(max_tokens=4)),
     ]
     futures = [scheduler.submit(prompt, g, cfg) for g, cfg in configs]
-    results = [f.result(timeout=120) for f in futures]
+    results = [f.result(timeout=HANG_S) for f in futures]
     tight, full, stopped, cancelled, choice = results
     # the slots hold earlier requests' tokens: each result is still exactly the lone run's
     seen.clear()
@@ -123,7 +127,7 @@ def test_bad_request_raises_at_submit(model, scheduler):
 def test_shared_passes_valid_and_a_lone_request_repeats(model, shared_scheduler):
     jobs = _jobs(model)
     futures = [shared_scheduler.submit(p, g, GenerationConfig(**{"max_tokens": 32, **kw})) for p, g, kw in jobs]
-    together = [f.result(timeout=120) for f in futures]
+    together = [f.result(timeout=HANG_S) for f in futures]
     assert shared_scheduler.max_batch == 3
     jsonschema.validate(json.loads(together[0].text), PERSON)
     assert re.fullmatch(DATE, together[1].text)
@@ -160,5 +164,5 @@ def test_a_grammar_whose_rule_fails_to_build_fails_its_generation_only(model, sc
     good = scheduler.submit(jobs[0][0], jobs[0][1], GenerationConfig(max_tokens=48))
     bad = scheduler.submit(model.encode_prompt("Write a word."), broken, GenerationConfig(max_tokens=8))
     with pytest.raises(GrammarTooLargeError, match="stand-in"):
-        bad.result(timeout=120)
-    jsonschema.validate(json.loads(good.result(timeout=120).text), PERSON)
+        bad.result(timeout=HANG_S)
+    jsonschema.validate(json.loads(good.result(timeout=HANG_S).text), PERSON)
