@@ -20,8 +20,14 @@ refusal never leaves the matcher at a dead end. Tracks are immutable: the matche
 accepted token, so rollback is a pop.
 
 Where the machine's stacks disagree (an `anyOf` of an array with uniqueItems and an overlapping
-one without), the array is followed as soon as one stack is inside it: a document valid only
-through the other array can be refused (a false reject), none is accepted that no branch allows.
+one without), the array is followed as soon as one stack is inside it, and a repeat rules out only
+the parses inside it: the data that repeats an item is refused when every stack is inside the
+array, else the stacks inside it are dropped (`machine.sub_state`, taken before the byte that
+fixes the repeat, since that byte may close the array) and the rest of the data is read by the
+others. So `{"anyOf":[{"uniqueItems":true},{}]}` accepts `[null,null]` through the free array,
+and a parse that repeated an item cannot come back later, when the free branch dies (fuzz
+finding B). A stack's depth (how many unique arrays it is inside) says which stacks a frame
+holds: the parses of the frame at index k are the stacks deeper than k.
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ from strictgen.grammar.schema.unique import INFINITE_KINDS, UNIQUE_MARK
 from strictgen.grammar.schema.unique_strings import StringCounter, escape_ranges
 from strictgen.tokenizer.trie import words_for
 
+from .machine import DEAD
 from .unique_spelling import consistent, split_text
 
-VETO = object()  # what `advance` returns for data that would repeat an item
+VETO = object()  # what `advance` returns for data that would repeat an item on every parse
 _NUMBER = frozenset(b"0123456789+-.eE")
 _DIGIT_START = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): True, ord("f"): False, ord("n"): None}
@@ -137,49 +144,74 @@ class UniqueItems:
                 rules[i] = tuple(Spec.of(d) for d in json.loads(r.name.split(UNIQUE_MARK, 1)[1]))
         return cls(compiled, rules) if rules else None
 
+    def _depth(self, node: int) -> tuple[int, tuple | None]:
+        """How many unique arrays the stack `node` is inside, and the specs of the innermost. A
+        frame still at its rule's start (state 0: its `[` not read yet, entered ahead because
+        the array may come next) is not inside."""
+        machine = self.machine
+        depth, inner = 0, None
+        while node:
+            node, rule, at = machine.node(node)
+            got = self.rules.get(rule)
+            if got is not None and at != 0:
+                depth += 1
+                inner = inner or got
+        return depth, inner
+
     def opened(self, state: int) -> tuple[int, tuple | None]:
         """How many unique arrays the stacks of `state` are inside (the most over its stacks),
-        and the specs of the innermost of them (None: none). A frame still at its rule's start
-        (state 0: its `[` not read yet, entered ahead because the array may come next) is not
-        inside."""
-        machine = self.machine
+        and the specs of the innermost of them (None: none)."""
         best, specs = 0, None
-        for node in machine.stacks(state):
-            depth, inner = 0, None
-            while node:
-                node, rule, at = machine.node(node)
-                got = self.rules.get(rule)
-                if got is not None and at != 0:
-                    depth += 1
-                    inner = inner or got
+        for node in self.machine.stacks(state):
+            depth, inner = self._depth(node)
             if depth > best:
                 best, specs = depth, inner
         return best, specs
 
+    def _without_parses(self, state: int, level: int) -> int:
+        """`state` without the stacks inside the frame at index `level` (deeper than it); DEAD
+        when every stack is."""
+        stacks = self.machine.stacks(state)
+        return self.machine.sub_state(state, [self._depth(node)[0] <= level for node in stacks])
+
     def advance(self, track: Track | None, state: int, data: bytes):
-        """The track after `data` read from machine `state` (with `track`), or VETO."""
+        """(the track after `data` read from machine `state` with `track`, the machine state
+        after it when a repeat dropped some stacks, else None), or VETO when a repeat leaves no
+        stack."""
         frames = track.frames if track is not None else ()
+        base, off = state, 0  # data[off:] is read from `base` (a state with stacks dropped, once some are)
         i = 0
         while i < len(data):
             if not frames:
                 j = data.find(b"[", i)
                 if j < 0:
-                    return None
+                    break
                 i = j + 1
-                depth, specs = self.opened(self.machine.step_bytes(state, data[:i]))
+                depth, specs = self.opened(self.machine.step_bytes(base, data[off:i]))
                 if depth:
                     frames = (Frame(specs),)
                 continue
             b = data[i]
             i += 1
-            frames = _feed(frames, b)
-            if frames is VETO:
-                return VETO
+            got = _feed(frames, b)
+            while isinstance(got, Repeat):  # the parses inside that array end; the others read on
+                base = self._without_parses(self.machine.step_bytes(base, data[off : i - 1]), got.level)
+                if base == DEAD:
+                    return VETO
+                off = i - 1
+                frames = frames[: got.level]
+                got = _feed(frames, b) if frames else ()
+            frames = got
             if b == 0x5B and frames and _opens(frames[-1]):
-                depth, specs = self.opened(self.machine.step_bytes(state, data[:i]))
+                depth, specs = self.opened(self.machine.step_bytes(base, data[off:i]))
                 if depth > len(frames):
                     frames = frames + (Frame(specs),)
-        return Track(frames) if frames else None
+        after = None
+        if off or base != state:
+            after = self.machine.step_bytes(base, data[off:])
+            if after == DEAD:
+                return VETO
+        return Track(frames) if frames else None, after
 
     def mask(self, row: np.ndarray, track: Track | None, state: int) -> np.ndarray:
         """`row` (the machine's mask) without the tokens that would repeat an item."""
@@ -220,17 +252,25 @@ def _opens(frame: Frame) -> bool:
     return frame.mode == "container" and not frame.in_string
 
 
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """What `_feed` returns when a byte repeats an item of the frame at index `level`."""
+
+    level: int
+
+
 def _feed(frames: tuple, b: int):
-    """The frames after one byte, or VETO. The innermost frame reads it as its item's text; the
-    ones below are reading items that hold it (containers) and only follow brackets and strings."""
+    """The frames after one byte, or the Repeat of the innermost frame whose item it repeats.
+    The innermost frame reads it as its item's text; the ones below are reading items that hold
+    it (containers) and only follow brackets and strings."""
     top = _lex(frames[-1], b)
     if top is VETO:
-        return VETO
+        return Repeat(len(frames) - 1)
     out = list(frames[:-1])
     for k in range(len(out) - 1, -1, -1):
         got = _container(out[k], b)
         if got is VETO:
-            return VETO
+            return Repeat(k)
         out[k] = got
     if top is not None:
         out.append(top)
