@@ -3,8 +3,8 @@
 A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, seed)` draws one;
 `check_case` compiles it and returns the findings, each {"kind", "doc", "detail"}:
 
-    false_reject_unique           a false reject that goes away without uniqueItems (compile/unique_items.py
-                                  documents those where an anyOf's branches disagree)
+    false_reject_unique           a false reject that goes away without uniqueItems (where an anyOf's
+                                  branches disagree, compile/unique_items.py drops only the unique parses)
     false_accept / false_reject   the matcher's verdict on a document (accept its tokens, then can it
                                   end?) differs from the judge's: `jsonschema` (Draft 2020-12), Python's
                                   `re.fullmatch`, or the Earley recogniser of tests/reference.py over an

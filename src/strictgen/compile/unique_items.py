@@ -43,6 +43,7 @@ import numpy as np
 from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
 from strictgen.grammar.schema.unique import INFINITE_KINDS, UNIQUE_MARK
 from strictgen.grammar.schema.unique_strings import StringCounter, escape_ranges
+from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import words_for
 
 from .machine import DEAD
@@ -54,6 +55,7 @@ _DIGIT_START = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): True, ord("f"): False, ord("n"): None}
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
 _WS = frozenset(b" \t\n\r")
+PRUNED_ENTRIES = 4096  # states with a repeat's parses dropped, remembered per grammar
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,7 @@ class UniqueItems:
         self.token_bytes = info.all_token_bytes
         self.vocab_size = info.vocab_size
         self.classes = _token_classes(info)
+        self._pruned: BoundedLRU[int] = BoundedLRU(PRUNED_ENTRIES)  # (state, level) -> _without_parses
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -170,9 +173,15 @@ class UniqueItems:
 
     def _without_parses(self, state: int, level: int) -> int:
         """`state` without the stacks inside the frame at index `level` (deeper than it); DEAD
-        when every stack is."""
-        stacks = self.machine.stacks(state)
-        return self.machine.sub_state(state, [self._depth(node)[0] <= level for node in stacks])
+        when every stack is. Remembered: a mask asks it for each token that repeats an item,
+        and those tokens mostly share the state before their repeating byte."""
+        key = (state, level)
+        got = self._pruned.peek(key)
+        if got is None:
+            stacks = self.machine.stacks(state)
+            got = self.machine.sub_state(state, [self._depth(node)[0] <= level for node in stacks])
+            self._pruned.put(key, got)
+        return got
 
     def advance(self, track: Track | None, state: int, data: bytes):
         """(the track after `data` read from machine `state` with `track`, the machine state
