@@ -167,8 +167,12 @@ def any_of_cases(draw):
     unique = {"type": "array", "items": {"type": kinds if len(kinds) > 1 else kinds[0]}, "uniqueItems": True}
     free = draw(st.sampled_from([{"type": "array"}, {"type": "array", "maxItems": 3}, {"type": "array", "items": {"type": "integer"}},
                                  {"type": "array", "items": {"type": "string"}}, {"type": "array", "uniqueItems": True, "items": {"type": "string"}}]))
-    wrapped = draw(st.booleans())
-    if wrapped:
+    shape = draw(st.sampled_from(["bare", "wrapped", "nested"]))
+    wrapped = shape == "wrapped"
+    if shape == "nested":  # the unique array one level down in one branch, one level up in the other (finding E)
+        inner = {"type": "array", "items": unique["items"]}
+        schema = {"anyOf": [{"type": "array", "items": unique}, {"type": "array", "items": inner, "uniqueItems": True}]}
+    elif wrapped:
         def member(a, b):
             return {"type": "object", "properties": {"a": a, "b": {"type": b}}, "required": ["a", "b"], "additionalProperties": False}
         schema = {"anyOf": [member(unique, "integer"), member(free, "string")]}
@@ -182,6 +186,8 @@ def any_of_cases(draw):
         if values and draw(st.booleans()):
             values.insert(draw(st.integers(0, len(values))), draw(st.sampled_from(values)))
         text = json.dumps(values)
+        if shape == "nested":
+            text = json.dumps([values] * draw(st.integers(1, 2)) + [values[:1]] * draw(st.integers(0, 1)))
         docs.append('{"a": %s, "b": %s}' % (text, draw(st.sampled_from(["1", '"x"']))) if wrapped else text)
     return schema, docs
 
@@ -201,7 +207,7 @@ def test_an_any_of_of_unique_and_free_arrays_is_exact(compiler, qwen, case):
 
 def test_a_repeat_drops_only_the_unique_parses(compiler):
     """Fuzz finding B and the case a rule "constrain only where every stack is inside" gets
-    wrong: the free branch accepts [1,1] for the moment, then dies at "b": 1."""
+    wrong: the free branch accepts [1,1] for the moment, then dies at "b": 1; and finding E."""
     g = compiler.compile_json_schema({"anyOf": [{"uniqueItems": True}, {}]}, strict=True)
     for text, ok in [("[null,null]", True), ("[[1],[1]]", True), ('["a","\\u0061"]', True), ("[1,2]", True)]:
         m = sg.GrammarMatcher(g)
@@ -213,6 +219,12 @@ def test_a_repeat_drops_only_the_unique_parses(compiler):
         assert (m.accept_string(text) and m.can_end()) == ok, text
     m = sg.GrammarMatcher(g)
     assert m.accept_string('{"a":[1,1],"b":') and not m.accept_string("1") and m.accept_string('"x"}')
+    # finding E: one branch's unique array opened by the same "[" as the other's free one
+    nested = compiler.compile_json_schema({"anyOf": [{"type": "array", "uniqueItems": True, "items": {"type": "array", "items": {"type": "string"}}},
+                                                {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}}]}, strict=True)
+    for text, ok in [("[[1,1]]", False), ("[[1,2]]", True), ('[["a","a"]]', True), ("[[1,2],[1,2]]", True), ('[["a"],["a"]]', False)]:
+        m = sg.GrammarMatcher(nested)
+        assert (m.accept_string(text) and m.can_end()) == ok, text
     # the mask agrees with accept: after a repeat only the free branch's tokens are left, and
     # while neither parse has repeated anything both branches' tokens are
     info = compiler.tokenizer_info

@@ -26,8 +26,12 @@ array, else the stacks inside it are dropped (`machine.sub_state`, taken before 
 fixes the repeat, since that byte may close the array) and the rest of the data is read by the
 others. So `{"anyOf":[{"uniqueItems":true},{}]}` accepts `[null,null]` through the free array,
 and a parse that repeated an item cannot come back later, when the free branch dies (fuzz
-finding B). A stack's depth (how many unique arrays it is inside) says which stacks a frame
-holds: the parses of the frame at index k are the stacks deeper than k.
+finding B). A frame names the arrays it follows as (rule, parent node), which stays the same
+while an array is read: the parses of a frame are the stacks inside one of its arrays, and a `[`
+opens a frame for the stacks whose innermost array no frame follows yet, so one parse's unique
+array opened by the same `[` as another parse's free one is followed too (fuzz finding E:
+`[[1,1]]` was accepted under an anyOf of a unique array of string arrays and an array of
+unique integer arrays).
 """
 
 from __future__ import annotations
@@ -107,6 +111,7 @@ class Frame:
     depth: int = 0
     in_string: bool = False
     candidates: tuple | None = None
+    owners: frozenset = frozenset()  # the arrays it follows, as UniqueItems._arrays names them
 
     @property
     def spec(self) -> Spec:
@@ -137,7 +142,7 @@ class UniqueItems:
         self.token_bytes = info.all_token_bytes
         self.vocab_size = info.vocab_size
         self.classes = _token_classes(info)
-        self._pruned: BoundedLRU[int] = BoundedLRU(PRUNED_ENTRIES)  # (state, level) -> _without_parses
+        self._pruned: BoundedLRU[int] = BoundedLRU(PRUNED_ENTRIES)  # (state, arrays) -> _without_parses
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -147,41 +152,47 @@ class UniqueItems:
                 rules[i] = tuple(Spec.of(d) for d in json.loads(r.name.split(UNIQUE_MARK, 1)[1]))
         return cls(compiled, rules) if rules else None
 
-    def _depth(self, node: int) -> tuple[int, tuple | None]:
-        """How many unique arrays the stack `node` is inside, and the specs of the innermost. A
-        frame still at its rule's start (state 0: its `[` not read yet, entered ahead because
-        the array may come next) is not inside."""
+    def _arrays(self, node: int) -> list[tuple[int, int]]:
+        """The unique arrays the stack `node` is inside, innermost first, each as (rule, parent
+        node): the pair stays the same while the array is read (its frame advances under the same
+        parent), so it names the array. A frame still at its rule's start (state 0: its `[` not
+        read yet, entered ahead because the array may come next) is not inside."""
         machine = self.machine
-        depth, inner = 0, None
+        out = []
         while node:
-            node, rule, at = machine.node(node)
-            got = self.rules.get(rule)
-            if got is not None and at != 0:
-                depth += 1
-                inner = inner or got
-        return depth, inner
+            parent, rule, at = machine.node(node)
+            if at != 0 and rule in self.rules:
+                out.append((rule, parent))
+            node = parent
+        return out
 
-    def opened(self, state: int) -> tuple[int, tuple | None]:
-        """How many unique arrays the stacks of `state` are inside (the most over its stacks),
-        and the specs of the innermost of them (None: none)."""
-        best, specs = 0, None
+    def opened(self, state: int, known: frozenset = frozenset()) -> "Frame | None":
+        """A frame for the unique arrays that stacks of `state` have just opened (the innermost
+        array of a stack, where no open frame follows it: not in `known`), or None."""
+        owners, specs = set(), None
         for node in self.machine.stacks(state):
-            depth, inner = self._depth(node)
-            if depth > best:
-                best, specs = depth, inner
-        return best, specs
+            arrays = self._arrays(node)
+            if arrays and arrays[0] not in known:
+                owners.add(arrays[0])
+                specs = specs or self.rules[arrays[0][0]]
+        return Frame(specs, owners=frozenset(owners)) if owners else None
 
-    def _without_parses(self, state: int, level: int) -> int:
-        """`state` without the stacks inside the frame at index `level` (deeper than it); DEAD
-        when every stack is. Remembered: a mask asks it for each token that repeats an item,
-        and those tokens mostly share the state before their repeating byte."""
-        key = (state, level)
+    def _without_parses(self, state: int, owners: frozenset) -> int:
+        """`state` without the stacks inside any of the arrays `owners`; DEAD when every stack is.
+        Remembered: a mask asks it for each token that repeats an item, and those tokens mostly
+        share the state before their repeating byte."""
+        key = (state, owners)
         got = self._pruned.peek(key)
         if got is None:
             stacks = self.machine.stacks(state)
-            got = self.machine.sub_state(state, [self._depth(node)[0] <= level for node in stacks])
+            got = self.machine.sub_state(state, [owners.isdisjoint(self._arrays(node)) for node in stacks])
             self._pruned.put(key, got)
         return got
+
+    def _followed(self, frames: tuple, state: int) -> tuple:
+        """The frames whose arrays some stack of `state` is still inside."""
+        present = {a for node in self.machine.stacks(state) for a in self._arrays(node)}
+        return tuple(f for f in frames if not f.owners.isdisjoint(present))
 
     def advance(self, track: Track | None, state: int, data: bytes):
         """(the track after `data` read from machine `state` with `track`, the machine state
@@ -196,25 +207,25 @@ class UniqueItems:
                 if j < 0:
                     break
                 i = j + 1
-                depth, specs = self.opened(self.machine.step_bytes(base, data[off:i]))
-                if depth:
-                    frames = (Frame(specs),)
+                frame = self.opened(self.machine.step_bytes(base, data[off:i]))
+                frames = (frame,) if frame is not None else ()
                 continue
             b = data[i]
             i += 1
             got = _feed(frames, b)
             while isinstance(got, Repeat):  # the parses inside that array end; the others read on
-                base = self._without_parses(self.machine.step_bytes(base, data[off : i - 1]), got.level)
+                before = self.machine.step_bytes(base, data[off : i - 1])
+                base = self._without_parses(before, frames[got.level].owners)
                 if base == DEAD:
                     return VETO
                 off = i - 1
-                frames = frames[: got.level]
+                frames = self._followed(frames[: got.level] + frames[got.level + 1 :], base)
                 got = _feed(frames, b) if frames else ()
             frames = got
             if b == 0x5B and frames and _opens(frames[-1]):
-                depth, specs = self.opened(self.machine.step_bytes(base, data[off:i]))
-                if depth > len(frames):
-                    frames = frames + (Frame(specs),)
+                frame = self.opened(self.machine.step_bytes(base, data[off:i]), frozenset().union(*(f.owners for f in frames)))
+                if frame is not None:
+                    frames = frames + (frame,)
         after = None
         if off or base != state:
             after = self.machine.step_bytes(base, data[off:])
