@@ -130,3 +130,14 @@ def test_a_crash_and_a_hang_are_findings(monkeypatch):
     with campaign.Supervisor(tok, compile_timeout=1.0, cap=3.0) as sup:
         got = sup.run(case)
     assert got["outcome"] == "hang" and "test_regressions.py" in got["findings"][0]["detail"]  # where it hung
+
+
+def test_a_hang_inside_a_judge_is_no_finding(monkeypatch):
+    """Python's `re` can backtrack for minutes in C, where no alarm reaches it: a hang inside the
+    judge's bounded call is an outcome of its own, not a finding against strictgen."""
+    tok = sg.TokenizerInfo.from_name("smollm2")
+    case = {"target": "regex", "seed": 0, "source": ["lit", "a"], "docs": ["a"]}
+    monkeypatch.setattr(campaign, "check_case", lambda case, compiler: campaign._within(60.0, lambda: time.sleep(60)))
+    with campaign.Supervisor(tok, compile_timeout=1.0, cap=3.0) as sup:
+        got = sup.run(case)
+    assert got["outcome"] == "judge_hang" and got["findings"] == []
