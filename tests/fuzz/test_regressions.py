@@ -99,9 +99,10 @@ def test_any_of_unique_and_free_arrays_admits_duplicates(compiler):
                    "after k of them (65,536 after 16; after 22, 8.4 million and 9 s of CPU for that one byte), for a valid "
                    "document; a graph-structured stack (shared tails, as GLR and Earley keep them) would stay linear in k")
 def test_nested_ambiguous_parentheses_keep_few_stacks(compiler):
-    """Found by the campaign (gbnf seed 1040185 on deepseek, minimised by hand): its probe's completion
-    search hung for 100 s in rows of states with millions of stacks (the search's time bound is
-    checked between rows, and one row took 11 s)."""
+    """Found twice by the campaign (gbnf seed 1040185 on deepseek, minimised by hand; gbnf seed 1082316
+    on smollm2, minimised by the campaign to `root ::= r1 | "{" root ")"`, `r1 ::= "你"{3,5} | "{" root ")"`):
+    its probe's completion search hung for 100 s in rows of states with millions of stacks (the
+    search's time bound is checked between rows, and one row took 11 s)."""
     g = compiler.compile_grammar('root ::= a | "(" root ")"\na ::= "x" | "(" root ")"\n')
     state = g.machine.step_bytes(g.machine.start, b"(" * 16)
     assert state != 0
