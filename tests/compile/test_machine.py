@@ -160,3 +160,24 @@ def test_chain_follows_a_counter_and_stops_where_bytes_part_ways():
     assert machine.chain(machine.start, b'"a', 8) is None  # '"' goes on, 'a' is dead: they part ways
     with pytest.raises(ValueError):
         machine.chain(body, b"", 8)
+
+
+def test_a_sub_state_holds_exactly_the_stacks_kept():
+    """sub_state (the matcher drops the parses a uniqueItems repeat rules out): the state of some
+    of a state's stacks; its rows are those stacks' rows, so two parts' live bytes make the whole's."""
+    g = Grammar({"root": alt(seq(lit("["), RuleRef("a")), seq(lit("["), RuleRef("b"))), "a": alt(seq(lit("x"), RuleRef("a")), lit("]")),
+                 "b": alt(seq(charset([(ord("x"), ord("y"))]), RuleRef("b")), lit(")"))})  # recursive: not inlined
+    machine = PushdownMachine(compile_automaton(g, 0))
+    state = machine.step_bytes(machine.start, b"[x")
+    stacks = machine.stacks(state)
+    assert len(stacks) == 2
+    assert machine.sub_state(state, [True, True]) == state and machine.sub_state(state, [False, False]) == DEAD
+    parts = [machine.sub_state(state, [i == k for i in range(2)]) for k in range(2)]
+    assert [machine.stacks(p) for p in parts] == [(stacks[0],), (stacks[1],)]
+    live = [set(np.flatnonzero(machine.compute_row(s) != DEAD).tolist()) for s in [state] + parts]
+    assert live[0] == live[1] | live[2] and live[1] != live[2]
+    assert {machine.step_bytes(p, b"]") != DEAD for p in parts} == {True, False}  # one part is the "a" parse
+    with pytest.raises(ValueError, match="one keep flag per stack"):
+        machine.sub_state(state, [True])
+    with pytest.raises(ValueError, match="state out of range"):
+        machine.sub_state(10**6, [])

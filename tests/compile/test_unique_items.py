@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import strictgen as sg
 from strictgen.errors import SchemaError
-from tests.helpers import respell_strings
+from tests.helpers import allowed_ids, respell_strings
 from tests.lazy_checks import Judge, feed_all
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -157,3 +157,85 @@ def test_token_classes_are_their_definitions_token_by_token(vocab):
         expected = [bool(special[i]) or not leaves_out(t) for i, t in enumerate(tokens)]
         assert classes[name].tolist() == expected, name
     assert classes["special"].tolist() == [bool(x) for x in special]
+
+
+@st.composite
+def any_of_cases(draw):
+    """An anyOf of a unique array and an overlapping one without uniqueItems (fuzz finding B),
+    bare or as a member of objects whose other member then tells the branches apart."""
+    kinds = draw(st.sampled_from(KINDS))
+    unique = {"type": "array", "items": {"type": kinds if len(kinds) > 1 else kinds[0]}, "uniqueItems": True}
+    free = draw(st.sampled_from([{"type": "array"}, {"type": "array", "maxItems": 3}, {"type": "array", "items": {"type": "integer"}},
+                                 {"type": "array", "items": {"type": "string"}}, {"type": "array", "uniqueItems": True, "items": {"type": "string"}}]))
+    shape = draw(st.sampled_from(["bare", "wrapped", "nested"]))
+    wrapped = shape == "wrapped"
+    if shape == "nested":  # the unique array one level down in one branch, one level up in the other (finding E)
+        inner = {"type": "array", "items": unique["items"]}
+        schema = {"anyOf": [{"type": "array", "items": unique}, {"type": "array", "items": inner, "uniqueItems": True}]}
+    elif wrapped:
+        def member(a, b):
+            return {"type": "object", "properties": {"a": a, "b": {"type": b}}, "required": ["a", "b"], "additionalProperties": False}
+        schema = {"anyOf": [member(unique, "integer"), member(free, "string")]}
+    else:
+        schema = {"anyOf": [unique, free]} if draw(st.booleans()) else {"anyOf": [free, unique]}
+    scalar = {"string": st.sampled_from(["a", "b", "\u00e9"]), "integer": st.integers(-2, 2), "boolean": st.booleans(), "null": st.none(),
+              "number": st.sampled_from([0.5, 1, 2])}
+    docs = []
+    for _ in range(3):
+        values = draw(st.lists(st.one_of(*(scalar[k] for k in kinds)), max_size=5))
+        if values and draw(st.booleans()):
+            values.insert(draw(st.integers(0, len(values))), draw(st.sampled_from(values)))
+        text = json.dumps(values)
+        if shape == "nested":
+            text = json.dumps([values] * draw(st.integers(1, 2)) + [values[:1]] * draw(st.integers(0, 1)))
+        docs.append('{"a": %s, "b": %s}' % (text, draw(st.sampled_from(["1", '"x"']))) if wrapped else text)
+    return schema, docs
+
+
+@SETTINGS
+@given(any_of_cases())
+def test_an_any_of_of_unique_and_free_arrays_is_exact(compiler, qwen, case):
+    """A repeat rules out only the parses inside the unique array: the free branch still accepts
+    the document, and once it dies (a member the unique branch alone allows) the repeat counts."""
+    schema, docs = case
+    g = compiler.compile_json_schema(schema, strict=True)
+    judge = Judge(schema)
+    rnd = random.Random(1)
+    for text in docs:  # verdicts only: the masks' completion search (lazy_checks) cannot finish a free array's items in time
+        feed_all(g, qwen, judge, text, rnd, check_masks=False)
+
+
+def test_a_repeat_drops_only_the_unique_parses(compiler):
+    """Fuzz finding B and the case a rule "constrain only where every stack is inside" gets
+    wrong: the free branch accepts [1,1] for the moment, then dies at "b": 1; and finding E."""
+    g = compiler.compile_json_schema({"anyOf": [{"uniqueItems": True}, {}]}, strict=True)
+    for text, ok in [("[null,null]", True), ("[[1],[1]]", True), ('["a","\\u0061"]', True), ("[1,2]", True)]:
+        m = sg.GrammarMatcher(g)
+        assert (m.accept_string(text) and m.can_end()) == ok, text
+    member = lambda a, b: {"type": "object", "properties": {"a": a, "b": {"type": b}}, "required": ["a", "b"], "additionalProperties": False}  # noqa: E731
+    g = compiler.compile_json_schema({"anyOf": [member({"type": "array", "uniqueItems": True}, "integer"), member({"type": "array"}, "string")]})
+    for text, ok in [('{"a":[1,1],"b":1}', False), ('{"a":[1,2],"b":1}', True), ('{"a":[1,1],"b":"x"}', True), ('{"a":[1,2],"b":"x"}', True)]:
+        m = sg.GrammarMatcher(g)
+        assert (m.accept_string(text) and m.can_end()) == ok, text
+    m = sg.GrammarMatcher(g)
+    assert m.accept_string('{"a":[1,1],"b":') and not m.accept_string("1") and m.accept_string('"x"}')
+    # finding E: one branch's unique array opened by the same "[" as the other's free one
+    nested = compiler.compile_json_schema({"anyOf": [{"type": "array", "uniqueItems": True, "items": {"type": "array", "items": {"type": "string"}}},
+                                                {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}}]}, strict=True)
+    for text, ok in [("[[1,1]]", False), ("[[1,2]]", True), ('[["a","a"]]', True), ("[[1,2],[1,2]]", True), ('[["a"],["a"]]', False)]:
+        m = sg.GrammarMatcher(nested)
+        assert (m.accept_string(text) and m.can_end()) == ok, text
+    # the mask agrees with accept: after a repeat only the free branch's tokens are left, and
+    # while neither parse has repeated anything both branches' tokens are
+    info = compiler.tokenizer_info
+    for prefix, allowed, refused in [('{"a":[1,1],"b":', b'"', b"1"), ('{"a":[1,2],"b":', b'"', b"1"), ('{"a":[1,1', b"]", None)]:
+        m = sg.GrammarMatcher(g)
+        assert m.accept_string(prefix)
+        ids = set(allowed_ids(m).tolist())
+        assert _token(info, allowed) in ids
+        if refused is not None:
+            assert (_token(info, refused) in ids) == prefix.endswith("2],\"b\":")
+
+
+def _token(info, text: bytes) -> int:
+    return next(i for i in range(info.vocab_size) if info.token_bytes(i) == text)

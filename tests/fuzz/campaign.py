@@ -3,8 +3,8 @@
 A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, seed)` draws one;
 `check_case` compiles it and returns the findings, each {"kind", "doc", "detail"}:
 
-    false_reject_unique           a false reject that goes away without uniqueItems (compile/unique_items.py
-                                  documents those where an anyOf's branches disagree)
+    false_reject_unique           a false reject that goes away without uniqueItems (where an anyOf's
+                                  branches disagree, compile/unique_items.py drops only the unique parses)
     false_accept / false_reject   the matcher's verdict on a document (accept its tokens, then can it
                                   end?) differs from the judge's: `jsonschema` (Draft 2020-12), Python's
                                   `re.fullmatch`, or the Earley recogniser of tests/reference.py over an
@@ -23,7 +23,8 @@ Not findings, counted: `unjudged` (no judge decides: JSON with a repeated member
 `re` past JUDGE_S, `jsonschema` lost in a `$ref` loop), `exponent_limit` (a valid document rejected
 only for writing a bounded number with an exponent, which grammar/numbers.py leaves out by design),
 `order_limit` (rejected only for its member order: the default fixed order of grammar/json_schema.py),
-`inconclusive` (a completion search past PROBE_EXPANSIONS, a uniqueItems veto of the completion).
+`inconclusive` (a completion search past PROBE_EXPANSIONS, a uniqueItems veto of the completion),
+`judge_hang` (an outcome: the worker stopped answering inside a judge, Python's `re` backtracking).
 
 Compiles run in a worker process (`Supervisor`) with faulthandler on, so a crash or a hang is a
 finding with a traceback instead of the end of the campaign. A refusal (a StrictgenError at compile:
@@ -466,7 +467,10 @@ class Supervisor:
                 self._proc.join(10)
         hung = self._proc.is_alive()
         self.close()
-        detail = f"{'no answer after' if hung else 'worker died after'} {time.perf_counter() - t0:.1f} s (exit code {self._proc.exitcode}); faulthandler:\n{_read_from(self._log, start)}"
+        trace = _read_from(self._log, start)
+        detail = f"{'no answer after' if hung else 'worker died after'} {time.perf_counter() - t0:.1f} s (exit code {self._proc.exitcode}); faulthandler:\n{trace}"
+        if hung and _judge_hung(trace):
+            return {"outcome": "judge_hang", "findings": [], "detail": detail}
         return {"outcome": "hang" if hung else "crash", "findings": [_finding("hang" if hung else "crash", None, detail)]}
 
     def close(self) -> None:
@@ -480,6 +484,14 @@ class Supervisor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _judge_hung(trace: str) -> bool:
+    """Did the worker hang inside a judge's bounded call (`_within`), not in strictgen? Python's
+    `re` backtracks in C without looking at signals, so JUDGE_S cannot stop it (seen in the long
+    campaign on `(?:(?:.*)+){0,2}` followed by a long literal tail)."""
+    frames = re.findall(r'line \d+ in (\S+)', trace)
+    return len(frames) >= 2 and frames[1] == "_within"
 
 
 def _read_from(path: str, offset: int, limit: int = 4000) -> str:

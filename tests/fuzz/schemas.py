@@ -18,6 +18,8 @@ import json
 import random
 import warnings
 
+import jsonschema
+
 from tests.fuzz.languages import regex_text
 
 NAMES = ["a", "b", "id", "name", "x-y", "é", "ok"]
@@ -210,11 +212,17 @@ META = {
 }
 
 
+_META_CHECK = jsonschema.Draft7Validator(META)
+
+
 def hypothesis_schema(seed: int) -> dict | None:
     """A schema drawn by hypothesis-jsonschema, as clauses of META (None where the draw failed)."""
     from hypothesis_jsonschema import from_schema
 
     got = draw_examples(from_schema(META), seed, 8)  # hypothesis draws the simplest example first: take a later one
+    # hypothesis-jsonschema sometimes draws past a tuple's `additionalItems: false` (seen twice in
+    # the long campaign, not reproducible in a fresh process): such draws are left out
+    got = got[:1] + [g for g in got[1:] if _META_CHECK.is_valid(g)]
     if len(got) < 2:
         return None
     schema: dict = {}

@@ -176,6 +176,23 @@ static PyObject *Machine_stacks(Machine *m, PyObject *arg) {
     return out;
 }
 
+static PyObject *Machine_sub_state(Machine *m, PyObject *args) {
+    int s;
+    const char *keep;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "iy#", &s, &keep, &n))
+        return NULL;
+    int32_t state;
+    if (check_state(m, s, &state) < 0)
+        return NULL;
+    if (n != m->state_len.data[state]) {
+        PyErr_SetString(PyExc_ValueError, "sub_state: one keep flag per stack of the state");
+        return NULL;
+    }
+    int32_t id = machine_sub_state(m, state, (const uint8_t *)keep);
+    return id < 0 ? NULL : PyLong_FromLong(id); /* the error is set */
+}
+
 static PyObject *Machine_node(Machine *m, PyObject *arg) {
     long n = PyLong_AsLong(arg);
     if (n == -1 && PyErr_Occurred())
@@ -359,6 +376,7 @@ static PyMethodDef Machine_methods[] = {
     {"row", (PyCFunction)Machine_row, METH_O, "A copy of a state's row as bytes (256 int32)."},
     {"step_bytes", (PyCFunction)Machine_step_bytes, METH_VARARGS, "step_bytes(state, data): the state after data, 0 if dead."},
     {"stacks", (PyCFunction)Machine_stacks, METH_O, "The sorted node ids of a state (0: the empty stack)."},
+    {"sub_state", (PyCFunction)Machine_sub_state, METH_VARARGS, "sub_state(state, keep): the state of the stacks whose flag is set."},
     {"node", (PyCFunction)Machine_node, METH_O, "(parent node, rule, DFA state) of a node other than 0."},
     {"is_accepting", (PyCFunction)Machine_is_accepting, METH_O, "Whether the root may have finished in a state."},
     {"utf8_target", (PyCFunction)Machine_utf8_target, METH_O, "The one state every valid multi-byte character leads to, or None."},

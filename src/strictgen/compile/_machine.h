@@ -89,6 +89,7 @@ void machine_free_arrays(Machine *m);
 int32_t machine_start_state(Machine *m); /* its closure computed on first use */
 int compute_row(Machine *m, int32_t state); /* the row of a state, once */
 int32_t utf8_target(Machine *m, int32_t state);
+int32_t machine_sub_state(Machine *m, int32_t state, const uint8_t *keep); /* some of a state's stacks */
 /* a lazy rule's frames appended (arrays checked by the caller, see Machine.add_rule) */
 int machine_append_rule(Machine *m, int32_t rule, const int32_t *dfa, Py_ssize_t n_dfa, Py_ssize_t width, const uint8_t *cmap, const uint8_t *flags,
                         Py_ssize_t n, const int32_t *starts, const int32_t *callee, const int32_t *ret, Py_ssize_t n_callee);

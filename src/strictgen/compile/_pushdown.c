@@ -409,6 +409,21 @@ int32_t machine_start_state(Machine *m) {
     return m->start;
 }
 
+/* The state holding those stacks of `state` whose flag in `keep` (one per stack, in order) is set,
+ * interned; 0 (dead) when none is kept, -1 on error. The matcher drops the stacks a uniqueItems
+ * repeat rules out (compile/unique_items.py); a subset of a state's stacks is a state already
+ * expanded, so nothing is recomputed. */
+int32_t machine_sub_state(Machine *m, int32_t state, const uint8_t *keep) {
+    Py_ssize_t len = m->state_len.data[state];
+    if (vec_reserve(&m->found, len) < 0)
+        return -1;
+    m->found.len = 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (keep[i])
+            m->found.data[m->found.len++] = m->state_pool.data[m->state_start.data[state] + i];
+    return intern_state(m, m->found.data, m->found.len);
+}
+
 /* ---- the machine's storage ---- */
 
 int machine_begin(Machine *m) {

@@ -159,6 +159,12 @@ class PushdownMachine:
         """The sorted stacks (node ids; EMPTY_STACK when the root may have finished) of `state`."""
         return self._core.stacks(state)
 
+    def sub_state(self, state: int, keep) -> int:
+        """The state of those stacks of `state` whose flag in `keep` (one per stack of `stacks`)
+        is true, interned; DEAD if none. The matcher drops the parses a uniqueItems repeat rules
+        out this way (compile/unique_items.py)."""
+        return self._core.sub_state(state, bytes(bool(k) for k in keep))
+
     def node(self, node: int) -> tuple[int, int, int]:
         """(parent node, rule, DFA state) of a stack other than EMPTY_STACK."""
         return self._core.node(node)

@@ -20,8 +20,18 @@ refusal never leaves the matcher at a dead end. Tracks are immutable: the matche
 accepted token, so rollback is a pop.
 
 Where the machine's stacks disagree (an `anyOf` of an array with uniqueItems and an overlapping
-one without), the array is followed as soon as one stack is inside it: a document valid only
-through the other array can be refused (a false reject), none is accepted that no branch allows.
+one without), the array is followed as soon as one stack is inside it, and a repeat rules out only
+the parses inside it: the data that repeats an item is refused when every stack is inside the
+array, else the stacks inside it are dropped (`machine.sub_state`, taken before the byte that
+fixes the repeat, since that byte may close the array) and the rest of the data is read by the
+others. So `{"anyOf":[{"uniqueItems":true},{}]}` accepts `[null,null]` through the free array,
+and a parse that repeated an item cannot come back later, when the free branch dies (fuzz
+finding B). A frame names the arrays it follows as (rule, parent node), which stays the same
+while an array is read: the parses of a frame are the stacks inside one of its arrays, and a `[`
+opens a frame for the stacks whose innermost array no frame follows yet, so one parse's unique
+array opened by the same `[` as another parse's free one is followed too (fuzz finding E:
+`[[1,1]]` was accepted under an anyOf of a unique array of string arrays and an array of
+unique integer arrays).
 """
 
 from __future__ import annotations
@@ -37,16 +47,19 @@ import numpy as np
 from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
 from strictgen.grammar.schema.unique import INFINITE_KINDS, UNIQUE_MARK
 from strictgen.grammar.schema.unique_strings import StringCounter, escape_ranges
+from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import words_for
 
+from .machine import DEAD
 from .unique_spelling import consistent, split_text
 
-VETO = object()  # what `advance` returns for data that would repeat an item
+VETO = object()  # what `advance` returns for data that would repeat an item on every parse
 _NUMBER = frozenset(b"0123456789+-.eE")
 _DIGIT_START = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): True, ord("f"): False, ord("n"): None}
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
 _WS = frozenset(b" \t\n\r")
+PRUNED_ENTRIES = 4096  # states with a repeat's parses dropped, remembered per grammar
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +111,7 @@ class Frame:
     depth: int = 0
     in_string: bool = False
     candidates: tuple | None = None
+    owners: frozenset = frozenset()  # the arrays it follows, as UniqueItems._arrays names them
 
     @property
     def spec(self) -> Spec:
@@ -128,6 +142,7 @@ class UniqueItems:
         self.token_bytes = info.all_token_bytes
         self.vocab_size = info.vocab_size
         self.classes = _token_classes(info)
+        self._pruned: BoundedLRU[int] = BoundedLRU(PRUNED_ENTRIES)  # (state, arrays) -> _without_parses
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -137,49 +152,86 @@ class UniqueItems:
                 rules[i] = tuple(Spec.of(d) for d in json.loads(r.name.split(UNIQUE_MARK, 1)[1]))
         return cls(compiled, rules) if rules else None
 
-    def opened(self, state: int) -> tuple[int, tuple | None]:
-        """How many unique arrays the stacks of `state` are inside (the most over its stacks),
-        and the specs of the innermost of them (None: none). A frame still at its rule's start
-        (state 0: its `[` not read yet, entered ahead because the array may come next) is not
-        inside."""
+    def _arrays(self, node: int) -> list[tuple[int, int]]:
+        """The unique arrays the stack `node` is inside, innermost first, each as (rule, parent
+        node): the pair stays the same while the array is read (its frame advances under the same
+        parent), so it names the array. A frame still at its rule's start (state 0: its `[` not
+        read yet, entered ahead because the array may come next) is not inside."""
         machine = self.machine
-        best, specs = 0, None
-        for node in machine.stacks(state):
-            depth, inner = 0, None
-            while node:
-                node, rule, at = machine.node(node)
-                got = self.rules.get(rule)
-                if got is not None and at != 0:
-                    depth += 1
-                    inner = inner or got
-            if depth > best:
-                best, specs = depth, inner
-        return best, specs
+        out = []
+        while node:
+            parent, rule, at = machine.node(node)
+            if at != 0 and rule in self.rules:
+                out.append((rule, parent))
+            node = parent
+        return out
+
+    def opened(self, state: int, known: frozenset = frozenset()) -> "Frame | None":
+        """A frame for the unique arrays that stacks of `state` have just opened (the innermost
+        array of a stack, where no open frame follows it: not in `known`), or None."""
+        owners, specs = set(), None
+        for node in self.machine.stacks(state):
+            arrays = self._arrays(node)
+            if arrays and arrays[0] not in known:
+                owners.add(arrays[0])
+                specs = specs or self.rules[arrays[0][0]]
+        return Frame(specs, owners=frozenset(owners)) if owners else None
+
+    def _without_parses(self, state: int, owners: frozenset) -> int:
+        """`state` without the stacks inside any of the arrays `owners`; DEAD when every stack is.
+        Remembered: a mask asks it for each token that repeats an item, and those tokens mostly
+        share the state before their repeating byte."""
+        key = (state, owners)
+        got = self._pruned.peek(key)
+        if got is None:
+            stacks = self.machine.stacks(state)
+            got = self.machine.sub_state(state, [owners.isdisjoint(self._arrays(node)) for node in stacks])
+            self._pruned.put(key, got)
+        return got
+
+    def _followed(self, frames: tuple, state: int) -> tuple:
+        """The frames whose arrays some stack of `state` is still inside."""
+        present = {a for node in self.machine.stacks(state) for a in self._arrays(node)}
+        return tuple(f for f in frames if not f.owners.isdisjoint(present))
 
     def advance(self, track: Track | None, state: int, data: bytes):
-        """The track after `data` read from machine `state` (with `track`), or VETO."""
+        """(the track after `data` read from machine `state` with `track`, the machine state
+        after it when a repeat dropped some stacks, else None), or VETO when a repeat leaves no
+        stack."""
         frames = track.frames if track is not None else ()
+        base, off = state, 0  # data[off:] is read from `base` (a state with stacks dropped, once some are)
         i = 0
         while i < len(data):
             if not frames:
                 j = data.find(b"[", i)
                 if j < 0:
-                    return None
+                    break
                 i = j + 1
-                depth, specs = self.opened(self.machine.step_bytes(state, data[:i]))
-                if depth:
-                    frames = (Frame(specs),)
+                frame = self.opened(self.machine.step_bytes(base, data[off:i]))
+                frames = (frame,) if frame is not None else ()
                 continue
             b = data[i]
             i += 1
-            frames = _feed(frames, b)
-            if frames is VETO:
-                return VETO
+            got = _feed(frames, b)
+            while isinstance(got, Repeat):  # the parses inside that array end; the others read on
+                before = self.machine.step_bytes(base, data[off : i - 1])
+                base = self._without_parses(before, frames[got.level].owners)
+                if base == DEAD:
+                    return VETO
+                off = i - 1
+                frames = self._followed(frames[: got.level] + frames[got.level + 1 :], base)
+                got = _feed(frames, b) if frames else ()
+            frames = got
             if b == 0x5B and frames and _opens(frames[-1]):
-                depth, specs = self.opened(self.machine.step_bytes(state, data[:i]))
-                if depth > len(frames):
-                    frames = frames + (Frame(specs),)
-        return Track(frames) if frames else None
+                frame = self.opened(self.machine.step_bytes(base, data[off:i]), frozenset().union(*(f.owners for f in frames)))
+                if frame is not None:
+                    frames = frames + (frame,)
+        after = None
+        if off or base != state:
+            after = self.machine.step_bytes(base, data[off:])
+            if after == DEAD:
+                return VETO
+        return Track(frames) if frames else None, after
 
     def mask(self, row: np.ndarray, track: Track | None, state: int) -> np.ndarray:
         """`row` (the machine's mask) without the tokens that would repeat an item."""
@@ -220,17 +272,25 @@ def _opens(frame: Frame) -> bool:
     return frame.mode == "container" and not frame.in_string
 
 
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """What `_feed` returns when a byte repeats an item of the frame at index `level`."""
+
+    level: int
+
+
 def _feed(frames: tuple, b: int):
-    """The frames after one byte, or VETO. The innermost frame reads it as its item's text; the
-    ones below are reading items that hold it (containers) and only follow brackets and strings."""
+    """The frames after one byte, or the Repeat of the innermost frame whose item it repeats.
+    The innermost frame reads it as its item's text; the ones below are reading items that hold
+    it (containers) and only follow brackets and strings."""
     top = _lex(frames[-1], b)
     if top is VETO:
-        return VETO
+        return Repeat(len(frames) - 1)
     out = list(frames[:-1])
     for k in range(len(out) - 1, -1, -1):
         got = _container(out[k], b)
         if got is VETO:
-            return VETO
+            return Repeat(k)
         out[k] = got
     if top is not None:
         out.append(top)

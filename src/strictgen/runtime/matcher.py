@@ -100,10 +100,12 @@ class GrammarMatcher:
         if nxt == DEAD:
             return False
         if self._unique is not None:
-            track = self._unique.advance(self._tracks[-1], self.state, data)
-            if track is VETO:
+            got = self._unique.advance(self._tracks[-1], self.state, data)
+            if got is VETO:
                 return False
+            track, pruned = got  # pruned: the state without the parses a repeated item ruled out
             self._tracks.append(track)
+            nxt = nxt if pruned is None else pruned
         self._history.append(nxt)
         return True
 
