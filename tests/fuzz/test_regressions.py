@@ -113,6 +113,19 @@ def test_nested_ambiguous_parentheses_keep_few_stacks(compiler):
     assert len(g.machine.stacks(state)) < 1000  # 65,536 today
 
 
+def test_nested_ambiguous_parentheses_end_in_a_clear_error_not_a_hang(compiler):
+    """Until finding D is fixed, a state may hold at most MAX_STATE_STACKS (65,536) stacks: the 17th
+    '(' of finding D's grammar fails with a GrammarTooLargeError that says why, in bounded CPU time,
+    through the matcher as through the machine (the 22nd took 9 s and the next ones never ended)."""
+    g = compiler.compile_grammar('root ::= a | "(" root ")"\na ::= "x" | "(" root ")"\n')
+    t0 = time.thread_time()
+    with pytest.raises(sg.GrammarTooLargeError, match="parses"):
+        sg.GrammarMatcher(g).accept_string("(" * 40)
+    assert time.thread_time() - t0 < 30  # CPU seconds; about 0.1 here: the bound is against a hang
+    ok = sg.GrammarMatcher(g)  # nesting within the bound still works
+    assert ok.accept_string("(" * 8 + "x" + ")" * 8) and ok.can_end()
+
+
 # ---- the harness reports what it should --------------------------------------------------------------
 
 

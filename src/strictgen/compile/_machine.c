@@ -415,6 +415,13 @@ PyMODINIT_FUNC PyInit__machine(void) {
     PyObject *mod = PyModule_Create(&module);
     if (!NeedRule)
         NeedRule = PyErr_NewExceptionWithDoc("strictgen.compile._machine.NeedRule", "A lazy rule (its index: args[0]) must be built first.", NULL, NULL);
+    if (!TooManyStacks) {
+        PyObject *errors = PyImport_ImportModule("strictgen.errors");
+        TooManyStacks = errors ? PyObject_GetAttrString(errors, "GrammarTooLargeError") : NULL;
+        Py_XDECREF(errors);
+        if (!TooManyStacks)
+            Py_CLEAR(mod);
+    }
     if (mod && (!NeedRule || PyModule_AddObjectRef(mod, "Machine", (PyObject *)&MachineType) < 0 || PyModule_AddObjectRef(mod, "NeedRule", NeedRule) < 0))
         Py_CLEAR(mod);
     return mod;

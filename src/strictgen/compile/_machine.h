@@ -74,6 +74,13 @@ typedef struct {
 
 
 extern PyObject *NeedRule; /* the exception a closure raises for a lazy rule not built yet */
+extern PyObject *TooManyStacks; /* strictgen.errors.GrammarTooLargeError, for a state past MAX_STATE_STACKS */
+
+/* The most stacks (parses) one state may hold. A grammar where two rules can each open the same
+ * bracket doubles its stacks with every bracket (2**k after k: fuzz finding D); without a bound the
+ * 22nd bracket took 9 s of CPU for one byte and the next ones would never end. Past it a step
+ * fails with GrammarTooLargeError, a clear error instead of a hang. */
+#define MAX_STATE_STACKS (1 << 16)
 
 static inline int32_t *index_of(Machine *m) { return (int32_t *)PyByteArray_AS_STRING(m->index); }
 

@@ -3,6 +3,7 @@
 #include "_machine.h"
 
 PyObject *NeedRule;
+PyObject *TooManyStacks;
 
 /* An open-addressing table of `count` ids (slots of -1 are free) at twice the size, each id
  * placed by hash(m, id); the tables of nodes and of states grow this way at half load. */
@@ -162,6 +163,14 @@ static int grow_array(PyObject **array, Py_ssize_t *capacity, Py_ssize_t used, P
 /* The id of the state holding `nodes` (sorted, distinct), interned on first sight; -1 on error.
  * `nodes` must not point into state_pool. */
 static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
+    if (len > MAX_STATE_STACKS) {
+        PyErr_Format(TooManyStacks,
+                     "grammar too large: one state of its machine would hold %zd parses (stacks), more than the %d allowed; "
+                     "the grammar is ambiguous in a way that multiplies its parses at each nesting (e.g. two rules that "
+                     "can both open the same bracket): make such alternatives exclusive",
+                     len, MAX_STATE_STACKS);
+        return -1;
+    }
     uint64_t h = hash_nodes(nodes, len);
     Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)m->state_mask);
     for (;;) {
