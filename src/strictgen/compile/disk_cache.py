@@ -168,12 +168,12 @@ class DiskCache:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            logger.warning("strictgen cache: cannot read %s (%s); building instead", path, exc)
+            logger.warning("strictgen cache: cannot read %s (%s); building instead", path, str(exc))
             return None
         try:
             got = decode(data, digest)
         except Exception as exc:  # CacheFileError, or anything a damaged file makes the rebuild raise
-            logger.warning("strictgen cache: ignoring %s (%s); building it again", path, exc)
+            logger.warning("strictgen cache: ignoring %s (%s); building it again", path, str(exc))
             _remove(path)
             return None
         try:
@@ -262,7 +262,7 @@ class DiskCache:
         try:
             write(*args)
         except Exception as exc:  # a cache write never fails a request; say why once
-            logger.warning("strictgen cache: not stored (%s: %s)", type(exc).__name__, exc)
+            logger.warning("strictgen cache: not stored (%s: %s)", type(exc).__name__, str(exc))
 
     def store(self, key: Hashable, compiled: "CompiledGrammar", compile_seconds: float | None = None) -> bool:
         """Write `compiled` for `key` (atomically); False when it is not kept (families, or
@@ -345,7 +345,7 @@ class DiskCache:
                 return False
             self._write_arrays(self.key_digest(("masks", key)), {"words": int(compiled.masker.eos_only.size)}, arrays)
         except Exception as exc:  # a cache write never fails a request or a shutdown; say why once
-            logger.warning("strictgen cache: masks not stored (%s: %s)", type(exc).__name__, exc)
+            logger.warning("strictgen cache: masks not stored (%s: %s)", type(exc).__name__, str(exc))
             return False
         return True
 
@@ -397,7 +397,7 @@ class DiskCache:
             return preload()
         except (ValueError, zlib.error) as exc:
             path = self.path(digest)
-            logger.warning("strictgen cache: ignoring %s (%s); its masks will be computed", path, exc)
+            logger.warning("strictgen cache: ignoring %s (%s); its masks will be computed", path, str(exc))
             _remove(path)
             return None
 
@@ -566,4 +566,4 @@ def _remove(path: Path) -> None:
     except FileNotFoundError:
         pass
     except OSError as exc:
-        logger.warning("strictgen cache: cannot remove %s (%s)", path, exc)
+        logger.warning("strictgen cache: cannot remove %s (%s)", path, str(exc))
