@@ -59,10 +59,6 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
         m = sg.GrammarMatcher(g)
         m.next_token_mask()
         first_s = time.perf_counter() - t
-        t = time.perf_counter()
-        if compiler.disk_cache is not None:
-            compiler.disk_cache.flush()  # the stored masks past the start state, preloaded in the background
-        preload_s = time.perf_counter() - t
         # the rest of the first valid document's masks: warm where the cache held them
         doc = next((json.dumps(x["data"]) for x in case.get("tests", []) if x.get("valid")), None)
         t = time.perf_counter()
@@ -70,7 +66,7 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
             if not m.accept_token(token):
                 break
             m.next_token_mask()
-        rows.append({"schema": path.stem, "seconds": first_s, "preload_s": preload_s, "doc_s": time.perf_counter() - t,
+        rows.append({"schema": path.stem, "seconds": first_s, "doc_s": time.perf_counter() - t,
                      "from_disk": bool(hits and hits[-1]), "deferred": g.automaton.lazy is not None,
                      "masks_loaded": g.masks_stored if hits and hits[-1] else 0})
     t = time.perf_counter()
@@ -168,7 +164,6 @@ def mask_load_pairs(vocab: str, limit: int, repeats: int, verbose: bool = False)
                 cache.load_masks(key, loaded)
                 sg.GrammarMatcher(loaded).next_token_mask()
                 b.append(time.perf_counter() - t)
-                cache.flush()  # the background preload, outside the timing
             plain_ms.append(statistics.median(a) * 1e3)
             masked_ms.append(statistics.median(b) * 1e3)
             if verbose:
@@ -241,15 +236,14 @@ def main() -> None:
         ratios = sorted((w[k] / p[k], k) for k in kept)
         print(f"  load / compile on kept schemas: median {statistics.median(r for r, _ in ratios):.2f}, worst {ratios[-1][0]:.2f} ({ratios[-1][1]}),"
               f" {sum(r > 1 for r, _ in ratios)} slower than their compile")
-    print("after the first mask, the masks along the first valid document (a warm restart preloads the stored ones):")
+    print("after the first mask, the masks along the first valid document (a warm restart looks the stored ones up):")
     summary("  unseen (cold)", [{"seconds": r["doc_s"]} for r in cold["rows"]])
     summary("  seen (warm: grammar and masks)", [{"seconds": r["doc_s"]} for r in warm["rows"]])
     summary("  no cache", [{"seconds": r["doc_s"]} for r in plain["rows"]])
     summary("  seen, warm cache without masks", [{"seconds": r["doc_s"]} for r in warm_bare["rows"]])
-    summary("  warm: background preload waited for", [{"seconds": r["preload_s"]} for r in warm["rows"]])
     loaded_masks = [r["masks_loaded"] for r in warm["rows"] if r["from_disk"]]
     if loaded_masks:
-        print(f"  masks per grammar loaded: median {statistics.median(loaded_masks)}, max {max(loaded_masks)}; the cold process saved its grammars' "
+        print(f"  masks per grammar stored: median {statistics.median(loaded_masks)}, max {max(loaded_masks)}; the cold process saved its grammars' "
               f"masks at exit in {cold['save_s'] * 1e3:.0f} ms ({cold['saved']} grammars, {masks_bytes:,} bytes on disk)")
     deferred = {r["schema"] for r in plain["rows"] if r["deferred"]}
     if deferred:
