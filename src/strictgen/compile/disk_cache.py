@@ -4,7 +4,8 @@ Three kinds of entry share one directory, one file format and one byte bound: a 
 automata (the tables the pushdown machine is built from; its machine grows again as decoding
 visits states), the masks a grammar has computed (named by byte paths, since state numbers are
 not stable across processes: disk_masks.py), and the vocabulary's tables (its trie and per-token
-facts, VocabTrie.arrays). A grammar's file is written on a background thread after the compile,
+facts, VocabTrie.arrays; named by the vocabulary too, so that a new strictgen's tables replace
+those of the one before instead of waiting for eviction). A grammar's file is written on a background thread after the compile,
 off the request's path. Rules the
 compile deferred (past automaton.EAGER_STATES) are built there, as the machine would build
 them, so a loaded grammar has every rule; since loading costs about LOAD_SECONDS_PER_STATE per
@@ -76,6 +77,7 @@ _HEAD = struct.Struct("<8sIH")
 _TAIL = struct.Struct("<32s32s32sQ32s")
 NOT_KEPT = object()  # what a "not kept" entry decodes to
 VOCABULARY_KEY = ("vocabulary tables",)  # the entry of the vocabulary's trie and token facts
+TABLES_PREFIX = "tables-"  # its file: tables-<vocabulary fingerprint, 16 hex>-<key digest, 40 hex>.sgc
 ALIGN = 16  # its arrays start at multiples of this from the file's start (read in place, aligned)
 T = TypeVar("T")
 
@@ -122,6 +124,7 @@ class DiskCache:
         self.max_bytes = max_bytes
         self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
         code_digest()  # read the sources now, at start-up, not on the first request's path
+        self._tables_digest = self.key_digest(VOCABULARY_KEY)
         # one background thread for writes, started now: starting a thread on a
         # request's path waits for the OS to schedule it (milliseconds on a loaded machine)
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-cache")
@@ -143,6 +146,8 @@ class DiskCache:
         return h.digest()
 
     def path(self, digest: bytes) -> Path:
+        if digest == self._tables_digest:  # named by its vocabulary too: superseded ones are found by name
+            return self.directory / f"{TABLES_PREFIX}{self._vocab.hex()[:16]}-{digest.hex()[:40]}{SUFFIX}"
         return self.directory / (digest.hex()[:40] + SUFFIX)
 
     # ---- load ----
@@ -307,7 +312,7 @@ class DiskCache:
     def vocabulary_tables(self) -> bool:
         """Give the vocabulary its trie and token facts from the directory (True), or, where they
         are not stored, build them now and store them on a background thread (False)."""
-        digest = self.key_digest(VOCABULARY_KEY)
+        digest = self._tables_digest
         self.tables_loaded = self.tokenizer_info.adopt_trie(lambda: self._read(digest, self._decode_tables))
         if not self.tables_loaded:
             trie = self.tokenizer_info.trie  # built now, or before
@@ -322,6 +327,19 @@ class DiskCache:
         if sum(a.nbytes for a in arrays.values()) > self.max_bytes // 2:
             return
         self._write_arrays(digest, {}, arrays)
+        self._drop_superseded_tables()
+
+    def _drop_superseded_tables(self) -> None:
+        """Remove the tables entries of this vocabulary that another strictgen (version or
+        source) wrote: each is 20 MB or so, and every source change makes a new one. Safe with
+        processes sharing the directory: a process reads its tables whole at start-up (a file
+        removed meanwhile reads whole or not at all, and is then built again), and one of
+        another strictgen, started later, builds and writes its own again (one build's cost;
+        two versions started in turn on one directory pay it at every start)."""
+        ours = self.path(self._tables_digest)
+        for path in self.directory.glob(f"{TABLES_PREFIX}{self._vocab.hex()[:16]}-*{SUFFIX}"):
+            if path != ours:
+                _remove(path)
 
     def _decode_tables(self, data: bytes, digest: bytes) -> "VocabTrie":
         """The trie stored in `data` (its arrays views of `data`), checked (VocabTrie.from_arrays)."""
