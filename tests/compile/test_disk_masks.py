@@ -95,7 +95,7 @@ def test_random_walks_after_a_restart_equal_a_cold_compile(qwen, rng, which):
 
 def test_the_same_path_has_other_state_numbers_after_a_restart(qwen, tmp_path):
     """What the byte paths are for: a state the saving process numbered one way is numbered
-    another way after the restart (the preload replays paths nearest the start first)."""
+    another way after the restart (the lookup replays paths nearest the start first)."""
     name, make, doc = formats(None)[0]
     first = sg.GrammarCompiler(qwen, cache_dir=tmp_path)
     g1 = make(first)
