@@ -22,6 +22,7 @@ from strictgen.compile import disk_cache, disk_masks
 from strictgen.compile.token_mask import TokenMasker
 
 from tests.compile.test_disk_cache import formats, masks_along, no_vocabulary_entry  # noqa: F401 (an autouse fixture)
+from tests.helpers import canonical_ids
 
 
 @pytest.fixture
@@ -219,6 +220,28 @@ def test_a_store_keeps_the_stored_masks_it_did_not_use(qwen, tmp_path, computed)
     g3, _ = restarted(qwen, tmp_path, make)
     for a, b in zip(masks_along(g3, doc), cold):
         assert np.array_equal(a, b)
+    assert computed == []
+
+
+def test_a_batch_fill_after_a_restart_looks_up_from_threads(qwen, tmp_path, computed):
+    """Rows at every position of the document filled in one batch call after a restart: the
+    first-time masks go to the thread pool, whose threads look the stored masks up at once;
+    every row is the cold compile's, and none is computed."""
+    name, make, doc = formats(None)[0]
+    cold = masks_along(make(sg.GrammarCompiler(qwen)), doc)
+    saved(qwen, tmp_path, make, doc)
+    computed.clear()
+    g, _ = restarted(qwen, tmp_path, make)
+    matchers = []
+    ids = canonical_ids("qwen", doc)
+    for k in range(len(ids) + 1):
+        m = sg.GrammarMatcher(g)
+        assert all(m.accept_token(t) for t in ids[:k])
+        matchers.append(m)
+    rows = sg.allocate_token_bitmask(len(matchers), qwen.vocab_size)
+    sg.fill_next_token_bitmask_batch(matchers, rows)
+    for k, m in enumerate(matchers):
+        assert np.array_equal(rows[k, : len(cold[k])], cold[k]), k
     assert computed == []
 
 
