@@ -18,6 +18,7 @@ fingerprint apart), and again in interleaved pairs of processes that do nothing 
 
     PYTHONPATH=src python scripts/disk_cache_restart.py [--vocab qwen] [--max-schemas N] [--tables-repeats 5]
     PYTHONPATH=src python scripts/disk_cache_restart.py --mask-load-pairs 5 [--max-schemas N]   (that alone)
+    python scripts/disk_cache_restart.py --compare-trees BASE_TREE HEAD_TREE [--restarts 5]   (two trees' warm restarts, interleaved)
 """
 
 from __future__ import annotations
@@ -173,9 +174,44 @@ def mask_load_pairs(vocab: str, limit: int, repeats: int, verbose: bool = False)
           f"ratio median {statistics.median(b / a for a, b in zip(plain_ms, masked_ms)):.2f}")
 
 
-def run(vocab: str, cache_dir: str | None, limit: int, tables: bool = False) -> dict:
-    cmd = [sys.executable, __file__, "--child-tables" if tables else "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
+def compare_trees(vocab: str, limit: int, trees: list[str], restarts: int) -> None:
+    """Warm restarts of two source trees (each its own scripts/ and src/, its own cache
+    directory filled by one cold process first), `restarts` each, interleaved (ABBA order): per
+    schema the disk cache answered, the median and the least time to first mask (load + first
+    mask) and for the masks along the first valid document; then over schemas the median, the
+    sum, the per-schema ratio and how many schemas differ by more than 2 ms."""
+    names = ["base", "head"]
+    first: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    doc: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        dirs = dict(zip(names, (a, b)))
+        for name, tree in zip(names, trees):
+            run(vocab, dirs[name], limit, tree=tree)
+        for r in range(restarts):
+            for name, tree in (list(zip(names, trees)) if r % 2 == 0 else list(zip(names, trees))[::-1]):
+                for row in run(vocab, dirs[name], limit, tree=tree)["rows"]:
+                    if row["from_disk"]:
+                        first[name].setdefault(row["schema"], []).append(row["seconds"] * 1e3)
+                        doc[name].setdefault(row["schema"], []).append(row["doc_s"] * 1e3)
+    common = sorted(set(first["base"]) & set(first["head"]))
+    print(f"{vocab}: {len(common)} schemas answered from disk in both trees, {restarts} interleaved warm restarts per tree (base {trees[0]}, head {trees[1]})")
+    for what, data in (("time to first mask", first), ("masks along the document after the first", doc)):
+        for agg_name, agg in (("median", statistics.median), ("least", min)):
+            per = {n: {s: agg(data[n][s]) for s in common} for n in names}
+            base, head = per["base"], per["head"]
+            print(f"  {what}, per-schema {agg_name}: median base {statistics.median(base.values()):.2f} ms, head {statistics.median(head.values()):.2f} ms; "
+                  f"sum base {sum(base.values()):.1f} ms, head {sum(head.values()):.1f} ms; head/base per schema median "
+                  f"{statistics.median(head[s] / base[s] for s in common):.2f}; > 2 ms slower in head: {sum(head[s] - base[s] > 2 for s in common)}, "
+                  f"> 2 ms faster: {sum(base[s] - head[s] > 2 for s in common)}")
+
+
+def run(vocab: str, cache_dir: str | None, limit: int, tables: bool = False, tree: str | None = None) -> dict:
+    """One child process; `tree`: another source tree's copy of this script, on its src/."""
+    script, env = __file__, os.environ
+    if tree is not None:
+        script, env = str(Path(tree) / "scripts" / Path(__file__).name), {**os.environ, "PYTHONPATH": str(Path(tree) / "src")}
+    cmd = [sys.executable, script, "--child-tables" if tables else "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -190,6 +226,8 @@ def main() -> None:
     ap.add_argument("--max-schemas", type=int, default=1000)
     ap.add_argument("--tables-repeats", type=int, default=5, help="interleaved pairs of processes timing the vocabulary's tables")
     ap.add_argument("--mask-load-pairs", type=int, default=0, metavar="R", help="only time what loading masks adds to a grammar load (R pairs per schema)")
+    ap.add_argument("--compare-trees", nargs=2, metavar=("BASE", "HEAD"), help="only compare two source trees' warm restarts, interleaved")
+    ap.add_argument("--restarts", type=int, default=5, help="warm restarts per tree with --compare-trees")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--child-tables", action="store_true")
     ap.add_argument("--cache-dir")
@@ -199,6 +237,9 @@ def main() -> None:
         return
     if args.child_tables:
         child_tables(args.vocab, args.cache_dir)
+        return
+    if args.compare_trees:
+        compare_trees(args.vocab, args.max_schemas, args.compare_trees, args.restarts)
         return
     if args.mask_load_pairs:
         mask_load_pairs(args.vocab, args.max_schemas, args.mask_load_pairs, verbose=True)
