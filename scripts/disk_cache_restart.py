@@ -18,6 +18,7 @@ fingerprint apart), and again in interleaved pairs of processes that do nothing 
 
     PYTHONPATH=src python scripts/disk_cache_restart.py [--vocab qwen] [--max-schemas N] [--tables-repeats 5]
     PYTHONPATH=src python scripts/disk_cache_restart.py --mask-load-pairs 5 [--max-schemas N]   (that alone)
+    python scripts/disk_cache_restart.py --compare-trees BASE_TREE HEAD_TREE [--restarts 5]   (two trees' warm restarts, interleaved)
 """
 
 from __future__ import annotations
@@ -59,10 +60,6 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
         m = sg.GrammarMatcher(g)
         m.next_token_mask()
         first_s = time.perf_counter() - t
-        t = time.perf_counter()
-        if compiler.disk_cache is not None:
-            compiler.disk_cache.flush()  # the stored masks past the start state, preloaded in the background
-        preload_s = time.perf_counter() - t
         # the rest of the first valid document's masks: warm where the cache held them
         doc = next((json.dumps(x["data"]) for x in case.get("tests", []) if x.get("valid")), None)
         t = time.perf_counter()
@@ -70,7 +67,7 @@ def child(vocab: str, cache_dir: str | None, limit: int) -> None:
             if not m.accept_token(token):
                 break
             m.next_token_mask()
-        rows.append({"schema": path.stem, "seconds": first_s, "preload_s": preload_s, "doc_s": time.perf_counter() - t,
+        rows.append({"schema": path.stem, "seconds": first_s, "doc_s": time.perf_counter() - t,
                      "from_disk": bool(hits and hits[-1]), "deferred": g.automaton.lazy is not None,
                      "masks_loaded": g.masks_stored if hits and hits[-1] else 0})
     t = time.perf_counter()
@@ -168,7 +165,6 @@ def mask_load_pairs(vocab: str, limit: int, repeats: int, verbose: bool = False)
                 cache.load_masks(key, loaded)
                 sg.GrammarMatcher(loaded).next_token_mask()
                 b.append(time.perf_counter() - t)
-                cache.flush()  # the background preload, outside the timing
             plain_ms.append(statistics.median(a) * 1e3)
             masked_ms.append(statistics.median(b) * 1e3)
             if verbose:
@@ -178,9 +174,44 @@ def mask_load_pairs(vocab: str, limit: int, repeats: int, verbose: bool = False)
           f"ratio median {statistics.median(b / a for a, b in zip(plain_ms, masked_ms)):.2f}")
 
 
-def run(vocab: str, cache_dir: str | None, limit: int, tables: bool = False) -> dict:
-    cmd = [sys.executable, __file__, "--child-tables" if tables else "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ)
+def compare_trees(vocab: str, limit: int, trees: list[str], restarts: int) -> None:
+    """Warm restarts of two source trees (each its own scripts/ and src/, its own cache
+    directory filled by one cold process first), `restarts` each, interleaved (ABBA order): per
+    schema the disk cache answered, the median and the least time to first mask (load + first
+    mask) and for the masks along the first valid document; then over schemas the median, the
+    sum, the per-schema ratio and how many schemas differ by more than 2 ms."""
+    names = ["base", "head"]
+    first: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    doc: dict[str, dict[str, list[float]]] = {n: {} for n in names}
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        dirs = dict(zip(names, (a, b)))
+        for name, tree in zip(names, trees):
+            run(vocab, dirs[name], limit, tree=tree)
+        for r in range(restarts):
+            for name, tree in (list(zip(names, trees)) if r % 2 == 0 else list(zip(names, trees))[::-1]):
+                for row in run(vocab, dirs[name], limit, tree=tree)["rows"]:
+                    if row["from_disk"]:
+                        first[name].setdefault(row["schema"], []).append(row["seconds"] * 1e3)
+                        doc[name].setdefault(row["schema"], []).append(row["doc_s"] * 1e3)
+    common = sorted(set(first["base"]) & set(first["head"]))
+    print(f"{vocab}: {len(common)} schemas answered from disk in both trees, {restarts} interleaved warm restarts per tree (base {trees[0]}, head {trees[1]})")
+    for what, data in (("time to first mask", first), ("masks along the document after the first", doc)):
+        for agg_name, agg in (("median", statistics.median), ("least", min)):
+            per = {n: {s: agg(data[n][s]) for s in common} for n in names}
+            base, head = per["base"], per["head"]
+            print(f"  {what}, per-schema {agg_name}: median base {statistics.median(base.values()):.2f} ms, head {statistics.median(head.values()):.2f} ms; "
+                  f"sum base {sum(base.values()):.1f} ms, head {sum(head.values()):.1f} ms; head/base per schema median "
+                  f"{statistics.median(head[s] / base[s] for s in common):.2f}; > 2 ms slower in head: {sum(head[s] - base[s] > 2 for s in common)}, "
+                  f"> 2 ms faster: {sum(base[s] - head[s] > 2 for s in common)}")
+
+
+def run(vocab: str, cache_dir: str | None, limit: int, tables: bool = False, tree: str | None = None) -> dict:
+    """One child process; `tree`: another source tree's copy of this script, on its src/."""
+    script, env = __file__, os.environ
+    if tree is not None:
+        script, env = str(Path(tree) / "scripts" / Path(__file__).name), {**os.environ, "PYTHONPATH": str(Path(tree) / "src")}
+    cmd = [sys.executable, script, "--child-tables" if tables else "--child", "--vocab", vocab, "--max-schemas", str(limit)] + (["--cache-dir", cache_dir] if cache_dir else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -195,6 +226,8 @@ def main() -> None:
     ap.add_argument("--max-schemas", type=int, default=1000)
     ap.add_argument("--tables-repeats", type=int, default=5, help="interleaved pairs of processes timing the vocabulary's tables")
     ap.add_argument("--mask-load-pairs", type=int, default=0, metavar="R", help="only time what loading masks adds to a grammar load (R pairs per schema)")
+    ap.add_argument("--compare-trees", nargs=2, metavar=("BASE", "HEAD"), help="only compare two source trees' warm restarts, interleaved")
+    ap.add_argument("--restarts", type=int, default=5, help="warm restarts per tree with --compare-trees")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--child-tables", action="store_true")
     ap.add_argument("--cache-dir")
@@ -204,6 +237,9 @@ def main() -> None:
         return
     if args.child_tables:
         child_tables(args.vocab, args.cache_dir)
+        return
+    if args.compare_trees:
+        compare_trees(args.vocab, args.max_schemas, args.compare_trees, args.restarts)
         return
     if args.mask_load_pairs:
         mask_load_pairs(args.vocab, args.max_schemas, args.mask_load_pairs, verbose=True)
@@ -241,15 +277,14 @@ def main() -> None:
         ratios = sorted((w[k] / p[k], k) for k in kept)
         print(f"  load / compile on kept schemas: median {statistics.median(r for r, _ in ratios):.2f}, worst {ratios[-1][0]:.2f} ({ratios[-1][1]}),"
               f" {sum(r > 1 for r, _ in ratios)} slower than their compile")
-    print("after the first mask, the masks along the first valid document (a warm restart preloads the stored ones):")
+    print("after the first mask, the masks along the first valid document (a warm restart looks the stored ones up):")
     summary("  unseen (cold)", [{"seconds": r["doc_s"]} for r in cold["rows"]])
     summary("  seen (warm: grammar and masks)", [{"seconds": r["doc_s"]} for r in warm["rows"]])
     summary("  no cache", [{"seconds": r["doc_s"]} for r in plain["rows"]])
     summary("  seen, warm cache without masks", [{"seconds": r["doc_s"]} for r in warm_bare["rows"]])
-    summary("  warm: background preload waited for", [{"seconds": r["preload_s"]} for r in warm["rows"]])
     loaded_masks = [r["masks_loaded"] for r in warm["rows"] if r["from_disk"]]
     if loaded_masks:
-        print(f"  masks per grammar loaded: median {statistics.median(loaded_masks)}, max {max(loaded_masks)}; the cold process saved its grammars' "
+        print(f"  masks per grammar stored: median {statistics.median(loaded_masks)}, max {max(loaded_masks)}; the cold process saved its grammars' "
               f"masks at exit in {cold['save_s'] * 1e3:.0f} ms ({cold['saved']} grammars, {masks_bytes:,} bytes on disk)")
     deferred = {r["schema"] for r in plain["rows"] if r["deferred"]}
     if deferred:

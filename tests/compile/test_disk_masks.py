@@ -22,6 +22,7 @@ from strictgen.compile import disk_cache, disk_masks
 from strictgen.compile.token_mask import TokenMasker
 
 from tests.compile.test_disk_cache import formats, masks_along, no_vocabulary_entry  # noqa: F401 (an autouse fixture)
+from tests.helpers import canonical_ids
 
 
 @pytest.fixture
@@ -48,11 +49,11 @@ def saved(tok, directory, make, doc: str):
 
 
 def restarted(tok, directory, make):
-    """(grammar, masks preloaded) from a new compiler on `directory`, its background preload done."""
+    """(grammar, how many masks are stored for it) from a new compiler on `directory`."""
     c = sg.GrammarCompiler(tok, cache_dir=directory)
     g = make(c)
     c.disk_cache.flush()
-    return g, len(g.masker.cached_states())
+    return g, g.masks_stored
 
 
 def mask_files(directory) -> list:
@@ -64,8 +65,9 @@ def test_a_restart_gets_the_masks_and_computes_none(qwen, tmp_path, computed):
         cold = masks_along(make(sg.GrammarCompiler(qwen)), doc)
         saved(qwen, tmp_path, make, doc)
         computed.clear()
-        g, preloaded = restarted(qwen, tmp_path, make)
-        assert preloaded > 1 and g.masks_stored == preloaded, name
+        g, stored = restarted(qwen, tmp_path, make)
+        assert stored > 1 and g.masker.stored is not None, name
+        assert g.masker.cached_states() == [], name  # nothing is loaded ahead: the masker asks as it misses
         for a, b in zip(masks_along(g, doc), cold):
             assert np.array_equal(a, b), name
         assert computed == [], name  # every mask along the document came from the file
@@ -86,14 +88,15 @@ def test_random_walks_after_a_restart_equal_a_cold_compile(qwen, rng, which):
         masks_along(g1, doc)
         first.disk_cache.flush()
         first.save_masks()
-        g2, preloaded = restarted(qwen, directory, make)
-        assert preloaded == min(len(g1.masker.cached_states()), disk_masks.MAX_MASKS)  # every state it cached is reached again
+        g2, _ = restarted(qwen, directory, make)
         walk(g2, rng, 60, make(sg.GrammarCompiler(qwen)))
+        # every state the first process cached is reached again, and passes its checks
+        assert g2.masker.stored.resolve_all() == min(len(g1.masker.cached_states()), disk_masks.MAX_MASKS)
 
 
 def test_the_same_path_has_other_state_numbers_after_a_restart(qwen, tmp_path):
     """What the byte paths are for: a state the saving process numbered one way is numbered
-    another way after the restart (the preload replays paths nearest the start first)."""
+    another way after the restart (the lookup replays paths nearest the start first)."""
     name, make, doc = formats(None)[0]
     first = sg.GrammarCompiler(qwen, cache_dir=tmp_path)
     g1 = make(first)
@@ -101,6 +104,7 @@ def test_the_same_path_has_other_state_numbers_after_a_restart(qwen, tmp_path):
     masks_along(g1, doc)
     first.save_masks()
     g2, _ = restarted(qwen, tmp_path, make)
+    masks_along(g2, doc)
     before = {p: s for s, p in disk_masks.state_paths(g1, g1.masker.cached_states()).items()}
     after = {p: s for s, p in disk_masks.state_paths(g2, g2.masker.cached_states()).items()}
     assert any(before[p] != after[p] for p in after.keys() & before.keys())  # one path, two state numbers
@@ -191,13 +195,75 @@ def test_damaged_and_lying_mask_files_are_refused(qwen, tmp_path, caplog, comput
         path.write_bytes(data)
         caplog.clear()
         g, _ = restarted(qwen, tmp_path, make)
+        for a, b in zip(masks_along(g, doc), cold):
+            assert np.array_equal(a, b)  # a lie found on the way or never met: no wrong mask either way
+        if g.masker.stored is not None:
+            assert g.masker.stored.resolve_all() == 0  # every entry checked now: the file is refused
         warnings = [r.getMessage() for r in caplog.records if r.name == "strictgen.cache"]
         assert len(warnings) == 1 and "\n" not in warnings[0], warnings
         assert not path.exists()  # refused and removed: the next save writes it again
         refused += 1
-        for a, b in zip(masks_along(g, doc), cold):
-            assert np.array_equal(a, b)
     assert refused == len(damaged)
+
+
+def test_a_store_keeps_the_stored_masks_it_did_not_use(qwen, tmp_path, computed):
+    """A process that used only the first stored mask saves the others too: the next restart
+    computes none of the masks along the document."""
+    name, make, doc = formats(None)[0]
+    cold = masks_along(make(sg.GrammarCompiler(qwen)), doc)
+    saved(qwen, tmp_path, make, doc)
+    c = sg.GrammarCompiler(qwen, cache_dir=tmp_path)
+    g = make(c)
+    sg.GrammarMatcher(g).next_token_mask()
+    assert c.save_masks() == 1 and len(g.masker.cached_states()) == 1
+    computed.clear()
+    g3, _ = restarted(qwen, tmp_path, make)
+    for a, b in zip(masks_along(g3, doc), cold):
+        assert np.array_equal(a, b)
+    assert computed == []
+
+
+def test_a_batch_fill_after_a_restart_looks_up_from_threads(qwen, tmp_path, computed):
+    """Rows at every position of the document filled in one batch call after a restart: the
+    first-time masks go to the thread pool, whose threads look the stored masks up at once;
+    every row is the cold compile's, and none is computed."""
+    name, make, doc = formats(None)[0]
+    cold = masks_along(make(sg.GrammarCompiler(qwen)), doc)
+    saved(qwen, tmp_path, make, doc)
+    computed.clear()
+    g, _ = restarted(qwen, tmp_path, make)
+    matchers = []
+    ids = canonical_ids("qwen", doc)
+    for k in range(len(ids) + 1):
+        m = sg.GrammarMatcher(g)
+        assert all(m.accept_token(t) for t in ids[:k])
+        matchers.append(m)
+    rows = sg.allocate_token_bitmask(len(matchers), qwen.vocab_size)
+    sg.fill_next_token_bitmask_batch(matchers, rows)
+    for k, m in enumerate(matchers):
+        assert np.array_equal(rows[k, : len(cold[k])], cold[k]), k
+    assert computed == []
+
+
+def test_deferred_rules_get_their_masks_stored_by_the_first_process(qwen, tmp_path, monkeypatch, computed):
+    """A compile that defers its called rules (budget 0 here) saves its masks in its first
+    process; the first restart computes none of them along the document."""
+    from strictgen.compile import automaton
+
+    monkeypatch.setattr(automaton, "EAGER_STATES", 0)
+    monkeypatch.setattr(disk_cache, "LOAD_SECONDS_PER_STATE", 1e-12)  # kept, however fast its compile was
+    tree = {"$defs": {"node": {"type": "object", "properties": {"masks_v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                               "additionalProperties": False}}, "$ref": "#/$defs/node"}
+    make = lambda c: c.compile_json_schema(tree)  # noqa: E731
+    doc = '{"masks_v": 1, "kids": [{"kids": []}, {"masks_v": -2}]}'
+    cold = masks_along(make(sg.GrammarCompiler(qwen)), doc)
+    assert make(saved(qwen, tmp_path, make, doc)).automaton.lazy is not None  # the saving process's grammar deferred rules
+    computed.clear()
+    g, stored = restarted(qwen, tmp_path, make)
+    assert g.automaton.lazy is None and stored > 1
+    for a, b in zip(masks_along(g, doc), cold):
+        assert np.array_equal(a, b)
+    assert computed == []
 
 
 def test_saves_as_the_masks_grow(qwen, tmp_path):

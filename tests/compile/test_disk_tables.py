@@ -246,3 +246,24 @@ def test_tables_past_half_the_bound_are_not_stored(qwen, tmp_path, taken):
     assert not cache.vocabulary_tables()
     cache.flush()
     assert not tables_path(cache).exists() and cache.tokenizer_info.trie.num_tokens == qwen.vocab_size
+
+
+def test_a_new_strictgen_drops_the_tables_another_one_wrote(tmp_path, taken, monkeypatch):
+    """Another strictgen (here: another code digest, as after any source change) writes its own
+    tables entry for the vocabulary and removes the one it supersedes; another vocabulary's
+    tables and the grammar entries stay."""
+    smol = sg.TokenizerInfo.from_name("smollm2")
+    other = sg.TokenizerInfo.from_vocab(list(smol.all_token_bytes), eos_token_ids=smol.eos_token_ids,
+                                        special_token_ids=[i for i in smol.special_token_ids if i < len(smol)], vocab_size=len(smol) + 64)
+    c_other, _ = compiler(other, tmp_path, taken)
+    c_old, _ = compiler(fresh(smol), tmp_path, taken)
+    c_old.compile_regex("[a-z]+@x")
+    c_old.disk_cache.flush()
+    old, others = tables_path(c_old.disk_cache), tables_path(c_other.disk_cache)
+    assert old.exists() and others.exists() and len(list(tmp_path.glob("*.sgc"))) == 3
+    monkeypatch.setattr(disk_cache, "_code_digest", hashlib.sha256(b"another strictgen").digest())
+    c_new, took = compiler(fresh(smol), tmp_path, taken)
+    new = tables_path(c_new.disk_cache)
+    assert not took and new.exists() and new != old and not old.exists()
+    assert others.exists()
+    assert len(list(tmp_path.glob("*.sgc"))) == 3  # the two vocabularies' tables, the grammar

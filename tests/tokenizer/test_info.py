@@ -442,3 +442,36 @@ def test_bpe_read_directly_equals_reading_tokenizer_json(ds_tok, smol_hf, monkey
         monkeypatch.undo()
         assert list(direct.all_token_bytes) == list(whole.all_token_bytes)
         assert direct.special_token_ids == whole.special_token_ids and direct.fingerprint == whole.fingerprint
+
+
+def _reference_fingerprint(info: TokenizerInfo) -> str:
+    """The fingerprint as first defined, in plain Python: the C join must not change it."""
+    import hashlib
+    import struct
+
+    tokens = info.all_token_bytes
+    h = hashlib.sha256(b"strictgen-vocab-v1\0")
+    h.update(struct.pack("<Q", info.vocab_size))
+    h.update(np.fromiter(map(len, tokens), dtype="<u4", count=len(tokens)).tobytes())
+    h.update(b"".join(tokens))
+    h.update(np.asarray(info.special_token_ids, dtype="<i8").tobytes())
+    h.update(b"eos\0")
+    h.update(np.asarray(info.eos_token_ids, dtype="<i8").tobytes())
+    return h.hexdigest()
+
+
+def test_fingerprint_is_the_reference_and_sees_token_boundaries(smol):
+    """The fingerprint (tokens joined in C, _vocab.joined) equals the plain-Python definition; moving
+    a boundary between two tokens (the same bytes end to end) or padding changes it."""
+    from strictgen.tokenizer import _vocab
+
+    assert smol.fingerprint == _reference_fingerprint(smol)
+    a = TokenizerInfo.from_vocab([b"ab", b"c", b""], eos_token_ids=[1], vocab_size=4)
+    b = TokenizerInfo.from_vocab([b"a", b"bc", b""], eos_token_ids=[1], vocab_size=4)
+    assert a.fingerprint == _reference_fingerprint(a) and b.fingerprint == _reference_fingerprint(b)
+    assert a.fingerprint != b.fingerprint
+    assert a.fingerprint != TokenizerInfo.from_vocab([b"ab", b"c", b""], eos_token_ids=[1], vocab_size=5).fingerprint
+    flat, lengths = _vocab.joined([b"xy", b"", b"\0z"])
+    assert flat == b"xy\0z" and np.frombuffer(lengths, dtype=np.int64).tolist() == [2, 0, 2]
+    with pytest.raises(TypeError):
+        _vocab.joined([b"a", "b"])

@@ -105,6 +105,7 @@ class GrammarCompiler:
             return 0
         with self._lock:
             grammars = [(key, self._cache.peek(key)) for key in self._cache.keys()]
+        self.disk_cache.flush()  # the grammars' own writes first: one found "not kept" gets no masks
         stored = sum(self.disk_cache.store_masks(key, g) for key, g in grammars if g is not None and self._keeps(g))
         self.disk_cache.flush()
         return stored
@@ -122,7 +123,7 @@ class GrammarCompiler:
         with collector_paused():
             compiled = self.disk_cache.load(key)  # never raises: a bad file is a miss
             if compiled is not None:
-                self.disk_cache.load_masks(key, compiled)  # the start state's now, the rest in the background
+                self.disk_cache.load_masks(key, compiled)  # looked up as its masker misses
         if compiled is not None:
             self._observed(str(key[0]), t0, True)
         return compiled

@@ -4,7 +4,8 @@ Three kinds of entry share one directory, one file format and one byte bound: a 
 automata (the tables the pushdown machine is built from; its machine grows again as decoding
 visits states), the masks a grammar has computed (named by byte paths, since state numbers are
 not stable across processes: disk_masks.py), and the vocabulary's tables (its trie and per-token
-facts, VocabTrie.arrays). A grammar's file is written on a background thread after the compile,
+facts, VocabTrie.arrays; named by the vocabulary too, so that a new strictgen's tables replace
+those of the one before instead of waiting for eviction). A grammar's file is written on a background thread after the compile,
 off the request's path. Rules the
 compile deferred (past automaton.EAGER_STATES) are built there, as the machine would build
 them, so a loaded grammar has every rule; since loading costs about LOAD_SECONDS_PER_STATE per
@@ -76,9 +77,8 @@ _HEAD = struct.Struct("<8sIH")
 _TAIL = struct.Struct("<32s32s32sQ32s")
 NOT_KEPT = object()  # what a "not kept" entry decodes to
 VOCABULARY_KEY = ("vocabulary tables",)  # the entry of the vocabulary's trie and token facts
+TABLES_PREFIX = "tables-"  # its file: tables-<vocabulary fingerprint, 16 hex>-<key digest, 40 hex>.sgc
 ALIGN = 16  # its arrays start at multiples of this from the file's start (read in place, aligned)
-MASKS_NOW = 0.0  # seconds of a grammar's load spent preloading its stored masks past the first (load_masks)
-MASKS_LATER = 0.02  # and when the rest start, on a background thread
 T = TypeVar("T")
 
 
@@ -124,7 +124,8 @@ class DiskCache:
         self.max_bytes = max_bytes
         self._vocab = bytes.fromhex(tokenizer_info.fingerprint)
         code_digest()  # read the sources now, at start-up, not on the first request's path
-        # one background thread for writes and mask preloads, started now: starting a thread on a
+        self._tables_digest = self.key_digest(VOCABULARY_KEY)
+        # one background thread for writes, started now: starting a thread on a
         # request's path waits for the OS to schedule it (milliseconds on a loaded machine)
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strictgen-cache")
         self._background.submit(int)
@@ -145,6 +146,8 @@ class DiskCache:
         return h.digest()
 
     def path(self, digest: bytes) -> Path:
+        if digest == self._tables_digest:  # named by its vocabulary too: superseded ones are found by name
+            return self.directory / f"{TABLES_PREFIX}{self._vocab.hex()[:16]}-{digest.hex()[:40]}{SUFFIX}"
         return self.directory / (digest.hex()[:40] + SUFFIX)
 
     # ---- load ----
@@ -253,7 +256,7 @@ class DiskCache:
             self._writers.append(self._background.submit(self._quietly, write, *args))
 
     def flush(self) -> None:
-        """Wait for the background work asked for so far (writes, mask preloads)."""
+        """Wait for the background writes asked for so far."""
         with self._lock:
             writers = list(self._writers)
         wait(writers)
@@ -271,6 +274,8 @@ class DiskCache:
         rules = _all_rules(compiled, budget)
         digest = self.key_digest(key)
         if rules is None:  # a small entry that says so: later processes do not build its rules again to find out
+            with self._lock:
+                self._not_kept.add(digest)  # nor store its masks
             self._write(digest, {"not_kept": True}, [])
             return False
         meta = {
@@ -287,6 +292,8 @@ class DiskCache:
             meta["rules"].append({"name": rule.name, "states": dfa.num_states, "classes": dfa.num_classes, "calls": len(callee) // 4})
             parts += [compact, classmap, dfa.accepting(), start, callee, ret]
         self._write(digest, meta, parts)
+        with self._lock:
+            self._not_kept.discard(digest)
         return True
 
     def _write(self, digest: bytes, meta: dict, parts: list[bytes], align: int = 1) -> None:
@@ -305,7 +312,7 @@ class DiskCache:
     def vocabulary_tables(self) -> bool:
         """Give the vocabulary its trie and token facts from the directory (True), or, where they
         are not stored, build them now and store them on a background thread (False)."""
-        digest = self.key_digest(VOCABULARY_KEY)
+        digest = self._tables_digest
         self.tables_loaded = self.tokenizer_info.adopt_trie(lambda: self._read(digest, self._decode_tables))
         if not self.tables_loaded:
             trie = self.tokenizer_info.trie  # built now, or before
@@ -320,6 +327,19 @@ class DiskCache:
         if sum(a.nbytes for a in arrays.values()) > self.max_bytes // 2:
             return
         self._write_arrays(digest, {}, arrays)
+        self._drop_superseded_tables()
+
+    def _drop_superseded_tables(self) -> None:
+        """Remove the tables entries of this vocabulary that another strictgen (version or
+        source) wrote: each is 20 MB or so, and every source change makes a new one. Safe with
+        processes sharing the directory: a process reads its tables whole at start-up (a file
+        removed meanwhile reads whole or not at all, and is then built again), and one of
+        another strictgen, started later, builds and writes its own again (one build's cost;
+        two versions started in turn on one directory pay it at every start)."""
+        ours = self.path(self._tables_digest)
+        for path in self.directory.glob(f"{TABLES_PREFIX}{self._vocab.hex()[:16]}-*{SUFFIX}"):
+            if path != ours:
+                _remove(path)
 
     def _decode_tables(self, data: bytes, digest: bytes) -> "VocabTrie":
         """The trie stored in `data` (its arrays views of `data`), checked (VocabTrie.from_arrays)."""
@@ -336,8 +356,11 @@ class DiskCache:
 
     def store_masks(self, key: Hashable, compiled: "CompiledGrammar") -> bool:
         """Write the masks `compiled` has cached (up to disk_masks.MAX_MASKS) for `key`; False
-        when it has none or cannot be kept (rules built as the document goes)."""
-        if compiled.automaton.lazy is not None:
+        when it has none or is not kept (rules built as the document goes, a "not kept" entry).
+        A grammar whose compile deferred rules stores its masks too, in its first process: the
+        mask after a byte path depends on the language alone, which the deferred rules, built
+        as the machine meets them, do not change (a restart loads every rule, built alike)."""
+        if not self._keeps_masks(key, compiled):
             return False
         try:
             arrays = disk_masks.export(compiled)
@@ -354,33 +377,36 @@ class DiskCache:
         its last store or load (or any, the first time): a server's grammars save their masks as
         they grow, a few times in all. Cheap when there is nothing to do (every cache hit asks)."""
         count = compiled.masker.num_cached()
+        if count < max(1, 2 * compiled.masks_stored) or not self._keeps_masks(key, compiled):
+            return
         with self._lock:
-            if compiled.automaton.lazy is not None or count < max(1, 2 * compiled.masks_stored):
+            if count < max(1, 2 * compiled.masks_stored):
                 return
             compiled.masks_stored = count  # no second store meanwhile
         self._later(self.store_masks, key, compiled)
 
+    def _keeps_masks(self, key: Hashable, compiled: "CompiledGrammar") -> bool:
+        """Whether masks of `compiled` are worth a file: not where its grammar is "not kept"
+        (nothing loads them), nor where it has rules made as the document goes (families: no
+        grammar file holds them)."""
+        lazy = compiled.automaton.lazy
+        if lazy is not None:
+            with lazy.lock:
+                if lazy.calls.lazy:
+                    return False
+        return self.key_digest(key) not in self._not_kept  # a set read: atomic under the GIL
+
     def load_masks(self, key: Hashable, compiled: "CompiledGrammar") -> int:
-        """Give `compiled` (loaded for `key`) the masks stored for it: nearest the start first, for
-        MASKS_NOW seconds now, the rest on a background thread that starts MASKS_LATER seconds
-        later (when the request that loaded the grammar has its first mask: a thread that
-        replays paths beside it would hold the GIL it needs) and that `flush` waits for. How
-        many were preloaded now; a file whose entries fail their checks is refused with one
-        warning line and removed."""
-        t0 = time.perf_counter()
+        """Give `compiled` (loaded for `key`) the masks stored for it, looked up as its masker
+        misses (disk_masks.StoredMasks.find: nothing is replayed now); how many are stored. A
+        file whose entries fail their checks is refused with one warning line and removed."""
         digest = self.key_digest(("masks", key))
         stored = self._read(digest, lambda data, d: self._decode_masks(data, d, compiled))
         if stored is None:
             return 0
         compiled.masks_stored = len(stored)
-        now = self._checked(digest, lambda: stored.preload(compiled, until=t0 + MASKS_NOW))
-        if now is not None and now < len(stored):
-            def rest() -> int:
-                time.sleep(MASKS_LATER)
-                return stored.preload(compiled, now, background=True)
-
-            self._later(self._checked, digest, rest)
-        return now or 0
+        stored.attach(compiled, lambda reason: self._refuse_masks(digest, reason))
+        return len(stored)
 
     def _decode_masks(self, data: bytes, digest: bytes, compiled: "CompiledGrammar") -> disk_masks.StoredMasks:
         meta, arrays = self._read_arrays(data, digest)
@@ -391,15 +417,10 @@ class DiskCache:
         except (KeyError, ValueError) as exc:
             raise CacheFileError(f"malformed masks: {exc}") from None
 
-    def _checked(self, digest: bytes, preload: Callable[[], int]) -> int | None:
-        """preload(), or None where an entry fails its checks: the file is refused (one warning line, removed)."""
-        try:
-            return preload()
-        except (ValueError, zlib.error) as exc:
-            path = self.path(digest)
-            logger.warning("strictgen cache: ignoring %s (%s); its masks will be computed", path, str(exc))
-            _remove(path)
-            return None
+    def _refuse_masks(self, digest: bytes, reason: str) -> None:
+        path = self.path(digest)
+        logger.warning("strictgen cache: ignoring %s (%s); its masks will be computed", path, reason)
+        _remove(path)
 
     # ---- entries of named arrays (the vocabulary's tables, masks) ----
 

@@ -8,6 +8,8 @@ by every matcher of the grammar, so each distinct state pays for its walk once.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from strictgen.lru import BoundedLRU
@@ -15,6 +17,9 @@ from strictgen.tokenizer.trie import VocabTrie, words_for
 
 from . import _walk
 from .machine import DEAD, HorizonKeys, PushdownMachine
+
+if TYPE_CHECKING:
+    from .disk_masks import StoredMasks
 
 
 MAX_SUFFIX_TOKENS = 20_000  # more suffixes than this are walked as slices grouped by first byte (no trie to build)
@@ -67,6 +72,8 @@ class TokenMasker:
         # states that no token can tell apart (a long counted string, a token further on) share one
         key = self._horizon.key(state)
         got = self._cache.peek(key) if key != state else None
+        if got is None and self.stored is not None:
+            got = self.stored.find(state)  # a mask another process computed (disk_masks.py)
         if got is None:
             got = self._compute(state)
             got.setflags(write=False)
@@ -240,8 +247,6 @@ class TokenMasker:
         """How many masks (and shared keys) are cached: how much a store of them would hold."""
         return len(self._cache)
 
-    def preload(self, state: int, packed: np.ndarray) -> None:
-        """Cache `packed` as the mask of `state`: a mask computed for the same state by another
-        process, checked by the caller (disk_masks.StoredMasks)."""
-        packed.setflags(write=False)
-        self._cache.put(state, packed)
+    # the masks a disk cache holds for this grammar (disk_masks.StoredMasks), asked on a miss
+    # before computing; set by StoredMasks.attach after a restart's load
+    stored: "StoredMasks | None" = None

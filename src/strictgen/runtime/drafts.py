@@ -62,18 +62,19 @@ def fill_draft_bitmasks(matcher: "GrammarMatcher", draft: Sequence[int], bitmask
     target = _rows(bitmask)
     if start_row < 0 or start_row + len(draft) + 1 > target.shape[0]:
         raise ValueError(f"bitmask of {target.shape[0]} rows cannot hold {len(draft) + 1} draft rows from row {start_row}")
-    kept = 0
+    masks = [matcher.next_token_mask()]  # shared read-only rows: written below in one copy
     try:
-        _write(target, start_row, matcher.next_token_mask())
         for tok in draft:
             if not matcher.accept_token(int(tok)):
                 break
-            kept += 1
-            _write(target, start_row + kept, matcher.next_token_mask())
+            masks.append(matcher.next_token_mask())
     finally:
-        if kept:
-            matcher.rollback(kept)
-    return kept + 1
+        if len(masks) > 1:
+            matcher.rollback(len(masks) - 1)
+    block = target[start_row : start_row + len(masks)]
+    block[:, : len(masks[0])] = masks  # one numpy call for every row, not two per row
+    block[:, len(masks[0]) :] = 0  # a wider row (a model vocabulary padded further) allows nothing past the grammar's
+    return len(masks)
 
 
 def fill_draft_tree_bitmasks(

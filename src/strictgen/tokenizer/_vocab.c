@@ -552,6 +552,41 @@ done:
     return result;
 }
 
+/* joined(tokens) -> (flat, lengths): a list of bytes objects laid end to end, and each one's
+ * length as int64 (native order), in one pass: what a vocabulary's fingerprint hashes
+ * (info.py), without a Python call per token (~15 ms on Qwen's 151k tokens in Python). */
+static PyObject *vocab_joined(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "joined() needs a list of bytes");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), total = 0;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *flat = NULL, *lengths = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyBytes_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "token %zd is not bytes", i);
+            goto done;
+        }
+        total += PyBytes_GET_SIZE(items[i]);
+    }
+    flat = PyBytes_FromStringAndSize(NULL, total);
+    lengths = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (!flat || !lengths) goto done;
+    char *at = PyBytes_AS_STRING(flat);
+    char *len_at = PyBytes_AS_STRING(lengths);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t size = (int64_t)PyBytes_GET_SIZE(items[i]);
+        memcpy(at, PyBytes_AS_STRING(items[i]), (size_t)size);
+        memcpy(len_at + i * (Py_ssize_t)sizeof(int64_t), &size, sizeof(int64_t));
+        at += size;
+    }
+    result = PyTuple_Pack(2, flat, lengths);
+done:
+    Py_XDECREF(flat);
+    Py_XDECREF(lengths);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"trie", vocab_trie, METH_VARARGS, "trie(flat, starts, lengths, ids): the trie's arrays (see the module docstring)."},
     {"facts", vocab_facts, METH_VARARGS, "facts(flat, starts, lengths): per-byte and per-token UTF-8 facts and byte sets."},
@@ -559,6 +594,7 @@ static PyMethodDef methods[] = {
     {"drop_entries", vocab_drop_entries, METH_VARARGS, "drop_entries(inside, order, starts, ends, first, out): a loop's entries from its inside tokens."},
     {"cut_groups", vocab_cut_groups, METH_VARARGS, "cut_groups(flat, starts, lengths, ids, cuts): non-empty suffixes grouped by first byte."},
     {"loop_cuts", vocab_loop_cuts, METH_VARARGS, "loop_cuts(flat, starts, lengths, ids, is_loop, in_whole_char, char_width, skip_first): run lengths."},
+    {"joined", vocab_joined, METH_O, "joined(tokens): (the bytes laid end to end, each one's length as native int64 bytes)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_vocab", "Preparing a vocabulary: the trie's arrays and the per-token facts, in C.", -1, methods};

@@ -153,10 +153,13 @@ class TokenizerInfo:
     @cached_property
     def fingerprint(self) -> str:
         """sha256 over everything a compiled mask depends on: a safe key for caches across processes."""
+        from strictgen.tokenizer import _vocab
+
+        flat, lengths = _vocab.joined(self._token_bytes)  # one pass in C: no Python call per token
         h = hashlib.sha256(b"strictgen-vocab-v1\0")
         h.update(struct.pack("<Q", self._vocab_size))
-        h.update(np.fromiter(map(len, self._token_bytes), dtype="<u4", count=self._vocab_size).tobytes())
-        h.update(b"".join(self._token_bytes))
+        h.update(np.frombuffer(lengths, dtype=np.int64).astype("<u4").tobytes())
+        h.update(flat)
         h.update(np.asarray(self._special_ids, dtype="<i8").tobytes())
         h.update(b"eos\0")
         h.update(np.asarray(self._eos_ids, dtype="<i8").tobytes())
