@@ -143,3 +143,22 @@ def test_batch_bench_strictgen_only(two_schemas, tmp_path, capsys):
     assert cli_main(["bench", "--batch", "2", "--batch-steps", "3", "--no-peers", "--schemas", str(two_schemas),
                      "--tokenizer", "smollm2", "--json", str(out), "-q"]) == 0
     assert json.loads(out.read_text())["meta"]["batches"] == [2] and "| 2 | cold | strictgen |" in capsys.readouterr().out
+
+
+def test_batch_bench_fresh_rows_time_every_token(two_schemas):
+    """Fresh rows (the default) feed no token outside the timed steps, so a request's first masks
+    and deferred rule builds are timed; steps=0 runs until every document has reached its EOS.
+    Spread rows start part-way in, their prefixes fed untimed."""
+    from strictgen.bench.batch import run_batch_bench
+
+    fresh = run_batch_bench([3], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=0, threads=2)
+    spread = run_batch_bench([3], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=4, rows="spread", threads=2)
+    assert fresh["meta"]["rows"] == "fresh" and spread["meta"]["rows"] == "spread"
+    documents = fresh["meta"]["documents"]
+    for phase in ("cold", "warm"):
+        run = fresh["engines"]["strictgen"]["3"][phase]
+        assert run["untimed_tokens"] == 0 and run["finished"] >= documents, run
+        assert run["timed_tokens"] == 3 * run["steps"]
+        assert spread["engines"]["strictgen"]["3"][phase]["untimed_tokens"] > 0
+    with pytest.raises(ValueError, match="rows must be"):
+        run_batch_bench([2], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=1, rows="middle")

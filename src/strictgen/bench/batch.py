@@ -4,8 +4,15 @@ The protocol of issue 28, on CPU torch here and on CUDA logits where a GPU is pr
 - every row is a request constrained by one of the bench schemas and teacher-forced on one of its
   valid documents (the token fed at each step is the document's next token, then EOS), so every
   engine walks the same states;
-- at the start, row r's request has already consumed a share r/B of its document (fed without
-  timing), so the batch starts in the mix of positions continuous batching settles into;
+- rows start (`rows`, `--batch-rows`) *fresh* (the default): every row's first request starts at
+  its document's beginning and every token from there is fed in a timed step, so the first masks
+  and the rule builds a compile deferred to decoding are paid inside the timed fills, as a fresh
+  request pays them; or *spread*: row r's first request has consumed a share r/B of its document
+  untimed, so the batch starts in the mix of positions continuous batching settles into (cheaper
+  cold fills: that untimed prefix holds most of the first masks and rule builds, which is why it
+  is not the default). The result counts the tokens fed untimed (`untimed_tokens`: 0 when fresh);
+- `steps` timed decoding steps per batch size and phase; 0: as many as it takes for every request
+  of one pass over the workload to reach its EOS (every document decoded whole, once, timed);
 - when a request has accepted its EOS, the next request of the workload takes its row before the
   next step, with a fresh matcher (not timed), as in continuous batching;
 - per step, each engine's own batch API is timed: fill (the whole batch's masks), apply (to a
@@ -19,6 +26,9 @@ llguidance (`LLExecutor` through `llguidance.numpy.fill_next_token_bitmask_par` 
 `consume_token_par`; its masks applied with xgrammar's kernel as vLLM does, else llguidance's own
 numpy apply). Only strictgen's public API is used, so the module also measures an older strictgen
 (compare trees by interleaved runs).
+
+With more rows than documents, a fresh batch holds the same document in several rows at the same
+position (the workload repeats); an engine that computes a state's mask once per step gains there.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ import numpy as np
 from strictgen.bench import default_schemas_dir, load_cases, load_vocab, one_torch_thread
 
 PHASES = ("cold", "warm")
+ROW_STARTS = ("fresh", "spread")
 PARTS = ("fill", "apply", "accept")
 
 
@@ -198,45 +209,68 @@ def request_stream(workload: list[tuple[int, list[int]]], eos: int):
             yield Request(case, [*ids, eos])
 
 
-def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: int, logits, base) -> dict[str, list[float]]:
-    """`steps` decoding steps of `batch` rows; seconds per step for fill, apply and accept."""
+@dataclass
+class StepTimes:
+    """Seconds per timed step for each part, and what the timed steps covered."""
+
+    times: dict[str, list[float]]
+    untimed_tokens: int  # accepted outside the timed steps (the spread rows' prefixes)
+    timed_tokens: int
+    finished: int  # requests that reached their EOS inside the timed steps
+
+
+def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: int, logits, base, rows: str = "fresh") -> StepTimes:
+    """`steps` decoding steps of `batch` rows (0: until one pass over the workload has ended),
+    the rows started as `rows` says (module docstring); seconds per step for fill, apply, accept."""
+    if rows not in ROW_STARTS:
+        raise ValueError(f"rows must be one of {', '.join(ROW_STARTS)}, not {rows!r}")
     stream = request_stream(workload, engine.eos)
-    requests, matchers = [], []
+    requests, matchers, untimed = [], [], 0
     for r in range(batch):
         req = next(stream)
         m = engine.matcher(grammars[req.case])
-        skip = (len(req.ids) - 1) * r // max(1, batch)  # spread the rows over their documents
+        skip = (len(req.ids) - 1) * r // max(1, batch) if rows == "spread" else 0  # spread over their documents
         if skip and not all(engine.accept([m], [t])[0] for t in req.ids[:skip]):
             raise RuntimeError(f"{engine.name} refused a valid document of grammar {req.case}")
-        req.pos = skip
+        req.pos, untimed = skip, untimed + skip
         requests.append(req)
         matchers.append(m)
+    serial = list(range(batch))  # each row's request's place in the stream: one pass is the first len(workload)
+    issued, unfinished = batch, min(batch, len(workload))
     mask = engine.allocate(batch)
     times = {part: [] for part in PARTS}
     clock = time.perf_counter
-    rows = logits[:batch]
-    for _ in range(steps):
-        rows.copy_(base[:batch])
+    rows_logits = logits[:batch]
+    step, fed, finished = 0, 0, 0
+    while (step < steps) if steps > 0 else (unfinished > 0):
+        step += 1
+        rows_logits.copy_(base[:batch])
         tokens = [req.ids[req.pos] for req in requests]
         t0 = clock()
         engine.fill(matchers, mask)
         t1 = clock()
-        engine.apply(rows, mask)
-        _sync(rows)
+        engine.apply(rows_logits, mask)
+        _sync(rows_logits)
         t2 = clock()
         accepted = engine.accept(matchers, tokens)
         t3 = clock()
         times["fill"].append(t1 - t0)
         times["apply"].append(t2 - t1)
         times["accept"].append(t3 - t2)
+        fed += batch
         if not all(accepted):
             raise RuntimeError(f"{engine.name} refused a token of a valid document")
         for r, req in enumerate(requests):
             req.pos += 1
             if req.pos == len(req.ids):  # EOS accepted: the next request takes the row
+                finished += 1
+                if serial[r] < len(workload):
+                    unfinished -= 1
                 requests[r] = req = next(stream)
                 matchers[r] = engine.matcher(grammars[req.case])
-    return times
+                serial[r], issued = issued, issued + 1
+                unfinished += serial[r] < len(workload)
+    return StepTimes(times, untimed, fed, finished)
 
 
 def _sync(tensor) -> None:
@@ -284,13 +318,17 @@ def run_batch_bench(
     engines: list[str] | None = None,
     limit: int | None = None,
     steps: int = 32,
+    rows: str = "fresh",
     threads: int | None = None,
     device: str = "cpu",
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the batch benchmark; results per engine, batch size and phase (ms per step)."""
+    """Run the batch benchmark; results per engine, batch size and phase (ms per step). `rows`:
+    "fresh" or "spread" (module docstring); `steps` 0: one whole pass over the workload."""
     import torch
 
+    if rows not in ROW_STARTS:
+        raise ValueError(f"rows must be one of {', '.join(ROW_STARTS)}, not {rows!r}")
     say = log or (lambda s: None)
     threads = threads or os.cpu_count() or 1
     vocab = load_vocab(tokenizer)
@@ -320,13 +358,16 @@ def run_batch_bench(
             compiler = engine.new_compiler()  # cold: nothing of this compiler's cache is warm yet
             grammars = {i: engine.compile(compiler, texts[i]) for i in usable}
             for phase in PHASES:  # warm: the same requests again on the same grammars
-                times = run_steps(engine, grammars, workload, batch, steps, logits, base)
+                run = run_steps(engine, grammars, workload, batch, steps, logits, base, rows)
+                times = run.times
                 figures = {part: _summary(times[part]) for part in PARTS}
                 figures["total"] = _summary([sum(parts) for parts in zip(*(times[p] for p in PARTS))])
+                figures["steps"], figures["untimed_tokens"] = len(times["fill"]), run.untimed_tokens
+                figures["timed_tokens"], figures["finished"] = run.timed_tokens, run.finished
                 results.setdefault(name, {}).setdefault(str(batch), {})[phase] = figures
                 say(f"{name} batch {batch} {phase}: " + ", ".join(f"{p} {figures[p]['mean']:.2f}" for p in (*PARTS, "total")) + " ms/step")
     return {
-        "meta": {"batches": batches, "steps": steps, "threads": threads, "device": device, "tokenizer": tokenizer,
+        "meta": {"batches": batches, "steps": steps, "rows": rows, "threads": threads, "device": device, "tokenizer": tokenizer,
                  "schemas": len(usable), "documents": len(workload), "torch": torch.__version__},
         "engines": results,
         "unavailable": unavailable,
@@ -336,7 +377,8 @@ def run_batch_bench(
 def format_batch_table(result: dict[str, Any]) -> str:
     """Mean ms per step: one line per (batch, phase, engine), and strictgen / best peer."""
     meta = result["meta"]
-    lines = [f"batch bench: {meta['schemas']} schemas, {meta['documents']} documents, {meta['steps']} steps, "
+    steps = f"{meta['steps']} steps" if meta["steps"] else "steps until one pass over the workload ended"
+    lines = [f"batch bench: {meta['schemas']} schemas, {meta['documents']} documents, {steps}, rows {meta.get('rows', 'spread')}, "
              f"{meta['threads']} threads, {meta['device']}, torch {meta['torch']} (ms per step, mean; fill p99)",
              "| batch | phase | engine | fill | fill p99 | apply | accept | total |", "|---|---|---|---:|---:|---:|---:|---:|"]
     engines = result["engines"]
@@ -354,6 +396,10 @@ def format_batch_table(result: dict[str, Any]) -> str:
                     ratios.append(f"{engines['strictgen'][batch][phase][part]['mean'] / best:.2f}x" if best > 0 else "-")
                 ratios.insert(1, "")  # the fill p99 column
                 lines.append(f"| {batch} | {phase} | strictgen / best peer | " + " | ".join(ratios) + " |")
+    cold = [per_batch[b]["cold"] for per_batch in engines.values() for b in map(str, meta["batches"])]
+    if cold and "untimed_tokens" in cold[0]:
+        lines.append(f"cold phases: {sum(f['untimed_tokens'] for f in cold):,} tokens fed untimed before the steps, "
+                     f"{sum(f['timed_tokens'] for f in cold):,} in timed steps, {sum(f['finished'] for f in cold):,} requests ended")
     for name, why in result["unavailable"].items():
         lines.append(f"{name}: not run ({why})")
     return "\n".join(lines)
@@ -368,7 +414,7 @@ def main_batch(args) -> int:
     log = None if args.quiet else (lambda s: print(s, flush=True, file=sys.stderr))
     with one_torch_thread(True):  # torch's apply ops on one thread, as the single-row bench: see there
         result = run_batch_bench(batches, schemas=args.schemas, tokenizer=args.tokenizer, engines=engines, limit=args.limit,
-                                 steps=args.batch_steps, threads=args.threads, device=device, log=log)
+                                 steps=args.batch_steps, rows=args.batch_rows, threads=args.threads, device=device, log=log)
     if args.json_out:
         Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json_out).write_text(json.dumps(result, indent=1))
