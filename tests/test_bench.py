@@ -15,7 +15,7 @@ from strictgen.cli import main as cli_main
 BENCH_DIR = Path("../shared/data/bench")
 SCHEMAS = ["seed---person.json", "seed---weather.json"]
 
-FIGURES = ["compile_cold_ms", "compile_warm_ms", "fill_first_us", "fill_repeat_us",
+FIGURES = ["compile_cold_ms", "compile_warm_ms", "compile_cold_cpu_ms", "compile_warm_cpu_ms", "fill_first_us", "fill_repeat_us",
            "loop_fill_us", "loop_apply_us", "loop_fill_apply_us"]
 
 
@@ -162,3 +162,33 @@ def test_batch_bench_fresh_rows_time_every_token(two_schemas):
         assert spread["engines"]["strictgen"]["3"][phase]["untimed_tokens"] > 0
     with pytest.raises(ValueError, match="rows must be"):
         run_batch_bench([2], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=1, rows="middle")
+
+
+@pytest.fixture(scope="module")
+def reordered_members(tmp_path_factory) -> Path:
+    """One schema, two valid documents: members in the schema's order, and in another order."""
+    folder = tmp_path_factory.mktemp("bench-order")
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
+    tests = [{"data": {"a": 1, "b": 2}, "valid": True}, {"data": {"b": 3, "a": 4}, "valid": True}]
+    (folder / "order.json").write_text(json.dumps({"schema": schema, "tests": tests}))
+    return folder
+
+
+def test_bench_says_when_a_refusal_is_member_order(reordered_members):
+    """A valid document refused only because its members are in another order than the schema's
+    (the documented default) is reported as such, by both benches; --any-order accepts it."""
+    from strictgen.bench.batch import format_batch_table, run_batch_bench
+
+    result = bench.run_bench(reordered_members, tokenizer="smollm2", repeats=1, engines=["strictgen"], loop_steps=1, timeout=None)
+    counts = result["engines"]["strictgen"]["counts"]
+    assert counts["documents_refused"] == counts["documents_refused_member_order"] == 1
+    assert result["engines"]["strictgen"]["schemas"]["order"]["refused_for_member_order"] == 1
+    table = bench.format_table(result)
+    assert "order (1, member order only)" in table and "any_order=True (--any-order) accepts" in table
+    unordered = bench.run_bench(reordered_members, tokenizer="smollm2", repeats=1, engines=["strictgen"], loop_steps=1,
+                                timeout=None, any_order=True)
+    assert unordered["engines"]["strictgen"]["counts"]["documents_refused"] == 0
+    batch = run_batch_bench([2], schemas=reordered_members, tokenizer="smollm2", engines=["strictgen"], steps=2, threads=2)
+    assert batch["meta"]["documents"] == 1
+    assert batch["left_out"]["strictgen"] == {"not_compiled": 0, "refused": 1, "member_order": 1}
+    assert "1 valid documents refused (1 only because their members are in another order" in format_batch_table(batch)

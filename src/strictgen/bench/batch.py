@@ -63,8 +63,10 @@ class BatchEngine:
         self.V = info.vocab_size
         self.eos = int(info.eos_token_ids[0])
 
+    has_any_order = False  # whether compile(..., any_order=True) accepts object members in any order
+
     def new_compiler(self): ...
-    def compile(self, compiler, schema_text: str): ...
+    def compile(self, compiler, schema_text: str, any_order: bool = False): ...
     def matcher(self, artefact): ...
     def allocate(self, rows: int): ...
     def fill(self, matchers, mask) -> None: ...
@@ -84,8 +86,10 @@ class StrictgenBatch(BatchEngine):
     def new_compiler(self):
         return self.sg.GrammarCompiler(self.info)
 
-    def compile(self, compiler, schema_text):
-        return compiler.compile_json_schema(schema_text)
+    has_any_order = True
+
+    def compile(self, compiler, schema_text, any_order=False):
+        return compiler.compile_json_schema(schema_text, any_order=True) if any_order else compiler.compile_json_schema(schema_text)
 
     def matcher(self, artefact):
         return self.sg.GrammarMatcher(artefact)
@@ -122,8 +126,10 @@ class XGrammarBatch(BatchEngine):
     def new_compiler(self):
         return self.xgr.GrammarCompiler(self.xinfo, max_threads=self.threads)
 
-    def compile(self, compiler, schema_text):
-        return compiler.compile_json_schema(schema_text, strict_mode=False)
+    has_any_order = True
+
+    def compile(self, compiler, schema_text, any_order=False):
+        return compiler.compile_json_schema(schema_text, strict_mode=False, any_order=any_order)
 
     def matcher(self, artefact):
         return self.xgr.GrammarMatcher(artefact)
@@ -165,7 +171,7 @@ class LLGuidanceBatch(BatchEngine):
     def new_compiler(self):
         return None
 
-    def compile(self, compiler, schema_text):
+    def compile(self, compiler, schema_text, any_order=False):
         return self.llg.LLMatcher.grammar_from_json_schema(schema_text)
 
     def matcher(self, artefact):
@@ -280,12 +286,14 @@ def _sync(tensor) -> None:
         torch.cuda.synchronize(tensor.device)
 
 
-def common_workload(engines, texts: list[str], documents: list[list[list[int]]]) -> list[tuple[int, list[int]]]:
+def common_workload(engines, texts: list[str], documents: list[list[list[int]]]) -> tuple[list[tuple[int, list[int]]], dict[str, dict[str, int]]]:
     """The (schema, document tokens) pairs every engine compiles and accepts to EOS, token by token:
-    the same work for all (an engine may refuse a valid document, e.g. properties out of the
-    schema's order, which `strictgen bench` counts). Checked on compilers of their own, so the
-    timed compilers start cold."""
+    the same work for all. Checked on compilers of their own, so the timed compilers start cold.
+    Also, per engine, what it left out of what the engines before it kept: documents of schemas it
+    did not compile, documents it refused, and of those the ones it accepts with members in any order (refused only because
+    their members are in another order than the schema lists them: the documented default)."""
     kept = [(i, ids) for i in range(len(texts)) for ids in documents[i]]
+    left_out: dict[str, dict[str, int]] = {}
     for engine in engines:
         compiler, grammars = engine.new_compiler(), {}
         for i in sorted({i for i, _ in kept}):
@@ -293,8 +301,22 @@ def common_workload(engines, texts: list[str], documents: list[list[list[int]]])
                 grammars[i] = engine.compile(compiler, texts[i])
             except Exception:  # noqa: BLE001  (a schema this engine does not compile)
                 pass
-        kept = [(i, ids) for i, ids in kept if i in grammars and _accepts(engine, grammars[i], [*ids, engine.eos])]
-    return kept
+        offered = len(kept)
+        kept = [(i, ids) for i, ids in kept if i in grammars]
+        accepted = [_accepts(engine, grammars[i], [*ids, engine.eos]) for i, ids in kept]
+        refused = [pair for pair, ok in zip(kept, accepted) if not ok]
+        order = sum(_accepts_any_order(engine, compiler, texts[i], ids) for i, ids in refused) if engine.has_any_order else 0
+        left_out[engine.name] = {"not_compiled": offered - len(kept), "refused": len(refused), "member_order": order}
+        kept = [pair for pair, ok in zip(kept, accepted) if ok]
+    return kept, left_out
+
+
+def _accepts_any_order(engine: BatchEngine, compiler, text: str, ids: list[int]) -> bool:
+    try:
+        grammar = engine.compile(compiler, text, any_order=True)
+    except Exception:  # noqa: BLE001  (not compiled that way either: not a matter of order)
+        return False
+    return _accepts(engine, grammar, [*ids, engine.eos])
 
 
 def _accepts(engine: BatchEngine, grammar, ids: list[int]) -> bool:
@@ -344,7 +366,7 @@ def run_batch_bench(
         except Exception as exc:  # noqa: BLE001  (a peer not installed, or broken)
             unavailable[name] = f"{type(exc).__name__}: {exc}"
     # the workload is what every installed engine accepts, timed or not: the same for any --engines
-    workload = common_workload(available.values(), texts, documents)
+    workload, left_out = common_workload(available.values(), texts, documents)
     built = {name: available[name] for name in engines or list(ENGINE_CLASSES) if name in available}
     unavailable = {name: why for name, why in unavailable.items() if name in (engines or ENGINE_CLASSES)}
     usable = sorted({case for case, _ in workload})
@@ -371,6 +393,7 @@ def run_batch_bench(
                  "schemas": len(usable), "documents": len(workload), "torch": torch.__version__},
         "engines": results,
         "unavailable": unavailable,
+        "left_out": left_out,
     }
 
 
@@ -400,6 +423,12 @@ def format_batch_table(result: dict[str, Any]) -> str:
     if cold and "untimed_tokens" in cold[0]:
         lines.append(f"cold phases: {sum(f['untimed_tokens'] for f in cold):,} tokens fed untimed before the steps, "
                      f"{sum(f['timed_tokens'] for f in cold):,} in timed steps, {sum(f['finished'] for f in cold):,} requests ended")
+    for name, out in result.get("left_out", {}).items():
+        if out["not_compiled"] or out["refused"]:
+            order = f" ({out['member_order']} only because their members are in another order than the schema lists them; " \
+                    "any_order=True accepts them)" if out["member_order"] else ""
+            lines.append(f"left out of the workload by {name}: {out['not_compiled']} documents of schemas it does not compile, "
+                         f"{out['refused']} valid documents refused{order}")
     for name, why in result["unavailable"].items():
         lines.append(f"{name}: not run ({why})")
     return "\n".join(lines)
