@@ -138,7 +138,8 @@ def test_batch_bench_strictgen_only(two_schemas, tmp_path, capsys):
             figures = result["engines"]["strictgen"][batch][phase]
             for part in ("fill", "apply", "accept", "total"):
                 assert 0 < figures[part]["p50"] <= figures[part]["p99"], (batch, phase, part)
-    assert "| 3 | warm | strictgen |" in format_batch_table(result)
+    table = format_batch_table(result)
+    assert "| 3 | warm | strictgen |" in table and "| fill CPU |" in table
     out = tmp_path / "batch.json"
     assert cli_main(["bench", "--batch", "2", "--batch-steps", "3", "--no-peers", "--schemas", str(two_schemas),
                      "--tokenizer", "smollm2", "--json", str(out), "-q"]) == 0
@@ -158,7 +159,7 @@ def test_batch_bench_fresh_rows_time_every_token(two_schemas):
     for phase in ("cold", "warm"):
         run = fresh["engines"]["strictgen"]["3"][phase]
         assert run["untimed_tokens"] == 0 and run["finished"] >= documents, run
-        assert run["timed_tokens"] == 3 * run["steps"]
+        assert run["timed_tokens"] == 3 * run["steps"] and run["fill_cpu"]["mean"] > 0
         assert spread["engines"]["strictgen"]["3"][phase]["untimed_tokens"] > 0
     with pytest.raises(ValueError, match="rows must be"):
         run_batch_bench([2], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=1, rows="middle")

@@ -227,7 +227,9 @@ class StepTimes:
 
 def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: int, logits, base, rows: str = "fresh") -> StepTimes:
     """`steps` decoding steps of `batch` rows (0: until one pass over the workload has ended),
-    the rows started as `rows` says (module docstring); seconds per step for fill, apply, accept."""
+    the rows started as `rows` says (module docstring); seconds per step for fill, apply, accept,
+    and the fill's process CPU time (every thread of it: what a loaded machine does not inflate
+    the way it inflates wall time, for engines with thread pools of their own too)."""
     if rows not in ROW_STARTS:
         raise ValueError(f"rows must be one of {', '.join(ROW_STARTS)}, not {rows!r}")
     stream = request_stream(workload, engine.eos)
@@ -244,23 +246,24 @@ def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: 
     serial = list(range(batch))  # each row's request's place in the stream: one pass is the first len(workload)
     issued, unfinished = batch, min(batch, len(workload))
     mask = engine.allocate(batch)
-    times = {part: [] for part in PARTS}
-    clock = time.perf_counter
+    times = {part: [] for part in (*PARTS, "fill_cpu")}
+    clock, cpu = time.perf_counter, time.process_time
     rows_logits = logits[:batch]
     step, fed, finished = 0, 0, 0
     while (step < steps) if steps > 0 else (unfinished > 0):
         step += 1
         rows_logits.copy_(base[:batch])
         tokens = [req.ids[req.pos] for req in requests]
-        t0 = clock()
+        c0, t0 = cpu(), clock()
         engine.fill(matchers, mask)
-        t1 = clock()
+        t1, c1 = clock(), cpu()
         engine.apply(rows_logits, mask)
         _sync(rows_logits)
         t2 = clock()
         accepted = engine.accept(matchers, tokens)
         t3 = clock()
         times["fill"].append(t1 - t0)
+        times["fill_cpu"].append(c1 - c0)
         times["apply"].append(t2 - t1)
         times["accept"].append(t3 - t2)
         fed += batch
@@ -375,14 +378,14 @@ def run_batch_bench(
     base = torch.randn(max(batches), width, generator=torch.Generator().manual_seed(0)).to(device)
     logits = base.clone()
     results: dict[str, Any] = {}
-    for name, engine in built.items():
-        for batch in batches:
+    for batch in batches:  # engines in turn at each size, so a machine's changing load falls on all of them
+        for name, engine in built.items():
             compiler = engine.new_compiler()  # cold: nothing of this compiler's cache is warm yet
             grammars = {i: engine.compile(compiler, texts[i]) for i in usable}
             for phase in PHASES:  # warm: the same requests again on the same grammars
                 run = run_steps(engine, grammars, workload, batch, steps, logits, base, rows)
                 times = run.times
-                figures = {part: _summary(times[part]) for part in PARTS}
+                figures = {part: _summary(times[part]) for part in (*PARTS, "fill_cpu")}
                 figures["total"] = _summary([sum(parts) for parts in zip(*(times[p] for p in PARTS))])
                 figures["steps"], figures["untimed_tokens"] = len(times["fill"]), run.untimed_tokens
                 figures["timed_tokens"], figures["finished"] = run.timed_tokens, run.finished
@@ -398,18 +401,21 @@ def run_batch_bench(
 
 
 def format_batch_table(result: dict[str, Any]) -> str:
-    """Mean ms per step: one line per (batch, phase, engine), and strictgen / best peer."""
+    """Mean ms per step: one line per (batch, phase, engine), and strictgen / best peer. "fill CPU":
+    the fill's process CPU ms per step, all threads (above the fill's wall time when threads work
+    at once; the figure to read when the machine is loaded)."""
     meta = result["meta"]
     steps = f"{meta['steps']} steps" if meta["steps"] else "steps until one pass over the workload ended"
     lines = [f"batch bench: {meta['schemas']} schemas, {meta['documents']} documents, {steps}, rows {meta.get('rows', 'spread')}, "
              f"{meta['threads']} threads, {meta['device']}, torch {meta['torch']} (ms per step, mean; fill p99)",
-             "| batch | phase | engine | fill | fill p99 | apply | accept | total |", "|---|---|---|---:|---:|---:|---:|---:|"]
+             "| batch | phase | engine | fill | fill p99 | fill CPU | apply | accept | total |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     engines = result["engines"]
     for batch in map(str, meta["batches"]):
         for phase in PHASES:
             for name, per_batch in engines.items():
                 f = per_batch[batch][phase]
-                lines.append(f"| {batch} | {phase} | {name} | {f['fill']['mean']:.2f} | {f['fill']['p99']:.2f} | "
+                fill_cpu = f"{f['fill_cpu']['mean']:.2f}" if "fill_cpu" in f else "-"
+                lines.append(f"| {batch} | {phase} | {name} | {f['fill']['mean']:.2f} | {f['fill']['p99']:.2f} | {fill_cpu} | "
                              f"{f['apply']['mean']:.2f} | {f['accept']['mean']:.2f} | {f['total']['mean']:.2f} |")
             peers = [n for n in engines if n != "strictgen"]
             if "strictgen" in engines and peers:
@@ -418,6 +424,8 @@ def format_batch_table(result: dict[str, Any]) -> str:
                     best = min(engines[n][batch][phase][part]["mean"] for n in peers)
                     ratios.append(f"{engines['strictgen'][batch][phase][part]['mean'] / best:.2f}x" if best > 0 else "-")
                 ratios.insert(1, "")  # the fill p99 column
+                cpu = [engines[n][batch][phase].get("fill_cpu", {}).get("mean") for n in ("strictgen", *peers)]
+                ratios.insert(2, f"{cpu[0] / min(cpu[1:]):.2f}x" if None not in cpu and min(cpu[1:]) > 0 else "-")
                 lines.append(f"| {batch} | {phase} | strictgen / best peer | " + " | ".join(ratios) + " |")
     cold = [per_batch[b]["cold"] for per_batch in engines.values() for b in map(str, meta["batches"])]
     if cold and "untimed_tokens" in cold[0]:
