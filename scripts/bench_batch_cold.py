@@ -1,12 +1,13 @@
 """What a cold batch fill costs a fresh request (issue 28): strictgen's cold steps of
 `strictgen bench --batch` with fresh rows, fill timed per step in wall and process CPU time.
 
-    PYTHONPATH=<tree>/src .venv/bin/python scripts/bench_batch_cold.py [--batches 16,64] [--steps 32] [--limit 30] [--threads 2]
+    PYTHONPATH=<tree>/src .venv/bin/python scripts/bench_batch_cold.py [--batches 16,64] [--steps 32] [--limit 30]
 
 The protocol is this checkout's `src/strictgen/bench/batch.py` (loaded from its file, so an older
 strictgen on the path runs the same protocol: it uses only strictgen's public API): every row
 starts at its document's beginning, grammars compiled beforehand on a fresh compiler, so the
-timed fills meet every first mask and every rule the compile deferred. Per batch size it prints
+timed fills meet the first masks and the rules the compile deferred of every token they reach
+(`--steps 0`: every document whole). strictgen's batch fill sizes its own pool (the CPUs). Per batch size it prints
 the fill's mean / p50 / p99 ms per step and the process CPU seconds all fills took (on a loaded
 machine the wall figures wait for a core; the CPU seconds less so). Compare trees by interleaved
 runs; to see where a cold fill goes, run it under `py-spy record --format raw`.
@@ -41,14 +42,13 @@ def main() -> int:
     ap.add_argument("--batches", default="16,64")
     ap.add_argument("--steps", type=int, default=32, help="timed steps per batch size (0: one whole pass over the workload)")
     ap.add_argument("--limit", type=int, default=30, help="the first K bench schemas")
-    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     batch = _protocol()
     vocab = load_vocab("qwen")
     info = vocab.build_info()
     cases = load_cases(default_schemas_dir(), args.limit)
     texts = [case.schema_text for case in cases]
-    engine = batch.StrictgenBatch(vocab, info, args.threads, "cpu")
+    engine = batch.StrictgenBatch(vocab, info, os.cpu_count() or 1, "cpu")
     workload, _ = batch.common_workload([engine], texts, [[vocab.encode(d) for d in case.documents] for case in cases])
     sizes = [int(b) for b in args.batches.split(",")]
     base = torch.randn(max(sizes), info.vocab_size, generator=torch.Generator().manual_seed(0))

@@ -48,7 +48,7 @@ def _compute_missing(matchers: Sequence[GrammarMatcher]) -> None:
     The calling thread computes them too, with at most one pool helper per further state: one
     shared list of states that every worker pops from, not one future per state, so a step with
     a few misses pays no hand-off per state and the caller does not sit idle while its misses
-    are computed (a cold step's misses were ~20% more CPU on the pool than done in place). The
+    are computed (hand-offs cost CPU and, on a busy host, waits: docs/performance.md). The
     list takes the grammars in turn, so that workers start on different grammars: a rule that a
     grammar's states need is built once, under that grammar's lock, while the other workers walk
     states of other grammars instead of waiting for that lock."""
