@@ -15,7 +15,7 @@ from strictgen.cli import main as cli_main
 BENCH_DIR = Path("../shared/data/bench")
 SCHEMAS = ["seed---person.json", "seed---weather.json"]
 
-FIGURES = ["compile_cold_ms", "compile_warm_ms", "fill_first_us", "fill_repeat_us",
+FIGURES = ["compile_cold_ms", "compile_warm_ms", "compile_cold_cpu_ms", "compile_warm_cpu_ms", "fill_first_us", "fill_repeat_us",
            "loop_fill_us", "loop_apply_us", "loop_fill_apply_us"]
 
 
@@ -138,8 +138,58 @@ def test_batch_bench_strictgen_only(two_schemas, tmp_path, capsys):
             figures = result["engines"]["strictgen"][batch][phase]
             for part in ("fill", "apply", "accept", "total"):
                 assert 0 < figures[part]["p50"] <= figures[part]["p99"], (batch, phase, part)
-    assert "| 3 | warm | strictgen |" in format_batch_table(result)
+    table = format_batch_table(result)
+    assert "| 3 | warm | strictgen |" in table and "| fill CPU |" in table
     out = tmp_path / "batch.json"
     assert cli_main(["bench", "--batch", "2", "--batch-steps", "3", "--no-peers", "--schemas", str(two_schemas),
                      "--tokenizer", "smollm2", "--json", str(out), "-q"]) == 0
     assert json.loads(out.read_text())["meta"]["batches"] == [2] and "| 2 | cold | strictgen |" in capsys.readouterr().out
+
+
+def test_batch_bench_fresh_rows_time_every_token(two_schemas):
+    """Fresh rows (the default) feed no token outside the timed steps, so a request's first masks
+    and deferred rule builds are timed; steps=0 runs until every document has reached its EOS.
+    Spread rows start part-way in, their prefixes fed untimed."""
+    from strictgen.bench.batch import run_batch_bench
+
+    fresh = run_batch_bench([3], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=0, threads=2)
+    spread = run_batch_bench([3], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=4, rows="spread", threads=2)
+    assert fresh["meta"]["rows"] == "fresh" and spread["meta"]["rows"] == "spread"
+    documents = fresh["meta"]["documents"]
+    for phase in ("cold", "warm"):
+        run = fresh["engines"]["strictgen"]["3"][phase]
+        assert run["untimed_tokens"] == 0 and run["finished"] >= documents, run
+        assert run["timed_tokens"] == 3 * run["steps"] and run["fill_cpu"]["mean"] > 0
+        assert spread["engines"]["strictgen"]["3"][phase]["untimed_tokens"] > 0
+    with pytest.raises(ValueError, match="rows must be"):
+        run_batch_bench([2], schemas=two_schemas, tokenizer="smollm2", engines=["strictgen"], steps=1, rows="middle")
+
+
+@pytest.fixture(scope="module")
+def reordered_members(tmp_path_factory) -> Path:
+    """One schema, two valid documents: members in the schema's order, and in another order."""
+    folder = tmp_path_factory.mktemp("bench-order")
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
+    tests = [{"data": {"a": 1, "b": 2}, "valid": True}, {"data": {"b": 3, "a": 4}, "valid": True}]
+    (folder / "order.json").write_text(json.dumps({"schema": schema, "tests": tests}))
+    return folder
+
+
+def test_bench_says_when_a_refusal_is_member_order(reordered_members):
+    """A valid document refused only because its members are in another order than the schema's
+    (the documented default) is reported as such, by both benches; --any-order accepts it."""
+    from strictgen.bench.batch import format_batch_table, run_batch_bench
+
+    result = bench.run_bench(reordered_members, tokenizer="smollm2", repeats=1, engines=["strictgen"], loop_steps=1, timeout=None)
+    counts = result["engines"]["strictgen"]["counts"]
+    assert counts["documents_refused"] == counts["documents_refused_member_order"] == 1
+    assert result["engines"]["strictgen"]["schemas"]["order"]["refused_for_member_order"] == 1
+    table = bench.format_table(result)
+    assert "order (1, member order only)" in table and "any_order=True (--any-order) accepts" in table
+    unordered = bench.run_bench(reordered_members, tokenizer="smollm2", repeats=1, engines=["strictgen"], loop_steps=1,
+                                timeout=None, any_order=True)
+    assert unordered["engines"]["strictgen"]["counts"]["documents_refused"] == 0
+    batch = run_batch_bench([2], schemas=reordered_members, tokenizer="smollm2", engines=["strictgen"], steps=2, threads=2)
+    assert batch["meta"]["documents"] == 1
+    assert batch["left_out"]["strictgen"] == {"not_compiled": 0, "refused": 1, "member_order": 1}
+    assert "1 valid documents refused (1 only because their members are in another order" in format_batch_table(batch)

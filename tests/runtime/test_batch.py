@@ -3,6 +3,7 @@ states and termination, synchronously and in the background."""
 
 import json
 import string
+import threading
 
 import numpy as np
 import pytest
@@ -196,3 +197,51 @@ def test_accept_token_batch_errors(qwen):
     with pytest.raises(ValueError, match="token ids"):
         sg.accept_token_batch([m], [1, 2])
     assert sg.accept_token_batch([], []) == []
+
+
+def test_rules_built_in_batch_fills_are_built_once(monkeypatch):
+    """Rows of one fresh grammar at different places of a document, teacher-forced step by step:
+    the rules the compile deferred are built inside the batch fills (their states computed by
+    several threads at once), and each exactly once; every mask equals a row-by-row fill."""
+    from pathlib import Path
+
+    from strictgen.bench import load_vocab
+    from strictgen.compile.lazy_rules import LazyRules
+
+    path = Path("../shared/data/bench/Github_medium---o55361.json")
+    if not path.is_file():
+        pytest.skip(f"benchmark data {path} is absent (run from the repository root next to ../shared)")
+    builds, in_fill, filling = {}, set(), threading.Event()
+    build = LazyRules.dfa
+
+    def counted(self, index):
+        builds[id(self), index] = builds.get((id(self), index), 0) + 1
+        if filling.is_set():
+            in_fill.add((id(self), index))
+        return build(self, index)
+
+    monkeypatch.setattr(LazyRules, "dfa", counted)
+    vocab = load_vocab("qwen")
+    info = vocab.build_info()
+    data = json.loads(path.read_text())
+    ids = [*vocab.encode(json.dumps(next(t["data"] for t in data["tests"] if t["valid"]))), info.eos_token_ids[0]]
+    positions = [7 * r for r in range(6)]
+    rows, reference = [], []  # the batch's rows, and the same rows of a grammar of their own
+    for out in (rows, reference):
+        grammar = sg.GrammarCompiler(info, cache_size=1).compile_json_schema(data["schema"])
+        for start in positions:
+            m = sg.GrammarMatcher(grammar)
+            assert all(m.accept_token(t) for t in ids[:start])
+            out.append(m)
+    mask = sg.allocate_token_bitmask(len(rows), info.vocab_size)
+    while positions[-1] < len(ids):
+        filling.set()
+        sg.fill_next_token_bitmask_batch(rows, mask)
+        filling.clear()
+        want, _ = _alone(reference, info.vocab_size)
+        assert np.array_equal(mask, want)
+        tokens = [ids[p] for p in positions]
+        assert all(sg.accept_token_batch(rows, tokens)) and all(sg.accept_token_batch(reference, tokens))
+        positions = [p + 1 for p in positions]
+    assert in_fill, "no rule was built inside a fill: the test no longer exercises it"
+    assert set(builds.values()) == {1}, builds

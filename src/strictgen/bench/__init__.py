@@ -73,7 +73,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-schema progress lines")
     parser.add_argument("--batch", default=None, metavar="B1,B2,...",
                         help="instead: fill, apply and accept per decoding step for batches of these sizes (bench/batch.py)")
-    parser.add_argument("--batch-steps", type=int, default=32, help="decoding steps timed per batch size and phase (--batch)")
+    parser.add_argument("--batch-steps", type=int, default=32,
+                        help="decoding steps timed per batch size and phase (--batch); 0: until one pass over the workload ended")
+    parser.add_argument("--batch-rows", default="fresh", choices=["fresh", "spread"],
+                        help="--batch: rows start at their documents' beginnings, every token timed (fresh, default), "
+                             "or part-way in, the prefixes fed untimed (spread)")
     parser.add_argument("--threads", type=int, default=None, help="threads of each engine's batch API (--batch; default: CPUs)")
 
 

@@ -48,9 +48,12 @@ class Engine:
     def new_compiler(self):
         raise NotImplementedError
 
-    def compile(self, compiler, case: BenchCase):
+    has_any_order = False  # whether compile(..., any_order=True) accepts object members in any order
+
+    def compile(self, compiler, case: BenchCase, any_order: bool | None = None):
         """Compile `case`'s schema (or the any-JSON grammar) and build the first matcher;
-        returns (artefact, matcher)."""
+        returns (artefact, matcher). any_order: members in any order (engines with
+        `has_any_order`); None: the bench's setting."""
         raise NotImplementedError
 
     def quiet(self):
@@ -141,10 +144,12 @@ class StrictgenEngine(_BackendApiEngine):
     def new_compiler(self):
         return self.lib.GrammarCompiler(self.state)
 
-    def compile(self, compiler, case):
+    has_any_order = True
+
+    def compile(self, compiler, case, any_order=None):
         if self.fmt == "json":
             g = compiler.compile_json()
-        elif self.any_order:
+        elif self.any_order if any_order is None else any_order:
             g = compiler.compile_json_schema(case.schema, any_order=True)
         else:
             g = compiler.compile_json_schema(case.schema)
@@ -209,9 +214,11 @@ class XGrammarEngine(_BackendApiEngine):
     def new_compiler(self):
         return self.lib.GrammarCompiler(self.state[0], max_threads=1)
 
-    def compile(self, compiler, case):
+    has_any_order = True
+
+    def compile(self, compiler, case, any_order=None):
         text = "{}" if self.fmt == "json" else case.schema_text
-        g = compiler.compile_json_schema(text, strict_mode=False, any_order=self.any_order)
+        g = compiler.compile_json_schema(text, strict_mode=False, any_order=self.any_order if any_order is None else any_order)
         return g, self.lib.GrammarMatcher(g)
 
     def quiet(self):
@@ -258,7 +265,7 @@ class LLGuidanceEngine(Engine):
     def new_compiler(self):
         return {}  # llguidance has no compiler object; the JSON-schema-to-grammar text is cached here
 
-    def compile(self, compiler, case):
+    def compile(self, compiler, case, any_order=None):
         key = "{}" if self.fmt == "json" else case.schema_text
         grammar = compiler.get(key)
         if grammar is None:

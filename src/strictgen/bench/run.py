@@ -171,7 +171,8 @@ def _run(schemas_dir, cases, total_found, *, tokenizer, repeats, fmt, wanted, qu
                 rec = measure_cell(engine, case, loop_steps=loop_steps, evict=evict, timeout=timeout)
                 history.append(rec)
                 if rec["status"] == "ok":
-                    refused = f" REFUSED {rec['refused']}" if rec["refused"] else ""
+                    order = f" ({rec['refused_order']} only for member order)" if rec["refused_order"] else ""
+                    refused = f" REFUSED {rec['refused']}{order}" if rec["refused"] else ""
                     parts.append(f"{name} {rec['compile_cold'] * 1e3:.0f} ms/{np.mean(rec['first']) * 1e6:.0f} µs{refused}")
                 else:
                     parts.append(f"{name} {rec['status']}")
@@ -193,9 +194,11 @@ def _run(schemas_dir, cases, total_found, *, tokenizer, repeats, fmt, wanted, qu
                 entry.update(
                     compile_cold_ms=median([h["compile_cold"] * 1e3 for h in hist]),
                     compile_warm_ms=median([h["compile_warm"] * 1e3 for h in hist]),
+                    compile_cold_cpu_ms=median([h["compile_cold_cpu"] * 1e3 for h in hist]),
                     fill_first_mean_us=median([float(np.mean(h["first"])) * 1e6 for h in hist]),
                     fill_repeat_mean_us=median([float(np.mean(h["repeat"])) * 1e6 for h in hist]),
                     tokens=h0["tokens"], documents=h0["docs"], refused_documents=h0["refused"],
+                    refused_for_member_order=h0["refused_order"],
                     measured_runs=sum(1 for h in hist if not h.get("reused")),
                 )
                 if h0["refused"]:
@@ -216,6 +219,7 @@ def _run(schemas_dir, cases, total_found, *, tokenizer, repeats, fmt, wanted, qu
                 "runtime_error": statuses.count("runtime error"),
                 "documents": sum(first[n].get("docs", 0) for n in names if first[n]["status"] == "ok"),
                 "documents_refused": sum(first[n].get("refused", 0) for n in names if first[n]["status"] == "ok"),
+                "documents_refused_member_order": sum(first[n].get("refused_order", 0) for n in names if first[n]["status"] == "ok"),
                 "schemas_with_refusals": sum(1 for n in names if first[n].get("refused")),
             },
             schemas=per_schema,

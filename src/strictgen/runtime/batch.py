@@ -1,9 +1,10 @@
 """Masks for a batch of matchers at once, and in the background while the model runs.
 
-Computing a state's mask for the first time is numpy work over the vocabulary trie, which releases
-the GIL, so distinct states are computed on a thread pool; states seen before are cache hits and
-cost a row copy. `fill_next_token_bitmask_batch_async` returns at once, so a decoding loop can
-start the next masks and run the model's forward pass while they are computed.
+Computing a state's mask for the first time is a walk of the vocabulary trie in C, which releases
+the GIL, so a batch's distinct new states are computed by the caller and pool threads together;
+states seen before are cache hits and cost a row copy. `fill_next_token_bitmask_batch_async`
+returns at once, so a decoding loop can start the next masks and run the model's forward pass
+while they are computed.
 
 Small batches are common (one request, a few): their fill is a handful of Python calls, with no
 array of row numbers, no pool and no stacking for one row, so it costs what
@@ -14,37 +15,75 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import zip_longest
 from typing import Sequence
 
 import numpy as np
 
 from strictgen.runtime.matcher import GrammarMatcher
 
+MASK_WORKERS = max(2, os.cpu_count() or 2)  # threads computing first-time masks, the caller's included
+
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 
 
 def _executor(kind: str = "mask") -> ThreadPoolExecutor:
-    """The thread pool of one kind of work: "mask" computes first-time masks (as many threads as
-    cores); "batch" runs whole batch fills started with `..._async` (one thread, so fills run in
-    the order started). Apart, because a batch fill waits on mask work: on one pool, fills started
-    at once could hold every thread while their mask work waits behind them."""
+    """The thread pool of one kind of work: "mask" helps a batch fill's caller compute first-time
+    masks (MASK_WORKERS threads with the caller); "batch" runs whole batch fills started with
+    `..._async` (one thread, so fills run in the order started). Apart, because a batch fill waits
+    on mask work: on one pool, fills started at once could hold every thread while their mask
+    work waits behind them."""
     with _pool_lock:
         pool = _pools.get(kind)
         if pool is None:
-            workers = max(2, os.cpu_count() or 2) if kind == "mask" else 1
+            workers = MASK_WORKERS - 1 if kind == "mask" else 1
             pool = _pools[kind] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"strictgen-{kind}")
         return pool
 
 
 def _compute_missing(matchers: Sequence[GrammarMatcher]) -> None:
-    """Compute, in parallel, the masks of the distinct states no cache holds yet; the rest are hits."""
-    missing = {}
+    """Compute the masks of the distinct states no cache holds yet; the rest are hits.
+
+    The calling thread computes them too, with at most one pool helper per further state: one
+    shared list of states that every worker pops from, not one future per state, so a step with
+    a few misses pays no hand-off per state and the caller does not sit idle while its misses
+    are computed (hand-offs cost CPU and, on a busy host, waits: docs/performance.md). The
+    list takes the grammars in turn, so that workers start on different grammars: a rule that a
+    grammar's states need is built once, under that grammar's lock, while the other workers walk
+    states of other grammars instead of waiting for that lock."""
+    missing: dict[tuple[int, int], GrammarMatcher] = {}
     for m in matchers:
         if not m.is_terminated() and m.compiled.masker.cached(m.state) is None:
             missing.setdefault((id(m.compiled), m.state), m)
-    if len(missing) > 1:
-        list(_executor().map(GrammarMatcher.next_token_mask, missing.values()))
+    if not missing:
+        return
+    by_grammar: dict[int, list[GrammarMatcher]] = {}
+    for (grammar, _), m in missing.items():
+        by_grammar.setdefault(grammar, []).append(m)
+    todo = [m for turn in zip_longest(*by_grammar.values()) for m in turn if m is not None]
+    todo.reverse()  # workers pop from the end: the first grammars' states first
+    helpers = [_executor().submit(_drain, todo) for _ in range(min(len(todo), MASK_WORKERS) - 1)]
+    try:
+        _drain(todo)
+    except BaseException:
+        todo.clear()  # the helpers stop after their current state; the error is the caller's
+        raise
+    finally:
+        for helper in helpers:
+            if not helper.cancel():  # started: it is finishing its last state
+                helper.result()
+
+
+def _drain(todo: list[GrammarMatcher]) -> None:
+    """Compute the masks of the states in `todo`, popping them until none is left (list.pop is
+    atomic, so several threads share the list)."""
+    while True:
+        try:
+            m = todo.pop()
+        except IndexError:
+            return
+        m.next_token_mask()
 
 
 def _row_numbers(count: int, indices) -> list[int]:
