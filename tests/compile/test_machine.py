@@ -78,6 +78,30 @@ def test_rows_agree_with_a_plain_simulation(name, data):
             break
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_rows_of_one_stack_and_of_many_agree_with_the_simulation(name):
+    """compute_row has its own path for states of one stack (a byte's target found per byte class)
+    beside the general one: every state the rows reach within a few bytes, of either kind, has the
+    live bytes and the accepting flag of the simulation, and both kinds are met."""
+    automaton = compile_automaton(GRAMMARS[name], None)
+    machine = PushdownMachine(compile_automaton(GRAMMARS[name], 0))
+    frontier, seen, kinds = [(machine.start, frozenset(reference_stacks(automaton, {((0, 0),)})))], {machine.start}, set()
+    for _ in range(5):
+        nxt = []
+        for state, stacks in frontier:
+            kinds.add(len([n for n in machine.stacks(state) if n != 0]) == 1)
+            row = machine.compute_row(state)
+            steps = {b: reference_step(automaton, stacks, b) for b in range(256)}
+            assert {b for b in range(256) if row[b] != DEAD} == {b for b, s in steps.items() if s}
+            assert machine.accepting[state] == (() in stacks)
+            for b, target in enumerate(row.tolist()):
+                if target != DEAD and target not in seen:
+                    seen.add(target)
+                    nxt.append((target, frozenset(steps[b])))
+        frontier = nxt
+    assert kinds == {True, False}
+
+
 def test_walks_read_rows_in_place_while_another_thread_adds_rows(qwen):
     """The trie walk reads the machine's rows without the GIL while another thread computes new
     ones (chunked storage that never moves): its masks are those of a machine nobody else touched."""

@@ -74,31 +74,31 @@ static void Machine_dealloc(Machine *m) {
  * first; each copied once into the machine's arrays (see machine_append_rule). */
 static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     PyObject *rules;
-    if (m->dfa || m->num_rules) {
+    if (m->num_rules || m->node_slots) {
         PyErr_SetString(PyExc_RuntimeError, "Machine is initialised once");
         return -1;
     }
     if (!PyArg_ParseTuple(args, "O", &rules) || !(rules = PySequence_Fast(rules, "Machine(rules): a sequence of rules' arrays")))
         return -1;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(rules), frames = 0, table = 0, calls = 0;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(rules), frames = 0, calls = 0;
     int status = count > 0 && count < INT32_MAX ? 0 : -1;
     if (status < 0)
         PyErr_SetString(PyExc_ValueError, "a machine has at least one rule");
     /* the sizes first: every static rule's start frame is known before any call to it is copied */
     if (status == 0)
-        status = machine_reserve(m, 0, 0, 0, count);
+        status = machine_reserve(m, 0, 0, count);
     for (Py_ssize_t r = 0; status == 0 && r < count; r++) {
         RulePart part;
         Py_buffer views[PART_ARRAYS];
         if ((status = part_get(PySequence_Fast_GET_ITEM(rules, r), &part, views)) < 0)
             break;
         m->base[r] = (int32_t)(frames < INT32_MAX ? frames : -1);
-        frames += part.n, table += part.table_len, calls += part.num_calls;
+        frames += part.n, calls += part.num_calls;
         part_release(views, PART_ARRAYS);
     }
     m->num_rules = m->num_static = count;
     if (status == 0)
-        status = machine_reserve(m, table, frames, calls, count);
+        status = machine_reserve(m, frames, calls, count);
     for (Py_ssize_t r = 0; status == 0 && r < count; r++)
         status = append_part(m, (int32_t)r, PySequence_Fast_GET_ITEM(rules, r));
     Py_DECREF(rules);

@@ -5,9 +5,10 @@
  * of the first-pass mask time (profiled: ~9 µs per row, ~80k rows over the bench workload). The
  * algorithm is the one machine.py describes; this file only stores it in flat arrays:
  *
- *   frames  a rule's DFA state as one global index g (rule base + local state); the table by byte
- *           class, dfa[row_of[g] + classmap[rule_of[g] * 256 + b]], gives the global target or
- *           -1 (a row of 256 a frame took 240 MB on big schemas), flags[g] whether g accepts, waits for
+ *   frames  a rule's DFA state as one global index g (rule base + local state); its row in the
+ *           rule's table by byte class, frame_row[g][classmap[rule_of[g] * 256 + b]], gives the global
+ *           target or -1 (a row of 256 a frame took 240 MB on big schemas; each rule's table is a
+ *           block of its own, so appending a rule moves no other), flags[g] whether g accepts, waits for
  *           a byte, or only finishes (a call returning there pushes nothing: tail calls), and
  *           call_*[call_start[g]:call_start[g + 1]] the (callee's start, return frame) calls; a
  *           callee -(r + 1) is rule r of those built at run time (lazy rules, lazy_rules.py): its
@@ -60,9 +61,10 @@
 typedef struct {
     PyObject_HEAD
     /* the grammar, read-only after construction */
-    int32_t *dfa, *row_of, *rule_of, *base, *call_start, *call_callee, *call_ret;
+    const int32_t **frame_row;
+    int32_t **rule_table, *rule_of, *base, *call_start, *call_callee, *call_ret;
     uint8_t *flags, *classmaps;
-    Py_ssize_t num_frames, num_rules, dfa_len, num_calls;
+    Py_ssize_t num_frames, num_rules, num_calls;
     Py_ssize_t num_static; /* the rules built at compile time: their bases are known from the start */
     /* nodes: parent and frame per id; a hash table of ids keyed by (parent, frame) */
     Vec node_parent, node_frame;
@@ -80,7 +82,7 @@ typedef struct {
     int32_t *row_chunks[MAX_CHUNKS], *index_chunks[MAX_CHUNKS];
     Py_ssize_t row_capacity, index_capacity, num_rows;
     /* the grammar arrays' capacities: lazy rules append to them (add_rule) */
-    Py_ssize_t dfa_capacity, frame_capacity, call_capacity, rule_capacity;
+    Py_ssize_t frame_capacity, call_capacity, rule_capacity;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
     Vec mark, work, found;
     int32_t stamp;
@@ -142,7 +144,7 @@ typedef struct {
 } RulePart;
 
 /* Room for this many items in the grammar's arrays (see add_rule: they double). */
-int machine_reserve(Machine *m, Py_ssize_t dfa, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules);
+int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules);
 /* Rule `rule`'s frames appended from num_frames, checked and copied once: targets and returns made
  * global, callees made start frames (the static rules' bases are set) or -(r + 1) for a rule built
  * at run time, the frame flags found. */

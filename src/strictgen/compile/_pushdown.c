@@ -225,6 +225,25 @@ static int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *tar
 
 #define LOCAL_STACKS 8
 
+/* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row
+ * and byte classes are `dfa_row` and `cmap`: a byte's target is its class's, so each class is
+ * looked up and its union interned once, and the bytes only copy their class's result. */
+static int one_stack_row(Machine *m, int32_t stack, const int32_t *dfa_row, const uint8_t *cmap, int32_t *row) {
+    int32_t by_class[256];
+    memset(by_class, 0xff, sizeof(by_class)); /* -1: not found yet */
+    for (int b = 0; b < 256; b++) {
+        int32_t *target = by_class + cmap[b];
+        if (*target < 0) {
+            int32_t next = dfa_row[cmap[b]];
+            *target = next < 0 ? 0 : union_state(m, &stack, &next, 1);
+            if (*target < 0)
+                return -1;
+        }
+        row[b] = *target;
+    }
+    return 0;
+}
+
 /* Fill the row of `state` once. Bytes whose targets (one per stack) equal an earlier byte's share
  * its result, so each distinct union of closures is built and interned once per row; the DFA
  * rows of the stacks' top frames are looked up once, not per byte. */
@@ -264,12 +283,14 @@ int compute_row(Machine *m, int32_t state) {
             int32_t frame = m->node_frame.data[n];
             stacks[k] = n;
             cmaps[k] = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
-            dfa_rows[k++] = m->dfa + m->row_of[frame];
+            dfa_rows[k++] = m->frame_row[frame];
         }
     }
     int failed = 0;
     Py_ssize_t width = k + 1;
-    for (int b = 0; b < 256 && !failed; b++) {
+    if (k == 1) /* one stack (most states): its own path */
+        failed = one_stack_row(m, stacks[0], dfa_rows[0], cmaps[0], row) < 0;
+    for (int b = 0; b < 256 && k != 1 && !failed; b++) {
         int live = 0;
         for (Py_ssize_t i = 0; i < k; i++) {
             targets[i] = dfa_rows[i][cmaps[i][b]];
@@ -453,11 +474,13 @@ int machine_begin(Machine *m) {
 }
 
 void machine_free_arrays(Machine *m) {
-    void *blocks[] = {m->dfa,         m->row_of,         m->classmaps,      m->rule_of,        m->base,          m->call_start,         m->call_callee,
-                      m->call_ret,    m->flags,          m->node_slots,    m->state_slots,        m->node_parent.data,
-                      m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_pool.data, m->state_start.data,
-                      m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
+    void *blocks[] = {(void *)m->frame_row, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
+                      m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
+                      m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data};
+    for (Py_ssize_t r = 0; m->rule_table && r < m->rule_capacity; r++)
+        free(m->rule_table[r]);
+    free(m->rule_table);
     for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
         free(blocks[i]);
     for (int c = 0; c < MAX_CHUNKS; c++) {
@@ -486,17 +509,12 @@ static int resize_block(void **block, Py_ssize_t count, Py_ssize_t item) {
     return 0;
 }
 
-int machine_reserve(Machine *m, Py_ssize_t dfa, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules) {
+int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules) {
     /* the arrays of one size grow together; a capacity is raised once all of its arrays have it */
-    Py_ssize_t dfa_cap = doubled(m->dfa_capacity, dfa), frame_cap = doubled(m->frame_capacity, frames + 1);
+    Py_ssize_t frame_cap = doubled(m->frame_capacity, frames + 1);
     Py_ssize_t call_cap = doubled(m->call_capacity, calls), rule_cap = doubled(m->rule_capacity, rules);
-    if (dfa_cap != m->dfa_capacity) {
-        if (resize_block((void **)&m->dfa, dfa_cap, 4) < 0)
-            return -1;
-        m->dfa_capacity = dfa_cap;
-    }
     if (frame_cap != m->frame_capacity) {
-        if (resize_block((void **)&m->row_of, frame_cap, 4) < 0 || resize_block((void **)&m->rule_of, frame_cap, 4) < 0
+        if (resize_block((void **)&m->frame_row, frame_cap, sizeof(int32_t *)) < 0 || resize_block((void **)&m->rule_of, frame_cap, 4) < 0
             || resize_block((void **)&m->flags, frame_cap, 1) < 0 || resize_block((void **)&m->call_start, frame_cap, 4) < 0)
             return -1;
         m->frame_capacity = frame_cap;
@@ -507,10 +525,13 @@ int machine_reserve(Machine *m, Py_ssize_t dfa, Py_ssize_t frames, Py_ssize_t ca
         m->call_capacity = call_cap;
     }
     if (rule_cap != m->rule_capacity) {
-        if (resize_block((void **)&m->base, rule_cap, 4) < 0 || resize_block((void **)&m->classmaps, rule_cap, 256) < 0)
+        if (resize_block((void **)&m->base, rule_cap, 4) < 0 || resize_block((void **)&m->classmaps, rule_cap, 256) < 0
+            || resize_block((void **)&m->rule_table, rule_cap, sizeof(int32_t *)) < 0)
             return -1;
-        for (Py_ssize_t r = m->rule_capacity; r < rule_cap; r++)
+        for (Py_ssize_t r = m->rule_capacity; r < rule_cap; r++) {
             m->base[r] = -1;
+            m->rule_table[r] = NULL;
+        }
         m->rule_capacity = rule_cap;
     }
     return 0;
@@ -536,19 +557,24 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         return -1;
     }
     Py_ssize_t b0 = m->num_frames, frames = b0 + p->n;
-    if (m->dfa_len + p->table_len > INT32_MAX || frames >= INT32_MAX || m->num_calls + p->num_calls > INT32_MAX) {
+    if (p->table_len > INT32_MAX || frames >= INT32_MAX || m->num_calls + p->num_calls > INT32_MAX) {
         PyErr_SetString(TooManyStacks, "grammar too large: its automaton tables pass 2**31 entries");
         return -1;
     }
     Py_ssize_t rules = rule + 1 > m->num_rules ? rule + 1 : m->num_rules;
-    if (machine_reserve(m, m->dfa_len + p->table_len, frames, m->num_calls + p->num_calls, rules) < 0)
+    if (machine_reserve(m, frames, m->num_calls + p->num_calls, rules) < 0)
         return -1;
-    int32_t *dfa = m->dfa + m->dfa_len;
+    int32_t *dfa = (int32_t *)malloc(sizeof(int32_t) * (size_t)(p->table_len ? p->table_len : 1));
+    if (!dfa) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t i = 0; i < p->n; i++) { /* one pass: copied, checked, made global, waiting found */
         int waits = 0;
         for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
             int32_t t = p->table[j];
             if (t < -1 || t >= p->n) {
+                free(dfa);
                 PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
                 return -1; /* nothing counted yet: the frames are not appended */
             }
@@ -559,7 +585,7 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         /* a frame whose state accepts and has no way forward pops at once: calls returning there
          * push nothing on the parent (tail calls), so right recursion keeps stacks flat */
         m->flags[b0 + i] = (uint8_t)((accepts ? ACCEPTING : 0) | (waits ? WAITS : 0) | (accepts && !waits && !calls ? FINAL_ONLY : 0));
-        m->row_of[b0 + i] = (int32_t)(m->dfa_len + i * width);
+        m->frame_row[b0 + i] = dfa + i * width;
         m->rule_of[b0 + i] = rule;
         m->call_start[b0 + i + 1] = (int32_t)(m->num_calls + p->call_start[i + 1]);
     }
@@ -571,9 +597,9 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
     }
     memcpy(m->classmaps + (Py_ssize_t)rule * 256, p->classmap, 256);
     m->base[rule] = (int32_t)b0;
+    m->rule_table[rule] = dfa;
     m->num_rules = rules;
     m->num_frames = frames;
-    m->dfa_len += p->table_len;
     m->num_calls += p->num_calls;
     return 0;
 }
