@@ -73,8 +73,9 @@ class TokenMasker:
             got = self._compute(state)
             got.setflags(write=False)
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
-        for k in (state, key):
-            self._cache.put(k, got)
+        self._cache.put(state, got)
+        if key != state:  # one entry (and one lock) when no horizon key merges states
+            self._cache.put(key, got)
         return got
 
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
