@@ -95,7 +95,7 @@ def test_walk_cuts_refuses_arrays_that_do_not_fit(qwen):
     out = np.empty(len(owners), dtype=np.int64)
 
     def run(*arrays):
-        return machine.run(lambda: _walk.walk_cuts(machine.tables, machine.table_after, *arrays, t, out))
+        return _walk.walk_cuts(*machine.walk_source(), *arrays, t, out)
 
     n = run(flat, starts, ends, owners, bounds)
     assert 0 < n < len(owners)

@@ -6,8 +6,9 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
@@ -15,7 +16,7 @@ from strictgen import deadline
 from strictgen.compile import automaton
 from strictgen.compile.automaton import LeftRecursionError, compile_automaton
 from strictgen.compile.lazy_rules import LazyRules
-from strictgen.compile.machine import DEAD, PushdownMachine
+from strictgen.compile.machine import DEAD, HorizonKeys, PushdownMachine
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 from strictgen.grammar.ir import Grammar, RuleRef, alt, chars, intersect, lit, repeat, seq
 from tests.shared_data import need_shared
@@ -194,6 +195,16 @@ def test_threads_entering_deferred_rules_at_once_see_one_build_each(monkeypatch)
         return real(self, index)
 
     monkeypatch.setattr(LazyRules, "dfa", counting)
+    classes = []  # (keys, rule) each time a rule's horizon classes are found
+    real_add = HorizonKeys._add
+
+    def counting_add(self, rules):
+        rules = list(rules)
+        classes.extend((id(self), r) for r, _ in rules)
+        time.sleep(0.01)  # widen the window in which another thread syncs the same keys
+        real_add(self, rules)
+
+    monkeypatch.setattr(HorizonKeys, "_add", counting_add)
     texts = ["a((x))", "bb[[y \t ]]", "a(x)", "bby\t\t "]
 
     def masks(compiled, text):
@@ -208,6 +219,7 @@ def test_threads_entering_deferred_rules_at_once_see_one_build_each(monkeypatch)
         got = list(pool.map(lambda t: masks(late, t), texts * 2))
     assert got == expected * 2
     assert sorted(built) == sorted(set(built)) and len(built) == len(late.automaton.lazy.names) - 1
+    assert len(classes) == len(set(classes))  # and each rule's horizon classes found once (HorizonKeys.sync's lock)
 
 
 def test_the_ir_facts_walk_each_node_of_a_dag_once():
@@ -242,3 +254,42 @@ def test_the_ir_facts_walk_each_node_of_a_dag_once():
     out: set[int] = set()
     facts.left_calls(node, out, set(), set(), set())
     assert out == set() and facts.lefts <= 5 * 17
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.lists(st.sampled_from(b"abxy()[] \t"), max_size=6).map(bytes))
+@example(data=b"")
+def test_a_walk_that_meets_an_unbuilt_rule_builds_it_and_goes_on(qwen, data):
+    """The C trie walk, meeting a rule not built yet, has it built (its resolver) and resumes where
+    it was: the mask is the one of the machine with every rule built ahead, and no NeedRule
+    escapes; without a resolver the walk raises NeedRule."""
+    from strictgen.compile import _walk
+    from strictgen.compile._machine import NeedRule
+    from strictgen.tokenizer.trie import words_for
+
+    trie = qwen.trie
+    eager, lazy = PushdownMachine(compile_automaton(two_branches())), PushdownMachine(compile_automaton(two_branches(), 0))
+    state_e, state_l = eager.step_bytes(eager.start, data), lazy.step_bytes(lazy.start, data)
+    assert (state_e == DEAD) == (state_l == DEAD)
+    if state_e == DEAD:
+        return
+    built = []
+    core, resolve = lazy.walk_source()
+
+    def recording(rule):
+        built.append(rule)
+        resolve(rule)
+
+    def mask(source, state):
+        packed = np.zeros(words_for(qwen.vocab_size), dtype=np.int32)
+        _walk.walk_bits(*source, trie.walk_nodes, trie.node_byte, trie.node_tokens, trie.roots, state, packed)
+        return packed
+
+    unbuilt = len(lazy.automaton.lazy.names) - len(lazy.automaton.rules) - len(lazy.added)
+    assert np.array_equal(mask((core, recording), state_l), mask(eager.walk_source(), state_e))
+    assert len(built) == len(set(built)) <= unbuilt  # each rule built once, while the walk went on
+    if data == b"":  # from the start, tokens enter x ("a(") and y ("bb["): both built inside the walk
+        assert built
+        fresh = PushdownMachine(compile_automaton(two_branches(), 0))
+        with pytest.raises(NeedRule):
+            mask((fresh.walk_source()[0], None), fresh.start)

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import strictgen as sg
 from strictgen.compile import _machine
 from strictgen.compile.automaton import compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
@@ -77,16 +78,66 @@ def test_rows_agree_with_a_plain_simulation(name, data):
             break
 
 
-def test_old_tables_stay_valid_when_they_grow():
-    """A walk on another thread may hold the tables while rows are added: growing replaces them."""
-    machine = PushdownMachine(compile_automaton(GRAMMARS["parens"]))
-    state = machine.step_bytes(machine.start, b"(")
-    row = machine.compute_row(state)
-    index, rows = machine.tables
-    deep = machine.step_bytes(state, b"(" * 300)  # hundreds of new states and rows
-    assert deep != DEAD and machine.tables[1] is not rows and len(machine.tables[1]) > len(rows)
-    held = np.frombuffer(rows, dtype=np.int32).reshape(-1, 256)[np.frombuffer(index, dtype=np.int32)[state]]
-    assert (held == row).all() and (machine.compute_row(state) == row).all()
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_rows_of_one_stack_and_of_many_agree_with_the_simulation(name):
+    """compute_row has its own path for states of one stack (a byte's target found per byte class)
+    beside the general one: every state the rows reach within a few bytes, of either kind, has the
+    live bytes and the accepting flag of the simulation, and both kinds are met."""
+    automaton = compile_automaton(GRAMMARS[name], None)
+    machine = PushdownMachine(compile_automaton(GRAMMARS[name], 0))
+    frontier, seen, kinds = [(machine.start, frozenset(reference_stacks(automaton, {((0, 0),)})))], {machine.start}, set()
+    for _ in range(5):
+        nxt = []
+        for state, stacks in frontier:
+            kinds.add(len([n for n in machine.stacks(state) if n != 0]) == 1)
+            row = machine.compute_row(state)
+            steps = {b: reference_step(automaton, stacks, b) for b in range(256)}
+            assert {b for b in range(256) if row[b] != DEAD} == {b for b, s in steps.items() if s}
+            assert machine.accepting[state] == (() in stacks)
+            for b, target in enumerate(row.tolist()):
+                if target != DEAD and target not in seen:
+                    seen.add(target)
+                    nxt.append((target, frozenset(steps[b])))
+        frontier = nxt
+    assert kinds == {True, False}
+
+
+def test_walks_read_rows_in_place_while_another_thread_adds_rows(qwen):
+    """The trie walk reads the machine's rows without the GIL while another thread computes new
+    ones (chunked storage that never moves): its masks are those of a machine nobody else touched."""
+    import threading
+
+    schema = {"type": "array", "items": {"$ref": "#"}}  # nested arrays: a new state per depth
+    shared, alone = (sg.GrammarCompiler(qwen).compile_json_schema(schema) for _ in range(2))
+    prefixes = [b"[" * d for d in range(1, 40)]
+    stop = threading.Event()
+
+    def grow():
+        depth = 0
+        while not stop.is_set() and depth < 5000:
+            depth += 40
+            shared.machine.step_bytes(shared.machine.start, b"[" * depth + b"]" * (depth // 2))
+
+    grower = threading.Thread(target=grow)
+    grower.start()
+    try:
+        got = [shared.masker.mask(shared.machine.step_bytes(shared.machine.start, p)) for p in prefixes]
+    finally:
+        stop.set()
+        grower.join()
+    want = [alone.masker.mask(alone.machine.step_bytes(alone.machine.start, p)) for p in prefixes]
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    index, rows = shared.machine.tables  # copies: every state's row number, every row
+    state = shared.machine.step_bytes(shared.machine.start, b"[[")
+    table = np.frombuffer(rows, dtype=np.int32).reshape(-1, 256)
+    assert (table[np.frombuffer(index, dtype=np.int32)[state]] == shared.machine.compute_row(state)).all()
+
+
+def rule_arrays(table=(-1,), classmap=None, accepting=(0,), start=(0, 0), callee=(), ret=()):
+    """One rule's arrays as the C machine takes them (see machine._rule_part), one frame by default."""
+    i32 = lambda v: np.array(v, dtype=np.int32)  # noqa: E731
+    classmap = np.zeros(256, dtype=np.uint8) if classmap is None else classmap
+    return (i32(table), classmap, np.array(accepting, dtype=np.uint8), i32(start), i32(callee), i32(ret))
 
 
 def test_bad_arrays_and_states_are_refused():
@@ -95,19 +146,27 @@ def test_bad_arrays_and_states_are_refused():
         machine.compute_row(10**6)
     with pytest.raises(ValueError, match="node out of range"):
         machine.node(0)
-    i32 = lambda *v: np.array(v, dtype=np.int32)  # noqa: E731
-    table = np.full(1, -1, dtype=np.int32)  # one frame, one byte class
-    one_class = np.zeros(256, dtype=np.uint8)
-    flags = np.zeros(1, dtype=np.uint8)
-    _machine.Machine(table, i32(0), one_class, flags, i32(0), i32(0), i32(0, 0), i32(), i32())  # consistent
-    with pytest.raises(ValueError, match="inconsistent"):  # a call to a frame that does not exist
-        _machine.Machine(table, i32(0), one_class, flags, i32(0), i32(0), i32(0, 1), i32(7), i32(0))
-    with pytest.raises(ValueError, match="inconsistent"):  # a row past the end of the table
-        _machine.Machine(table, i32(1), one_class, flags, i32(0), i32(0), i32(0, 0), i32(), i32())
+    core = _machine.Machine([rule_arrays()])  # consistent
+    with pytest.raises(ValueError, match="add_rule: that rule exists"):
+        core.add_rule(0, rule_arrays())
+    with pytest.raises(ValueError, match="inconsistent"):  # a call returning to a frame that does not exist
+        _machine.Machine([rule_arrays(start=(0, 1), callee=(0,), ret=(7,))])
+    with pytest.raises(ValueError, match="inconsistent"):  # a target past the rule's frames
+        _machine.Machine([rule_arrays(table=(1,))])
     with pytest.raises(ValueError, match="inconsistent"):  # a class past the row's end
-        _machine.Machine(table, i32(0), np.full(256, 1, dtype=np.uint8), flags, i32(0), i32(0), i32(0, 0), i32(), i32())
+        _machine.Machine([rule_arrays(classmap=np.full(256, 1, dtype=np.uint8))])
+    with pytest.raises(ValueError, match="inconsistent"):  # a second rule whose table is one row short
+        _machine.Machine([rule_arrays(), rule_arrays(table=(), accepting=(0,))])
     with pytest.raises(ValueError, match="1-D array of 4-byte"):
-        _machine.Machine(table.astype(np.int64), i32(0), one_class, flags, i32(0), i32(0), i32(0, 0), i32(), i32())
+        _machine.Machine([(np.full(1, -1, dtype=np.int64),) + rule_arrays()[1:]])
+    with pytest.raises(ValueError, match="at least one rule"):
+        _machine.Machine([])
+    with pytest.raises(TypeError, match="a rule's arrays"):
+        _machine.Machine([rule_arrays()[:5]])
+    with pytest.raises(ValueError, match="inconsistent"):  # a lazy rule's arrays are checked the same way
+        core.add_rule(3, rule_arrays(table=(5,)))
+    core.add_rule(3, rule_arrays(table=(0,)))
+    assert core.num_frames == 2
 
 
 # ---- what the token masks ask the C machine, against the same questions asked of its rows ----

@@ -3,89 +3,106 @@
  * checking the grammar's arrays, the methods that read states and rows, and the module. */
 #include "_machine.h"
 
-static int copy_array(PyObject *obj, void **dest, Py_ssize_t itemsize, Py_ssize_t *len, const char *name) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    if (view.ndim != 1 || view.itemsize != itemsize) {
-        PyBuffer_Release(&view);
-        PyErr_Format(PyExc_ValueError, "%s must be a contiguous 1-D array of %zd-byte items", name, itemsize);
+/* The arrays of one rule, as `RulePart` names them: (table, classmap, accepting, call_start,
+ * callee, return), int32 but for classmap and accepting (uint8): arrays of that item size, or raw
+ * bytes (what regular.DFA's methods give back). */
+enum { PART_ARRAYS = 6 };
+static const struct {
+    const char *name;
+    Py_ssize_t itemsize;
+} PART_SPEC[PART_ARRAYS] = {{"table", 4}, {"classmap", 1}, {"accepting", 1}, {"call_start", 4}, {"callee", 4}, {"return", 4}};
+
+static void part_release(Py_buffer *views, int got) {
+    while (got)
+        PyBuffer_Release(&views[--got]);
+}
+
+/* Hold the buffers of `obj`, a rule's arrays (see PART_SPEC), in views (released by the caller
+ * with part_release on success) and point `p` at them; -1 with an error set when they do not fit. */
+static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != PART_ARRAYS) {
+        PyErr_SetString(PyExc_TypeError, "a rule's arrays: (table, classmap, accepting, call_start, callee, return)");
         return -1;
     }
-    *len = view.shape[0];
-    *dest = malloc((size_t)(view.len ? view.len : 1));
-    if (!*dest) {
-        PyBuffer_Release(&view);
-        PyErr_NoMemory();
+    int got = 0;
+    for (; got < PART_ARRAYS; got++) {
+        Py_buffer *v = &views[got];
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(obj, got), v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            break;
+        Py_ssize_t size = PART_SPEC[got].itemsize;
+        int raw = v->itemsize == 1 && (!v->format || !strcmp(v->format, "B") || !strcmp(v->format, "b"));
+        if (v->ndim > 1 || (v->itemsize != size && !raw) || v->len % size) {
+            PyErr_Format(PyExc_ValueError, "%s must be a contiguous 1-D array of %zd-byte items", PART_SPEC[got].name, size);
+            PyBuffer_Release(v);
+            break;
+        }
+    }
+    if (got < PART_ARRAYS) {
+        part_release(views, got);
         return -1;
     }
-    memcpy(*dest, view.buf, (size_t)view.len);
-    PyBuffer_Release(&view);
+    p->table = (const int32_t *)views[0].buf, p->table_len = views[0].len / 4;
+    p->classmap = (const uint8_t *)views[1].buf;
+    p->accepting = (const uint8_t *)views[2].buf, p->n = views[2].len;
+    p->call_start = (const int32_t *)views[3].buf;
+    p->callee = (const int32_t *)views[4].buf, p->ret = (const int32_t *)views[5].buf, p->num_calls = views[4].len / 4;
+    if (views[1].len != 256 || views[3].len / 4 != p->n + 1 || views[5].len != views[4].len) {
+        part_release(views, PART_ARRAYS);
+        PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
+        return -1;
+    }
     return 0;
+}
+
+/* Append rule `rule` from its arrays `obj` (see part_get). */
+static int append_part(Machine *m, int32_t rule, PyObject *obj) {
+    RulePart part;
+    Py_buffer views[PART_ARRAYS];
+    if (part_get(obj, &part, views) < 0)
+        return -1;
+    int status = machine_append_rule(m, rule, &part);
+    part_release(views, PART_ARRAYS);
+    return status;
 }
 
 static void Machine_dealloc(Machine *m) {
     machine_free_arrays(m);
-    Py_XDECREF(m->table);
-    Py_XDECREF(m->index);
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
-/* Machine(dfa, row_of, classmaps, flags, rule_of, base, call_start, call_callee, call_ret): int32
- * arrays except flags and classmaps (uint8; 256 a rule); see the file's docstring. */
+/* Machine(rules): one tuple of arrays per rule built at compile time (see part_get), the root
+ * first; each copied once into the machine's arrays (see machine_append_rule). */
 static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
-    PyObject *objs[9];
-    if (m->dfa) {
+    PyObject *rules;
+    if (m->num_rules || m->node_slots) {
         PyErr_SetString(PyExc_RuntimeError, "Machine is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &objs[8]))
+    if (!PyArg_ParseTuple(args, "O", &rules) || !(rules = PySequence_Fast(rules, "Machine(rules): a sequence of rules' arrays")))
         return -1;
-    Py_ssize_t n_dfa, n_row_of, n_cmaps, n_flags, n_rule_of, n_starts, n_callee, n_ret;
-    if (copy_array(objs[0], (void **)&m->dfa, 4, &n_dfa, "dfa") < 0 || copy_array(objs[1], (void **)&m->row_of, 4, &n_row_of, "row_of") < 0
-        || copy_array(objs[2], (void **)&m->classmaps, 1, &n_cmaps, "classmaps") < 0
-        || copy_array(objs[3], (void **)&m->flags, 1, &n_flags, "flags") < 0
-        || copy_array(objs[4], (void **)&m->rule_of, 4, &n_rule_of, "rule_of") < 0
-        || copy_array(objs[5], (void **)&m->base, 4, &m->num_rules, "base") < 0
-        || copy_array(objs[6], (void **)&m->call_start, 4, &n_starts, "call_start") < 0
-        || copy_array(objs[7], (void **)&m->call_callee, 4, &n_callee, "call_callee") < 0
-        || copy_array(objs[8], (void **)&m->call_ret, 4, &n_ret, "call_ret") < 0)
-        return -1;
-    Py_ssize_t frames = m->num_frames = n_flags;
-    int ok = frames > 0 && n_row_of == frames && n_cmaps == m->num_rules * 256 && n_rule_of == frames && n_starts == frames + 1
-             && n_callee == n_ret && m->num_rules > 0 && m->call_start[0] == 0 && m->call_start[frames] == n_callee;
-    for (Py_ssize_t i = 0; ok && i < n_dfa; i++)
-        ok = m->dfa[i] >= -1 && m->dfa[i] < frames;
-    for (Py_ssize_t i = 0; ok && i < frames; i++)
-        ok = m->call_start[i] <= m->call_start[i + 1] && m->rule_of[i] >= 0 && m->rule_of[i] < m->num_rules;
-    int *widths = ok ? (int *)malloc(sizeof(int) * (size_t)m->num_rules) : NULL;
-    if (ok && !widths) {
-        PyErr_NoMemory();
-        return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(rules), frames = 0, calls = 0;
+    int status = count > 0 && count < INT32_MAX ? 0 : -1;
+    if (status < 0)
+        PyErr_SetString(PyExc_ValueError, "a machine has at least one rule");
+    /* the sizes first: every static rule's start frame is known before any call to it is copied */
+    if (status == 0)
+        status = machine_reserve(m, 0, 0, count);
+    for (Py_ssize_t r = 0; status == 0 && r < count; r++) {
+        RulePart part;
+        Py_buffer views[PART_ARRAYS];
+        if ((status = part_get(PySequence_Fast_GET_ITEM(rules, r), &part, views)) < 0)
+            break;
+        m->base[r] = (int32_t)(frames < INT32_MAX ? frames : -1);
+        frames += part.n, calls += part.num_calls;
+        part_release(views, PART_ARRAYS);
     }
-    for (Py_ssize_t r = 0; ok && r < m->num_rules; r++) { /* each rule's number of byte classes */
-        const uint8_t *cm = m->classmaps + r * 256;
-        int width = 0;
-        for (int b = 0; b < 256; b++)
-            width = cm[b] + 1 > width ? cm[b] + 1 : width;
-        widths[r] = width;
-    }
-    for (Py_ssize_t i = 0; ok && i < frames; i++) /* every class of the frame's rule lies in dfa */
-        ok = m->row_of[i] >= 0 && (Py_ssize_t)m->row_of[i] + widths[m->rule_of[i]] <= n_dfa;
-    free(widths);
-    for (Py_ssize_t i = 0; ok && i < n_callee; i++) /* a negative callee: a lazy rule (added later) */
-        ok = m->call_callee[i] < frames && m->call_callee[i] >= -INT32_MAX && m->call_ret[i] >= 0 && m->call_ret[i] < frames;
-    for (Py_ssize_t i = 0; ok && i < m->num_rules; i++)
-        ok = m->base[i] >= 0 && m->base[i] < frames;
-    for (Py_ssize_t i = 0; ok && i < n_callee; i++)
-        ok = m->call_callee[i] >= 0 || -m->call_callee[i] - 1 >= m->num_rules;
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "inconsistent machine arrays");
-        return -1;
-    }
-    m->dfa_len = n_dfa;
-    m->num_calls = n_callee;
-    if (machine_begin(m) < 0)
+    m->num_rules = m->num_static = count;
+    if (status == 0)
+        status = machine_reserve(m, frames, calls, count);
+    for (Py_ssize_t r = 0; status == 0 && r < count; r++)
+        status = append_part(m, (int32_t)r, PySequence_Fast_GET_ITEM(rules, r));
+    Py_DECREF(rules);
+    if (status < 0 || machine_begin(m) < 0)
         return -1;
     m->start = -1; /* computed by start_state(): the root may call a rule that is built at run time */
     return 0;
@@ -119,17 +136,28 @@ static int row_arg(Machine *m, long s, const int32_t **row) {
     int32_t state;
     if (check_state(m, s, &state) < 0 || compute_row(m, state) < 0)
         return -1;
-    *row = row_of(m, state);
+    *row = computed_row(m, state);
     return 0;
 }
 
-static PyObject *Machine_get_tables(Machine *m, void *closure) { return PyTuple_Pack(2, m->index, m->table); }
-
-static PyObject *Machine_table_after(Machine *m, PyObject *arg) {
-    int32_t state;
-    if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
+/* (index, rows): copies of each state's row number and of the rows computed so far. */
+static PyObject *Machine_get_tables(Machine *m, void *closure) {
+    Py_ssize_t states = m->state_start.len;
+    PyObject *index = PyBytes_FromStringAndSize(NULL, states * 4), *rows = PyBytes_FromStringAndSize(NULL, m->num_rows * 1024);
+    if (!index || !rows) {
+        Py_XDECREF(index);
+        Py_XDECREF(rows);
         return NULL;
-    return Machine_get_tables(m, NULL);
+    }
+    int32_t *to = (int32_t *)PyBytes_AS_STRING(index);
+    for (Py_ssize_t s = 0; s < states; s++)
+        to[s] = *chunk_item(m->index_chunks, INDEX_CHUNK_BITS, s, 1);
+    for (Py_ssize_t r = 0; r < m->num_rows; r++)
+        memcpy(PyBytes_AS_STRING(rows) + r * 1024, chunk_item(m->row_chunks, ROW_CHUNK_BITS, r, 256), 1024);
+    PyObject *pair = PyTuple_Pack(2, index, rows);
+    Py_DECREF(index);
+    Py_DECREF(rows);
+    return pair;
 }
 
 /* A copy of a state's row (computed if needed): 256 int32 next states. */
@@ -137,7 +165,7 @@ static PyObject *Machine_row(Machine *m, PyObject *arg) {
     int32_t state;
     if (state_arg(m, arg, &state) < 0 || compute_row(m, state) < 0)
         return NULL;
-    return PyBytes_FromStringAndSize((const char *)row_of(m, state), 256 * sizeof(int32_t));
+    return PyBytes_FromStringAndSize((const char *)computed_row(m, state), 256 * sizeof(int32_t));
 }
 
 /* step_bytes(state, data): the state after `data`, or 0 (dead). */
@@ -322,48 +350,21 @@ static PyObject *Machine_chain(Machine *m, PyObject *args) {
     return chain;
 }
 
-/* add_rule(rule, dfa, classmap, flags, call_start, call_callee, call_ret): append lazy rule
- * `rule`'s frames, numbered from num_frames (dfa targets and call returns already global,
- * call_start local from 0; callees as in the constructor). Existing states and rows stay valid:
- * frames only grow, and no row depends on a rule that was not built. */
+/* add_rule(rule, arrays): append lazy rule `rule`'s frames (its arrays as for the constructor),
+ * numbered from num_frames. Existing states and rows stay valid: frames only grow, and no row
+ * depends on a rule that was not built. */
 static PyObject *Machine_add_rule(Machine *m, PyObject *args) {
     int rule;
-    PyObject *objs[6];
-    if (!PyArg_ParseTuple(args, "iOOOOOO", &rule, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+    PyObject *arrays;
+    if (!PyArg_ParseTuple(args, "iO", &rule, &arrays))
         return NULL;
-    if (rule < 0 || (rule < m->num_rules && m->base[rule] >= 0)) {
+    if (rule < m->num_static || (rule < m->num_rules && m->base[rule] >= 0)) {
         PyErr_SetString(PyExc_ValueError, "add_rule: that rule exists");
         return NULL;
     }
-    int32_t *dfa = NULL, *starts = NULL, *callee = NULL, *ret = NULL;
-    uint8_t *cmap = NULL, *flags = NULL;
-    Py_ssize_t n_dfa, n_cmap, n, n_starts, n_callee, n_ret;
-    PyObject *result = NULL;
-    if (copy_array(objs[0], (void **)&dfa, 4, &n_dfa, "dfa") < 0 || copy_array(objs[1], (void **)&cmap, 1, &n_cmap, "classmap") < 0
-        || copy_array(objs[2], (void **)&flags, 1, &n, "flags") < 0 || copy_array(objs[3], (void **)&starts, 4, &n_starts, "call_start") < 0
-        || copy_array(objs[4], (void **)&callee, 4, &n_callee, "call_callee") < 0 || copy_array(objs[5], (void **)&ret, 4, &n_ret, "call_ret") < 0)
-        goto done;
-    int width = 0;
-    for (Py_ssize_t b = 0; b < n_cmap; b++)
-        width = cmap[b] + 1 > width ? cmap[b] + 1 : width;
-    Py_ssize_t frames = m->num_frames + n;
-    int ok = n > 0 && n_cmap == 256 && n_dfa == n * width && n_starts == n + 1 && starts[0] == 0 && starts[n] == n_callee && n_ret == n_callee;
-    for (Py_ssize_t i = 0; ok && i < n; i++)
-        ok = starts[i] <= starts[i + 1];
-    for (Py_ssize_t i = 0; ok && i < n_dfa; i++)
-        ok = dfa[i] == -1 || (dfa[i] >= m->num_frames && dfa[i] < frames);
-    for (Py_ssize_t i = 0; ok && i < n_callee; i++)
-        ok = callee[i] < m->num_frames && callee[i] >= -INT32_MAX && ret[i] >= m->num_frames && ret[i] < frames;
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "add_rule: inconsistent arrays");
-        goto done;
-    }
-    if (machine_append_rule(m, rule, dfa, n_dfa, width, cmap, flags, n, starts, callee, ret, n_callee) < 0)
-        goto done;
-    result = Py_NewRef(Py_None);
-done:
-    free(dfa), free(cmap), free(flags), free(starts), free(callee), free(ret);
-    return result;
+    if (append_part(m, rule, arrays) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *Machine_get_num_frames(Machine *m, void *closure) { return PyLong_FromSsize_t(m->num_frames); }
@@ -372,7 +373,6 @@ static PyObject *Machine_get_num_states(Machine *m, void *closure) { return PyLo
 
 static PyMethodDef Machine_methods[] = {
     {"start_state", (PyCFunction)Machine_start_state, METH_NOARGS, "The start state (its closure computed on first use)."},
-    {"table_after", (PyCFunction)Machine_table_after, METH_O, "`tables` once a state's row is in them (the trie walk's callback)."},
     {"row", (PyCFunction)Machine_row, METH_O, "A copy of a state's row as bytes (256 int32)."},
     {"step_bytes", (PyCFunction)Machine_step_bytes, METH_VARARGS, "step_bytes(state, data): the state after data, 0 if dead."},
     {"stacks", (PyCFunction)Machine_stacks, METH_O, "The sorted node ids of a state (0: the empty stack)."},
@@ -383,12 +383,12 @@ static PyMethodDef Machine_methods[] = {
     {"widest", (PyCFunction)Machine_widest, METH_VARARGS, "widest(state, limit): [(target, bytes)] of the row, most bytes first."},
     {"group", (PyCFunction)Machine_group, METH_VARARGS, "group(state, target): the bytes leading from state to target."},
     {"chain", (PyCFunction)Machine_chain, METH_VARARGS, "chain(state, loop, limit): the states the loop bytes step along together, or None."},
-    {"add_rule", (PyCFunction)Machine_add_rule, METH_VARARGS, "add_rule(rule, dfa, classmap, flags, call_start, call_callee, call_ret): append a lazy rule."},
+    {"add_rule", (PyCFunction)Machine_add_rule, METH_VARARGS, "add_rule(rule, arrays): append a rule built at run time."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef Machine_getset[] = {
-    {"tables", (getter)Machine_get_tables, NULL, "(index, table): each state's row number (int32, -1: none yet), the rows (int32 x 256).", NULL},
+    {"tables", (getter)Machine_get_tables, NULL, "(index, rows), copies: each state's row number (int32, -1: none yet), the rows (int32 x 256).", NULL},
     {"num_states", (getter)Machine_get_num_states, NULL, "States interned so far (dead included).", NULL},
     {"num_frames", (getter)Machine_get_num_frames, NULL, "Frames (rule DFA states) so far; a rule added next starts here.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -407,6 +407,35 @@ static PyTypeObject MachineType = {
     .tp_getset = Machine_getset,
 };
 
+/* The C API's row(): see MachineCAPI. */
+static const int32_t *capi_row(Machine *m, int32_t state, PyObject *resolve) {
+    while (compute_row(m, state) < 0) {
+        if (resolve == Py_None || !PyErr_ExceptionMatches(NeedRule))
+            return NULL;
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        PyObject *args = value ? PyObject_GetAttrString(value, "args") : NULL;
+        PyObject *built = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 ? PyObject_CallOneArg(resolve, PyTuple_GET_ITEM(args, 0)) : NULL;
+        Py_XDECREF(args);
+        if (!built && !PyErr_Occurred()) {
+            PyErr_Restore(type, value, traceback);
+            return NULL;
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        if (!built)
+            return NULL;
+        Py_DECREF(built);
+    }
+    return computed_row(m, state);
+}
+
+static Py_ssize_t capi_num_states(Machine *m) { return m->state_start.len; }
+
+static MachineCAPI capi = {&MachineType, capi_row, capi_num_states};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_machine", "The pushdown machine's determinisation, in C.", -1, NULL};
 
 PyMODINIT_FUNC PyInit__machine(void) {
@@ -422,7 +451,10 @@ PyMODINIT_FUNC PyInit__machine(void) {
         if (!TooManyStacks)
             Py_CLEAR(mod);
     }
-    if (mod && (!NeedRule || PyModule_AddObjectRef(mod, "Machine", (PyObject *)&MachineType) < 0 || PyModule_AddObjectRef(mod, "NeedRule", NeedRule) < 0))
+    PyObject *capsule = mod ? PyCapsule_New(&capi, MACHINE_CAPI_NAME, NULL) : NULL;
+    if (mod && (!NeedRule || !capsule || PyModule_AddObjectRef(mod, "Machine", (PyObject *)&MachineType) < 0 || PyModule_AddObjectRef(mod, "NeedRule", NeedRule) < 0
+                || PyModule_AddObjectRef(mod, "_C_API", capsule) < 0))
         Py_CLEAR(mod);
+    Py_XDECREF(capsule);
     return mod;
 }

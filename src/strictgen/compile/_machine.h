@@ -5,9 +5,10 @@
  * of the first-pass mask time (profiled: ~9 µs per row, ~80k rows over the bench workload). The
  * algorithm is the one machine.py describes; this file only stores it in flat arrays:
  *
- *   frames  a rule's DFA state as one global index g (rule base + local state); the table by byte
- *           class, dfa[row_of[g] + classmap[rule_of[g] * 256 + b]], gives the global target or
- *           -1 (a row of 256 a frame took 240 MB on big schemas), flags[g] whether g accepts, waits for
+ *   frames  a rule's DFA state as one global index g (rule base + local state); its row in the
+ *           rule's table by byte class, frame_row[g][classmap[rule_of[g] * 256 + b]], gives the global
+ *           target or -1 (a row of 256 a frame took 240 MB on big schemas; each rule's table is a
+ *           block of its own, so appending a rule moves no other), flags[g] whether g accepts, waits for
  *           a byte, or only finishes (a call returning there pushes nothing: tail calls), and
  *           call_*[call_start[g]:call_start[g + 1]] the (callee's start, return frame) calls; a
  *           callee -(r + 1) is rule r of those built at run time (lazy rules, lazy_rules.py): its
@@ -17,17 +18,22 @@
  *   nodes   interned stacks: node id -> (parent node, frame); node 0 is the empty stack.
  *   states  interned sorted sets of nodes, each expanded until its top waits for a byte (or is
  *           the empty stack: the root finished); state 0, the empty set, is dead.
- *   rows    the transition rows computed so far, in the order computed: `table` holds them (rows x
- *           256 int32 next states), `index` maps each state to its row (int32, -1 = not computed
- *           yet). Most states a row reaches never get a row of their own (a token's last byte), so
- *           rows are stored per computed row, not per state. Both are bytearrays that are replaced
- *           (never resized) when they grow: a reader holding the old ones still reads valid rows.
+ *   rows    the transition rows computed so far, in the order computed, and each state's row number
+ *           (`index`, -1 = not computed yet). Most states a row reaches never get a row of their own
+ *           (a token's last byte), so rows are stored per computed row, not per state. Both are kept
+ *           in chunks that never move: chunk c holds twice as many items as chunk c - 1, so growing
+ *           allocates a chunk and copies nothing (doubling one array copied every row so far, and
+ *           a walk on another thread had to keep the old array alive), and a reader without the GIL
+ *           finds item i from i alone (`chunk_item`).
  *
  * _pushdown.c holds the algorithm (stacks, closures, states, rows, the UTF-8 question), taking and
  * returning C values; _machine.c the Python type (argument parsing and checks, the methods that
  * read rows, the module). A function that fails returns a negative number with a Python exception
  * set (MemoryError, NeedRule). Every function runs with the GIL held and never calls back into
- * Python, so the GIL is the lock.
+ * Python (but the C API's row(), which calls the walk's resolver between two tries), so the GIL
+ * is the lock; the one exception is `computed_row`, which the trie walk (_walk.c) calls without
+ * the GIL: a row and its index entry are written once, the row before the entry (a release
+ * store), and the chunks holding them never move.
  */
 #ifndef STRICTGEN_MACHINE_H
 #define STRICTGEN_MACHINE_H
@@ -42,6 +48,12 @@
 /* the names below are shared by this extension's files only */
 #pragma GCC visibility push(hidden)
 
+/* Chunked storage: chunk c holds (1 << bits) << c items, so MAX_CHUNKS chunks hold more than an
+ * int32 can count for any bits >= 1. */
+#define MAX_CHUNKS 32
+#define ROW_CHUNK_BITS 4 /* the first chunk of rows holds 16 (16 KB) */
+#define INDEX_CHUNK_BITS 8 /* the first chunk of the index, 256 states */
+
 #define ACCEPTING 1
 #define WAITS 2
 #define FINAL_ONLY 4
@@ -49,9 +61,11 @@
 typedef struct {
     PyObject_HEAD
     /* the grammar, read-only after construction */
-    int32_t *dfa, *row_of, *rule_of, *base, *call_start, *call_callee, *call_ret;
+    const int32_t **frame_row;
+    int32_t **rule_table, *rule_of, *base, *call_start, *call_callee, *call_ret;
     uint8_t *flags, *classmaps;
-    Py_ssize_t num_frames, num_rules, dfa_len, num_calls;
+    Py_ssize_t num_frames, num_rules, num_calls;
+    Py_ssize_t num_static; /* the rules built at compile time: their bases are known from the start */
     /* nodes: parent and frame per id; a hash table of ids keyed by (parent, frame) */
     Vec node_parent, node_frame;
     int32_t *node_slots;
@@ -63,9 +77,12 @@ typedef struct {
     int32_t *state_slots;
     Py_ssize_t state_mask;
     Vec accepting;
-    /* the transition rows and each state's row (see above), with their capacities */
-    PyObject *table, *index;
-    Py_ssize_t table_capacity, index_capacity, num_rows;
+    /* the transition rows and each state's row (see above): their chunks, the items the chunks
+     * hold so far, and the rows computed */
+    int32_t *row_chunks[MAX_CHUNKS], *index_chunks[MAX_CHUNKS];
+    Py_ssize_t row_capacity, index_capacity, num_rows;
+    /* the grammar arrays' capacities: lazy rules append to them (add_rule) */
+    Py_ssize_t frame_capacity, call_capacity, rule_capacity;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
     Vec mark, work, found;
     int32_t stamp;
@@ -82,12 +99,32 @@ extern PyObject *TooManyStacks; /* strictgen.errors.GrammarTooLargeError, for a 
  * fails with GrammarTooLargeError, a clear error instead of a hang. */
 #define MAX_STATE_STACKS (1 << 16)
 
-static inline int32_t *index_of(Machine *m) { return (int32_t *)PyByteArray_AS_STRING(m->index); }
-
-/* The row of a state whose row is computed. */
-static inline const int32_t *row_of(Machine *m, int32_t state) {
-    return (const int32_t *)PyByteArray_AS_STRING(m->table) + (Py_ssize_t)index_of(m)[state] * 256;
+/* Item i of chunks whose first holds 1 << bits items, each item `width` int32 (see MAX_CHUNKS). */
+static inline int32_t *chunk_item(int32_t *const *chunks, int bits, Py_ssize_t i, Py_ssize_t width) {
+    uint64_t q = ((uint64_t)i >> bits) + 1;
+    int c = 63 - __builtin_clzll(q);
+    Py_ssize_t first = (Py_ssize_t)((((uint64_t)1 << c) - 1) << bits);
+    return chunks[c] + (i - first) * width;
 }
+
+/* The row of `state` (a state the machine has interned) if it is computed, else NULL. Safe
+ * without the GIL: see the file's docstring. */
+static inline const int32_t *computed_row(Machine *m, int32_t state) {
+    int32_t r = __atomic_load_n(chunk_item(m->index_chunks, INDEX_CHUNK_BITS, state, 1), __ATOMIC_ACQUIRE); /* pairs with compute_row's release */
+    return r < 0 ? NULL : chunk_item(m->row_chunks, ROW_CHUNK_BITS, r, 256);
+}
+
+/* What the trie walk (_walk.c, another extension) takes from this one, through the capsule
+ * MACHINE_CAPI_NAME: the type, to check that it was handed a Machine, and the row of a state,
+ * computed if needed (with the GIL), building each lazy rule that asks for it through
+ * `resolve(rule)` (None: NeedRule is raised) and going on, so a walk that meets an unbuilt rule
+ * resumes where it was instead of starting again; NULL with a Python error set. */
+typedef struct {
+    PyTypeObject *type;
+    const int32_t *(*row)(Machine *m, int32_t state, PyObject *resolve);
+    Py_ssize_t (*num_states)(Machine *m);
+} MachineCAPI;
+#define MACHINE_CAPI_NAME "strictgen.compile._machine._C_API"
 
 /* the slot tables, node 0 (the empty stack) and state 0 (dead, its row all dead), once the
  * grammar's arrays are in place */
@@ -97,9 +134,21 @@ int32_t machine_start_state(Machine *m); /* its closure computed on first use */
 int compute_row(Machine *m, int32_t state); /* the row of a state, once */
 int32_t utf8_target(Machine *m, int32_t state);
 int32_t machine_sub_state(Machine *m, int32_t state, const uint8_t *keep); /* some of a state's stacks */
-/* a lazy rule's frames appended (arrays checked by the caller, see Machine.add_rule) */
-int machine_append_rule(Machine *m, int32_t rule, const int32_t *dfa, Py_ssize_t n_dfa, Py_ssize_t width, const uint8_t *cmap, const uint8_t *flags,
-                        Py_ssize_t n, const int32_t *starts, const int32_t *callee, const int32_t *ret, Py_ssize_t n_callee);
+/* One rule's arrays as its DFA gives them (regular.DFA's compact(), accepting(), call_arrays()),
+ * numbered locally: n frames, `table` n x width next frames (-1: dead) by the byte classes of
+ * `classmap`, calls [call_start[i], call_start[i + 1]) of frame i as (callee rule, return frame). */
+typedef struct {
+    const int32_t *table, *call_start, *callee, *ret;
+    const uint8_t *classmap, *accepting;
+    Py_ssize_t n, table_len, num_calls;
+} RulePart;
+
+/* Room for this many items in the grammar's arrays (see add_rule: they double). */
+int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules);
+/* Rule `rule`'s frames appended from num_frames, checked and copied once: targets and returns made
+ * global, callees made start frames (the static rules' bases are set) or -(r + 1) for a rule built
+ * at run time, the frame flags found. */
+int machine_append_rule(Machine *m, int32_t rule, const RulePart *part);
 
 #pragma GCC visibility pop
 #endif

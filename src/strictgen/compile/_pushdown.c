@@ -140,23 +140,23 @@ static int same_nodes(Machine *m, int32_t state, const int32_t *nodes, Py_ssize_
            && (len == 0 || !memcmp(m->state_pool.data + m->state_start.data[state], nodes, sizeof(int32_t) * (size_t)len));
 }
 
-/* Replace *array (a bytearray of `*capacity` items of `item` bytes, the first `used` of them in
- * use) by one of at least `need` items (doubling), the used items copied and the rest filled
- * with `fill` bytes. The old bytearray lives on while a reader holds it. */
-static int grow_array(PyObject **array, Py_ssize_t *capacity, Py_ssize_t used, Py_ssize_t need, Py_ssize_t item, int fill) {
-    Py_ssize_t cap = *capacity ? *capacity : 64;
-    while (cap < need)
-        cap *= 2;
-    PyObject *grown = PyByteArray_FromStringAndSize(NULL, cap * item);
-    if (!grown)
-        return -1;
-    char *data = PyByteArray_AS_STRING(grown);
-    if (used)
-        memcpy(data, PyByteArray_AS_STRING(*array), (size_t)(used * item));
-    if (fill >= 0)
-        memset(data + used * item, fill, (size_t)((cap - used) * item));
-    Py_XSETREF(*array, grown);
-    *capacity = cap;
+/* Make room for item `need` in chunked storage (see MAX_CHUNKS) that holds `*capacity` items of
+ * `width` int32: the next chunk, its items filled with `fill` bytes (-1: left as they are).
+ * Nothing moves. */
+static int grow_chunks(int32_t **chunks, int bits, Py_ssize_t *capacity, Py_ssize_t need, Py_ssize_t width, int fill) {
+    while (*capacity <= need) {
+        int c = 0;
+        while (chunks[c])
+            c++;
+        Py_ssize_t items = (Py_ssize_t)1 << (bits + c);
+        if (c + 1 >= MAX_CHUNKS || !(chunks[c] = (int32_t *)malloc(sizeof(int32_t) * (size_t)(items * width)))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (fill >= 0)
+            memset(chunks[c], fill, sizeof(int32_t) * (size_t)(items * width));
+        *capacity += items;
+    }
     return 0;
 }
 
@@ -189,7 +189,7 @@ static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
     if (len)
         memcpy(m->state_pool.data + m->state_pool.len, nodes, sizeof(int32_t) * (size_t)len);
     m->state_pool.len += len;
-    if (id >= m->index_capacity && grow_array(&m->index, &m->index_capacity, id, (Py_ssize_t)id + 1, 4, 0xff) < 0)
+    if (grow_chunks(m->index_chunks, INDEX_CHUNK_BITS, &m->index_capacity, id, 1, 0xff) < 0)
         return -1; /* the new states' rows: -1, not computed */
     if (2 * (Py_ssize_t)m->state_start.len > m->state_mask + 1)
         return rehash(m, &m->state_slots, &m->state_mask, (int32_t)m->state_start.len, state_hash) < 0 ? -1 : id;
@@ -225,6 +225,25 @@ static int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *tar
 
 #define LOCAL_STACKS 8
 
+/* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row
+ * and byte classes are `dfa_row` and `cmap`: a byte's target is its class's, so each class is
+ * looked up and its union interned once, and the bytes only copy their class's result. */
+static int one_stack_row(Machine *m, int32_t stack, const int32_t *dfa_row, const uint8_t *cmap, int32_t *row) {
+    int32_t by_class[256];
+    memset(by_class, 0xff, sizeof(by_class)); /* -1: not found yet */
+    for (int b = 0; b < 256; b++) {
+        int32_t *target = by_class + cmap[b];
+        if (*target < 0) {
+            int32_t next = dfa_row[cmap[b]];
+            *target = next < 0 ? 0 : union_state(m, &stack, &next, 1);
+            if (*target < 0)
+                return -1;
+        }
+        row[b] = *target;
+    }
+    return 0;
+}
+
 /* Fill the row of `state` once. Bytes whose targets (one per stack) equal an earlier byte's share
  * its result, so each distinct union of closures is built and interned once per row; the DFA
  * rows of the stacks' top frames are looked up once, not per byte. */
@@ -233,7 +252,7 @@ int compute_row(Machine *m, int32_t state) {
         PyErr_SetString(PyExc_ValueError, "state out of range");
         return -1;
     }
-    if (index_of(m)[state] >= 0)
+    if (computed_row(m, state))
         return 0;
     int32_t row[256];
     Py_ssize_t len = m->state_len.data[state];
@@ -264,12 +283,14 @@ int compute_row(Machine *m, int32_t state) {
             int32_t frame = m->node_frame.data[n];
             stacks[k] = n;
             cmaps[k] = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
-            dfa_rows[k++] = m->dfa + m->row_of[frame];
+            dfa_rows[k++] = m->frame_row[frame];
         }
     }
     int failed = 0;
     Py_ssize_t width = k + 1;
-    for (int b = 0; b < 256 && !failed; b++) {
+    if (k == 1) /* one stack (most states): its own path */
+        failed = one_stack_row(m, stacks[0], dfa_rows[0], cmaps[0], row) < 0;
+    for (int b = 0; b < 256 && k != 1 && !failed; b++) {
         int live = 0;
         for (Py_ssize_t i = 0; i < k; i++) {
             targets[i] = dfa_rows[i][cmaps[i][b]];
@@ -328,13 +349,11 @@ int compute_row(Machine *m, int32_t state) {
         free(seen);
     if (failed)
         return -1;
-    if (m->num_rows == m->table_capacity
-        && grow_array(&m->table, &m->table_capacity, m->num_rows, m->num_rows + 1, sizeof(row), -1) < 0)
+    if (grow_chunks(m->row_chunks, ROW_CHUNK_BITS, &m->row_capacity, m->num_rows, 256, -1) < 0)
         return -1;
-    memcpy(PyByteArray_AS_STRING(m->table) + m->num_rows * (Py_ssize_t)sizeof(row), row, sizeof(row));
+    memcpy(chunk_item(m->row_chunks, ROW_CHUNK_BITS, m->num_rows, 256), row, sizeof(row));
     /* a walk on another thread (without the GIL) that sees the index entry must see the row */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    index_of(m)[state] = (int32_t)m->num_rows++;
+    __atomic_store_n(chunk_item(m->index_chunks, INDEX_CHUNK_BITS, state, 1), (int32_t)m->num_rows++, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -354,7 +373,7 @@ static int spread(Machine *m, const Vec *from, uint8_t lo, uint8_t hi, Vec *to) 
     for (Py_ssize_t i = 0; i < from->len; i++) {
         if (compute_row(m, from->data[i]) < 0)
             return -1;
-        const int32_t *row = row_of(m, from->data[i]);
+        const int32_t *row = computed_row(m, from->data[i]);
         for (int b = lo; b <= hi; b++) {
             if (row[b] == 0)
                 return 1;
@@ -455,17 +474,32 @@ int machine_begin(Machine *m) {
 }
 
 void machine_free_arrays(Machine *m) {
-    void *blocks[] = {m->dfa,         m->row_of,         m->classmaps,      m->rule_of,        m->base,          m->call_start,         m->call_callee,
-                      m->call_ret,    m->flags,          m->node_slots,    m->state_slots,        m->node_parent.data,
-                      m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_pool.data, m->state_start.data,
-                      m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
+    void *blocks[] = {(void *)m->frame_row, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
+                      m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
+                      m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data};
+    for (Py_ssize_t r = 0; m->rule_table && r < m->rule_capacity; r++)
+        free(m->rule_table[r]);
+    free(m->rule_table);
     for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
         free(blocks[i]);
+    for (int c = 0; c < MAX_CHUNKS; c++) {
+        free(m->row_chunks[c]);
+        free(m->index_chunks[c]);
+    }
 }
 
-/* Grow a malloc'd block to `count` items of `item` bytes (the new ones uninitialised). */
-static int grow_block(void **block, Py_ssize_t count, Py_ssize_t item) {
+/* The capacity for `need` items of arrays that hold `capacity`: doubled as often as needed, so
+ * rules appended one by one cost amortised O(their size), not a copy of every array so far each. */
+static Py_ssize_t doubled(Py_ssize_t capacity, Py_ssize_t need) {
+    Py_ssize_t cap = capacity > 16 ? capacity : 16;
+    while (cap < need)
+        cap *= 2;
+    return need <= capacity ? capacity : cap;
+}
+
+/* Resize a malloc'd block to `count` items of `item` bytes (the new ones uninitialised). */
+static int resize_block(void **block, Py_ssize_t count, Py_ssize_t item) {
     void *grown = realloc(*block, (size_t)((count ? count : 1) * item));
     if (!grown) {
         PyErr_NoMemory();
@@ -475,34 +509,97 @@ static int grow_block(void **block, Py_ssize_t count, Py_ssize_t item) {
     return 0;
 }
 
-/* Lazy rule `rule`'s frames, numbered from num_frames: existing states and rows stay valid (frames
- * only grow, and no row depends on a rule that was not built). */
-int machine_append_rule(Machine *m, int32_t rule, const int32_t *dfa, Py_ssize_t n_dfa, Py_ssize_t width, const uint8_t *cmap, const uint8_t *flags,
-                        Py_ssize_t n, const int32_t *starts, const int32_t *callee, const int32_t *ret, Py_ssize_t n_callee) {
-    Py_ssize_t frames = m->num_frames + n;
-    Py_ssize_t rules = rule + 1 > m->num_rules ? rule + 1 : m->num_rules;
-    if (grow_block((void **)&m->dfa, m->dfa_len + n_dfa, 4) < 0 || grow_block((void **)&m->row_of, frames, 4) < 0
-        || grow_block((void **)&m->rule_of, frames, 4) < 0 || grow_block((void **)&m->flags, frames, 1) < 0
-        || grow_block((void **)&m->call_start, frames + 1, 4) < 0 || grow_block((void **)&m->call_callee, m->num_calls + n_callee, 4) < 0
-        || grow_block((void **)&m->call_ret, m->num_calls + n_callee, 4) < 0 || grow_block((void **)&m->base, rules, 4) < 0
-        || grow_block((void **)&m->classmaps, rules * 256, 1) < 0)
-        return -1;
-    for (Py_ssize_t r = m->num_rules; r < rules; r++)
-        m->base[r] = -1;
-    memcpy(m->dfa + m->dfa_len, dfa, sizeof(int32_t) * (size_t)n_dfa);
-    memcpy(m->classmaps + (Py_ssize_t)rule * 256, cmap, 256);
-    memcpy(m->flags + m->num_frames, flags, (size_t)n);
-    memcpy(m->call_callee + m->num_calls, callee, sizeof(int32_t) * (size_t)n_callee);
-    memcpy(m->call_ret + m->num_calls, ret, sizeof(int32_t) * (size_t)n_callee);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        m->row_of[m->num_frames + i] = (int32_t)(m->dfa_len + i * width);
-        m->rule_of[m->num_frames + i] = rule;
-        m->call_start[m->num_frames + i + 1] = (int32_t)(m->num_calls + starts[i + 1]);
+int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules) {
+    /* the arrays of one size grow together; a capacity is raised once all of its arrays have it */
+    Py_ssize_t frame_cap = doubled(m->frame_capacity, frames + 1);
+    Py_ssize_t call_cap = doubled(m->call_capacity, calls), rule_cap = doubled(m->rule_capacity, rules);
+    if (frame_cap != m->frame_capacity) {
+        if (resize_block((void **)&m->frame_row, frame_cap, sizeof(int32_t *)) < 0 || resize_block((void **)&m->rule_of, frame_cap, 4) < 0
+            || resize_block((void **)&m->flags, frame_cap, 1) < 0 || resize_block((void **)&m->call_start, frame_cap, 4) < 0)
+            return -1;
+        m->frame_capacity = frame_cap;
     }
-    m->base[rule] = (int32_t)m->num_frames;
+    if (call_cap != m->call_capacity) {
+        if (resize_block((void **)&m->call_callee, call_cap, 4) < 0 || resize_block((void **)&m->call_ret, call_cap, 4) < 0)
+            return -1;
+        m->call_capacity = call_cap;
+    }
+    if (rule_cap != m->rule_capacity) {
+        if (resize_block((void **)&m->base, rule_cap, 4) < 0 || resize_block((void **)&m->classmaps, rule_cap, 256) < 0
+            || resize_block((void **)&m->rule_table, rule_cap, sizeof(int32_t *)) < 0)
+            return -1;
+        for (Py_ssize_t r = m->rule_capacity; r < rule_cap; r++) {
+            m->base[r] = -1;
+            m->rule_table[r] = NULL;
+        }
+        m->rule_capacity = rule_cap;
+    }
+    return 0;
+}
+
+/* Whether a rule's arrays fit together: the table holds n rows of the classmap's width, targets
+ * and returns are its own frames, calls are in order and callees rule numbers. */
+static int part_fits(const RulePart *p, Py_ssize_t width) {
+    int ok = p->n > 0 && p->table_len == p->n * width && p->call_start[0] == 0 && p->call_start[p->n] == p->num_calls;
+    for (Py_ssize_t i = 0; ok && i < p->n; i++)
+        ok = p->call_start[i] <= p->call_start[i + 1];
+    for (Py_ssize_t i = 0; ok && i < p->num_calls; i++)
+        ok = p->callee[i] >= 0 && p->callee[i] < INT32_MAX && p->ret[i] >= 0 && p->ret[i] < p->n;
+    return ok;
+}
+
+int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
+    int width = 0;
+    for (int b = 0; b < 256; b++)
+        width = p->classmap[b] + 1 > width ? p->classmap[b] + 1 : width;
+    if (!part_fits(p, width) || rule < 0 || (rule < m->num_rules && m->base[rule] >= 0 && m->base[rule] != m->num_frames)) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
+        return -1;
+    }
+    Py_ssize_t b0 = m->num_frames, frames = b0 + p->n;
+    if (p->table_len > INT32_MAX || frames >= INT32_MAX || m->num_calls + p->num_calls > INT32_MAX) {
+        PyErr_SetString(TooManyStacks, "grammar too large: its automaton tables pass 2**31 entries");
+        return -1;
+    }
+    Py_ssize_t rules = rule + 1 > m->num_rules ? rule + 1 : m->num_rules;
+    if (machine_reserve(m, frames, m->num_calls + p->num_calls, rules) < 0)
+        return -1;
+    int32_t *dfa = (int32_t *)malloc(sizeof(int32_t) * (size_t)(p->table_len ? p->table_len : 1));
+    if (!dfa) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < p->n; i++) { /* one pass: copied, checked, made global, waiting found */
+        int waits = 0;
+        for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
+            int32_t t = p->table[j];
+            if (t < -1 || t >= p->n) {
+                free(dfa);
+                PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
+                return -1; /* nothing counted yet: the frames are not appended */
+            }
+            waits |= t >= 0;
+            dfa[j] = t >= 0 ? t + (int32_t)b0 : -1;
+        }
+        int accepts = p->accepting[i] != 0, calls = p->call_start[i + 1] > p->call_start[i];
+        /* a frame whose state accepts and has no way forward pops at once: calls returning there
+         * push nothing on the parent (tail calls), so right recursion keeps stacks flat */
+        m->flags[b0 + i] = (uint8_t)((accepts ? ACCEPTING : 0) | (waits ? WAITS : 0) | (accepts && !waits && !calls ? FINAL_ONLY : 0));
+        m->frame_row[b0 + i] = dfa + i * width;
+        m->rule_of[b0 + i] = rule;
+        m->call_start[b0 + i + 1] = (int32_t)(m->num_calls + p->call_start[i + 1]);
+    }
+    m->call_start[b0] = (int32_t)m->num_calls;
+    for (Py_ssize_t i = 0; i < p->num_calls; i++) {
+        int32_t c = p->callee[i];
+        m->call_callee[m->num_calls + i] = c < m->num_static ? m->base[c] : -(c + 1); /* a static rule's start, or a rule built at run time */
+        m->call_ret[m->num_calls + i] = (int32_t)b0 + p->ret[i];
+    }
+    memcpy(m->classmaps + (Py_ssize_t)rule * 256, p->classmap, 256);
+    m->base[rule] = (int32_t)b0;
+    m->rule_table[rule] = dfa;
     m->num_rules = rules;
     m->num_frames = frames;
-    m->dfa_len += n_dfa;
-    m->num_calls += n_callee;
+    m->num_calls += p->num_calls;
     return 0;
 }

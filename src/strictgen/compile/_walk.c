@@ -4,12 +4,14 @@
  * it had to go a whole depth at a time, and the ~20 array operations per depth cost more than the
  * work itself for the small frontiers of most grammar states (profiled: ~60% of first-pass mask
  * time). The machine's rows stay owned by the machine (`_machine.c`): a row not computed yet is
- * asked for through a callback, so the determinisation stays lazy.
+ * computed when the walk first needs it, so the determinisation stays lazy.
  *
- * walk(tables, compute, nodes, node_byte, tokens, roots, state, out) -> n
- *   tables      (index, rows), raw int32 bytes: each state's row number (-1 = not computed yet) and
- *               the rows, 256 next states each (the C machine's `tables`)
- *   compute     callable(state) -> `tables` after computing that state's row (they may be replaced)
+ * walk(machine, resolve, nodes, node_byte, tokens, roots, state, out) -> n
+ *   machine     the C machine (`_machine.Machine`): its rows are read in place, without the GIL,
+ *               and a row not computed yet is computed through the machine's C API (the capsule
+ *               `_machine._C_API`: no Python call, no copy of its tables)
+ *   resolve     callable(rule) building a lazy rule the machine asks for (NeedRule), after which
+ *               the walk goes on where it was; None: NeedRule is raised
  *   nodes       int32, 4 per flat node id (a flat array): its children's ids [start, end) and the
  *               slice [start, end) of `tokens` ending at it (one record: the walk reads a node at once)
  *   node_byte   uint8 [nodes]: the byte on the edge into each node
@@ -23,7 +25,7 @@
  * the plain mask of a state needs no id list, no bool vector and no packing then.
  * The GIL is released while walking and taken back only for the callback.
  *
- * walk_cuts(tables, compute, flat, starts, ends, owners, bounds, state, out) -> n
+ * walk_cuts(machine, resolve, flat, starts, ends, owners, bounds, state, out) -> n
  *   The walk of the tokens a wide loop state does not loop on (token_mask.py), read as what is
  *   left of each after its run of loop bytes: suffix i is flat[starts[i]:ends[i]] (int32 offsets,
  *   never empty) of token owners[i] (int32), the suffixes grouped by first byte, byte b's group
@@ -32,50 +34,36 @@
  *   of the live suffixes. Unlike a trie of the suffixes it costs nothing to build (a sort of the
  *   cuts), which matters when they are many and a loop kind is met a few times only.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "_machine.h"
 
 #define DEAD 0
 
-/* The machine's rows as the walk reads them: each state's row number (`index`) and the rows. */
+static const MachineCAPI *machine_api; /* the machine's C API, imported with this module */
+
+/* The machine whose rows a walk reads, and how it builds the lazy rules it meets. */
 typedef struct {
-    Py_buffer index_view, rows_view;
-    const int32_t *index, *rows;
-    Py_ssize_t states, num_rows;
-} Table;
+    Machine *machine;
+    PyObject *resolve;
+} Rows;
 
-static void table_release(Table *table) {
-    PyBuffer_Release(&table->index_view);
-    PyBuffer_Release(&table->rows_view);
-}
-
-/* Hold the buffers of `tables`, a pair (index, rows) of raw int32 bytes. */
-static int table_get(Table *table, PyObject *tables) {
-    if (!PyTuple_Check(tables) || PyTuple_GET_SIZE(tables) != 2) {
-        PyErr_SetString(PyExc_TypeError, "tables must be a pair (index, rows)");
+/* Check a walk's machine, resolver and start state. */
+static int rows_get(Rows *rows, PyObject *machine, PyObject *resolve, int state) {
+    if (!PyObject_TypeCheck(machine, machine_api->type)) {
+        PyErr_SetString(PyExc_TypeError, "the walk reads a strictgen.compile._machine.Machine");
         return -1;
     }
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, 0), &table->index_view, PyBUF_C_CONTIGUOUS) < 0)
-        return -1;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(tables, 1), &table->rows_view, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&table->index_view);
+    if (resolve != Py_None && !PyCallable_Check(resolve)) {
+        PyErr_SetString(PyExc_TypeError, "resolve must be callable or None");
         return -1;
     }
-    if (table->index_view.len % 4 || table->rows_view.len % 1024) {
-        table_release(table);
-        PyErr_SetString(PyExc_ValueError, "index must hold int32 items and rows 256 int32 each");
+    rows->machine = (Machine *)machine;
+    rows->resolve = resolve;
+    if (state < 0 || state >= machine_api->num_states(rows->machine)) {
+        PyErr_SetString(PyExc_ValueError, "state out of range");
         return -1;
     }
-    table->index = (const int32_t *)table->index_view.buf;
-    table->rows = (const int32_t *)table->rows_view.buf;
-    table->states = table->index_view.len / 4;
-    table->num_rows = table->rows_view.len / 1024;
     return 0;
 }
-
 static int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
     int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
@@ -88,36 +76,19 @@ static int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int wr
     return 0;
 }
 
-/* The row of `state`, computed through the callback when needed (which may replace the
- * tables). Returns NULL with a Python error set when that failed. Called without the GIL. */
-static const int32_t *row_of(Table *table, PyObject *compute, int32_t state, PyThreadState **saved) {
-    if (state >= 0 && state < table->states) {
-        int32_t r = __atomic_load_n(table->index + state, __ATOMIC_ACQUIRE); /* pairs with the machine's release */
-        if (r >= 0 && r < table->num_rows)
-            return table->rows + (Py_ssize_t)r * 256;
-    }
+/* The row of `state` (a state of the machine), computed with the GIL taken back when needed.
+ * Returns NULL with a Python error set when that failed. Called without the GIL. */
+static const int32_t *row_of(Rows *rows, int32_t state, PyThreadState **saved) {
+    const int32_t *row = computed_row(rows->machine, state);
+    if (row)
+        return row;
     PyEval_RestoreThread(*saved);
-    const int32_t *row = NULL;
-    PyObject *tables = PyObject_CallFunction(compute, "i", (int)state);
-    if (tables) {
-        Table fresh; /* the tables may have grown: hold the new buffers before letting go of the old */
-        int got = table_get(&fresh, tables) == 0;
-        Py_DECREF(tables);
-        if (got) {
-            table_release(table);
-            *table = fresh;
-            int32_t r = state >= 0 && state < table->states ? table->index[state] : -1;
-            if (r >= 0 && r < table->num_rows)
-                row = table->rows + (Py_ssize_t)r * 256;
-            else
-                PyErr_SetString(PyExc_RuntimeError, "compute() left the row unknown");
-        }
-    }
+    row = machine_api->row(rows->machine, state, rows->resolve);
     *saved = PyEval_SaveThread();
     return row;
 }
 
-/* The arrays walk() reads (and the one it writes), in argument order after tables and compute;
+/* The arrays walk() reads (and the one it writes), in argument order after machine and resolve;
  * `nodes` is read as a flat array of 4 int32 per node. */
 enum { NODES, NODE_BYTE, TOKENS, ROOTS, OUT, NUM_ARRAYS };
 static const struct {
@@ -167,7 +138,7 @@ static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
 
 /* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
  * a Python error set. Called with the GIL; releases it while walking. */
-static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views, int32_t state, int as_bits) {
+static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int as_bits) {
     const int32_t *nodes = (const int32_t *)views[NODES].buf;
     const uint8_t *node_byte = (const uint8_t *)views[NODE_BYTE].buf;
     const int64_t *tokens = (const int64_t *)views[TOKENS].buf;
@@ -229,7 +200,7 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
                 out_of_memory = failed = 1;
                 break;
             }
-            const int32_t *row = row_of(table, compute, s, &saved);
+            const int32_t *row = row_of(rows, s, &saved);
             if (!row) {
                 failed = 1;
                 break;
@@ -263,13 +234,13 @@ static Py_ssize_t walk_levels(Table *table, PyObject *compute, Py_buffer *views,
 }
 
 static PyObject *walk_into(PyObject *args, int as_bits) {
-    PyObject *rows, *compute, *objs[NUM_ARRAYS];
+    PyObject *machine, *resolve, *objs[NUM_ARRAYS];
     int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOiO", &rows, &compute, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
+    if (!PyArg_ParseTuple(args, "OOOOOOiO", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
                           &state, &objs[OUT]))
         return NULL;
-    Table table;
-    if (table_get(&table, rows) < 0)
+    Rows rows;
+    if (rows_get(&rows, machine, resolve, state) < 0)
         return NULL;
     Py_buffer views[NUM_ARRAYS];
     int got = 0;
@@ -278,26 +249,25 @@ static PyObject *walk_into(PyObject *args, int as_bits) {
                                          ARRAYS[got].writable, ARRAYS[got].name) == 0)
         got++;
     if (got == NUM_ARRAYS)
-        found = walk_levels(&table, compute, views, (int32_t)state, as_bits);
+        found = walk_levels(&rows, views, (int32_t)state, as_bits);
     while (got)
         PyBuffer_Release(&views[--got]);
-    table_release(&table);
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
 /* walk_cuts: see the file's docstring. Called with the GIL; releases it while stepping. */
 static PyObject *walk_cuts(PyObject *self, PyObject *args) {
-    PyObject *tables, *compute, *objs[6];
+    PyObject *machine, *resolve, *objs[6];
     int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOOiO", &tables, &compute, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &state, &objs[5]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOiO", &machine, &resolve, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &state, &objs[5]))
         return NULL;
     static const struct {
         const char *name;
         Py_ssize_t itemsize;
         int writable;
     } SPEC[6] = {{"flat", 1, 0}, {"starts", 4, 0}, {"ends", 4, 0}, {"owners", 4, 0}, {"bounds", 8, 0}, {"out", 8, 1}};
-    Table table;
-    if (table_get(&table, tables) < 0)
+    Rows rows;
+    if (rows_get(&rows, machine, resolve, state) < 0)
         return NULL;
     Py_buffer views[6];
     int got = 0;
@@ -319,11 +289,11 @@ static PyObject *walk_cuts(PyObject *self, PyObject *args) {
         goto done;
     }
     PyThreadState *saved = PyEval_SaveThread();
-    const int32_t *first_row = row_of(&table, compute, (int32_t)state, &saved);
+    const int32_t *first_row = row_of(&rows, (int32_t)state, &saved);
     int failed = first_row == NULL;
     int32_t firsts[256];
     if (!failed)
-        memcpy(firsts, first_row, sizeof(firsts)); /* the tables may be replaced while stepping */
+        memcpy(firsts, first_row, sizeof(firsts));
     Py_ssize_t count = 0;
     int bad = 0;
     for (int b = 0; b < 256 && !failed; b++) {
@@ -337,7 +307,7 @@ static PyObject *walk_cuts(PyObject *self, PyObject *args) {
             }
             int32_t s = firsts[b];
             for (int32_t p = starts[i] + 1; p < ends[i] && s != DEAD; p++) {
-                const int32_t *row = row_of(&table, compute, s, &saved);
+                const int32_t *row = row_of(&rows, s, &saved);
                 if (!row) {
                     failed = 1;
                     break;
@@ -356,7 +326,6 @@ static PyObject *walk_cuts(PyObject *self, PyObject *args) {
 done:
     while (got)
         PyBuffer_Release(&views[--got]);
-    table_release(&table);
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
@@ -405,4 +374,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", "The trie walk of token masks, in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__walk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__walk(void) {
+    machine_api = (const MachineCAPI *)PyCapsule_Import(MACHINE_CAPI_NAME, 0);
+    return machine_api ? PyModule_Create(&module) : NULL;
+}

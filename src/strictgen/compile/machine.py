@@ -7,29 +7,29 @@ for a byte. States are interned as integers too; state 0 is dead. Rows of the tr
 (state × 256 bytes → state) are computed on first use and then shared by every matcher of the
 grammar, which makes the machine a deterministic automaton wherever the input has gone before.
 
-The rows are a cache: they grow inside C calls that hold the GIL (the GIL is the lock), and
-readers see either the old or the new tables, both valid, so matchers on different threads never
-need to coordinate.
+The rows are a cache: they grow inside C calls that hold the GIL (the GIL is the lock), in chunks
+that never move, and a row is written before the state's entry that points to it, so the trie walk
+reads them without the GIL and matchers on different threads never need to coordinate.
 """
 
 from __future__ import annotations
 
 import bisect
+import threading
 import weakref
 
 import numpy as np
 
 from strictgen import deadline
-from strictgen.errors import GrammarTooLargeError, StrictgenError
+from strictgen.errors import StrictgenError
 
 from . import _machine
 from .automaton import CompiledAutomaton, RuleDFA, horizon_classes, nullable_rules
 from .guards import collector_paused, user_errors
-from .lazy_rules import ResolvingCore, resolving_call
+from .lazy_rules import ResolvingCore
 
 DEAD = 0
 EMPTY_STACK = 0
-ACCEPTING, WAITS, FINAL_ONLY = 1, 2, 4  # frame flags of _machine.h
 
 
 class _Accepting:
@@ -49,66 +49,25 @@ class PushdownMachine:
 
     def __init__(self, automaton: CompiledAutomaton):
         self.automaton = automaton
-        rules = automaton.rules
-        sizes = [r.num_states for r in rules]
-        self._base = base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32)
         parts = []
-        offset = 0
-        for r, rule in enumerate(rules):
+        for rule in automaton.rules:
             deadline.check()
-            part = self._rule_arrays(rule.dfa, int(base[r]))
-            part["rows"] += offset
-            offset += len(part["table"]) // 4
-            parts.append(part)
-        if offset > np.iinfo(np.int32).max:
-            raise GrammarTooLargeError("grammar too large: its automaton tables pass 2**31 entries")
-        counts = np.concatenate([p["counts"] for p in parts])
-        call_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        core = _machine.Machine(
-            np.frombuffer(b"".join(p["table"] for p in parts), dtype=np.int32), np.concatenate([p["rows"] for p in parts]).astype(np.int32),
-            np.frombuffer(b"".join(p["classmap"] for p in parts), dtype=np.uint8), np.concatenate([p["flags"] for p in parts]).astype(np.uint8),
-            np.repeat(np.arange(len(rules), dtype=np.int32), sizes), base, call_start,
-            np.concatenate([p["callees"] for p in parts]).astype(np.int32), np.concatenate([p["returns"] for p in parts]).astype(np.int32),
-        )
+            parts.append(_rule_part(rule.dfa))
+        core = _machine.Machine(parts)  # each rule's arrays copied once, checked and numbered in C
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
         self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
         self._core = core if automaton.lazy is None else ResolvingCore(core, weakref.WeakMethod(self._add_lazy_rule))
         self.start = self._core.start_state()
         self.accepting = _Accepting(self._core)
-        # table_after(state): `tables` once `state`'s row is in them, the C trie walk's callback;
-        # the C method itself, so a row asked for mid-walk costs no Python frame (a walk that
-        # meets a rule not built yet fails with NeedRule and is run again: `run`)
-        self.table_after = core.table_after
+        self._raw = core  # what the C trie walk reads (`walk_source`)
         self.step_bytes = self._core.step_bytes
 
-    def _rule_arrays(self, dfa, b: int) -> dict:
-        """One rule's part of the C machine's arrays, its frames numbered from `b`: the table by
-        byte class (targets global), the byte classes, frame flags, calls (callees as start
-        frames; -(r + 1) for a lazy rule r) and returns (global), and its rows' offsets from 0."""
-        compact, classmap = dfa.compact(b)  # rows by byte class, targets already global
-        k = dfa.num_classes
-        table = np.frombuffer(compact, dtype=np.int32).reshape(-1, k)
-        n = dfa.num_states
-        accepting = np.frombuffer(dfa.accepting(), dtype=np.uint8).astype(bool)
-        start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in dfa.call_arrays())
-        counts = np.diff(start)
-        waits = (table >= 0).any(axis=1)
-        static = len(self._base)
-        callees = np.where(callee < static, self._base[np.minimum(callee, static - 1)], -(callee.astype(np.int64) + 1)) if len(callee) else callee
-        return {
-            "table": compact, "classmap": classmap, "rows": k * np.arange(n, dtype=np.int64), "counts": counts,
-            # a frame whose state accepts and has no way forward pops at once: calls returning
-            # there push nothing on the parent (tail calls), so right recursion keeps stacks flat
-            "flags": accepting * ACCEPTING | waits * WAITS | (accepting & ~waits & (counts == 0)) * FINAL_ONLY,
-            "callees": callees, "returns": ret + b,
-        }
-
-    def run(self, call):
-        """call(), run again after building each rule it fails for (NeedRule): for C calls that
-        read the raw core, such as the trie walk through `table_after`. A walk that fails part way
-        has only set bits of valid tokens, so running it again is safe."""
-        return resolving_call(call, (), self._add_lazy_rule)
+    def walk_source(self) -> tuple:
+        """(the C machine, the builder of the lazy rules it asks for or None): the first two
+        arguments of the C trie walks (`_walk.c`), which read the rows in place, compute the
+        missing ones, and build a rule they meet and go on where they were."""
+        return self._raw, None if self.automaton.lazy is None else self._add_lazy_rule
 
     def _add_lazy_rule(self, index: int) -> None:
         """Build lazy rule `index` and append it to the C machine (once, whichever thread asks)."""
@@ -125,10 +84,7 @@ class PushdownMachine:
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            part = self._rule_arrays(dfa, core.num_frames)
-            call_start = np.concatenate([[0], np.cumsum(part["counts"])]).astype(np.int32)
-            core.add_rule(index, np.frombuffer(part["table"], dtype=np.int32), np.frombuffer(part["classmap"], dtype=np.uint8),
-                          part["flags"].astype(np.uint8), call_start, part["callees"].astype(np.int32), part["returns"].astype(np.int32))
+            core.add_rule(index, _rule_part(dfa))
             self.added[index] = RuleDFA(name, dfa)
 
     def all_rules(self) -> list[RuleDFA] | None:
@@ -145,10 +101,9 @@ class PushdownMachine:
         return None if lazy.calls.lazy else rules + [self.added[i] for i in deferred]
 
     @property
-    def tables(self) -> tuple[bytearray, bytearray]:
-        """(index, rows) as raw int32 bytes, what the C trie walk reads: each state's row number
-        (-1 while not computed) and the rows computed so far, 256 next states each. Growing
-        replaces them; a reader holding the old pair still reads valid rows."""
+    def tables(self) -> tuple[bytes, bytes]:
+        """(index, rows) as raw int32 bytes, copies of what is computed now: each state's row
+        number (-1 while not computed) and the rows, 256 next states each."""
         return self._core.tables
 
     @property
@@ -205,6 +160,13 @@ class PushdownMachine:
         return forced_text(self, state, limit)
 
 
+def _rule_part(dfa) -> tuple:
+    """A rule's arrays as the C machine takes them (`RulePart` in _machine.h), its DFA's own:
+    (table by byte class, classmap, accepting, call_start, callee, return), numbered locally."""
+    table, classmap = dfa.compact()
+    return (table, classmap, dfa.accepting(), *dfa.call_arrays())
+
+
 def _steps_per_byte(rule, nullable: set[int]) -> int | None:
     """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
@@ -240,6 +202,7 @@ class HorizonKeys:
         self.active = False
         self._add(enumerate(automaton.rules))
         self._added = 0
+        self._lock = threading.Lock()  # two fills of the grammar find a new rule's classes once
         self._canonical: dict[int, int] = {EMPTY_STACK: EMPTY_STACK}
         self._ids: dict[tuple[int, int, int], int] = {}
 
@@ -247,9 +210,13 @@ class HorizonKeys:
         """Find the classes of the rules built since the last call (a rule is built before any
         state has its frames, so keys made before stay right)."""
         added = self.machine.added
-        if len(added) != self._added:
-            self._add([(r, added[r]) for r in list(added)[self._added:]])
-            self._added = len(added)
+        if len(added) == self._added:
+            return
+        with self._lock:
+            done = self._added
+            if len(added) != done:
+                self._add([(r, added[r]) for r in list(added)[done:]])
+                self._added = len(added)
 
     def _add(self, rules) -> None:
         for r, dfa in rules:

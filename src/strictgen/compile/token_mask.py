@@ -61,13 +61,15 @@ class TokenMasker:
         return packed
 
     def cached(self, state: int) -> np.ndarray | None:
-        """The packed mask of `state` if it is cached, else None (nothing is computed)."""
-        return self._cache.get(state)
+        """The packed mask of `state` if it is cached, else None (nothing is computed). A peek:
+        no lock and no aging (a caller that goes on to use the mask asks `mask`, which ages it)."""
+        return self._cache.peek(state)
 
     def mask(self, state: int) -> np.ndarray:
         """The packed mask of `state` (read-only; shared)."""
-        got = self._cache.get(state)
+        got = self._cache.peek(state)  # no lock, no exception on a miss (every first-pass fill is one)
         if got is not None:
+            self._cache.get(state)  # a hit ages the entry
             return got
         # states that no token can tell apart (a long counted string, a token further on) share one
         key = self._horizon.key(state)
@@ -78,8 +80,9 @@ class TokenMasker:
             got = self._compute(state)
             got.setflags(write=False)
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
-        for k in (state, key):
-            self._cache.put(k, got)
+        self._cache.put(state, got)
+        if key != state:  # one entry (and one lock) when no horizon key merges states
+            self._cache.put(key, got)
         return got
 
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
@@ -90,7 +93,7 @@ class TokenMasker:
         rejected; rows of the machine not computed yet are computed on the way. `first_bytes`
         (bool per byte value) restricts the walk to tokens starting with those bytes."""
         out = np.empty(len(trie.node_tokens), dtype=np.int64)
-        return out[: self.machine.run(lambda: _walk.walk(*self._walk_args(state, trie, first_bytes), out))]
+        return out[: _walk.walk(*self._walk_args(state, trie, first_bytes), out)]
 
     def _live_bits(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None, packed: np.ndarray | None = None) -> np.ndarray:
         """The same walk over a trie of vocabulary ids (the whole vocabulary by default), setting
@@ -99,14 +102,13 @@ class TokenMasker:
         if packed is None:
             packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
         trie = self.trie if trie is None else trie
-        self.machine.run(lambda: _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed))
+        _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed)
         return packed
 
     def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:
         roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
         return (
-            self.machine.tables,
-            self.machine.table_after,
+            *self.machine.walk_source(),
             trie.walk_nodes,
             trie.node_byte,
             trie.node_tokens,
@@ -173,8 +175,7 @@ class TokenMasker:
         first byte (`VocabTrie.loop_cut_groups`)."""
         flat, starts, ends, owners, bounds, _ = groups
         out = np.empty(len(owners), dtype=np.int64)
-        machine = self.machine
-        return out[: machine.run(lambda: _walk.walk_cuts(machine.tables, machine.table_after, flat, starts, ends, owners, bounds, t, out))]
+        return out[: _walk.walk_cuts(*self.machine.walk_source(), flat, starts, ends, owners, bounds, t, out)]
 
     def _counted_allowed(self, state: int, t: int) -> np.ndarray | None:
         """The mask of a state before a counted string (`maxLength`), or None when t is not one.
