@@ -3,7 +3,9 @@
 #include "_regular.h"
 
 DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls) {
+    PyGILState_STATE gil = PyGILState_Ensure();
     DFA *d = (DFA *)DFAType.tp_alloc(&DFAType, 0);
+    PyGILState_Release(gil);
     if (!d)
         return NULL;
     d->n = n, d->k = k;
@@ -13,10 +15,19 @@ DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls) {
     d->call_callee = (int32_t *)malloc(sizeof(int32_t) * ((size_t)ncalls + 1));
     d->call_ret = (int32_t *)malloc(sizeof(int32_t) * ((size_t)ncalls + 1));
     if (!d->table || !d->acc || !d->call_start || !d->call_callee || !d->call_ret) {
+        gil = PyGILState_Ensure();
         Py_DECREF(d);
         PyErr_NoMemory();
+        PyGILState_Release(gil);
         return NULL;
     }
+    return d;
+}
+
+DFA *dfa_ref(DFA *d) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_INCREF(d);
+    PyGILState_Release(gil);
     return d;
 }
 
@@ -188,7 +199,7 @@ static uint8_t *dfa_can_finish(const DFA *d, const uint8_t *productive, Py_ssize
     return ok;
 nomem:
     free(ok), free(call_ok), free(pstart), free(preds), free(work);
-    PyErr_NoMemory();
+    vec_no_memory();
     return NULL;
 }
 
@@ -203,7 +214,7 @@ int dfa_start_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t npr
     int found = 0;
     if (!seen || !work) {
         free(seen), free(work);
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     Py_ssize_t top = 0;
@@ -241,7 +252,7 @@ DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
     int32_t *order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     DFA *out = NULL;
     if (!new_id || !order) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     for (int32_t s = 0; s < n; s++)
@@ -270,8 +281,7 @@ DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
         for (Py_ssize_t j = 0; same && j < d->call_start[n]; j++)
             same = call_ok[j];
         if (same) {
-            Py_INCREF(d);
-            out = d;
+            out = dfa_ref(d);
             goto done;
         }
     }

@@ -42,7 +42,7 @@ static inline int interner_rehash(Interner *t) {
     Py_ssize_t size = t->mask ? 2 * (t->mask + 1) : 1024;
     int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
     if (!slots) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     memset(slots, 0xff, sizeof(int32_t) * (size_t)size);

@@ -82,7 +82,7 @@ int lazy_init(Lazy *L, const NFA *a, int32_t start, int32_t final, Py_ssize_t ma
     L->initial = lazy_closure(L, &start, 1);
     return L->initial == -2 ? -1 : 0;
 nomem:
-    PyErr_NoMemory();
+    vec_no_memory();
     return -1;
 }
 
@@ -181,7 +181,7 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
      * appended to only once the row is complete, so a failure leaves no half row behind */
     int32_t *row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
     if (!row) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return NULL;
     }
     /* `sorted` and `count` live in scratch, which lazy_closure does not touch */

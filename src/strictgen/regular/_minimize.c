@@ -32,7 +32,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     int32_t *istart = NULL, *isrc = NULL, *iletter = NULL, *lstart = NULL, *lsrc = NULL, *lcount = NULL, *used = NULL, *cur = NULL;
     int32_t *new_id = NULL, *order = NULL;
     if (!callee_letter || !blk || !elems || !loc || !bfirst || !bend || !bmarked || !inwork || !work || !touched || !key) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     for (int32_t c = 0; c <= max_callee; c++)
@@ -63,7 +63,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     {
         int32_t *cnt = (int32_t *)calloc((size_t)nblocks + 1, sizeof(int32_t));
         if (!cnt) {
-            PyErr_NoMemory();
+            vec_no_memory();
             goto done;
         }
         for (int32_t s = 0; s < n; s++)
@@ -81,7 +81,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     Py_ssize_t total = 0;
     istart = (int32_t *)calloc((size_t)n + 2, sizeof(int32_t));
     if (!istart) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     for (Py_ssize_t i = 0; i < (Py_ssize_t)n * k; i++)
@@ -99,13 +99,13 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     used = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
     cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
     if (!isrc || !iletter || !lstart || !lsrc || !lcount || !used || !cur) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     {
         int32_t *fill = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
         if (!fill) {
-            PyErr_NoMemory();
+            vec_no_memory();
             goto done;
         }
         memcpy(fill, istart, sizeof(int32_t) * (size_t)n);
@@ -190,7 +190,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     if (!new_id || !order) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     for (int32_t b = 0; b < nblocks; b++)
@@ -216,7 +216,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
         int32_t *state_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
         if (!reps || !state_id) {
             free(reps), free(state_id);
-            PyErr_NoMemory();
+            vec_no_memory();
             goto done;
         }
         for (int32_t i = 0; i < m; i++)
@@ -227,8 +227,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
             same = same && state_id[s] == s;
         }
         if (same) {
-            Py_INCREF(d);
-            result = d;
+            result = dfa_ref(d);
         } else {
             result = dfa_subset(d, reps, m, state_id, NULL);
         }
@@ -308,7 +307,7 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
     Interner t = {0};
     int added;
     if (!cls || !elems || !pos || !bstart || !bend || !mcount || !keep || !sigid || !pred_start || !run_start || !mark || !order) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     { /* every row as runs of equal targets */
@@ -322,7 +321,7 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
         run_start[n] = (int32_t)total;
         runs = (int32_t *)malloc(sizeof(int32_t) * (2 * (size_t)total + 1));
         if (!runs) {
-            PyErr_NoMemory();
+            vec_no_memory();
             goto done;
         }
         for (int32_t s = 0, at = 0; s < n; s++) {
@@ -371,7 +370,7 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
         pred_start[s + 1] += pred_start[s];
     pred = (int32_t *)malloc(sizeof(int32_t) * ((size_t)pred_start[n] + 1));
     if (!pred) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     for (int32_t s = 0; s < n; s++)

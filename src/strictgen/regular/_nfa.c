@@ -4,7 +4,7 @@
 
 int32_t nfa_add_states(NFA *a, Py_ssize_t n) {
     if (n < 0 || n > INT32_MAX - a->num_states) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     int32_t first = a->num_states;
@@ -27,7 +27,7 @@ int nfa_add_literal(NFA *a, int32_t s, const uint8_t *data, Py_ssize_t len, int3
     if (!len)
         return nfa_add_eps(a, s, t);
     if (len - 1 > INT32_MAX - a->num_states) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     if (vec_reserve(&a->edges, a->edges.len + 4 * len) < 0)
@@ -66,7 +66,7 @@ static int vec_extend_shifted(Vec *v, const Vec *from, int width, const int *shi
  * is used again, at C speed. `b` is not `a`. */
 int nfa_splice(NFA *a, const NFA *b, int32_t so, int32_t to, int32_t s, int32_t t) {
     if (b->num_states > INT32_MAX - a->num_states) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     int32_t base = a->num_states;
@@ -107,7 +107,7 @@ static int dfa_embed_edges(DFA *d) {
  * each accepting state. */
 int nfa_embed(NFA *a, DFA *d, int32_t s, int32_t t) {
     if (d->n > INT32_MAX - a->num_states) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     if (dfa_embed_edges(d) < 0)

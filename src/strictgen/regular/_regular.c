@@ -54,6 +54,30 @@ static int nfa_state(const NFA *a, long s) {
 
 static PyObject *none_or_null(int status) { return status < 0 ? NULL : Py_NewRef(Py_None); }
 
+/* The GIL is let go around an algorithm whose input has at least this many table cells (NFA
+ * edges for a Lazy): below it the work is shorter than the wait to take the GIL back may be
+ * (another thread holds it up to its switch interval), and rules are mostly small. */
+#define GIL_FREE_CELLS 4096
+
+static PyThreadState *let_go_if(Py_ssize_t cells) { return cells >= GIL_FREE_CELLS ? PyEval_SaveThread() : NULL; }
+
+static void take_back(PyThreadState *ts) {
+    if (ts)
+        PyEval_RestoreThread(ts);
+}
+
+static Py_ssize_t cells(const DFA *d) { return (Py_ssize_t)d->n * d->k; }
+
+/* A Lazy grows row by row, so one thread at a time may use it: the one that determinises it
+ * without the GIL marks it busy (under the GIL) and others are refused, never let in half-way. */
+static int lazy_free_to_use(Lazy *L) {
+    if (L->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "this Lazy automaton is in use by another thread");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *NFA_add_state(NFA *a, PyObject *noargs) {
     int32_t s = nfa_add_states(a, 1);
     return s < 0 ? NULL : PyLong_FromLong(s);
@@ -182,14 +206,20 @@ static int Lazy_init(Lazy *L, PyObject *args, PyObject *kwds) {
 
 static PyObject *Lazy_determinize(Lazy *L, PyObject *args) {
     double deadline = 0;
-    if (!PyArg_ParseTuple(args, "|d", &deadline))
+    if (!PyArg_ParseTuple(args, "|d", &deadline) || lazy_free_to_use(L) < 0)
         return NULL;
-    return (PyObject *)lazy_determinize(L, deadline);
+    DFA *d;
+    L->busy = 1;
+    PyThreadState *ts = let_go_if(8 * (Py_ssize_t)L->e_start[L->n]); /* an NFA edge: about a row of cells */
+    d = lazy_determinize(L, deadline);
+    take_back(ts);
+    L->busy = 0;
+    return (PyObject *)d;
 }
 
 static PyObject *Lazy_accepts(Lazy *L, PyObject *arg) {
     Py_buffer buf;
-    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
+    if (lazy_free_to_use(L) < 0 || PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0)
         return NULL;
     int in = lazy_accepts(L, (const uint8_t *)buf.buf, buf.len);
     PyBuffer_Release(&buf);
@@ -258,7 +288,7 @@ static PyObject *mod_find_member(PyObject *self, PyObject *args) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *lz;
         int positive;
-        if (!PyArg_ParseTuple(item, "O!p", &LazyType, &lz, &positive))
+        if (!PyArg_ParseTuple(item, "O!p", &LazyType, &lz, &positive) || lazy_free_to_use((Lazy *)lz) < 0)
             goto done;
         L[i] = (Lazy *)lz, pos[i] = positive;
     }
@@ -344,7 +374,10 @@ static PyObject *DFA_trim(DFA *d, PyObject *args) {
     Py_buffer pb;
     if (!PyArg_ParseTuple(args, "|O", &prod) || productive_arg(prod, &pb) < 0)
         return NULL;
-    DFA *out = dfa_trim(d, (const uint8_t *)pb.buf, pb.len);
+    DFA *out;
+    PyThreadState *ts = let_go_if(cells(d));
+    out = dfa_trim(d, (const uint8_t *)pb.buf, pb.len);
+    take_back(ts);
     if (pb.obj)
         PyBuffer_Release(&pb);
     return (PyObject *)out;
@@ -354,7 +387,11 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     double deadline = 0;
     if (!PyArg_ParseTuple(args, "|d", &deadline))
         return NULL;
-    return (PyObject *)dfa_minimize(d, deadline);
+    DFA *out;
+    PyThreadState *ts = let_go_if(cells(d));
+    out = dfa_minimize(d, deadline);
+    take_back(ts);
+    return (PyObject *)out;
 }
 
 /* product(other, difference=False, max_states=-1, deadline=0) */
@@ -369,7 +406,11 @@ static PyObject *DFA_product(DFA *a, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "products are of automata without calls");
         return NULL;
     }
-    return (PyObject *)dfa_product(a, b, diff, max_states, deadline);
+    DFA *out;
+    PyThreadState *ts = let_go_if(cells(a) + cells(b));
+    out = dfa_product(a, b, diff, max_states, deadline);
+    take_back(ts);
+    return (PyObject *)out;
 }
 
 static PyObject *DFA_shortest(DFA *d, PyObject *noargs) {
@@ -384,7 +425,10 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
     double deadline = 0;
     if (!PyArg_ParseTuple(args, "l|d", &rounds, &deadline))
         return NULL;
-    int32_t *cls = dfa_refine(d, rounds, deadline, &stable);
+    int32_t *cls;
+    PyThreadState *ts = let_go_if(cells(d));
+    cls = dfa_refine(d, rounds, deadline, &stable);
+    take_back(ts);
     if (!cls)
         return NULL;
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)cls, (Py_ssize_t)sizeof(int32_t) * d->n);

@@ -24,7 +24,15 @@
  * (MemoryError, or Limit). Limits: every long loop checks a state budget and a deadline
  * (CLOCK_MONOTONIC seconds, the clock of Python's time.monotonic on Linux); past either it raises
  * `Limit("states" | "time")`, which the Python face turns into GrammarTooLargeError /
- * CompileTimeoutError. Every function runs with the GIL held.
+ * CompileTimeoutError.
+ *
+ * The GIL: _regular.c releases it around the long algorithms (determinize, trim, minimize, refine,
+ * product), so that threads building rules at once run them in parallel. They work on C data
+ * only: their arguments are DFAs (immutable; held by the caller's references) and a Lazy that
+ * the binding marks busy, so no other thread uses it meanwhile. The few Python steps they take
+ * (setting an exception, allocating or referencing a DFA object) take the GIL for that moment
+ * (PyGILState_Ensure, which also works where it is held); a DFA they make is seen by no other
+ * thread until it is returned, whole.
  */
 #ifndef STRICTGEN_REGULAR_H
 #define STRICTGEN_REGULAR_H
@@ -42,8 +50,15 @@
 
 extern PyObject *LimitError; /* Limit("states" | "time") */
 
+/* Limit(what), from a thread with or without the GIL (see "The GIL" above) */
+static inline void limit_reached(const char *what) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyErr_SetString(LimitError, what);
+    PyGILState_Release(gil);
+}
+
 static inline int too_many(void) {
-    PyErr_SetString(LimitError, "states");
+    limit_reached("states");
     return -1;
 }
 
@@ -52,7 +67,7 @@ static inline int too_many(void) {
 /* deadline <= 0: none */
 static inline int past(double deadline) {
     if (deadline > 0 && now() > deadline) {
-        PyErr_SetString(LimitError, "time");
+        limit_reached("time");
         return 1;
     }
     return 0;
@@ -98,6 +113,7 @@ typedef struct {
     int32_t stamp_now;
     Vec stack, scratch, pairs, out;
     int32_t initial; /* subset of the start closure, or -1 (empty) */
+    int busy;        /* set (under the GIL) while a thread works on it without the GIL */
 } Lazy;
 
 extern PyTypeObject NFAType, DFAType, LazyType;
@@ -131,7 +147,8 @@ int lazy_accepts(Lazy *L, const uint8_t *data, Py_ssize_t len); /* 1, 0, -1 */
 
 /* ---- DFA storage and operations (_dfa.c) ---- */
 
-DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls);
+DFA *dfa_new(int32_t n, int32_t k, Py_ssize_t ncalls); /* with or without the GIL */
+DFA *dfa_ref(DFA *d);                                  /* a new reference, with or without the GIL */
 void dfa_clear(DFA *d);
 DFA *dfa_from_rows(const int32_t *rows, const uint8_t *accepting, Py_ssize_t n, const uint8_t *classmap, int k);
 DFA *dfa_subset(const DFA *d, const int32_t *kept, int32_t m, const int32_t *new_id, const uint8_t *call_ok);

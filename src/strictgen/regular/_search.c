@@ -83,7 +83,7 @@ int dfa_shortest(const DFA *d, Vec *out) {
     int32_t *id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     uint8_t *seen_class = (uint8_t *)calloc((size_t)k + 1, 1);
     if (!id || !seen_class) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     for (int32_t s = 0; s < n; s++)
@@ -127,7 +127,7 @@ int lazy_find_member(Lazy **L, const int *pos, Py_ssize_t m, Py_ssize_t max_stat
     Interner seen = {0};
     Vec parent = {0}, byte = {0};
     if (!tuple) {
-        PyErr_NoMemory();
+        vec_no_memory();
         goto done;
     }
     /* combined byte classes: bytes alike in every operand; rep[c] is the class's first byte */

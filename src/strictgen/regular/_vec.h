@@ -1,10 +1,19 @@
 /* Growable int32 arrays, a 64-bit mixer and an int32 comparator for qsort, shared by the C
  * extensions (the regular core's files, the pushdown machine's).
- * Needs Python.h first (allocation failures set MemoryError). */
+ * Needs Python.h first (allocation failures set MemoryError, with or without the GIL held:
+ * code that runs with the GIL released grows these arrays too). */
 #ifndef STRICTGEN_VEC_H
 #define STRICTGEN_VEC_H
 #include <stdint.h>
 #include <stdlib.h>
+
+/* MemoryError, from a thread that may or may not hold the GIL (it is taken for the moment; the
+ * exception stays on the thread's state for the caller to find once it holds the GIL again) */
+static inline void vec_no_memory(void) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyErr_NoMemory();
+    PyGILState_Release(gil);
+}
 
 typedef struct {
     int32_t *data;
@@ -19,7 +28,7 @@ static inline int vec_reserve(Vec *v, Py_ssize_t need) {
         cap *= 2;
     int32_t *data = (int32_t *)realloc(v->data, sizeof(int32_t) * (size_t)cap);
     if (!data) {
-        PyErr_NoMemory();
+        vec_no_memory();
         return -1;
     }
     v->data = data;
