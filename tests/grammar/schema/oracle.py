@@ -27,6 +27,7 @@ from strictgen.grammar.schema.emitter import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
 from strictgen.grammar.schema.ir import AmongStrings, ArrayConstraints, Conjunct, Format, Length, Matches, NotAll, NumberConstraints, ObjectConstraints, str_meet
 from strictgen.grammar.schema.normalize import Normalizer
+from strictgen.grammar.schema.normalized import NormalizedSchema
 from strictgen.grammar.schema.values import Reporter, is_number, json_equal, to_fraction
 
 __all__ = [
@@ -52,10 +53,16 @@ def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
 
 
 def emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> SchemaEmitter:
-    """The SchemaEmitter json_schema_grammar would build for `schema` (its `.norm` the Normalizer)."""
+    """The SchemaEmitter json_schema_grammar would build for `schema` (its `.normalized` the
+    Normalizer's read-only view)."""
+    return normalizer_and_emitter(schema, strict, style, any_order, **kw)[1]
+
+
+def normalizer_and_emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> tuple[Normalizer, SchemaEmitter]:
+    """The Normalizer and the SchemaEmitter json_schema_grammar would build for `schema`."""
     reporter = Reporter(strict)
     norm = Normalizer(schema, reporter, **kw)
-    return SchemaEmitter(norm, style or JsonStyle(), any_order, reporter)
+    return norm, SchemaEmitter(NormalizedSchema(norm), style or JsonStyle(), any_order, reporter)
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,7 +13,7 @@ from strictgen.grammar.schema.ir import FALSE, TRUE
 from strictgen.grammar.schema import normalize as normalize_module
 from strictgen.grammar.schema.normalize import MAX_ENUM_FILTER, Normalizer
 
-from .oracle import emitter, normalizer
+from .oracle import normalizer, normalizer_and_emitter
 
 
 def defs(norm, *names):
@@ -102,9 +102,9 @@ def test_the_normaliser_never_refers_to_the_emitter():
             {"type": "object", "required": ["b"], "propertyNames": {"pattern": "^b"}},
         ]
     }
-    em = emitter(schema)
-    em.build(em.norm.root_formula)
-    reachable, work, seen = [], [em.norm], {id(em.norm)}
+    norm, em = normalizer_and_emitter(schema)
+    em.build(em.normalized.root)
+    reachable, work, seen = [], [norm], {id(norm)}
     while work:  # what the normaliser's data reaches (not through code: modules, classes, functions)
         for x in gc.get_referents(work.pop()):
             if id(x) not in seen and not isinstance(x, (type, types.ModuleType, types.FunctionType)):

@@ -3,9 +3,9 @@
 Keys outside the listed names are partitioned into regions by the value schema that applies to
 them (key pattern combinations; only the cells some key can fall into once there are many
 patterns). Both stages ask this: the normaliser to prove two objects disjoint (oneOf), the object
-emitter to build the members of each region. These are functions of a normaliser (for value
-formulas and their emptiness) and its string-language service, so neither stage calls back into
-the other."""
+emitter to build the members of each region. These are functions of a normaliser, or of the
+read-only view the emitter holds (schema.normalized), for value formulas and their emptiness, and
+of its string-language service, so neither stage calls back into the other."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 The JSON Schema front end works in two steps (DESIGN.md §1): these modules resolve references,
 merge `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
 (sub)schema, a list of *conjuncts* (`Conjunct`, the alternatives of a DNF); `emitter` (and its
-emit_* functions) turns conjuncts into grammar IR, asking this normaliser, which never asks it back.
+emit_* functions) turns conjuncts into grammar IR, asking this normaliser through its read-only
+view (schema.normalized.NormalizedSchema); the normaliser never asks the emitter back.
 
 Formulas
     Subschemas are referred to lazily through interned `Formula` objects: a raw schema at a
