@@ -12,7 +12,8 @@ from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError
 
 from .dialects import ALL_KEYWORDS, JSON_TYPES
-from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of
+from .algebra import disjoint, dnfs_disjoint, negate, product, union
+from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
 from .values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
 
 __all__ = ["Applicators"]
@@ -23,16 +24,16 @@ class Applicators:
 
     # ---- one raw schema ----
 
-    def _norm_src(self, f: Formula) -> list[Conjunct]:
+    def src_conjuncts(self, f: Formula) -> list[Conjunct]:
         s = self.view(f)
         out = self._norm_core(f)
         if "unevaluatedProperties" in s or "unevaluatedItems" in s:
-            if not self._exact and any(c.loose_eval for c in out):
-                self._exact = True
+            if not self.tables.exact and any(c.loose_eval for c in out):
+                self.tables.exact = True
                 try:
                     out = self._norm_core(f)
                 finally:
-                    self._exact = False
+                    self.tables.exact = False
             out = self._unevaluated(f, out)
         return out
 
@@ -58,9 +59,9 @@ class Applicators:
         factors = self._factors(f)
         if factors is None:
             return []
-        return self.product([pos_dnf[1]() for pos_dnf in factors], f)
+        return product(self, [pos_dnf[1]() for pos_dnf in factors], f)
 
-    def _negate_src(self, f: Formula) -> list[Conjunct]:
+    def src_complement(self, f: Formula) -> list[Conjunct]:
         """not f for a raw schema: by De Morgan, the union of the complements of its factors
         (its own keywords, $ref, each allOf branch, anyOf, oneOf, not, if, dependencies), which
         avoids negating the product of all of them."""
@@ -70,11 +71,11 @@ class Applicators:
         if "$ref" in s and legacy:
             return self.dnf(self.not_(self._ref(f, s["$ref"], "$ref")))
         if "enum" in s or "const" in s or "unevaluatedProperties" in s or "unevaluatedItems" in s:
-            return self.negate(self.dnf(f), self.not_(f))
+            return negate(self, self.dnf(f), self.not_(f))
         factors = self._factors(f)
         if factors is None:
             return [TOP]
-        return self._union([neg() for _, _, neg in factors])
+        return union([neg() for _, _, neg in factors])
 
     def _factors(self, f: Formula):
         """The factors of a raw schema as (position, dnf(), complement()) in keyword order: the
@@ -89,7 +90,7 @@ class Applicators:
         if local is None:
             return None
         obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
-        factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: self.negate([local], f)))
+        factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: negate(self, [local], f)))
 
         def formula_factor(position: int, g: Formula):
             factors.append((position, lambda: self.dnf(g), lambda: self.dnf(self.not_(g))))
@@ -131,20 +132,20 @@ class Applicators:
             els = self.sub(f, s["else"], "else") if "else" in s else TRUE
 
             def branch(c: Formula, t: Formula) -> list[Conjunct]:
-                return self.product([self.dnf(c), self.dnf(t)], self.and_(c, t))
+                return product(self, [self.dnf(c), self.dnf(t)], self.and_(c, t))
 
             factors.append(
                 (
                     pos["if"],
-                    lambda: self._union([branch(cond, then), branch(self.not_(cond), els)]),
-                    lambda: self._union([branch(cond, self.not_(then)), branch(self.not_(cond), self.not_(els))]),
+                    lambda: union([branch(cond, then), branch(self.not_(cond), els)]),
+                    lambda: union([branch(cond, self.not_(then)), branch(self.not_(cond), self.not_(els))]),
                 )
             )
-        elif "if" in s and self._uses_unevaluated:
+        elif "if" in s and self.uses_unevaluated:
             # no then/else, but a successful `if` still evaluates members for unevaluated*
             cond = self.sub(f, s["if"], "if")
-            if any(self._eval_signature(c) != ((), ()) and c.values is None for c in self.dnf(cond)):
-                split = self._trial(lambda: self._union([self.dnf(cond), self.dnf(self.not_(cond))]))
+            if any(eval_signature(c) != ((), ()) and c.values is None for c in self.dnf(cond)):
+                split = self._trial(lambda: union([self.dnf(cond), self.dnf(self.not_(cond))]))
                 if split is not None:
                     factors.append((pos["if"], lambda: split, lambda: []))
         for d, neg in self._dependencies(f):
@@ -152,32 +153,13 @@ class Applicators:
         factors.sort(key=lambda x: x[0])
         return factors
 
-    def _drop_eval(self, conjs: list[Conjunct]) -> list[Conjunct]:
-        """The same conjuncts without annotations (a negated schema evaluates nothing)."""
-        if not self._uses_unevaluated:
-            return conjs
-        out = []
-        for c in conjs:
-            if c.values is None:
-                obj = c.obj
-                if obj is not None and any(r.evaluates for r in obj.rules):
-                    obj = replace(obj, rules=tuple(replace(r, evaluates=False) for r in obj.rules))
-                arr = c.arr
-                if arr is not None and (arr.eval_prefix or arr.eval_all or any(x.evaluates for x in arr.contains)):
-                    arr = replace(
-                        arr, eval_prefix=0, eval_all=False, contains=tuple(replace(x, evaluates=False) for x in arr.contains)
-                    )
-                c = replace(c, obj=obj, arr=arr, loose_eval=False)
-            out.append(c)
-        return out
-
     def _not_one_of(self, subs: list[Formula]) -> list[Conjunct]:
         """Not exactly one branch: none, or at least two."""
         alts = [self._none_of(subs)]
         for i in range(len(subs)):
             for j in range(i + 1, len(subs)):
-                alts.append(self.product([self.dnf(subs[i]), self.dnf(subs[j])], self.and_(subs[i], subs[j])))
-        return self._union(alts)
+                alts.append(product(self, [self.dnf(subs[i]), self.dnf(subs[j])], self.and_(subs[i], subs[j])))
+        return union(alts)
 
     def _none_of(self, subs: list[Formula]) -> list[Conjunct]:
         """No branch holds: the product of the branches' complements, unless a discriminator
@@ -185,7 +167,7 @@ class Applicators:
         split = self._discriminated_none(subs)
         if split is not None:
             return split
-        return self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))
+        return product(self, [self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))
 
     def _discriminated_none(self, subs: list[Formula]) -> list[Conjunct] | None:
         """None of the branches, when every branch is objects that require a member `k` whose
@@ -202,7 +184,7 @@ class Applicators:
             return None
         for key in sorted(frozenset.intersection(*(c.obj.required for c in conjs))):
             values = [self.or_(*(self.value_formula(c.obj, key) for c in d)) for d in dnfs]
-            if all(self.disjoint(values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
+            if all(disjoint(self, values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
                 break
         else:
             return None
@@ -216,7 +198,7 @@ class Applicators:
         for g, v in zip(subs, values):
             pick = member(v, True)
             out += [m for m in (conjunct_meet(pick, c, self) for c in self.dnf(self.not_(g))) if m is not None]
-        return self._union([out])
+        return union([out])
 
     def _finite(self, f: Formula) -> list[Conjunct]:
         s = self.view(f)
@@ -303,32 +285,25 @@ class Applicators:
         dnfs = [self.dnf(g) for g in subs]
         if len(subs) > 1:
             objs = self._presence_only(dnfs)
-            if objs is not None and not self._uses_unevaluated:
+            if objs is not None and not self.uses_unevaluated:
                 c = self._presence_any(objs, exactly_one=False)
                 if c is not None:
                     return [c]
-        out = self._union(dnfs)
+        out = union(dnfs)
         if len(subs) > 1:
-            sigs = {self._eval_signature(c) for d in dnfs for c in d}
+            sigs = {eval_signature(c) for d in dnfs for c in d}
             if len(sigs) > 1:
-                if self._exact and len(subs) <= 5:
+                if self.tables.exact and len(subs) <= 5:
                     # which branches hold decides which members are evaluated: one alternative
                     # per non-empty set T of branches (T hold, the others do not)
                     n = len(subs)
                     alts = []
                     for t in range(1, 1 << n):
                         parts = [subs[i] if t >> i & 1 else self.not_(subs[i]) for i in range(n)]
-                        alts.append(self.product([self.dnf(p) for p in parts], self.and_(*parts)))
-                    return self._union(alts)
+                        alts.append(product(self, [self.dnf(p) for p in parts], self.and_(*parts)))
+                    return union(alts)
                 out = [replace(c, loose_eval=True) if c.values is None else c for c in out]
         return out
-
-    def _eval_signature(self, c: Conjunct) -> tuple:
-        if c.values is not None:
-            return ((), ())
-        obj = tuple(sorted((r.kind, r.name, r.pattern) for r in c.obj.rules if r.evaluates)) if c.obj else ()
-        arr = (c.arr.eval_prefix, c.arr.eval_all, tuple(x.schema.key for x in c.arr.contains if x.evaluates)) if c.arr else ()
-        return obj, arr
 
     def _one_of(self, subs: list[Formula], ptr: str, context: Conjunct | None = None) -> list[Conjunct]:
         """oneOf: the union when the branches are disjoint (within `context`, the schema's own
@@ -346,10 +321,10 @@ class Applicators:
             (i, j)
             for i in range(n)
             for j in range(i + 1, n)
-            if not self._dnfs_disjoint(dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
+            if not dnfs_disjoint(self, dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
         }
         if not overlaps:
-            return self._union(dnfs)
+            return union(dnfs)
         # exactly one branch: b_i and not b_j for every other j that b_i may overlap (a branch
         # disjoint from b_i lies inside its complement already, so b_i ∧ ¬b_j is b_i: leaving it
         # out keeps the product small when only a few branches overlap, as in tagged unions)
@@ -360,8 +335,8 @@ class Applicators:
                 others = [self.not_(subs[j]) for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
                 whole = self.and_(subs[i], *others)
                 ctx = [[context]] if context is not None else []
-                alts.append(self.product(ctx + [dnfs[i]] + [self.dnf(o) for o in others], whole))
-            return self._union(alts)
+                alts.append(product(self, ctx + [dnfs[i]] + [self.dnf(o) for o in others], whole))
+            return union(alts)
 
         try:
             out = self._trial(exact)
@@ -376,7 +351,7 @@ class Applicators:
                 "oneOf",
                 ptr,
             )
-            return self._union(dnfs)
+            return union(dnfs)
         return out
 
     def _dependencies(self, f: Formula) -> list[tuple[list[Conjunct], Callable[[], list[Conjunct]]]]:
@@ -406,18 +381,18 @@ class Applicators:
             absent = conjunct_of(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
             g = self.sub(f, dep, kw, key)
             present_conj = conjunct_of(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
-            present = self.product([[present_conj], self.dnf(g)], g)
+            present = product(self, [[present_conj], self.dnf(g)], g)
             factors.append(
                 (
                     [not_object, absent] + present,
-                    lambda present_conj=present_conj, g=g: self.product([[present_conj], self.dnf(self.not_(g))], self.not_(g)),
+                    lambda present_conj=present_conj, g=g: product(self, [[present_conj], self.dnf(self.not_(g))], self.not_(g)),
                 )
             )
         if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
             order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
             clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
             c = replace(TOP, obj=ObjectConstraints(order=order, clauses=clauses))
-            factors.append(([c], lambda c=c: self.negate([c])))
+            factors.append(([c], lambda c=c: negate(self, [c])))
         return factors
 
 

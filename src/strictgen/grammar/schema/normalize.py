@@ -32,8 +32,10 @@ with a name this package does not know (jsonschema ignores those too).
 
 Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
 jsonschema judge of enum values) is composed of mixins, one concern each: schema.refs (`$ref`,
-`$dynamicRef`), schema.algebra (dnf, negation, disjointness), schema.applicators (allOf, anyOf,
-oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*). The
+`$dynamicRef`), schema.applicators (allOf, anyOf, oneOf, not, if, dependencies, enum/const),
+schema.keywords (per-type keywords, unevaluated*). The boolean algebra (dnf, negation,
+disjointness) is functions over the normaliser's tables (schema.algebra); `dnf`, `value_formula`,
+`rule_applies` and `obj_contradicts` here are its answers under the normaliser's name. The
 schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
 other documents schema.documents. Services the Normalizer holds and which never call it back: the
 dialects a supplied metaschema's `$vocabulary` defines (`vocabularies`, schema.vocabularies) and the
@@ -48,11 +50,11 @@ from typing import Any
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
-from .algebra import BooleanAlgebra
+from . import algebra
 from .applicators import Applicators
 from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
 from .documents import SchemaDocuments, dialect_of
-from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
+from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcInfo
 from .limits import malformed_subschema
 from .refs import References
 from .strings import StringLanguages
@@ -72,7 +74,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
+class Normalizer(References, Applicators, TypeKeywords):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(
@@ -91,18 +93,13 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self.formats = formats
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
-        self._dnf: dict[Formula, list[Conjunct]] = {}
-        self._active: list[Formula] = []
+        self.tables = algebra.AlgebraTables()  # the boolean algebra's memo tables (schema.algebra)
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
         self._const_values: dict[tuple, Any] = {}
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
-        self._disjoint_nesting = 0
-        self._contradictions: dict[tuple, bool] = {}
-        self._rules_by_name: dict[int, tuple] = {}  # value_formula's index of an object's key rules
-        self._exact = False  # anyOf expanded into exactly-which-branches alternatives (unevaluated*)
         self.pointers: dict[int, str] = {}
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
@@ -111,7 +108,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
-        self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
+        self.uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
         if isinstance(root, dict):
             spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
@@ -265,6 +262,10 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self._const_values.setdefault(key, value)
         return self._intern("const", key)
 
+    def const_value(self, f: Formula) -> Any:
+        """The value of a `const` formula (made by const_)."""
+        return self._const_values[f.key]
+
     def not_(self, f: Formula) -> Formula:
         if f is TRUE:
             return FALSE
@@ -279,14 +280,33 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         normalised, as when a question is asked from inside its own normalisation.)"""
         if f is FALSE:
             return True
-        if f in self._active:
+        if f in self.tables.active:
             return False
         try:
             return not self.dnf(f)
         except RefLoop:
-            if self._active:  # asked from inside a normalisation: cannot tell
+            if self.tables.active:  # asked from inside a normalisation: cannot tell
                 return False
             raise
+
+    # ---- the algebra's answers (schema.algebra), asked by the view, the key space and IR meets ----
+
+    def dnf(self, f: Formula) -> list[Conjunct]:
+        """The conjuncts of `f` (memoised)."""
+        return algebra.dnf(self, f)
+
+    def value_formula(self, o: ObjectConstraints, key: str) -> Formula:
+        """The schema the member named `key` of an object of `o` must satisfy."""
+        return algebra.value_formula(self, o, key)
+
+    def rule_applies(self, r: KeyRule, key: str) -> bool:
+        """Does key rule `r` range over the member named `key`?"""
+        return algebra.rule_applies(self.strings, r, key)
+
+    def obj_contradicts(self, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
+        """Does a member required by `o` (the meet of `a` and `b`) get disjoint value schemas from
+        the two sides? (ir.conjunct_meet asks)"""
+        return algebra.obj_contradicts(self, o, a, b)
 
     # ---- membership (the jsonschema validator is the judge) ----
 
