@@ -13,6 +13,7 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaEr
 
 from .dialects import ALL_KEYWORDS, JSON_TYPES
 from .algebra import disjoint, dnfs_disjoint, negate, product, union
+from .keywords import own_keywords, unevaluated
 from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
 from .values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
 
@@ -34,7 +35,7 @@ class Applicators:
                     out = self._norm_core(f)
                 finally:
                     self.tables.exact = False
-            out = self._unevaluated(f, out)
+            out = unevaluated(self, f, out)
         return out
 
     def _trial(self, build):
@@ -86,7 +87,7 @@ class Applicators:
         ptr = info.pointer
         pos = {k: i for i, k in enumerate(s)}
         factors: list = []
-        local = self._own_keywords(f)
+        local = own_keywords(self, f)
         if local is None:
             return None
         obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]

@@ -32,9 +32,9 @@ with a name this package does not know (jsonschema ignores those too).
 
 Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
 jsonschema judge of enum values) is composed of mixins, one concern each: schema.refs (`$ref`,
-`$dynamicRef`), schema.applicators (allOf, anyOf, oneOf, not, if, dependencies, enum/const),
-schema.keywords (per-type keywords, unevaluated*). The boolean algebra (dnf, negation,
-disjointness) is functions over the normaliser's tables (schema.algebra); `dnf`, `value_formula`,
+`$dynamicRef`), schema.applicators (allOf, anyOf, oneOf, not, if, dependencies, enum/const).
+Functions of the normaliser: schema.keywords (per-type keywords, unevaluated*) and the boolean
+algebra (dnf, negation, disjointness) over the normaliser's tables (schema.algebra); `dnf`, `value_formula`,
 `rule_applies` and `obj_contradicts` here are its answers under the normaliser's name. The
 schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
 other documents schema.documents. Services the Normalizer holds and which never call it back: the
@@ -58,7 +58,6 @@ from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcI
 from .limits import malformed_subschema
 from .refs import References
 from .strings import StringLanguages
-from .keywords import TypeKeywords
 from .vocabularies import Vocabularies
 from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
 
@@ -74,7 +73,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, Applicators, TypeKeywords):
+class Normalizer(References, Applicators):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(
