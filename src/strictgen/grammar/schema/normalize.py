@@ -56,7 +56,7 @@ from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validato
 from .documents import SchemaDocuments, dialect_of
 from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcInfo
 from .limits import malformed_subschema
-from .refs import References
+from .refs import References, base_uri
 from .strings import StringLanguages
 from .vocabularies import Vocabularies
 from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
@@ -182,7 +182,7 @@ class Normalizer(References, Applicators):
             return FALSE
         if not isinstance(schema, dict):
             raise invalid(f"a schema must be an object or a boolean, not {schema!r}", "", pointer or "")
-        key = ("src", self._content(schema), getattr(resolver, "_base_uri", ""), scope)
+        key = ("src", self._content(schema), base_uri(resolver), scope)
         got = self._formulas.get(key)
         if got is not None:
             return got

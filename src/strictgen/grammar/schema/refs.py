@@ -9,7 +9,15 @@ from typing import Any
 from .ir import FALSE, TRUE, Formula
 from .values import invalid
 
-__all__ = ["References"]
+__all__ = ["References", "base_uri"]
+
+
+def base_uri(resolver: Any) -> str:
+    """The base URI a referencing Resolver resolves against ("" for none). referencing has no
+    public accessor for it (0.37 keeps it in the private `_base_uri`; `dynamic_scope()` gives only
+    the URIs before it), and it moves as a lookup's JSON pointer passes through subresources with
+    an `$id`, which only referencing knows: this is the one place that reads it."""
+    return getattr(resolver, "_base_uri", "")
 
 
 class References:
@@ -44,7 +52,7 @@ class References:
         """The dynamic scope after entering the resource of `resolver` (kept only when it matters)."""
         if not self._dynamic:
             return ()
-        uri = getattr(resolver, "_base_uri", "")
+        uri = base_uri(resolver)
         if uri in scope or not self._dynamic_anchor_names(uri):
             return scope
         return scope + (uri,)
@@ -89,7 +97,7 @@ class References:
         if entered is resolver:
             return resolver
         try:
-            return entered if self.registry.contents(getattr(entered, "_base_uri", "")) is target else resolver
+            return entered if self.registry.contents(base_uri(entered)) is target else resolver
         except LookupError:
             return resolver
 
@@ -98,7 +106,7 @@ class References:
         that was not supplied (documents=) is missing, or the fragment names nothing in it."""
         from urllib.parse import urldefrag, urljoin
 
-        base = getattr(resolver, "_base_uri", "")  # referencing keeps it private
+        base = base_uri(resolver)
         uri, fragment = urldefrag(urljoin(base, ref)) if not ref.startswith("#") else (base, ref[1:])
         try:
             self.registry[uri]
