@@ -31,11 +31,13 @@ are annotations (spec-conformant: a typo'd keyword is ignored, not an error), an
 with a name this package does not know (jsonschema ignores those too).
 
 Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
-jsonschema judge of enum values) is composed of mixins, one concern each: schema.refs (`$ref`,
-`$dynamicRef`), schema.applicators (allOf, anyOf, oneOf, not, if, dependencies, enum/const).
-Functions of the normaliser: schema.keywords (per-type keywords, unevaluated*) and the boolean
-algebra (dnf, negation, disjointness) over the normaliser's tables (schema.algebra); `dnf`, `value_formula`,
-`rule_applies` and `obj_contradicts` here are its answers under the normaliser's name. The
+jsonschema judge of enum values, trials) with one mixin, schema.refs (`$ref`, `$dynamicRef`).
+Functions of the normaliser, one concern each: schema.applicators (allOf, anyOf, oneOf, not, if,
+dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*) and the boolean
+algebra (dnf, negation, disjointness) over the normaliser's tables (schema.algebra). The methods
+`src_conjuncts`, `src_complement`, `dnf`, `value_formula`, `rule_applies` and `obj_contradicts`
+are those functions' answers under the normaliser's name, one line each (for the modules that
+cannot import them: the algebra, the IR's meets, the emitter's read-only view). The
 schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
 other documents schema.documents. Services the Normalizer holds and which never call it back: the
 dialects a supplied metaschema's `$vocabulary` defines (`vocabularies`, schema.vocabularies) and the
@@ -45,13 +47,12 @@ compile's string-language service (`strings`, schema.strings).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
-from . import algebra
-from .applicators import Applicators
+from . import algebra, applicators
 from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
 from .documents import SchemaDocuments, dialect_of
 from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcInfo
@@ -73,7 +74,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, Applicators):
+class Normalizer(References):
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(
@@ -86,7 +87,7 @@ class Normalizer(References, Applicators):
 
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
-        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial (applicators)
+        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial
         self.compile_reporter = self.reporter  # never swapped: where the emitter's refusals go too
         self.strings = strings if strings is not None else StringLanguages()
         self.formats = formats
@@ -288,6 +289,28 @@ class Normalizer(References, Applicators):
                 return False
             raise
 
+    def trial(self, build: Callable[[], Any]) -> Any:
+        """build() with refusals raised instead of recorded; None when it refuses (the
+        applicators try an exact construction this way before refusing it to the compile)."""
+        saved = self.reporter
+        self.reporter = Reporter(True)
+        try:
+            return build()
+        except SchemaError:
+            return None
+        finally:
+            self.reporter = saved
+
+    # ---- the conjuncts of a raw schema (schema.applicators), asked by the algebra ----
+
+    def src_conjuncts(self, f: Formula) -> list[Conjunct]:
+        """The conjuncts of the src formula `f`."""
+        return applicators.src_conjuncts(self, f)
+
+    def src_complement(self, f: Formula) -> list[Conjunct]:
+        """The conjuncts of not `f`, for the src formula `f`."""
+        return applicators.src_complement(self, f)
+
     # ---- the algebra's answers (schema.algebra), asked by the view, the key space and IR meets ----
 
     def dnf(self, f: Formula) -> list[Conjunct]:
@@ -328,7 +351,7 @@ class Normalizer(References, Applicators):
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
         validator = self._validators.get(f)
         if validator is None:
-            validator = self._validators[f] = self._validator(f)
+            validator = self._validators[f] = self.validator(f)
         try:
             return validator.is_valid(value)
         except RecursionError:
@@ -353,7 +376,8 @@ class Normalizer(References, Applicators):
             return invalid(f"{what}: a keyword has a value of the wrong type", keyword, pointer)
         return invalid(f"{what}: {exc}", keyword, pointer)
 
-    def _validator(self, f: Formula):
+    def validator(self, f: Formula):
+        """The jsonschema validator of the src formula `f` (its dialect, its resolver, formats as asserted)."""
         import jsonschema.validators as jv
 
         info = f.src

@@ -68,7 +68,7 @@ class References:
         except (TypeError, ValueError, AttributeError):
             return resolver
 
-    def _ref(self, f: Formula, ref: Any, kw: str) -> Formula:
+    def ref(self, f: Formula, ref: Any, kw: str) -> Formula:
         ptr = f.src.pointer + "/" + kw
         if not isinstance(ref, str):
             raise invalid(f"{kw} must be a string", kw, ptr)
@@ -118,10 +118,10 @@ class References:
         what = "JSON pointer" if fragment.startswith("/") else "anchor"
         return f"cannot resolve reference {ref!r}: document {uri!r} has no {what} {fragment!r} ({type(exc).__name__})"
 
-    def _dynamic_ref(self, f: Formula, ref: Any) -> Formula:
+    def dynamic_ref(self, f: Formula, ref: Any) -> Formula:
         """$dynamicRef: like $ref, unless the target is a $dynamicAnchor of the fragment's name
         ("bookending"): then the outermost resource of the dynamic scope defining that anchor wins."""
-        target = self._ref(f, ref, "$dynamicRef")
+        target = self.ref(f, ref, "$dynamicRef")
         if target.kind != "src" or not isinstance(ref, str) or "#" not in ref:
             return target
         name = ref.split("#", 1)[1]
@@ -129,12 +129,12 @@ class References:
             return target
         for uri in f.src.scope:
             if name in self._dynamic_anchor_names(uri):
-                return self._ref(f, f"{uri}#{name}", "$dynamicRef")
+                return self.ref(f, f"{uri}#{name}", "$dynamicRef")
         return target
 
-    def _recursive_ref(self, f: Formula, ref: Any) -> Formula:
+    def recursive_ref(self, f: Formula, ref: Any) -> Formula:
         ptr = f.src.pointer + "/$recursiveRef"
         if any(d.get("$recursiveAnchor") is True for d in self._dicts):
             self.reporter.refuse("$recursiveRef with $recursiveAnchor (dynamic scope) is not supported", "$recursiveRef", ptr)
             return TRUE
-        return self._ref(f, ref, "$recursiveRef")
+        return self.ref(f, ref, "$recursiveRef")
