@@ -5,8 +5,8 @@ conjuncts of that schema.
 Functions of the normaliser, not a mixin: `src_conjuncts(norm, f)` and `src_complement(norm, f)`
 are what the boolean algebra asks (through `Normalizer.src_conjuncts` / `src_complement`: the
 algebra cannot import this module, which uses it). They use the normaliser's view of a schema,
-its subschema formulas, references (`ref`, `dynamic_ref`, `recursive_ref`), formula constructors,
-`dnf`, its jsonschema judge, its reporter and `trial` (refusals raised instead of recorded)."""
+its subschema formulas, references (schema.refs), formula constructors, `dnf`, its jsonschema
+judge, its reporter and `trial` (refusals raised instead of recorded)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .algebra import disjoint, dnfs_disjoint, negate, product, union
 from .dialects import ALL_KEYWORDS, JSON_TYPES
 from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
 from .keywords import own_keywords, unevaluated
+from .refs import dynamic_ref, recursive_ref, ref
 from .values import dedupe_values, escape_pointer, invalid, json_equal
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _norm_core(norm: Normalizer, f: Formula) -> list[Conjunct]:
     s = norm.view(f)
     legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
     if "$ref" in s and legacy:
-        return norm.dnf(norm.ref(f, s["$ref"], "$ref"))
+        return norm.dnf(ref(norm, f, s["$ref"], "$ref"))
     if "enum" in s or "const" in s:
         return _finite(norm, f)
     factors = _factors(norm, f)
@@ -68,7 +69,7 @@ def src_complement(norm: Normalizer, f: Formula) -> list[Conjunct]:
     s = norm.view(f)
     legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
     if "$ref" in s and legacy:
-        return norm.dnf(norm.not_(norm.ref(f, s["$ref"], "$ref")))
+        return norm.dnf(norm.not_(ref(norm, f, s["$ref"], "$ref")))
     if "enum" in s or "const" in s or "unevaluatedProperties" in s or "unevaluatedItems" in s:
         return negate(norm, norm.dnf(f), norm.not_(f))
     factors = _factors(norm, f)
@@ -96,11 +97,11 @@ def _factors(norm: Normalizer, f: Formula):
         factors.append((position, lambda: norm.dnf(g), lambda: norm.dnf(norm.not_(g))))
 
     if "$ref" in s:
-        formula_factor(pos["$ref"], norm.ref(f, s["$ref"], "$ref"))
+        formula_factor(pos["$ref"], ref(norm, f, s["$ref"], "$ref"))
     if "$dynamicRef" in s:
-        formula_factor(pos["$dynamicRef"], norm.dynamic_ref(f, s["$dynamicRef"]))
+        formula_factor(pos["$dynamicRef"], dynamic_ref(norm, f, s["$dynamicRef"]))
     if "$recursiveRef" in s:
-        formula_factor(pos["$recursiveRef"], norm.recursive_ref(f, s["$recursiveRef"]))
+        formula_factor(pos["$recursiveRef"], recursive_ref(norm, f, s["$recursiveRef"]))
     for kw in ("allOf", "anyOf", "oneOf"):
         if kw not in s:
             continue

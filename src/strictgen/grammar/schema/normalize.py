@@ -31,10 +31,11 @@ are annotations (spec-conformant: a typo'd keyword is ignored, not an error), an
 with a name this package does not know (jsonschema ignores those too).
 
 Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
-jsonschema judge of enum values, trials) with one mixin, schema.refs (`$ref`, `$dynamicRef`).
-Functions of the normaliser, one concern each: schema.applicators (allOf, anyOf, oneOf, not, if,
-dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*) and the boolean
-algebra (dnf, negation, disjointness) over the normaliser's tables (schema.algebra). The methods
+jsonschema judge of enum values, trials), a class without mixins. Functions of the normaliser,
+one concern each: schema.refs (`$ref`, `$dynamicRef` and its `DynamicScope`), schema.applicators
+(allOf, anyOf, oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords,
+unevaluated*) and the boolean algebra (dnf, negation, disjointness) over the normaliser's tables
+(schema.algebra). The methods
 `src_conjuncts`, `src_complement`, `dnf`, `value_formula`, `rule_applies` and `obj_contradicts`
 are those functions' answers under the normaliser's name, one line each (for the modules that
 cannot import them: the algebra, the IR's meets, the emitter's read-only view). The
@@ -57,7 +58,7 @@ from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validato
 from .documents import SchemaDocuments, dialect_of
 from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcInfo
 from .limits import malformed_subschema
-from .refs import References, base_uri
+from .refs import DynamicScope, base_uri, entered
 from .strings import StringLanguages
 from .vocabularies import Vocabularies
 from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
@@ -74,7 +75,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References):
+class Normalizer:
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(
@@ -109,6 +110,7 @@ class Normalizer(References):
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
         self.uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
+        self.has_recursive_anchor = any(d.get("$recursiveAnchor") is True for d in self._dicts)  # ($recursiveRef is refused)
         if isinstance(root, dict):
             spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
@@ -125,11 +127,11 @@ class Normalizer(References):
                 raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
             self.spec = spec
-            self._dynamic = any("$dynamicRef" in d for d in self._dicts)
-            self._anchors_of: dict[str, frozenset] = {}
-            self.root_formula = self.src(root, self.resolver, spec, "", self._enter((), self.resolver))
+            self.scope = DynamicScope(self.registry, any("$dynamicRef" in d for d in self._dicts))
+            self.root_formula = self.src(root, self.resolver, spec, "", self.scope.enter((), self.resolver))
         else:
             self.registry = None
+            self.scope = DynamicScope(None, False)
             self.resolver = None
             self.spec = rj.DRAFT202012
             self.root_formula = TRUE if root else FALSE
@@ -230,8 +232,8 @@ class Normalizer(References):
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
         spec = self.vocabularies.dialect_spec(schema, info.spec)
-        resolver = self._entered(info.resolver, schema, spec)
-        return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
+        resolver = entered(info.resolver, schema, spec)
+        return self.src(schema, resolver, spec, ptr, self.scope.enter(info.scope, resolver))
 
     def and_(self, *items: Formula) -> Formula:
         return self._junction("and", FALSE, TRUE, items)
