@@ -113,3 +113,26 @@ def test_the_normaliser_never_refers_to_the_emitter():
                 work.append(x)
     assert len(reachable) > 100  # the walk saw the normaliser's tables
     assert not any(x is em or getattr(x, "__self__", None) is em for x in reachable)
+
+
+def test_the_normaliser_is_one_class_and_its_modules_read_no_private_names():
+    """The normaliser is a class without mixins (references, applicators, keywords and the
+    algebra are functions of it); no module of the schema package imports another's private name
+    or reads another object's private attribute, and referencing's private `_base_uri` is read in
+    one place only (refs.base_uri: referencing has no public accessor for it)."""
+    import ast
+    from pathlib import Path
+
+    assert Normalizer.__bases__ == (object,)
+    reads = []
+    for path in sorted(Path(normalize_module.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        own = {"self", "cls"} | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}  # a class's own privates
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert not any(a.name.startswith("_") for a in node.names), (path.name, node.module)
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                assert isinstance(node.value, ast.Name) and node.value.id in own, (path.name, node.attr, node.lineno)
+            elif isinstance(node, ast.Constant) and node.value in ("_base_uri", "_specification"):
+                reads.append((path.name, node.value))
+    assert reads == [("refs.py", "_base_uri")]
