@@ -27,7 +27,6 @@ from strictgen.grammar.schema.emitter import SchemaEmitter
 from strictgen.grammar.json_value import JsonStyle
 from strictgen.grammar.schema.ir import AmongStrings, ArrayConstraints, Conjunct, Format, Length, Matches, NotAll, NumberConstraints, ObjectConstraints, str_meet
 from strictgen.grammar.schema.normalize import Normalizer
-from strictgen.grammar.schema.normalized import NormalizedSchema
 from strictgen.grammar.schema.values import Reporter, is_number, json_equal, to_fraction
 
 __all__ = [
@@ -62,7 +61,7 @@ def normalizer_and_emitter(schema, strict: bool = True, style: JsonStyle | None 
     """The Normalizer and the SchemaEmitter json_schema_grammar would build for `schema`."""
     reporter = Reporter(strict)
     norm = Normalizer(schema, reporter, **kw)
-    return norm, SchemaEmitter(NormalizedSchema(norm), style or JsonStyle(), any_order, reporter)
+    return norm, SchemaEmitter(norm.normalized, style or JsonStyle(), any_order, reporter)
 
 
 @functools.lru_cache(maxsize=None)

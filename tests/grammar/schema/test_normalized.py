@@ -67,7 +67,8 @@ def test_after_an_emission_the_emitter_reaches_the_normaliser_only_through_the_v
 
 def test_the_view_answers_as_the_normaliser_and_is_read_only():
     norm = normalizer({"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^b": {"type": "string"}}})
-    view = NormalizedSchema(norm)
+    view = norm.normalized
+    assert isinstance(view, NormalizedSchema)
     root = view.root
     assert root is norm.root_formula and view.strings is norm.strings and view.compile_reporter is norm.compile_reporter
     (c,) = [c for c in view.dnf(root) if c.obj is not None]

@@ -530,7 +530,7 @@ def _obj_disjoint(norm: Normalizer, a: ObjectConstraints, b: ObjectConstraints, 
     for k in sorted(a.required | b.required):
         if disjoint(norm, value_formula(norm, a, k), value_formula(norm, b, k), depth + 1):
             return True
-    if objects_keys_disjoint(norm, a, b):
+    if objects_keys_disjoint(norm.normalized, a, b):
         return True
     return False
 

@@ -102,7 +102,6 @@ from ..ir import Grammar
 from ..json_value import JsonStyle
 from .emitter import SchemaEmitter
 from .normalize import Normalizer
-from .normalized import NormalizedSchema
 from .strings import StringLanguages
 from .values import Reporter, load_schema
 
@@ -132,7 +131,7 @@ def json_schema_grammar(
     style = style or JsonStyle()
     reporter = Reporter(strict)
     norm = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages())
-    normalized = NormalizedSchema(norm)
+    normalized = norm.normalized
     emitter = SchemaEmitter(normalized, style, any_order, reporter)
     try:
         grammar = emitter.build(normalized.root)

@@ -58,6 +58,7 @@ from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validato
 from .documents import SchemaDocuments, dialect_of
 from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcInfo
 from .limits import malformed_subschema
+from .normalized import NormalizedSchema
 from .refs import DynamicScope, base_uri, entered
 from .strings import StringLanguages
 from .vocabularies import Vocabularies
@@ -95,6 +96,7 @@ class Normalizer:
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
         self.tables = algebra.AlgebraTables()  # the boolean algebra's memo tables (schema.algebra)
+        self.normalized = NormalizedSchema(self)  # its read-only view: what the emitter and key_space ask
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
