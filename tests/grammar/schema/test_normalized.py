@@ -85,3 +85,22 @@ def test_the_view_answers_as_the_normaliser_and_is_read_only():
         view.extra = 1
     public = {n for n in dir(NormalizedSchema) if not n.startswith("_")}
     assert public == {"root", "strings", "compile_reporter", "dnf", "and_", "not_", "satisfies", "value_formula", "rule_applies", "is_empty"}
+
+
+def test_a_normaliser_is_freed_when_its_compile_ends_without_the_garbage_collector():
+    """No reference cycle holds a normaliser (its view made one once: every compile's formulas,
+    conjuncts and tables then waited for the collector, ~5% more front-end CPU time): with the
+    collector off, it is freed as soon as the emitter and its view are dropped."""
+    import weakref
+
+    gc.collect()
+    gc.disable()
+    try:
+        norm, em = normalizer_and_emitter(SCHEMA)
+        em.build(em.normalized.root)
+        assert norm.normalized.dnf(norm.normalized.root)
+        freed = weakref.ref(norm)
+        del norm, em
+        assert freed() is None
+    finally:
+        gc.enable()

@@ -56,24 +56,26 @@ class AlgebraTables:
 def dnf(norm: Normalizer, f: Formula) -> list[Conjunct]:
     """The conjuncts of `f` (memoised)."""
     deadline.check()
-    ck = (f, norm.tables.exact)
-    got = norm.tables.conjuncts.get(ck)
+    tables = norm.tables
+    ck = (f, tables.exact)
+    got = tables.conjuncts.get(ck)
     if got is not None:
         return got
     if f is TRUE:
         return [TOP]
     if f is FALSE:
         return []
-    if f in norm.tables.active:
+    active = tables.active
+    if f in active:
         ptr = f.src.pointer if f.src else "?"
         raise RefLoop("the schema refers to itself without consuming any input (a $ref loop)", keyword="$ref", pointer=ptr)
-    if len(norm.tables.active) > MAX_APPLICATOR_NESTING:
+    if len(active) > MAX_APPLICATOR_NESTING:
         ptr = f.src.pointer if f.src else "?"
         raise GrammarTooLargeError(
             f"schema nested too deeply: in-place applicators ($ref, allOf, anyOf, oneOf, not, if) nested more "
             f"than {MAX_APPLICATOR_NESTING} levels (MAX_APPLICATOR_NESTING) at #{ptr.lstrip('#')}"
         )
-    norm.tables.active.append(f)
+    active.append(f)
     try:
         if f.kind == "src":
             out = norm.src_conjuncts(f)
@@ -88,8 +90,8 @@ def dnf(norm: Normalizer, f: Formula) -> list[Conjunct]:
         else:
             out = _evaluating_nothing(norm, negate(norm, dnf(norm, f.args[0]), f))
     finally:
-        norm.tables.active.pop()
-    norm.tables.conjuncts[ck] = out
+        active.pop()
+    tables.conjuncts[ck] = out
     return out
 
 

@@ -56,7 +56,7 @@ from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 from . import algebra, applicators
 from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
 from .documents import SchemaDocuments, dialect_of
-from .ir import FALSE, TRUE, Conjunct, Formula, KeyRule, ObjectConstraints, SrcInfo
+from .ir import FALSE, TRUE, Formula, KeyRule, SrcInfo
 from .limits import malformed_subschema
 from .normalized import NormalizedSchema
 from .refs import DynamicScope, base_uri, entered
@@ -96,7 +96,6 @@ class Normalizer:
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
         self.tables = algebra.AlgebraTables()  # the boolean algebra's memo tables (schema.algebra)
-        self.normalized = NormalizedSchema(self)  # its read-only view: what the emitter and key_space ask
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
@@ -305,34 +304,27 @@ class Normalizer:
         finally:
             self.reporter = saved
 
-    # ---- the conjuncts of a raw schema (schema.applicators), asked by the algebra ----
+    @property
+    def normalized(self) -> NormalizedSchema:
+        """Its read-only view: what the emitter and key_space ask. A new one each time, held by
+        none of the normaliser's tables (a view held there would make a reference cycle, and a
+        normaliser, with all it holds, would then wait for the garbage collector after a compile)."""
+        return NormalizedSchema(self)
 
-    def src_conjuncts(self, f: Formula) -> list[Conjunct]:
-        """The conjuncts of the src formula `f`."""
-        return applicators.src_conjuncts(self, f)
+    # ---- answers of the functions of the normaliser, under its name ----
+    # for the modules that cannot import those functions: the algebra asks the applicators' two,
+    # the emitter's view, the key space and the IR's meets the algebra's. Each is the function
+    # itself (`norm.dnf(f)` is `algebra.dnf(norm, f)`), not a method that calls it.
 
-    def src_complement(self, f: Formula) -> list[Conjunct]:
-        """The conjuncts of not `f`, for the src formula `f`."""
-        return applicators.src_complement(self, f)
-
-    # ---- the algebra's answers (schema.algebra), asked by the view, the key space and IR meets ----
-
-    def dnf(self, f: Formula) -> list[Conjunct]:
-        """The conjuncts of `f` (memoised)."""
-        return algebra.dnf(self, f)
-
-    def value_formula(self, o: ObjectConstraints, key: str) -> Formula:
-        """The schema the member named `key` of an object of `o` must satisfy."""
-        return algebra.value_formula(self, o, key)
+    src_conjuncts = applicators.src_conjuncts  # the conjuncts of a src formula
+    src_complement = applicators.src_complement  # the conjuncts of its negation
+    dnf = algebra.dnf
+    value_formula = algebra.value_formula
+    obj_contradicts = algebra.obj_contradicts  # (ir.conjunct_meet asks)
 
     def rule_applies(self, r: KeyRule, key: str) -> bool:
         """Does key rule `r` range over the member named `key`?"""
         return algebra.rule_applies(self.strings, r, key)
-
-    def obj_contradicts(self, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
-        """Does a member required by `o` (the meet of `a` and `b`) get disjoint value schemas from
-        the two sides? (ir.conjunct_meet asks)"""
-        return algebra.obj_contradicts(self, o, a, b)
 
     # ---- membership (the jsonschema validator is the judge) ----
 
