@@ -52,10 +52,16 @@ def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
 
 
 def emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> SchemaEmitter:
-    """The SchemaEmitter json_schema_grammar would build for `schema` (its `.norm` the Normalizer)."""
+    """The SchemaEmitter json_schema_grammar would build for `schema` (its `.normalized` the
+    Normalizer's read-only view)."""
+    return normalizer_and_emitter(schema, strict, style, any_order, **kw)[1]
+
+
+def normalizer_and_emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> tuple[Normalizer, SchemaEmitter]:
+    """The Normalizer and the SchemaEmitter json_schema_grammar would build for `schema`."""
     reporter = Reporter(strict)
     norm = Normalizer(schema, reporter, **kw)
-    return SchemaEmitter(norm, style or JsonStyle(), any_order, reporter)
+    return norm, SchemaEmitter(norm.normalized, style or JsonStyle(), any_order, reporter)
 
 
 @functools.lru_cache(maxsize=None)

@@ -82,6 +82,25 @@ def test_a_registry_is_used_and_never_retrieves():
     assert asked == []
 
 
+def test_a_registry_resource_keeps_the_dialect_it_was_made_with():
+    """Without `$schema`, a Registry's resource is crawled in the dialect it was made with: a
+    draft-04 `id` names a subresource there, not in 2020-12 (whose `$ref` to it is refused as
+    unresolvable). One with `$schema` is in the dialect it names."""
+    doc = {"definitions": {"x": {"id": "urn:ex:inner", "type": "integer"}}}
+    for spec, found in ((rj.DRAFT4, True), (rj.DRAFT202012, False)):
+        registry = referencing.Registry().with_resource("urn:ex:doc", spec.create_resource(doc))
+        assert [(uri, dialect) for uri, _, dialect in SchemaDocuments.of(registry).items if uri == "urn:ex:doc"] == [("urn:ex:doc", spec)]
+        if found:
+            s = Schema({"$ref": "urn:ex:inner"}, documents=registry)
+            assert "1" in s and '"a"' not in s
+        else:
+            with pytest.raises(SchemaError, match="urn:ex:inner"):
+                Schema({"$ref": "urn:ex:inner"}, documents=registry)
+    named = referencing.Resource.from_contents({"$schema": "http://json-schema.org/draft-04/schema#", "const": 1})
+    (row,) = SchemaDocuments.of(referencing.Registry().with_resource("urn:ex:n", named)).items
+    assert row[2] is rj.DRAFT4
+
+
 def test_a_uri_not_supplied_is_refused_with_uri_and_pointer():
     with pytest.raises(SchemaError) as e:
         Schema({"$id": "https://ex.com/a/root", "properties": {"p": {"$ref": "b.json#/x"}}})

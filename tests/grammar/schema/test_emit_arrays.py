@@ -40,7 +40,7 @@ ALL = list(arrays())
 
 def emitted(schema):
     em = emitter(schema)
-    (c,) = [c for c in em.norm.dnf(em.norm.root_formula) if c.arr is not None]
+    (c,) = [c for c in em.normalized.dnf(em.normalized.root) if c.arr is not None]
     expr = emit_array(em, c.arr)
     em.build(TRUE)  # the rules of the items the array refers to
     return language_of(em, expr)

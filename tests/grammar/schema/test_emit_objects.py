@@ -42,7 +42,7 @@ ALL = list(objects())
 
 def emitted(schema, any_order: bool):
     em = emitter(schema, any_order=any_order)
-    (c,) = em.norm.dnf(em.norm.root_formula)
+    (c,) = em.normalized.dnf(em.normalized.root)
     expr = emit_object(em, c.obj)
     em.build(TRUE)  # the rules of the member values the object refers to
     return c.obj, language_of(em, expr)
@@ -164,5 +164,5 @@ def test_what_a_repeated_unlisted_name_could_fake_is_refused(schema, keyword, po
     for any_order in (False, True):
         em = emitter(schema, any_order=any_order)
         with pytest.raises(SchemaError) as e:
-            em.build(em.norm.root_formula)
+            em.build(em.normalized.root)
         assert (e.value.keyword, e.value.pointer) == (keyword, pointer)

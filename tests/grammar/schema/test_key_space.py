@@ -17,7 +17,7 @@ def test_allowed_keys_are_the_keys_of_some_valid_member():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "n": False}, "patternProperties": {"^x": {"type": "string"}}, "additionalProperties": False}
     norm = normalizer(schema)
     (c,) = norm.dnf(norm.root_formula)
-    allowed = Language(allowed_keys(norm, c.obj))
+    allowed = Language(allowed_keys(norm.normalized, c.obj))
     judge = validator(schema)
     for key in ["a", "n", "x", "xa", "b", "ax", ""]:
         assert allowed.accepts(key.encode()) == any(judge.is_valid({key: v}) for v in VALUES), key
@@ -36,7 +36,7 @@ def test_objects_keys_disjoint(a, b, disjoint):
     norm = normalizer({"$defs": {"a": {"type": "object", **a}, "b": {"type": "object", **b}}})
     (ca,) = norm.dnf(norm.sub(norm.root_formula, norm.root["$defs"]["a"], "$defs", "a"))
     (cb,) = norm.dnf(norm.sub(norm.root_formula, norm.root["$defs"]["b"], "$defs", "b"))
-    assert objects_keys_disjoint(norm, ca.obj, cb.obj) == disjoint
+    assert objects_keys_disjoint(norm.normalized, ca.obj, cb.obj) == disjoint
     ja, jb = validator({"type": "object", **a}), validator({"type": "object", **b})
     both = [d for d in ALL + [{"ab": 1}, {"ba": 1}] if ja.is_valid(d) and jb.is_valid(d)]
     assert bool(both) != disjoint

@@ -13,7 +13,7 @@ from strictgen.grammar.schema.ir import FALSE, TRUE
 from strictgen.grammar.schema import normalize as normalize_module
 from strictgen.grammar.schema.normalize import MAX_ENUM_FILTER, Normalizer
 
-from .oracle import emitter, normalizer
+from .oracle import normalizer, normalizer_and_emitter
 
 
 def defs(norm, *names):
@@ -102,9 +102,9 @@ def test_the_normaliser_never_refers_to_the_emitter():
             {"type": "object", "required": ["b"], "propertyNames": {"pattern": "^b"}},
         ]
     }
-    em = emitter(schema)
-    em.build(em.norm.root_formula)
-    reachable, work, seen = [], [em.norm], {id(em.norm)}
+    norm, em = normalizer_and_emitter(schema)
+    em.build(em.normalized.root)
+    reachable, work, seen = [], [norm], {id(norm)}
     while work:  # what the normaliser's data reaches (not through code: modules, classes, functions)
         for x in gc.get_referents(work.pop()):
             if id(x) not in seen and not isinstance(x, (type, types.ModuleType, types.FunctionType)):
@@ -113,3 +113,26 @@ def test_the_normaliser_never_refers_to_the_emitter():
                 work.append(x)
     assert len(reachable) > 100  # the walk saw the normaliser's tables
     assert not any(x is em or getattr(x, "__self__", None) is em for x in reachable)
+
+
+def test_the_normaliser_is_one_class_and_its_modules_read_no_private_names():
+    """The normaliser is a class without mixins (references, applicators, keywords and the
+    algebra are functions of it); no module of the schema package imports another's private name
+    or reads another object's private attribute, and referencing's private `_base_uri` is read in
+    one place only (refs.base_uri: referencing has no public accessor for it)."""
+    import ast
+    from pathlib import Path
+
+    assert Normalizer.__bases__ == (object,)
+    reads = []
+    for path in sorted(Path(normalize_module.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        own = {"self", "cls"} | {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}  # a class's own privates
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert not any(a.name.startswith("_") for a in node.names), (path.name, node.module)
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                assert isinstance(node.value, ast.Name) and node.value.id in own, (path.name, node.attr, node.lineno)
+            elif isinstance(node, ast.Constant) and node.value in ("_base_uri", "_specification"):
+                reads.append((path.name, node.value))
+    assert reads == [("refs.py", "_base_uri")]

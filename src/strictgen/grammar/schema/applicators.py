@@ -1,424 +1,411 @@
 """The in-place applicators of one raw schema (its own keywords, `$ref`, `allOf`, `anyOf`, `oneOf`,
 `not`, `if`/`then`/`else`, `dependencies`/`dependent*`, `enum`/`const`) combined into the
-conjuncts of that schema. A mixin of `Normalizer`."""
+conjuncts of that schema.
+
+Functions of the normaliser, not a mixin: `src_conjuncts(norm, f)` and `src_complement(norm, f)`
+are what the boolean algebra asks (through `Normalizer.src_conjuncts` / `src_complement`: the
+algebra cannot import this module, which uses it). They use the normaliser's view of a schema,
+its subschema formulas, references (schema.refs), formula constructors, `dnf`, its jsonschema
+judge, its reporter and `trial` (refusals raised instead of recorded)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from strictgen import deadline
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, SchemaError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
+from .algebra import disjoint, dnfs_disjoint, negate, product, union
 from .dialects import ALL_KEYWORDS, JSON_TYPES
-from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of
-from .values import Reporter, dedupe_values, escape_pointer, invalid, json_equal
+from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
+from .keywords import own_keywords, unevaluated
+from .refs import dynamic_ref, recursive_ref, ref
+from .values import dedupe_values, escape_pointer, invalid, json_equal
 
-__all__ = ["Applicators"]
+if TYPE_CHECKING:
+    from .normalize import Normalizer
+
+__all__ = ["src_complement", "src_conjuncts"]
 
 
-class Applicators:
-    """One raw schema to its conjuncts, for Normalizer."""
+# ---- one raw schema ----
 
-    # ---- one raw schema ----
 
-    def _norm_src(self, f: Formula) -> list[Conjunct]:
-        s = self.view(f)
-        out = self._norm_core(f)
-        if "unevaluatedProperties" in s or "unevaluatedItems" in s:
-            if not self._exact and any(c.loose_eval for c in out):
-                self._exact = True
-                try:
-                    out = self._norm_core(f)
-                finally:
-                    self._exact = False
-            out = self._unevaluated(f, out)
-        return out
+def src_conjuncts(norm: Normalizer, f: Formula) -> list[Conjunct]:
+    s = norm.view(f)
+    out = _norm_core(norm, f)
+    if "unevaluatedProperties" in s or "unevaluatedItems" in s:
+        if not norm.tables.exact and any(c.loose_eval for c in out):
+            norm.tables.exact = True
+            try:
+                out = _norm_core(norm, f)
+            finally:
+                norm.tables.exact = False
+        out = unevaluated(norm, f, out)
+    return out
 
-    def _trial(self, build):
-        """build() with refusals raised instead of recorded; None when it refuses."""
-        saved = self.reporter
-        self.reporter = Reporter(True)
-        try:
-            return build()
-        except SchemaError:
-            return None
-        finally:
-            self.reporter = saved
 
-    def _norm_core(self, f: Formula) -> list[Conjunct]:
-        info = f.src
-        s = self.view(f)
-        legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
-        if "$ref" in s and legacy:
-            return self.dnf(self._ref(f, s["$ref"], "$ref"))
-        if "enum" in s or "const" in s:
-            return self._finite(f)
-        factors = self._factors(f)
-        if factors is None:
-            return []
-        return self.product([pos_dnf[1]() for pos_dnf in factors], f)
+def _norm_core(norm: Normalizer, f: Formula) -> list[Conjunct]:
+    info = f.src
+    s = norm.view(f)
+    legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
+    if "$ref" in s and legacy:
+        return norm.dnf(ref(norm, f, s["$ref"], "$ref"))
+    if "enum" in s or "const" in s:
+        return _finite(norm, f)
+    factors = _factors(norm, f)
+    if factors is None:
+        return []
+    return product(norm, [pos_dnf[1]() for pos_dnf in factors], f)
 
-    def _negate_src(self, f: Formula) -> list[Conjunct]:
-        """not f for a raw schema: by De Morgan, the union of the complements of its factors
-        (its own keywords, $ref, each allOf branch, anyOf, oneOf, not, if, dependencies), which
-        avoids negating the product of all of them."""
-        info = f.src
-        s = self.view(f)
-        legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
-        if "$ref" in s and legacy:
-            return self.dnf(self.not_(self._ref(f, s["$ref"], "$ref")))
-        if "enum" in s or "const" in s or "unevaluatedProperties" in s or "unevaluatedItems" in s:
-            return self.negate(self.dnf(f), self.not_(f))
-        factors = self._factors(f)
-        if factors is None:
-            return [TOP]
-        return self._union([neg() for _, _, neg in factors])
 
-    def _factors(self, f: Formula):
-        """The factors of a raw schema as (position, dnf(), complement()) in keyword order: the
-        first appearance of a property name decides where its member is emitted. None when the
-        schema's own keywords admit nothing."""
-        info = f.src
-        s = self.view(f)
-        ptr = info.pointer
-        pos = {k: i for i, k in enumerate(s)}
-        factors: list = []
-        local = self._own_keywords(f)
-        if local is None:
-            return None
-        obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
-        factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: self.negate([local], f)))
+def src_complement(norm: Normalizer, f: Formula) -> list[Conjunct]:
+    """not f for a raw schema: by De Morgan, the union of the complements of its factors
+    (its own keywords, $ref, each allOf branch, anyOf, oneOf, not, if, dependencies), which
+    avoids negating the product of all of them."""
+    info = f.src
+    s = norm.view(f)
+    legacy = getattr(info.spec, "name", "") in ("draft-03", "draft-04", "draft-06", "draft-07")
+    if "$ref" in s and legacy:
+        return norm.dnf(norm.not_(ref(norm, f, s["$ref"], "$ref")))
+    if "enum" in s or "const" in s or "unevaluatedProperties" in s or "unevaluatedItems" in s:
+        return negate(norm, norm.dnf(f), norm.not_(f))
+    factors = _factors(norm, f)
+    if factors is None:
+        return [TOP]
+    return union([neg() for _, _, neg in factors])
 
-        def formula_factor(position: int, g: Formula):
-            factors.append((position, lambda: self.dnf(g), lambda: self.dnf(self.not_(g))))
 
-        if "$ref" in s:
-            formula_factor(pos["$ref"], self._ref(f, s["$ref"], "$ref"))
-        if "$dynamicRef" in s:
-            formula_factor(pos["$dynamicRef"], self._dynamic_ref(f, s["$dynamicRef"]))
-        if "$recursiveRef" in s:
-            formula_factor(pos["$recursiveRef"], self._recursive_ref(f, s["$recursiveRef"]))
-        for kw in ("allOf", "anyOf", "oneOf"):
-            if kw not in s:
-                continue
-            branches = s[kw]
-            if not isinstance(branches, list) or not branches:
-                raise invalid(f"{kw} must be a non-empty array of schemas", kw, ptr + "/" + kw)
-            subs = [self.sub(f, b, kw, i) for i, b in enumerate(branches)]
-            if kw == "allOf":
-                for g in subs:
-                    formula_factor(pos[kw], g)
-            elif kw == "anyOf":
-                factors.append(
-                    (
-                        pos[kw],
-                        lambda subs=subs: self._any_of(subs),
-                        lambda subs=subs: self._none_of(subs),
-                    )
-                )
-            else:
-                factors.append(
-                    (pos[kw], lambda subs=subs: self._one_of(subs, ptr + "/oneOf", local), lambda subs=subs: self._not_one_of(subs))
-                )
-        if "not" in s:
-            g = self.sub(f, s["not"], "not")
-            factors.append((pos["not"], lambda: self.dnf(self.not_(g)), lambda: self.dnf(g)))
-        if "if" in s and ("then" in s or "else" in s):
-            cond = self.sub(f, s["if"], "if")
-            then = self.sub(f, s["then"], "then") if "then" in s else TRUE
-            els = self.sub(f, s["else"], "else") if "else" in s else TRUE
+def _factors(norm: Normalizer, f: Formula):
+    """The factors of a raw schema as (position, dnf(), complement()) in keyword order: the
+    first appearance of a property name decides where its member is emitted. None when the
+    schema's own keywords admit nothing."""
+    info = f.src
+    s = norm.view(f)
+    ptr = info.pointer
+    pos = {k: i for i, k in enumerate(s)}
+    factors: list = []
+    local = own_keywords(norm, f)
+    if local is None:
+        return None
+    obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
+    factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: negate(norm, [local], f)))
 
-            def branch(c: Formula, t: Formula) -> list[Conjunct]:
-                return self.product([self.dnf(c), self.dnf(t)], self.and_(c, t))
+    def formula_factor(position: int, g: Formula):
+        factors.append((position, lambda: norm.dnf(g), lambda: norm.dnf(norm.not_(g))))
 
+    if "$ref" in s:
+        formula_factor(pos["$ref"], ref(norm, f, s["$ref"], "$ref"))
+    if "$dynamicRef" in s:
+        formula_factor(pos["$dynamicRef"], dynamic_ref(norm, f, s["$dynamicRef"]))
+    if "$recursiveRef" in s:
+        formula_factor(pos["$recursiveRef"], recursive_ref(norm, f, s["$recursiveRef"]))
+    for kw in ("allOf", "anyOf", "oneOf"):
+        if kw not in s:
+            continue
+        branches = s[kw]
+        if not isinstance(branches, list) or not branches:
+            raise invalid(f"{kw} must be a non-empty array of schemas", kw, ptr + "/" + kw)
+        subs = [norm.sub(f, b, kw, i) for i, b in enumerate(branches)]
+        if kw == "allOf":
+            for g in subs:
+                formula_factor(pos[kw], g)
+        elif kw == "anyOf":
             factors.append(
                 (
-                    pos["if"],
-                    lambda: self._union([branch(cond, then), branch(self.not_(cond), els)]),
-                    lambda: self._union([branch(cond, self.not_(then)), branch(self.not_(cond), self.not_(els))]),
+                    pos[kw],
+                    lambda subs=subs: _any_of(norm, subs),
+                    lambda subs=subs: _none_of(norm, subs),
                 )
             )
-        elif "if" in s and self._uses_unevaluated:
-            # no then/else, but a successful `if` still evaluates members for unevaluated*
-            cond = self.sub(f, s["if"], "if")
-            if any(self._eval_signature(c) != ((), ()) and c.values is None for c in self.dnf(cond)):
-                split = self._trial(lambda: self._union([self.dnf(cond), self.dnf(self.not_(cond))]))
-                if split is not None:
-                    factors.append((pos["if"], lambda: split, lambda: []))
-        for d, neg in self._dependencies(f):
-            factors.append((len(s), lambda d=d: d, neg))
-        factors.sort(key=lambda x: x[0])
-        return factors
+        else:
+            factors.append(
+                (pos[kw], lambda subs=subs: _one_of(norm, subs, ptr + "/oneOf", local), lambda subs=subs: _not_one_of(norm, subs))
+            )
+    if "not" in s:
+        g = norm.sub(f, s["not"], "not")
+        factors.append((pos["not"], lambda: norm.dnf(norm.not_(g)), lambda: norm.dnf(g)))
+    if "if" in s and ("then" in s or "else" in s):
+        cond = norm.sub(f, s["if"], "if")
+        then = norm.sub(f, s["then"], "then") if "then" in s else TRUE
+        els = norm.sub(f, s["else"], "else") if "else" in s else TRUE
 
-    def _drop_eval(self, conjs: list[Conjunct]) -> list[Conjunct]:
-        """The same conjuncts without annotations (a negated schema evaluates nothing)."""
-        if not self._uses_unevaluated:
-            return conjs
-        out = []
-        for c in conjs:
-            if c.values is None:
-                obj = c.obj
-                if obj is not None and any(r.evaluates for r in obj.rules):
-                    obj = replace(obj, rules=tuple(replace(r, evaluates=False) for r in obj.rules))
-                arr = c.arr
-                if arr is not None and (arr.eval_prefix or arr.eval_all or any(x.evaluates for x in arr.contains)):
-                    arr = replace(
-                        arr, eval_prefix=0, eval_all=False, contains=tuple(replace(x, evaluates=False) for x in arr.contains)
-                    )
-                c = replace(c, obj=obj, arr=arr, loose_eval=False)
-            out.append(c)
-        return out
+        def branch(c: Formula, t: Formula) -> list[Conjunct]:
+            return product(norm, [norm.dnf(c), norm.dnf(t)], norm.and_(c, t))
 
-    def _not_one_of(self, subs: list[Formula]) -> list[Conjunct]:
-        """Not exactly one branch: none, or at least two."""
-        alts = [self._none_of(subs)]
-        for i in range(len(subs)):
-            for j in range(i + 1, len(subs)):
-                alts.append(self.product([self.dnf(subs[i]), self.dnf(subs[j])], self.and_(subs[i], subs[j])))
-        return self._union(alts)
+        factors.append(
+            (
+                pos["if"],
+                lambda: union([branch(cond, then), branch(norm.not_(cond), els)]),
+                lambda: union([branch(cond, norm.not_(then)), branch(norm.not_(cond), norm.not_(els))]),
+            )
+        )
+    elif "if" in s and norm.uses_unevaluated:
+        # no then/else, but a successful `if` still evaluates members for unevaluated*
+        cond = norm.sub(f, s["if"], "if")
+        if any(eval_signature(c) != ((), ()) and c.values is None for c in norm.dnf(cond)):
+            split = norm.trial(lambda: union([norm.dnf(cond), norm.dnf(norm.not_(cond))]))
+            if split is not None:
+                factors.append((pos["if"], lambda: split, lambda: []))
+    for d, neg in _dependencies(norm, f):
+        factors.append((len(s), lambda d=d: d, neg))
+    factors.sort(key=lambda x: x[0])
+    return factors
 
-    def _none_of(self, subs: list[Formula]) -> list[Conjunct]:
-        """No branch holds: the product of the branches' complements, unless a discriminator
-        tells the branches apart (then linear in them, see `_discriminated_none`)."""
-        split = self._discriminated_none(subs)
-        if split is not None:
-            return split
-        return self.product([self.dnf(self.not_(g)) for g in subs], self.and_(*(self.not_(g) for g in subs)))
 
-    def _discriminated_none(self, subs: list[Formula]) -> list[Conjunct] | None:
-        """None of the branches, when every branch is objects that require a member `k` whose
-        values are disjoint across branches (`"type": {"enum": [...]}` tagged unions): not an
-        object, or no `k`, or a `k` no branch allows, or `k` picks branch j and branch j fails.
-        x[k] in branch j's values rules out every other branch, so this is exact, and it has
-        about as many alternatives as the complements together, where their product (the
-        general way) grows as the product of their sizes. None when there is no such member."""
-        if len(subs) < 3:
-            return None  # the product of two complements stays small
-        dnfs = [self.dnf(g) for g in subs]
-        conjs = [c for d in dnfs for c in d]
-        if not all(d for d in dnfs) or not all(_objects_only(c) for c in conjs):
+def _not_one_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
+    """Not exactly one branch: none, or at least two."""
+    alts = [_none_of(norm, subs)]
+    for i in range(len(subs)):
+        for j in range(i + 1, len(subs)):
+            alts.append(product(norm, [norm.dnf(subs[i]), norm.dnf(subs[j])], norm.and_(subs[i], subs[j])))
+    return union(alts)
+
+
+def _none_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
+    """No branch holds: the product of the branches' complements, unless a discriminator
+    tells the branches apart (then linear in them, see `_discriminated_none`)."""
+    split = _discriminated_none(norm, subs)
+    if split is not None:
+        return split
+    return product(norm, [norm.dnf(norm.not_(g)) for g in subs], norm.and_(*(norm.not_(g) for g in subs)))
+
+
+def _discriminated_none(norm: Normalizer, subs: list[Formula]) -> list[Conjunct] | None:
+    """None of the branches, when every branch is objects that require a member `k` whose
+    values are disjoint across branches (`"type": {"enum": [...]}` tagged unions): not an
+    object, or no `k`, or a `k` no branch allows, or `k` picks branch j and branch j fails.
+    x[k] in branch j's values rules out every other branch, so this is exact, and it has
+    about as many alternatives as the complements together, where their product (the
+    general way) grows as the product of their sizes. None when there is no such member."""
+    if len(subs) < 3:
+        return None  # the product of two complements stays small
+    dnfs = [norm.dnf(g) for g in subs]
+    conjs = [c for d in dnfs for c in d]
+    if not all(d for d in dnfs) or not all(_objects_only(c) for c in conjs):
+        return None
+    for key in sorted(frozenset.intersection(*(c.obj.required for c in conjs))):
+        values = [norm.or_(*(norm.value_formula(c.obj, key) for c in d)) for d in dnfs]
+        if all(disjoint(norm, values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
+            break
+    else:
+        return None
+
+    def member(schema: Formula, required: bool) -> Conjunct:
+        rule = KeyRule("name", schema, name=key, evaluates=False)
+        return conjunct_of(obj=ObjectConstraints(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
+
+    out = [conjunct_of(null=True), conjunct_of(bools=ALL_BOOLS), conjunct_of(num=NumberConstraints()), conjunct_of(str=()), conjunct_of(arr=ArrayConstraints())]
+    out += [member(FALSE, False), member(norm.not_(norm.or_(*values)), True)]
+    for g, v in zip(subs, values):
+        pick = member(v, True)
+        out += [m for m in (conjunct_meet(pick, c, norm) for c in norm.dnf(norm.not_(g))) if m is not None]
+    return union([out])
+
+
+def _finite(norm: Normalizer, f: Formula) -> list[Conjunct]:
+    s = norm.view(f)
+    values: list = []
+    if "enum" in s:
+        if not isinstance(s["enum"], list):
+            raise invalid("enum must be an array", "enum", f.src.pointer + "/enum")
+        values.extend(s["enum"])
+        if "const" in s:
+            values = [v for v in values if json_equal(v, s["const"])]
+    else:
+        values.append(s["const"])
+    for v in values:
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+            raise invalid("enum/const values must be JSON values (no NaN or Infinity)", "enum", f.src.pointer)
+    values = list(dedupe_values(values))
+    others = [k for k in s if k in ALL_KEYWORDS and k not in ("enum", "const")]
+    types = s.get("type")
+    types = [types] if isinstance(types, str) else types
+    if not others:  # nothing but enum/const (and annotations): every listed value holds
+        kept = tuple(values)
+    elif others == ["type"] and isinstance(types, list) and types and all(t in JSON_TYPES for t in types):
+        # the common `type` + `enum`: the judge's type check alone, not its O(n) enum scan per value
+        checker = norm.validator(f)
+        kept_: list = []
+        for n, v in enumerate(values):
+            if not n & 4095:
+                deadline.check()
+            if any(checker.is_type(v, t) for t in types):
+                kept_.append(v)
+        kept = tuple(kept_)
+    else:
+        kept = tuple(v for v in values if norm.satisfies(f, v))
+    return [Conjunct(values=kept)] if kept else []
+
+
+def _presence_only(dnfs: list[list[Conjunct]]) -> list[ObjectConstraints] | None:
+    """The object parts of branches that only constrain which members are present."""
+    out = []
+    for d in dnfs:
+        if len(d) != 1 or d[0].values is not None:
             return None
-        for key in sorted(frozenset.intersection(*(c.obj.required for c in conjs))):
-            values = [self.or_(*(self.value_formula(c.obj, key) for c in d)) for d in dnfs]
-            if all(self.disjoint(values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
-                break
-        else:
+        c = d[0]
+        if not (c.null and c.bools == ALL_BOOLS and c.num == NumberConstraints() and c.str == () and c.arr == ArrayConstraints() and c.obj is not None):
             return None
+        o = c.obj
+        if o.rules or o.min or o.max is not None or o.key_atoms is not None or o.exists:
+            return None
+        out.append(o)
+    return out
 
-        def member(schema: Formula, required: bool) -> Conjunct:
-            rule = KeyRule("name", schema, name=key, evaluates=False)
-            return conjunct_of(obj=ObjectConstraints(rules=(rule,), required=frozenset((key,)) if required else frozenset(), order=(key,)))
+@staticmethod
 
-        out = [conjunct_of(null=True), conjunct_of(bools=ALL_BOOLS), conjunct_of(num=NumberConstraints()), conjunct_of(str=()), conjunct_of(arr=ArrayConstraints())]
-        out += [member(FALSE, False), member(self.not_(self.or_(*values)), True)]
-        for g, v in zip(subs, values):
-            pick = member(v, True)
-            out += [m for m in (conjunct_meet(pick, c, self) for c in self.dnf(self.not_(g))) if m is not None]
-        return self._union([out])
 
-    def _finite(self, f: Formula) -> list[Conjunct]:
-        s = self.view(f)
-        values: list = []
-        if "enum" in s:
-            if not isinstance(s["enum"], list):
-                raise invalid("enum must be an array", "enum", f.src.pointer + "/enum")
-            values.extend(s["enum"])
-            if "const" in s:
-                values = [v for v in values if json_equal(v, s["const"])]
-        else:
-            values.append(s["const"])
-        for v in values:
-            if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-                raise invalid("enum/const values must be JSON values (no NaN or Infinity)", "enum", f.src.pointer)
-        values = list(dedupe_values(values))
-        others = [k for k in s if k in ALL_KEYWORDS and k not in ("enum", "const")]
-        types = s.get("type")
-        types = [types] if isinstance(types, str) else types
-        if not others:  # nothing but enum/const (and annotations): every listed value holds
-            kept = tuple(values)
-        elif others == ["type"] and isinstance(types, list) and types and all(t in JSON_TYPES for t in types):
-            # the common `type` + `enum`: the judge's type check alone, not its O(n) enum scan per value
-            checker = self._validator(f)
-            kept_: list = []
-            for n, v in enumerate(values):
-                if not n & 4095:
-                    deadline.check()
-                if any(checker.is_type(v, t) for t in types):
-                    kept_.append(v)
-            kept = tuple(kept_)
-        else:
-            kept = tuple(v for v in values if self.satisfies(f, v))
-        return [Conjunct(values=kept)] if kept else []
+def _cnf(o: ObjectConstraints) -> list[frozenset]:
+    return [frozenset(((k, True),)) for k in sorted(o.required)] + list(o.clauses)
 
-    def _presence_only(self, dnfs: list[list[Conjunct]]) -> list[ObjectConstraints] | None:
-        """The object parts of branches that only constrain which members are present."""
-        out = []
-        for d in dnfs:
-            if len(d) != 1 or d[0].values is not None:
-                return None
-            c = d[0]
-            if not (c.null and c.bools == ALL_BOOLS and c.num == NumberConstraints() and c.str == () and c.arr == ArrayConstraints() and c.obj is not None):
-                return None
-            o = c.obj
-            if o.rules or o.min or o.max is not None or o.key_atoms is not None or o.exists:
-                return None
-            out.append(o)
-        return out
 
-    @staticmethod
-    def _cnf(o: ObjectConstraints) -> list[frozenset]:
-        return [frozenset(((k, True),)) for k in sorted(o.required)] + list(o.clauses)
-
-    def _presence_any(self, objs: list[ObjectConstraints], exactly_one: bool) -> Conjunct | None:
-        """anyOf / oneOf of presence-only branches as one conjunct with CNF presence clauses."""
-        branches = [self._cnf(o) for o in objs]
-        if any(not b for b in branches):
-            if exactly_one:
-                return None
-            return TOP  # a branch without constraints: the anyOf always holds
-        clauses: list[frozenset] = []
-        # at least one branch: distribute the disjunction of CNFs
-        combos = [frozenset()]
-        for b in branches:
-            combos = [c | cl for c in combos for cl in b]
-            if len(combos) > 64:
-                return None
-        clauses.extend(c for c in combos if not any((k, not pos) in c for k, pos in c))
-        if exactly_one:  # no two branches: not (B_i and B_j), B made of unit-literal clauses only
-            if any(len(cl) != 1 for b in branches for cl in b):
-                return None
-            for i in range(len(branches)):
-                for j in range(i + 1, len(branches)):
-                    lits = {next(iter(cl)) for cl in branches[i] + branches[j]}
-                    clauses.append(frozenset((k, not pos) for k, pos in lits))
-        order = tuple(dict.fromkeys(k for o in objs for k in o.order + tuple(k for cl in o.clauses for k, _ in cl)))
-        obj = ObjectConstraints(order=order, clauses=tuple(dict.fromkeys(clauses)))
+def _presence_any(objs: list[ObjectConstraints], exactly_one: bool) -> Conjunct | None:
+    """anyOf / oneOf of presence-only branches as one conjunct with CNF presence clauses."""
+    branches = [_cnf(o) for o in objs]
+    if any(not b for b in branches):
         if exactly_one:
-            return conjunct_of(obj=obj)  # every branch holds for non-objects, so oneOf fails there
-        return replace(TOP, obj=obj)
+            return None
+        return TOP  # a branch without constraints: the anyOf always holds
+    clauses: list[frozenset] = []
+    # at least one branch: distribute the disjunction of CNFs
+    combos = [frozenset()]
+    for b in branches:
+        combos = [c | cl for c in combos for cl in b]
+        if len(combos) > 64:
+            return None
+    clauses.extend(c for c in combos if not any((k, not pos) in c for k, pos in c))
+    if exactly_one:  # no two branches: not (B_i and B_j), B made of unit-literal clauses only
+        if any(len(cl) != 1 for b in branches for cl in b):
+            return None
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                lits = {next(iter(cl)) for cl in branches[i] + branches[j]}
+                clauses.append(frozenset((k, not pos) for k, pos in lits))
+    order = tuple(dict.fromkeys(k for o in objs for k in o.order + tuple(k for cl in o.clauses for k, _ in cl)))
+    obj = ObjectConstraints(order=order, clauses=tuple(dict.fromkeys(clauses)))
+    if exactly_one:
+        return conjunct_of(obj=obj)  # every branch holds for non-objects, so oneOf fails there
+    return replace(TOP, obj=obj)
 
-    def _any_of(self, subs: list[Formula]) -> list[Conjunct]:
-        dnfs = [self.dnf(g) for g in subs]
-        if len(subs) > 1:
-            objs = self._presence_only(dnfs)
-            if objs is not None and not self._uses_unevaluated:
-                c = self._presence_any(objs, exactly_one=False)
-                if c is not None:
-                    return [c]
-        out = self._union(dnfs)
-        if len(subs) > 1:
-            sigs = {self._eval_signature(c) for d in dnfs for c in d}
-            if len(sigs) > 1:
-                if self._exact and len(subs) <= 5:
-                    # which branches hold decides which members are evaluated: one alternative
-                    # per non-empty set T of branches (T hold, the others do not)
-                    n = len(subs)
-                    alts = []
-                    for t in range(1, 1 << n):
-                        parts = [subs[i] if t >> i & 1 else self.not_(subs[i]) for i in range(n)]
-                        alts.append(self.product([self.dnf(p) for p in parts], self.and_(*parts)))
-                    return self._union(alts)
-                out = [replace(c, loose_eval=True) if c.values is None else c for c in out]
-        return out
 
-    def _eval_signature(self, c: Conjunct) -> tuple:
-        if c.values is not None:
-            return ((), ())
-        obj = tuple(sorted((r.kind, r.name, r.pattern) for r in c.obj.rules if r.evaluates)) if c.obj else ()
-        arr = (c.arr.eval_prefix, c.arr.eval_all, tuple(x.schema.key for x in c.arr.contains if x.evaluates)) if c.arr else ()
-        return obj, arr
-
-    def _one_of(self, subs: list[Formula], ptr: str, context: Conjunct | None = None) -> list[Conjunct]:
-        """oneOf: the union when the branches are disjoint (within `context`, the schema's own
-        keywords), else branch i and not branch j for every other j."""
-        n = len(subs)
-        dnfs = [self.dnf(g) for g in subs]
-        if n == 1:
-            return dnfs[0]
-        objs = self._presence_only(dnfs)
-        if objs is not None:
-            c = self._presence_any(objs, exactly_one=True)
+def _any_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
+    dnfs = [norm.dnf(g) for g in subs]
+    if len(subs) > 1:
+        objs = _presence_only(dnfs)
+        if objs is not None and not norm.uses_unevaluated:
+            c = _presence_any(objs, exactly_one=False)
             if c is not None:
                 return [c]
-        overlaps = {
-            (i, j)
-            for i in range(n)
-            for j in range(i + 1, n)
-            if not self._dnfs_disjoint(dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
-        }
-        if not overlaps:
-            return self._union(dnfs)
-        # exactly one branch: b_i and not b_j for every other j that b_i may overlap (a branch
-        # disjoint from b_i lies inside its complement already, so b_i ∧ ¬b_j is b_i: leaving it
-        # out keeps the product small when only a few branches overlap, as in tagged unions)
+    out = union(dnfs)
+    if len(subs) > 1:
+        sigs = {eval_signature(c) for d in dnfs for c in d}
+        if len(sigs) > 1:
+            if norm.tables.exact and len(subs) <= 5:
+                # which branches hold decides which members are evaluated: one alternative
+                # per non-empty set T of branches (T hold, the others do not)
+                n = len(subs)
+                alts = []
+                for t in range(1, 1 << n):
+                    parts = [subs[i] if t >> i & 1 else norm.not_(subs[i]) for i in range(n)]
+                    alts.append(product(norm, [norm.dnf(p) for p in parts], norm.and_(*parts)))
+                return union(alts)
+            out = [replace(c, loose_eval=True) if c.values is None else c for c in out]
+    return out
 
-        def exact() -> list[Conjunct]:
-            alts = []
-            for i in range(n):
-                others = [self.not_(subs[j]) for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
-                whole = self.and_(subs[i], *others)
-                ctx = [[context]] if context is not None else []
-                alts.append(self.product(ctx + [dnfs[i]] + [self.dnf(o) for o in others], whole))
-            return self._union(alts)
 
-        try:
-            out = self._trial(exact)
-        except CompileTimeoutError:
-            raise
-        except GrammarTooLargeError:
-            out = None
-        if out is None:
-            self.reporter.refuse(
-                "oneOf branches may overlap and the complement of a branch cannot be expressed "
-                "(or is too large), so 'exactly one' cannot be enforced",
-                "oneOf",
-                ptr,
+def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct | None = None) -> list[Conjunct]:
+    """oneOf: the union when the branches are disjoint (within `context`, the schema's own
+    keywords), else branch i and not branch j for every other j."""
+    n = len(subs)
+    dnfs = [norm.dnf(g) for g in subs]
+    if n == 1:
+        return dnfs[0]
+    objs = _presence_only(dnfs)
+    if objs is not None:
+        c = _presence_any(objs, exactly_one=True)
+        if c is not None:
+            return [c]
+    overlaps = {
+        (i, j)
+        for i in range(n)
+        for j in range(i + 1, n)
+        if not dnfs_disjoint(norm, dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
+    }
+    if not overlaps:
+        return union(dnfs)
+    # exactly one branch: b_i and not b_j for every other j that b_i may overlap (a branch
+    # disjoint from b_i lies inside its complement already, so b_i ∧ ¬b_j is b_i: leaving it
+    # out keeps the product small when only a few branches overlap, as in tagged unions)
+
+    def exact() -> list[Conjunct]:
+        alts = []
+        for i in range(n):
+            others = [norm.not_(subs[j]) for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
+            whole = norm.and_(subs[i], *others)
+            ctx = [[context]] if context is not None else []
+            alts.append(product(norm, ctx + [dnfs[i]] + [norm.dnf(o) for o in others], whole))
+        return union(alts)
+
+    try:
+        out = norm.trial(exact)
+    except CompileTimeoutError:
+        raise
+    except GrammarTooLargeError:
+        out = None
+    if out is None:
+        norm.reporter.refuse(
+            "oneOf branches may overlap and the complement of a branch cannot be expressed "
+            "(or is too large), so 'exactly one' cannot be enforced",
+            "oneOf",
+            ptr,
+        )
+        return union(dnfs)
+    return out
+
+
+def _dependencies(norm: Normalizer, f: Formula) -> list[tuple[list[Conjunct], Callable[[], list[Conjunct]]]]:
+    """dependentRequired / dependentSchemas / dependencies as (DNF, complement thunk) factors."""
+    s = norm.view(f)
+    ptr = f.src.pointer
+    deps: list[tuple[str, Any, str, str]] = []  # (key, strings or schema, keyword, pointer)
+    for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+        v = s.get(kw)
+        if v is None:
+            continue
+        if not isinstance(v, dict):
+            raise invalid(f"{kw} must be an object", kw, ptr + "/" + kw)
+        for key, dep in v.items():
+            deps.append((key, dep, kw, ptr + "/" + kw + "/" + escape_pointer(key)))
+    factors = []
+    required_deps = []
+    for key, dep, kw, p in deps:
+        if isinstance(dep, list):
+            if not all(isinstance(x, str) for x in dep):
+                raise invalid(f"{kw} lists must hold strings", kw, p)
+            for d in dep:
+                if d != key:
+                    required_deps.append((key, d))
+            continue
+        not_object = replace(TOP, obj=None)
+        absent = conjunct_of(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
+        g = norm.sub(f, dep, kw, key)
+        present_conj = conjunct_of(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
+        present = product(norm, [[present_conj], norm.dnf(g)], g)
+        factors.append(
+            (
+                [not_object, absent] + present,
+                lambda present_conj=present_conj, g=g: product(norm, [[present_conj], norm.dnf(norm.not_(g))], norm.not_(g)),
             )
-            return self._union(dnfs)
-        return out
-
-    def _dependencies(self, f: Formula) -> list[tuple[list[Conjunct], Callable[[], list[Conjunct]]]]:
-        """dependentRequired / dependentSchemas / dependencies as (DNF, complement thunk) factors."""
-        s = self.view(f)
-        ptr = f.src.pointer
-        deps: list[tuple[str, Any, str, str]] = []  # (key, strings or schema, keyword, pointer)
-        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
-            v = s.get(kw)
-            if v is None:
-                continue
-            if not isinstance(v, dict):
-                raise invalid(f"{kw} must be an object", kw, ptr + "/" + kw)
-            for key, dep in v.items():
-                deps.append((key, dep, kw, ptr + "/" + kw + "/" + escape_pointer(key)))
-        factors = []
-        required_deps = []
-        for key, dep, kw, p in deps:
-            if isinstance(dep, list):
-                if not all(isinstance(x, str) for x in dep):
-                    raise invalid(f"{kw} lists must hold strings", kw, p)
-                for d in dep:
-                    if d != key:
-                        required_deps.append((key, d))
-                continue
-            not_object = replace(TOP, obj=None)
-            absent = conjunct_of(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
-            g = self.sub(f, dep, kw, key)
-            present_conj = conjunct_of(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
-            present = self.product([[present_conj], self.dnf(g)], g)
-            factors.append(
-                (
-                    [not_object, absent] + present,
-                    lambda present_conj=present_conj, g=g: self.product([[present_conj], self.dnf(self.not_(g))], self.not_(g)),
-                )
-            )
-        if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
-            order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
-            clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
-            c = replace(TOP, obj=ObjectConstraints(order=order, clauses=clauses))
-            factors.append(([c], lambda c=c: self.negate([c])))
-        return factors
+        )
+    if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
+        order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
+        clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
+        c = replace(TOP, obj=ObjectConstraints(order=order, clauses=clauses))
+        factors.append(([c], lambda c=c: negate(norm, [c])))
+    return factors
 
 
 def _objects_only(c: Conjunct) -> bool:

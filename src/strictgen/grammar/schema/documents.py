@@ -37,6 +37,21 @@ def dialect_of(contents: Any, default: Any = None) -> Any:
     return legacy_items_2020() if spec is rj.DRAFT202012 else spec
 
 
+def _made_with(resource: Any) -> Any:
+    """The Specification a Registry's resource was made with (a JSON Schema dialect, or referencing's
+    opaque one), None when it is another one. referencing has no public accessor for it (it keeps it
+    in the private `_specification`), but Resources compare equal by contents and specification: it
+    is the one that makes an equal resource of the same contents."""
+    import referencing
+    import referencing.jsonschema as rj
+
+    known = (rj.DRAFT202012, legacy_items_2020(), rj.DRAFT201909, rj.DRAFT7, rj.DRAFT6, rj.DRAFT4, rj.DRAFT3, referencing.Specification.OPAQUE)
+    for spec in known:
+        if spec.create_resource(resource.contents) == resource:
+            return spec
+    return None
+
+
 @dataclass(frozen=True)
 class SchemaDocuments:
     """Documents by URI: (uri, contents, referencing Specification) sorted by URI."""
@@ -55,8 +70,7 @@ class SchemaDocuments:
 
         if isinstance(documents, referencing.Registry):
             crawled = documents.crawl()
-            # a Resource keeps its dialect in `_specification`; referencing has no public accessor
-            rows = ((uri, crawled[uri].contents, getattr(crawled[uri], "_specification", None)) for uri in crawled)
+            rows = ((uri, crawled[uri].contents, _made_with(crawled[uri])) for uri in crawled)
             return cls(tuple(sorted(((u, c, s or dialect_of(c)) for u, c, s in rows), key=lambda item: item[0])))
         if not isinstance(documents, Mapping):
             raise SchemaError(f"documents must be a mapping of URI -> schema or a referencing.Registry, not {type(documents).__name__}")

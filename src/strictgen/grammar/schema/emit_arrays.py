@@ -28,7 +28,7 @@ _NO_ITEMS = {"k": "", "s": None, "l": []}  # the spec of a position past maxItem
 
 def emit_array(em: SchemaEmitter, a: ArrayConstraints) -> Expr:
     """An array subschema (`em`'s `ref`, `value` and separators build the items)."""
-    norm = em.norm
+    normalized = em.normalized
     if a.trivial:
         return json_container("[", em.any_value(), "]", em.style)
     lo = a.min
@@ -95,10 +95,10 @@ def emit_array(em: SchemaEmitter, a: ArrayConstraints) -> Expr:
                     bits.append(True)
                 else:
                     if active and c.hi is not None:
-                        parts.append(norm.not_(c.schema))
+                        parts.append(normalized.not_(c.schema))
                     bits.append(False)
             if ok:
-                out.append((norm.and_(*parts), bits))
+                out.append((normalized.and_(*parts), bits))
         return out
 
     def bump(cnt: tuple, bits: list) -> tuple | None:
@@ -123,7 +123,7 @@ def emit_array(em: SchemaEmitter, a: ArrayConstraints) -> Expr:
                 vk = value_key(v)
                 if vk in used:
                     continue
-                bits = [i >= c.start and norm.satisfies(c.schema, v) for c in contains]
+                bits = [i >= c.start and normalized.satisfies(c.schema, v) for c in contains]
                 cnt2 = bump(cnt, bits)
                 if cnt2 is None:
                     continue
@@ -223,7 +223,7 @@ def finite_values(em: SchemaEmitter, f: Formula) -> list | None:
     if f is TRUE:
         return None
     vals: list = []
-    for c in em.norm.dnf(f):
+    for c in em.normalized.dnf(f):
         if c.values is not None:
             vals.extend(c.values)
             continue

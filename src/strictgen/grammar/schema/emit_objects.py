@@ -36,8 +36,8 @@ KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the k
 
 def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
     """An object subschema (`em`'s `ref`, `rule_of` and separators build the members; its
-    normaliser and key_space give the value schemas of keys)."""
-    norm = em.norm
+    normalised schema (schema.normalized) and key_space give the value schemas of keys)."""
+    normalized = em.normalized
     if o.trivial:
         return json_container("{", seq(json_string(), em.colon, em.any_value()), "}", em.style)
     exists = list(o.exists)
@@ -61,16 +61,16 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
     # named members: (variants [(member expr, satisfied exists mask)], required, dependency bit)
     slots: list[tuple[list[tuple[Expr, int]], bool, int]] = []
     for k in names:
-        vf = norm.value_formula(o, k)
+        vf = normalized.value_formula(o, k)
         if em.is_empty(vf):
             if k in o.required:
                 return NOTHING
             continue
         key = spelled_string(k)
         variants = [(seq(key, em.colon, em.ref(vf)), 0)]
-        applicable = [j for j, e in enumerate(exists) if norm.rule_applies(e, k)]
+        applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
         for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
-            f = norm.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
+            f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
             if not em.is_empty(f):
                 variants.append((seq(key, em.colon, em.ref(f)), mask))
         slots.append((variants, k in o.required, k))
@@ -179,7 +179,7 @@ def _unlisted_keys_exist(em: SchemaEmitter, o: ObjectConstraints, names: list[st
     """Can a member have a key that is none of the listed names? Only such members can repeat a
     name: a listed name has one slot (fixed order) or one bit in the key set (any order)."""
     named = literal_trie(names)
-    return any(not em.strings.raw_is_empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in key_regions(em.norm, o))
+    return any(not em.strings.raw_is_empty(difference(ANY_STRING if keys is None else keys, named)) for _, keys in key_regions(em.normalized, o))
 
 
 def _refuse_repeatable_count(em: SchemaEmitter, o: ObjectConstraints) -> None:
@@ -203,15 +203,15 @@ def _refuse_undoable_exists(em: SchemaEmitter, o: ObjectConstraints, exists: lis
     same name with a value that does not witness it, which JSON parsers keep instead
     (`{"x":"s","x":1}` against `not: {additionalProperties: {type: integer}}`): refused where
     some allowed key of its set can hold both kinds of value."""
-    norm, named = em.norm, literal_trie(names)
-    regions = key_regions(norm, o)
+    normalized, named = em.normalized, literal_trie(names)
+    regions = key_regions(normalized, o)
     for e in exists:
         if e.kind == "name" or e.schema is TRUE:
             continue
         keys = difference(key_set(e), named)
         if any(
-            not em.is_empty(norm.and_(vf, e.schema))
-            and not em.is_empty(norm.and_(vf, norm.not_(e.schema)))
+            not em.is_empty(normalized.and_(vf, e.schema))
+            and not em.is_empty(normalized.and_(vf, normalized.not_(e.schema)))
             and not em.strings.raw_is_empty(keys if region is None else intersect(keys, region))
             for vf, region in regions
         ):
@@ -226,10 +226,10 @@ def _refuse_undoable_exists(em: SchemaEmitter, o: ObjectConstraints, exists: lis
 
 def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exists: list) -> list[tuple[Expr, int]]:
     """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
-    norm = em.norm
+    normalized = em.normalized
     members: list[tuple[Expr, int]] = []
     named = literal_trie(names)
-    for vf, keys in key_regions(em.norm, o):
+    for vf, keys in key_regions(em.normalized, o):
         if keys is None and not names:
             key_expr = json_string()
         else:
@@ -237,7 +237,7 @@ def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exist
         members.append((seq(key_expr, em.colon, em.ref(vf)), 0))
         for sub in submasks((1 << len(exists)) - 1, nonempty=True):
             chosen = [exists[j] for j in range(len(exists)) if sub >> j & 1]
-            f = norm.and_(vf, *(e.schema for e in chosen))
+            f = normalized.and_(vf, *(e.schema for e in chosen))
             if em.is_empty(f):
                 continue
             lang = intersect(keys if keys is not None else ANY_STRING, *(key_set(e) for e in chosen))

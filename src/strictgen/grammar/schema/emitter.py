@@ -3,9 +3,10 @@
 `SchemaEmitter` owns the rules being built, the formula → rule names, and the pieces every JSON
 type shares (separators, literal values, called rules); `conj` dispatches each part of a conjunct
 to its type's emitter function, one module each (emit_numbers, emit_strings, emit_arrays,
-emit_objects), which takes the core as its first argument. It reads the normaliser (dnf, the
-formula constructors, emptiness) and the compile's string-language service (schema.strings); the
-normaliser never calls it (data flows one way, DESIGN.md §1). The entry point is schema.entry."""
+emit_objects), which takes the core as its first argument. It reads the normaliser only through
+its read-only view (schema.normalized: dnf, the formula constructors, membership, emptiness) and
+the compile's string-language service (schema.strings); the normaliser never calls it (data flows
+one way, DESIGN.md §1). The entry point is schema.entry."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from .emit_objects import KEY_SETS_AHEAD, emit_object
 from .emit_strings import emit_string
 from .ir import FALSE, TRUE, Conjunct, Formula
 from .key_sets import key_set_object
-from .normalize import Normalizer
+from .normalized import NormalizedSchema
 from .rule_sizes import call_big_rules
 from .values import Reporter, to_fraction
 
@@ -44,9 +45,9 @@ class SchemaEmitter:
     (separators, literal values, called rules); each JSON type's emission is a function of its own
     module (emit_*), which uses these through its `em` argument."""
 
-    def __init__(self, norm: Normalizer, style: JsonStyle, any_order: bool, reporter: Reporter):
-        self.norm = norm
-        self.strings = norm.strings  # the compile's string-language service, shared with the normaliser
+    def __init__(self, normalized: NormalizedSchema, style: JsonStyle, any_order: bool, reporter: Reporter):
+        self.normalized = normalized  # the normaliser's read-only view: the emitter asks it, never the reverse
+        self.strings = normalized.strings  # the compile's string-language service, shared with the normaliser
         self.style = style
         self.any_order = any_order
         self.reporter = reporter
@@ -67,7 +68,7 @@ class SchemaEmitter:
         self.rules["root"] = seq(self.ref(root), self.ws)
         while self._pending:
             f = self._pending.pop()
-            self.rules[self._names[f]] = self.emit(self.norm.dnf(f))
+            self.rules[self._names[f]] = self.emit(self.normalized.dnf(f))
             if len(self.rules) > MAX_RULES:
                 raise GrammarTooLargeError(f"schema too large: more than {MAX_RULES} grammar rules")
         grammar = Grammar(self.rules, "root")
@@ -94,7 +95,7 @@ class SchemaEmitter:
 
     def is_empty(self, f: Formula) -> bool:
         """Does `f` admit no value at all? (the normaliser's answer)"""
-        return self.norm.is_empty(f)
+        return self.normalized.is_empty(f)
 
     # ---- conjuncts ----
 

@@ -131,10 +131,11 @@ def json_schema_grammar(
     style = style or JsonStyle()
     reporter = Reporter(strict)
     norm = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages())
-    emitter = SchemaEmitter(norm, style, any_order, reporter)
+    normalized = norm.normalized
+    emitter = SchemaEmitter(normalized, style, any_order, reporter)
     try:
-        grammar = emitter.build(norm.root_formula)
-        if not norm.dnf(norm.root_formula):
+        grammar = emitter.build(normalized.root)
+        if not normalized.dnf(normalized.root):
             raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
     except RecursionError:
         raise GrammarTooLargeError("schema nested too deeply") from None

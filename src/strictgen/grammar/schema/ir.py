@@ -17,7 +17,7 @@ from .values import json_type
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
     "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language",
-    "keyword_pointer",
+    "keyword_pointer", "eval_signature", "without_evaluation",
 ]
 
 
@@ -468,6 +468,32 @@ def conjunct_meet(a: Conjunct, b: Conjunct, norm: "Normalizer") -> Conjunct | No
         obj = None
     c = Conjunct(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
     return None if c.is_empty() else c
+
+
+def eval_signature(c: Conjunct) -> tuple:
+    """What a conjunct evaluates for unevaluated* (its evaluating member rules; evaluated prefix,
+    all items, evaluating contains): alternatives with different signatures cannot be merged."""
+    if c.values is not None:
+        return ((), ())
+    obj = tuple(sorted((r.kind, r.name, r.pattern) for r in c.obj.rules if r.evaluates)) if c.obj else ()
+    arr = (c.arr.eval_prefix, c.arr.eval_all, tuple(x.schema.key for x in c.arr.contains if x.evaluates)) if c.arr else ()
+    return obj, arr
+
+
+def without_evaluation(conjs: list[Conjunct]) -> list[Conjunct]:
+    """The same conjuncts without evaluation annotations (a negated schema evaluates nothing)."""
+    out = []
+    for c in conjs:
+        if c.values is None:
+            obj = c.obj
+            if obj is not None and any(r.evaluates for r in obj.rules):
+                obj = replace(obj, rules=tuple(replace(r, evaluates=False) for r in obj.rules))
+            arr = c.arr
+            if arr is not None and (arr.eval_prefix or arr.eval_all or any(x.evaluates for x in arr.contains)):
+                arr = replace(arr, eval_prefix=0, eval_all=False, contains=tuple(replace(x, evaluates=False) for x in arr.contains))
+            c = replace(c, obj=obj, arr=arr, loose_eval=False)
+        out.append(c)
+    return out
 
 
 def keyword_pointer(part, keyword: str) -> str:

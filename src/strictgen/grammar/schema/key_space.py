@@ -3,15 +3,20 @@
 Keys outside the listed names are partitioned into regions by the value schema that applies to
 them (key pattern combinations; only the cells some key can fall into once there are many
 patterns). Both stages ask this: the normaliser to prove two objects disjoint (oneOf), the object
-emitter to build the members of each region. These are functions of a normaliser (for value
-formulas and their emptiness) and its string-language service, so neither stage calls back into
-the other."""
+emitter to build the members of each region. These are functions of the normaliser's read-only
+view (schema.normalized: value formulas, their emptiness, the string-language service), which
+both stages hold, so neither calls back into the other."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from ..ir import NOTHING, Expr, alt, difference, intersect, lit, literal_trie
 from .ir import Formula, KeyRule, ObjectConstraints, pattern_language
 from .strings import ANY_STRING, pattern_region, string_language
+
+if TYPE_CHECKING:
+    from .normalized import NormalizedSchema
 
 __all__ = ["MAX_PATTERNS", "MAX_REGIONS", "allowed_keys", "key_regions", "key_set", "objects_keys_disjoint"]
 
@@ -31,21 +36,21 @@ def key_set(r: KeyRule) -> Expr:
     return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
 
 
-def key_regions(norm, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
+def key_regions(schema: NormalizedSchema, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
     """The keys outside the listed names, partitioned by the value schema that applies to them:
     (value formula, raw key language or None for every key). Names are not subtracted here.
 
-    Too many overlapping patterns are refused to the compile's reporter (`norm.compile_reporter`),
+    Too many overlapping patterns are refused to the compile's reporter (`schema.compile_reporter`),
     also when a normaliser's trial asks: the emission meets the same object and would refuse it."""
     pattern_rules = [r for r in o.rules if r.kind == "pattern"]
     other_rules = [r for r in o.rules if r.kind == "other"]
     patterns = sorted({r.pattern for r in pattern_rules} | {p for r in other_rules for p in r.patterns})
     masks = range(1 << len(patterns))
     if len(patterns) > MAX_PATTERNS:  # only the combinations some key can fall into
-        found = norm.strings.key_cells(patterns, MAX_REGIONS)
+        found = schema.strings.key_cells(patterns, MAX_REGIONS)
         if found is None:
             ptr = next((r.pointer for r in pattern_rules), "")
-            norm.compile_reporter.refuse(
+            schema.compile_reporter.refuse(
                 f"objects whose key patterns overlap in more than {MAX_REGIONS} ways are not supported", "patternProperties", ptr
             )
             patterns = patterns[:MAX_PATTERNS]
@@ -56,8 +61,8 @@ def key_regions(norm, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]
         inside = {patterns[i] for i in range(len(patterns)) if mask >> i & 1}
         parts = [r.schema for r in pattern_rules if r.pattern in inside]
         parts += [r.schema for r in other_rules if not (r.patterns & inside)]
-        vf = norm.and_(*parts)
-        if norm.is_empty(vf):
+        vf = schema.and_(*parts)
+        if schema.is_empty(vf):
             continue
         regions.setdefault(vf, []).append(mask)
     out: list[tuple[Formula, Expr | None]] = []
@@ -70,24 +75,24 @@ def key_regions(norm, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]
     return out
 
 
-def allowed_keys(norm, o: ObjectConstraints) -> Expr:
+def allowed_keys(schema: NormalizedSchema, o: ObjectConstraints) -> Expr:
     """The raw language of the keys an object of `o` may have (for disjointness checks)."""
     names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
-    allowed = [lit(k) for k in names if not norm.is_empty(norm.value_formula(o, k))]
+    allowed = [lit(k) for k in names if not schema.is_empty(schema.value_formula(o, k))]
     named = literal_trie(names)
-    for vf, keys in key_regions(norm, o):
+    for vf, keys in key_regions(schema, o):
         allowed.append(difference(keys if keys is not None else ANY_STRING, named))
     return alt(*allowed) if allowed else NOTHING
 
 
-def objects_keys_disjoint(norm, a: ObjectConstraints, b: ObjectConstraints) -> bool:
+def objects_keys_disjoint(schema: NormalizedSchema, a: ObjectConstraints, b: ObjectConstraints) -> bool:
     """Both objects have a member and no key is allowed in both, or one needs a member
     (an existential constraint) with a key the other does not allow."""
-    empty = norm.strings.raw_is_empty
+    empty = schema.strings.raw_is_empty
     for x, y in ((a, b), (b, a)):
         for e in x.exists:
-            if empty(intersect(key_set(e), allowed_keys(norm, y))):
+            if empty(intersect(key_set(e), allowed_keys(schema, y))):
                 return True
     if not ((a.min > 0 or a.required) and (b.min > 0 or b.required)):
         return False
-    return empty(intersect(allowed_keys(norm, a), allowed_keys(norm, b)))
+    return empty(intersect(allowed_keys(schema, a), allowed_keys(schema, b)))

@@ -3,7 +3,8 @@
 The JSON Schema front end works in two steps (DESIGN.md §1): these modules resolve references,
 merge `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
 (sub)schema, a list of *conjuncts* (`Conjunct`, the alternatives of a DNF); `emitter` (and its
-emit_* functions) turns conjuncts into grammar IR, asking this normaliser, which never asks it back.
+emit_* functions) turns conjuncts into grammar IR, asking this normaliser through its read-only
+view (schema.normalized.NormalizedSchema); the normaliser never asks the emitter back.
 
 Formulas
     Subschemas are referred to lazily through interned `Formula` objects: a raw schema at a
@@ -30,9 +31,14 @@ are annotations (spec-conformant: a typo'd keyword is ignored, not an error), an
 with a name this package does not know (jsonschema ignores those too).
 
 Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
-jsonschema judge of enum values) is composed of mixins, one concern each: schema.refs (`$ref`,
-`$dynamicRef`), schema.algebra (dnf, negation, disjointness), schema.applicators (allOf, anyOf,
-oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords, unevaluated*). The
+jsonschema judge of enum values, trials), a class without mixins. Functions of the normaliser,
+one concern each: schema.refs (`$ref`, `$dynamicRef` and its `DynamicScope`), schema.applicators
+(allOf, anyOf, oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords,
+unevaluated*) and the boolean algebra (dnf, negation, disjointness) over the normaliser's tables
+(schema.algebra). The methods
+`src_conjuncts`, `src_complement`, `dnf`, `value_formula`, `rule_applies` and `obj_contradicts`
+are those functions' answers under the normaliser's name, one line each (for the modules that
+cannot import them: the algebra, the IR's meets, the emitter's read-only view). The
 schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
 other documents schema.documents. Services the Normalizer holds and which never call it back: the
 dialects a supplied metaschema's `$vocabulary` defines (`vocabularies`, schema.vocabularies) and the
@@ -42,20 +48,19 @@ compile's string-language service (`strings`, schema.strings).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
-from .algebra import BooleanAlgebra
-from .applicators import Applicators
+from . import algebra, applicators
 from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
 from .documents import SchemaDocuments, dialect_of
-from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
+from .ir import FALSE, TRUE, Formula, KeyRule, SrcInfo
 from .limits import malformed_subschema
-from .refs import References
+from .normalized import NormalizedSchema
+from .refs import DynamicScope, base_uri, entered
 from .strings import StringLanguages
-from .keywords import TypeKeywords
 from .vocabularies import Vocabularies
 from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
 
@@ -71,7 +76,7 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
+class Normalizer:
     """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
 
     def __init__(
@@ -84,24 +89,19 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
 
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
-        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial (applicators)
+        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial
         self.compile_reporter = self.reporter  # never swapped: where the emitter's refusals go too
         self.strings = strings if strings is not None else StringLanguages()
         self.formats = formats
         self.root = root
         self._formulas: dict[tuple, Formula] = {}
-        self._dnf: dict[Formula, list[Conjunct]] = {}
-        self._active: list[Formula] = []
+        self.tables = algebra.AlgebraTables()  # the boolean algebra's memo tables (schema.algebra)
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
         self._const_values: dict[tuple, Any] = {}
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
-        self._disjoint_nesting = 0
-        self._contradictions: dict[tuple, bool] = {}
-        self._rules_by_name: dict[int, tuple] = {}  # value_formula's index of an object's key rules
-        self._exact = False  # anyOf expanded into exactly-which-branches alternatives (unevaluated*)
         self.pointers: dict[int, str] = {}
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
@@ -110,7 +110,8 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
-        self._uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
+        self.uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
+        self.has_recursive_anchor = any(d.get("$recursiveAnchor") is True for d in self._dicts)  # ($recursiveRef is refused)
         if isinstance(root, dict):
             spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
@@ -127,11 +128,11 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
                 raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
             self.spec = spec
-            self._dynamic = any("$dynamicRef" in d for d in self._dicts)
-            self._anchors_of: dict[str, frozenset] = {}
-            self.root_formula = self.src(root, self.resolver, spec, "", self._enter((), self.resolver))
+            self.scope = DynamicScope(self.registry, any("$dynamicRef" in d for d in self._dicts))
+            self.root_formula = self.src(root, self.resolver, spec, "", self.scope.enter((), self.resolver))
         else:
             self.registry = None
+            self.scope = DynamicScope(None, False)
             self.resolver = None
             self.spec = rj.DRAFT202012
             self.root_formula = TRUE if root else FALSE
@@ -185,7 +186,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
             return FALSE
         if not isinstance(schema, dict):
             raise invalid(f"a schema must be an object or a boolean, not {schema!r}", "", pointer or "")
-        key = ("src", self._content(schema), getattr(resolver, "_base_uri", ""), scope)
+        key = ("src", self._content(schema), base_uri(resolver), scope)
         got = self._formulas.get(key)
         if got is not None:
             return got
@@ -232,8 +233,8 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
         spec = self.vocabularies.dialect_spec(schema, info.spec)
-        resolver = self._entered(info.resolver, schema, spec)
-        return self.src(schema, resolver, spec, ptr, self._enter(info.scope, resolver))
+        resolver = entered(info.resolver, schema, spec)
+        return self.src(schema, resolver, spec, ptr, self.scope.enter(info.scope, resolver))
 
     def and_(self, *items: Formula) -> Formula:
         return self._junction("and", FALSE, TRUE, items)
@@ -264,6 +265,10 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         self._const_values.setdefault(key, value)
         return self._intern("const", key)
 
+    def const_value(self, f: Formula) -> Any:
+        """The value of a `const` formula (made by const_)."""
+        return self._const_values[f.key]
+
     def not_(self, f: Formula) -> Formula:
         if f is TRUE:
             return FALSE
@@ -278,14 +283,48 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
         normalised, as when a question is asked from inside its own normalisation.)"""
         if f is FALSE:
             return True
-        if f in self._active:
+        if f in self.tables.active:
             return False
         try:
             return not self.dnf(f)
         except RefLoop:
-            if self._active:  # asked from inside a normalisation: cannot tell
+            if self.tables.active:  # asked from inside a normalisation: cannot tell
                 return False
             raise
+
+    def trial(self, build: Callable[[], Any]) -> Any:
+        """build() with refusals raised instead of recorded; None when it refuses (the
+        applicators try an exact construction this way before refusing it to the compile)."""
+        saved = self.reporter
+        self.reporter = Reporter(True)
+        try:
+            return build()
+        except SchemaError:
+            return None
+        finally:
+            self.reporter = saved
+
+    @property
+    def normalized(self) -> NormalizedSchema:
+        """Its read-only view: what the emitter and key_space ask. A new one each time, held by
+        none of the normaliser's tables (a view held there would make a reference cycle, and a
+        normaliser, with all it holds, would then wait for the garbage collector after a compile)."""
+        return NormalizedSchema(self)
+
+    # ---- answers of the functions of the normaliser, under its name ----
+    # for the modules that cannot import those functions: the algebra asks the applicators' two,
+    # the emitter's view, the key space and the IR's meets the algebra's. Each is the function
+    # itself (`norm.dnf(f)` is `algebra.dnf(norm, f)`), not a method that calls it.
+
+    src_conjuncts = applicators.src_conjuncts  # the conjuncts of a src formula
+    src_complement = applicators.src_complement  # the conjuncts of its negation
+    dnf = algebra.dnf
+    value_formula = algebra.value_formula
+    obj_contradicts = algebra.obj_contradicts  # (ir.conjunct_meet asks)
+
+    def rule_applies(self, r: KeyRule, key: str) -> bool:
+        """Does key rule `r` range over the member named `key`?"""
+        return algebra.rule_applies(self.strings, r, key)
 
     # ---- membership (the jsonschema validator is the judge) ----
 
@@ -308,7 +347,7 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
         validator = self._validators.get(f)
         if validator is None:
-            validator = self._validators[f] = self._validator(f)
+            validator = self._validators[f] = self.validator(f)
         try:
             return validator.is_valid(value)
         except RecursionError:
@@ -333,7 +372,8 @@ class Normalizer(References, BooleanAlgebra, Applicators, TypeKeywords):
             return invalid(f"{what}: a keyword has a value of the wrong type", keyword, pointer)
         return invalid(f"{what}: {exc}", keyword, pointer)
 
-    def _validator(self, f: Formula):
+    def validator(self, f: Formula):
+        """The jsonschema validator of the src formula `f` (its dialect, its resolver, formats as asserted)."""
         import jsonschema.validators as jv
 
         info = f.src

@@ -75,7 +75,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
     strings: set[str] = set()
     literals: set = set()
     languages: list[tuple] = []  # the atoms of each string clause not an enum
-    dnf = [] if f is FALSE else emitter.norm.dnf(f)
+    dnf = [] if f is FALSE else emitter.normalized.dnf(f)
     for c in dnf:
         if c.values is not None:
             for v in c.values:
@@ -175,7 +175,7 @@ def _open_object(emitter, o) -> bool:
         return False
     if any(r.kind == "pattern" or (r.kind == "other" and r.patterns) for r in o.rules):
         return False
-    return not emitter.is_empty(emitter.norm.and_(*(r.schema for r in o.rules if r.kind == "other")))
+    return not emitter.is_empty(emitter.normalized.and_(*(r.schema for r in o.rules if r.kind == "other")))
 
 
 def _every_spelling(atoms: tuple) -> bool:
