@@ -43,13 +43,21 @@ class Judge:
         return not dup and self.validator.is_valid(value)
 
 
+def _reads_text(track) -> bool:
+    """Is a tracker reading an item's or a name's text (unique_items.Track; distinct_names'
+    tuple of frames; a pair of both)?"""
+    if isinstance(track, tuple):
+        return any(_reads_text(t) for t in track) if track and not hasattr(track[-1], "in_string") else bool(track) and track[-1].in_string
+    return track is not None and track.mode in ("string", "number")
+
+
 def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
     """The shortest bytes (breadth first, closing strings and brackets first) that take matcher `m`
     to where the document may end, or None if none is found within `budget` positions; `m` is
     left where it was. Positions are told apart by machine state and, for unique arrays, the
     matcher's track of the items seen (a test may read it)."""
     machine = m.compiled.machine
-    tracked = m.compiled.unique_items is not None
+    tracked = m.compiled.tracker is not None
 
     def where():
         return (m.state, m._tracks[-1]) if tracked else m.state
@@ -58,6 +66,8 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
         return b""
     if not tracked:
         return _depth_first(machine, m.state)
+    if m.compiled.unique_items is None:  # distinct names only: a repeat is refused at one byte, depth first finds a new name
+        return _tracked_depth_first(m)
     frontier, seen = [b""], {where()}
     while frontier:
         nxt = []
@@ -65,7 +75,7 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
             assert not path or m.accept_string(path)
             row = machine.compute_row(m.state)
             live = _ORDER[row[_ORDER] != 0].tolist()
-            if tracked and m._tracks[-1] is not None and m._tracks[-1].mode in ("string", "number"):
+            if tracked and _reads_text(m._tracks[-1]):
                 live = live[:4]  # items differ by their text: a few ways on each are enough (4: a repeated 1.0 needs a 1 past "]0,")
             if path:
                 m.rollback(1)
@@ -84,6 +94,40 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
                         return None
         frontier = nxt
     return None
+
+
+def _tracked_depth_first(m: sg.GrammarMatcher, limit: int = 4000) -> bytes | None:
+    """`_depth_first` through the matcher, positions told apart by state and track: for
+    distinct-name objects, whose refusals (a key closed on a seen name) leave other bytes."""
+    machine = m.compiled.machine
+
+    def ways():
+        row = machine.compute_row(m.state)
+        return iter(_ORDER[row[_ORDER] != 0].tolist())
+
+    stack, path, seen = [ways()], [], {(m.state, m._tracks[-1])}
+    try:
+        while stack:
+            if m.can_end():
+                return bytes(path)
+            for b in stack[-1]:
+                if len(path) < limit and m.accept_string(bytes((b,))):
+                    key = (m.state, m._tracks[-1])
+                    if key not in seen:
+                        seen.add(key)
+                        path.append(b)
+                        stack.append(ways())
+                        break
+                    m.rollback(1)
+            else:
+                stack.pop()
+                if path and len(stack) == len(path):
+                    path.pop()
+                    m.rollback(1)
+        return None
+    finally:
+        if path:
+            m.rollback(len(path))
 
 
 def _depth_first(machine, state: int, limit: int = 4000) -> bytes | None:

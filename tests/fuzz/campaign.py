@@ -399,7 +399,7 @@ def _probe(judge: Judge, m: sg.GrammarMatcher, budget: Completions, tok, prefix:
 
 
 def compiled_has_unique(m: sg.GrammarMatcher) -> bool:
-    return m.compiled.unique_items is not None
+    return m.compiled.tracker is not None
 
 
 def _says_empty(exc: Exception) -> bool:
