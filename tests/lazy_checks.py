@@ -11,6 +11,7 @@ import jsonschema
 import numpy as np
 
 import strictgen as sg
+from strictgen.runtime.budget import ShortestCompletions
 from tests.helpers import allowed_ids, canonical_ids, random_split
 
 # bytes tried first when completing a prefix: close strings, then brackets, then short ways on
@@ -67,7 +68,7 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
     if not tracked:
         return _depth_first(machine, m.state)
     if m.compiled.unique_items is None:  # distinct names only: a repeat is refused at one byte, depth first finds a new name
-        return _tracked_depth_first(m)
+        return _repaired_completion(m)
     frontier, seen = [b""], {where()}
     while frontier:
         nxt = []
@@ -96,38 +97,40 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
     return None
 
 
-def _tracked_depth_first(m: sg.GrammarMatcher, limit: int = 4000) -> bytes | None:
-    """`_depth_first` through the matcher, positions told apart by state and track: for
-    distinct-name objects, whose refusals (a key closed on a seen name) leave other bytes."""
+def _repaired_completion(m: sg.GrammarMatcher, rounds: int = 500) -> bytes | None:
+    """For distinct-name objects: the machine's shortest completion (runtime/budget.py), fed
+    through the matcher; where the matcher refuses a byte (a key closed on a name seen before),
+    the key is made longer by a byte the machine allows, and the machine's completion is taken
+    again from there. None when no byte lengthens it, the search gives up, or after `rounds`
+    repairs; `m` is left where it was."""
     machine = m.compiled.machine
-
-    def ways():
-        row = machine.compute_row(m.state)
-        return iter(_ORDER[row[_ORDER] != 0].tolist())
-
-    stack, path, seen = [ways()], [], {(m.state, m._tracks[-1])}
+    search = ShortestCompletions(machine, max_expanded=20_000)
+    out, steps = [], 0
     try:
-        while stack:
-            if m.can_end():
-                return bytes(path)
-            for b in stack[-1]:
-                if len(path) < limit and m.accept_string(bytes((b,))):
-                    key = (m.state, m._tracks[-1])
-                    if key not in seen:
-                        seen.add(key)
-                        path.append(b)
-                        stack.append(ways())
-                        break
-                    m.rollback(1)
-            else:
-                stack.pop()
-                if path and len(stack) == len(path):
-                    path.pop()
-                    m.rollback(1)
-        return None
+        while not m.can_end():
+            try:
+                rest = search.completion(m.state)
+            except sg.StrictgenError:
+                return None
+            if rounds <= 0:
+                return None
+            rounds -= 1
+            for b in rest:
+                if m.accept_string(bytes((b,))):
+                    out.append(b)
+                    steps += 1
+                    continue
+                row = machine.compute_row(m.state)
+                longer = next((x for x in _ORDER[row[_ORDER] != 0].tolist() if x != 0x22 and m.accept_string(bytes((x,)))), None)
+                if longer is None:
+                    return None
+                out.append(longer)
+                steps += 1
+                break
+        return bytes(out)
     finally:
-        if path:
-            m.rollback(len(path))
+        if steps:
+            m.rollback(steps)  # (one step per byte)
 
 
 def _depth_first(machine, state: int, limit: int = 4000) -> bytes | None:
