@@ -39,7 +39,7 @@ def run_target(sup: Supervisor, target: str, seed: int, budget: float, findings_
         case = make_case(target, seed)
         result = sup.run(case)
         outcomes[result["outcome"] + (":" + result["error"] if result.get("error") else "")] += 1
-        for key in ("docs", "valid", "probes", "inconclusive", "unjudged", "exponent_limit", "order_limit"):
+        for key in ("docs", "valid", "probes", "inconclusive", "unjudged", "exponent_limit", "order_limit", "tracked_completions", "repeats"):
             counts[key] += result.get(key, 0)
         for finding in result["findings"][:1]:  # one finding per case is enough to minimise
             kinds[finding["kind"]] += 1

@@ -11,6 +11,7 @@ import jsonschema
 import numpy as np
 
 import strictgen as sg
+from strictgen.runtime.budget import ShortestCompletions
 from tests.helpers import allowed_ids, canonical_ids, random_split
 
 # bytes tried first when completing a prefix: close strings, then brackets, then short ways on
@@ -43,13 +44,21 @@ class Judge:
         return not dup and self.validator.is_valid(value)
 
 
+def _reads_text(track) -> bool:
+    """Is a tracker reading an item's or a name's text (unique_items.Track; distinct_names'
+    tuple of frames; a pair of both)?"""
+    if isinstance(track, tuple):
+        return any(_reads_text(t) for t in track) if track and not hasattr(track[-1], "in_string") else bool(track) and track[-1].in_string
+    return track is not None and track.mode in ("string", "number")
+
+
 def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
     """The shortest bytes (breadth first, closing strings and brackets first) that take matcher `m`
     to where the document may end, or None if none is found within `budget` positions; `m` is
     left where it was. Positions are told apart by machine state and, for unique arrays, the
     matcher's track of the items seen (a test may read it)."""
     machine = m.compiled.machine
-    tracked = m.compiled.unique_items is not None
+    tracked = m.compiled.tracker is not None
 
     def where():
         return (m.state, m._tracks[-1]) if tracked else m.state
@@ -58,6 +67,8 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
         return b""
     if not tracked:
         return _depth_first(machine, m.state)
+    if m.compiled.unique_items is None:  # distinct names only: a repeat is refused at one byte, depth first finds a new name
+        return _repaired_completion(m)
     frontier, seen = [b""], {where()}
     while frontier:
         nxt = []
@@ -65,7 +76,7 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
             assert not path or m.accept_string(path)
             row = machine.compute_row(m.state)
             live = _ORDER[row[_ORDER] != 0].tolist()
-            if tracked and m._tracks[-1] is not None and m._tracks[-1].mode in ("string", "number"):
+            if tracked and _reads_text(m._tracks[-1]):
                 live = live[:4]  # items differ by their text: a few ways on each are enough (4: a repeated 1.0 needs a 1 past "]0,")
             if path:
                 m.rollback(1)
@@ -84,6 +95,42 @@ def completion(m: sg.GrammarMatcher, budget: int = 20_000) -> bytes | None:
                         return None
         frontier = nxt
     return None
+
+
+def _repaired_completion(m: sg.GrammarMatcher, rounds: int = 500) -> bytes | None:
+    """For distinct-name objects: the machine's shortest completion (runtime/budget.py), fed
+    through the matcher; where the matcher refuses a byte (a key closed on a name seen before),
+    the key is made longer by a byte the machine allows, and the machine's completion is taken
+    again from there. None when no byte lengthens it, the search gives up, or after `rounds`
+    repairs; `m` is left where it was."""
+    machine = m.compiled.machine
+    search = ShortestCompletions(machine, max_expanded=20_000)
+    out, steps = [], 0
+    try:
+        while not m.can_end():
+            try:
+                rest = search.completion(m.state)
+            except sg.StrictgenError:
+                return None
+            if rounds <= 0:
+                return None
+            rounds -= 1
+            for b in rest:
+                if m.accept_string(bytes((b,))):
+                    out.append(b)
+                    steps += 1
+                    continue
+                row = machine.compute_row(m.state)
+                longer = next((x for x in _ORDER[row[_ORDER] != 0].tolist() if x != 0x22 and m.accept_string(bytes((x,)))), None)
+                if longer is None:
+                    return None
+                out.append(longer)
+                steps += 1
+                break
+        return bytes(out)
+    finally:
+        if steps:
+            m.rollback(steps)  # (one step per byte)
 
 
 def _depth_first(machine, state: int, limit: int = 4000) -> bytes | None:

@@ -9,7 +9,11 @@ A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, 
                                   end?) differs from the judge's: `jsonschema` (Draft 2020-12), Python's
                                   `re.fullmatch`, or the Earley recogniser of tests/reference.py over an
                                   IR translated here from the generator's own tree
-    dead_token                    an allowed token after a valid prefix cannot reach a valid end
+    false_accept_repeated         a document with a repeated member name is accepted, and `jsonschema`
+                                  rejects what Python's parser reads of it (the last member of each name)
+    dead_token                    an allowed token after a valid prefix cannot reach a valid end (where
+                                  objects keep their names distinct and the machine's completion repeats
+                                  one, a depth-first search through the matcher looks for another end)
     unsound_completion            the shortest completion after an allowed token ends a document the
                                   judge rejects
     empty_mask                    no token allowed, yet not terminated
@@ -19,7 +23,11 @@ A *case* is JSON data: {"target", "seed", "source", "docs"}. `make_case(target, 
     slow_compile                  a compile (failed or not) ran well past compile_timeout
     crash / hang                  the worker process died or stopped answering (Supervisor)
 
-Not findings, counted: `unjudged` (no judge decides: JSON with a repeated member name, a backtracking
+The target `min_properties` draws schemas around minProperties over members with unlisted names
+(schemas.SchemaGenerator.counted) and adds documents that repeat a name (schemas.with_repeated_name).
+
+Not findings, counted: `repeats` (documents with a repeated member name, judged as above),
+`tracked_completions` (completions found through the matcher), `unjudged` (no judge decides: a backtracking
 `re` past JUDGE_S, `jsonschema` lost in a `$ref` loop), `exponent_limit` (a valid document rejected
 only for writing a bounded number with an exponent, which grammar/numbers.py leaves out by design),
 `order_limit` (rejected only for its member order: the default fixed order of grammar/json_schema.py),
@@ -54,9 +62,10 @@ from strictgen.runtime.budget import ShortestCompletions, greedy_tokenizer
 
 from tests.fuzz import languages, schemas
 from tests.helpers import allowed_ids, random_split
+from tests.lazy_checks import completion
 from tests.reference import ReferenceRecognizer
 
-TARGETS = ("schema", "hypothesis_schema", "regex", "gbnf")
+TARGETS = ("schema", "hypothesis_schema", "regex", "gbnf", "min_properties")
 SLACK_S = 5.0  # a compile may overrun compile_timeout by this much (deadline checks are periodic)
 TOKENS_SAMPLED = 3  # allowed tokens followed to a complete document at each probed prefix
 PREFIXES_PROBED = 2
@@ -82,6 +91,12 @@ def make_case(target: str, seed: int) -> dict:
     elif target == "hypothesis_schema":
         schema = schemas.hypothesis_schema(seed)
         schema = {} if schema is None else schema
+    elif target == "min_properties":  # objects counted in distinct names (compile/distinct_names.py)
+        schema = schemas.SchemaGenerator(rnd).counted()
+        docs = schemas.schema_documents(rnd, schema, seed)
+        docs += [json.dumps(schemas.with_members(rnd, json.loads(d)), **rnd.choice(schemas.LAYOUTS)) for d in docs[:6]]
+        docs += [schemas.with_repeated_name(rnd, d) for d in docs if rnd.random() < 0.5]
+        return {"target": "schema", "seed": seed, "source": schema, "docs": list(dict.fromkeys(d for d in docs if d)), "any_order": rnd.random() < 0.5}
     else:
         raise ValueError(f"unknown target {target!r}; the targets are {', '.join(TARGETS)}")
     docs = schemas.schema_documents(rnd, schema, seed)
@@ -143,6 +158,15 @@ class Judge:
         try:
             return self._validator.is_valid(value)
         except Exception:  # noqa: BLE001  (RecursionError, an unresolvable $ref: the judge cannot say)
+            return None
+
+    def parsed_valid(self, data: bytes) -> bool | None:
+        """JSON with a repeated member name: jsonschema's verdict on what Python's parser reads
+        (the last member of each name). A matcher that accepts such a document must have that
+        verdict (a counted object refuses the repeat outright, compile/distinct_names.py)."""
+        try:
+            return self._validator.is_valid(json.loads(data.decode("utf-8"), parse_float=Decimal))
+        except Exception:  # noqa: BLE001  (as in `valid`: the judge cannot say)
             return None
 
     def viable(self, data: bytes) -> bool | None:
@@ -257,7 +281,7 @@ def check_case(case: dict, compiler: sg.GrammarCompiler) -> dict:
         findings.append(_finding("slow_compile", None, f"compiled in {elapsed:.1f} s"))
     rnd = random.Random(case["seed"])
     budget = Completions(compiled)
-    stats = {"docs": 0, "valid": 0, "probes": 0, "inconclusive": 0, "unjudged": 0, "exponent_limit": 0, "order_limit": 0}
+    stats = {"docs": 0, "valid": 0, "probes": 0, "inconclusive": 0, "unjudged": 0, "exponent_limit": 0, "order_limit": 0, "tracked_completions": 0, "repeats": 0}
     for doc in case["docs"]:
         try:
             findings += _check_doc(judge, compiler, compiled, budget, doc, rnd, stats)
@@ -290,7 +314,11 @@ def _check_doc(judge: Judge, compiler, compiled, budget: Completions, doc: str, 
     whole = accepted == len(steps)
     verdict = whole and m.can_end()
     out = []
-    if valid is None:
+    if valid is None and judge.target == "schema" and (parsed := judge.parsed_valid(data)) is not None:
+        stats["repeats"] += 1  # a repeated member name: accepted only where what a parser reads is valid
+        if verdict and not parsed:
+            out.append(_finding("false_accept_repeated", doc, "a document with a repeated member name is accepted, and what a parser reads of it is invalid"))
+    elif valid is None:
         stats["unjudged"] += 1
     elif valid and not verdict and judge.target == "schema" and (limit := _documented_limit(judge, compiler, compiled, doc, rnd)):
         stats[limit] += 1
@@ -390,6 +418,9 @@ def _probe(judge: Judge, m: sg.GrammarMatcher, budget: Completions, tok, prefix:
                 stats["unjudged"] += 1
             elif not verdict:
                 out.append(_finding("unsound_completion", text.decode("utf-8", "replace"), f"after token {piece!r} the matcher completes to {text[-60:]!r}, which the judge rejects"))
+        elif judge.target == "schema" and m.compiled.tracker is not None and m.compiled.unique_items is None:
+            out += _tracked_completion(judge, m, piece, prefix, done, stats)  # distinct names: refused a repeat; search on
+            done = 0  # it rolled those steps back
         elif judge.target != "schema" or compiled_has_unique(m):
             stats["inconclusive"] += 1  # uniqueItems vetoes a repeated item the machine's completion ignores
         else:
@@ -398,8 +429,26 @@ def _probe(judge: Judge, m: sg.GrammarMatcher, budget: Completions, tok, prefix:
     return out
 
 
+def _tracked_completion(judge: Judge, m: sg.GrammarMatcher, piece: bytes, prefix: bytes, done: int, stats: dict) -> list:
+    """The machine's completion closed a key on a name seen before (distinct-name objects refuse
+    it): a depth-first search through the matcher finds another way, or the token is a dead end.
+    Leaves `m` right after the probed token."""
+    m.rollback(done)
+    rest = completion(m)
+    out = []
+    if rest is None:
+        out.append(_finding("dead_token", prefix.decode("utf-8", "replace"), f"token {piece!r}: no completion through the matcher (distinct names)"))
+    else:
+        text = prefix + piece + rest
+        verdict = judge.valid(text)
+        if verdict is False:
+            out.append(_finding("unsound_completion", text.decode("utf-8", "replace"), f"after token {piece!r} the matcher completes to {text[-60:]!r}, which the judge rejects"))
+        stats["unjudged" if verdict is None else "tracked_completions"] += 1
+    return out
+
+
 def compiled_has_unique(m: sg.GrammarMatcher) -> bool:
-    return m.compiled.unique_items is not None
+    return m.compiled.tracker is not None
 
 
 def _says_empty(exc: Exception) -> bool:

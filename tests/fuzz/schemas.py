@@ -152,6 +152,49 @@ class SchemaGenerator:
             s["dependentSchemas"] = {rnd.choice(names): self.object(depth - 1, refs) if depth > 1 else {"required": [rnd.choice(NAMES)]}}
         return s
 
+    def counted(self) -> dict | bool:
+        """A schema around objects whose minProperties members with unlisted names could reach
+        (compile/distinct_names.py): under anyOf/oneOf with other objects, inside arrays (unique or
+        not), as members of other objects, or alone; key languages both endless and finite."""
+        rnd = self.rnd
+        self.defs = {}
+        obj = self.counted_object()
+        k = rnd.random()
+        if k < 0.25:
+            return {rnd.choice(["anyOf", "oneOf"]): [obj, self.object(1, False) if rnd.random() < 0.5 else {"type": "object", "additionalProperties": self.leaf()}]}
+        if k < 0.4:
+            return {"type": "array", "items": obj, **({"uniqueItems": True} if rnd.random() < 0.4 else {})}
+        if k < 0.55:
+            return {"type": "object", "properties": {rnd.choice(NAMES): obj}, "additionalProperties": obj if rnd.random() < 0.3 else rnd.choice([True, False])}
+        return obj
+
+    def counted_object(self) -> dict:
+        rnd = self.rnd
+        names = rnd.sample(NAMES, rnd.randint(0, 3))
+        s: dict = {"type": "object"}
+        if names:
+            s["properties"] = {n: self.node(1) for n in names}
+            if rnd.random() < 0.4:
+                s["required"] = rnd.sample(names, rnd.randint(0, len(names)))
+        k = rnd.random()
+        if k < 0.3:
+            s["additionalProperties"] = self.leaf()
+        elif k < 0.4:
+            s["additionalProperties"] = False
+            s["patternProperties"] = {safe_pattern(rnd): self.leaf()}
+        elif k < 0.5:
+            s["propertyNames"] = rnd.choice([{"maxLength": rnd.randint(1, 3)}, {"minLength": 1}, {"pattern": safe_pattern(rnd)}])
+        elif k < 0.6:
+            s["patternProperties"] = {safe_pattern(rnd): self.leaf()}
+        lo = rnd.randint(2, 5)
+        if rnd.random() < 0.2:
+            s["not"] = {"maxProperties": lo - 1}
+        else:
+            s["minProperties"] = lo
+        if rnd.random() < 0.3:
+            s["maxProperties"] = lo + rnd.randint(0, 2)
+        return s
+
     def array(self, depth: int, refs: bool) -> dict:
         rnd = self.rnd
         s: dict = {"type": "array"} if rnd.random() < 0.8 else {}
@@ -354,6 +397,57 @@ def mutate_value(rnd: random.Random, value):
 
 
 LAYOUTS = [{}, {"separators": (",", ":")}, {"indent": 2}, {"ensure_ascii": False}, {"indent": 1, "ensure_ascii": False}]
+
+
+def with_members(rnd: random.Random, value, most: int = 6):
+    """`value` with members of fresh names added to its objects (some of NAMES, some made up) up
+    to 2..`most` members each, so that documents reach the minProperties they are drawn for."""
+    if isinstance(value, list):
+        return [with_members(rnd, v, most) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: with_members(rnd, v, most) for k, v in value.items()}
+    for _ in range(rnd.randint(2, most) - len(out)):
+        name = rnd.choice(NAMES) if rnd.random() < 0.5 else "".join(rnd.choice(SAFE_CHARS + "é") for _ in range(rnd.randint(1, 3)))
+        out.setdefault(name, random_value(rnd, 0))
+    return out
+
+
+def with_repeated_name(rnd: random.Random, text: str) -> str | None:
+    """`text` (JSON) with one object's member written again, at its end, with its name maybe
+    \\u-escaped and its value maybe another; None when the text holds no object with a member."""
+    value = json.loads(text)
+    objects = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            if v:
+                objects.append(v)
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(value)
+    if not objects:
+        return None
+    target = rnd.choice(objects)
+    name = rnd.choice(list(target))
+    again = target[name] if rnd.random() < 0.5 else random_value(rnd, 1)
+    spelled = json.dumps(name) if rnd.random() < 0.6 else '"' + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in name) + '"'
+
+    def dump(v) -> str:
+        if isinstance(v, dict):
+            members = [json.dumps(k) + ":" + dump(x) for k, x in v.items()]
+            if v is target:
+                members.append(spelled + ":" + dump(again))
+            return "{" + ",".join(members) + "}"
+        if isinstance(v, list):
+            return "[" + ",".join(dump(x) for x in v) + "]"
+        return json.dumps(v)
+
+    return dump(value)
 
 
 def schema_documents(rnd: random.Random, schema, seed: int, n: int = 5) -> list[str]:

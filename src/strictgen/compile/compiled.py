@@ -10,6 +10,8 @@ from . import automaton
 from .machine import PushdownMachine
 from .special_tokens import bind_special_tokens, text_tokens_with_stand_in_byte
 from .token_mask import TokenMasker
+from .distinct_names import DistinctNames
+from .tracked_rules import Trackers
 from .unique_items import UniqueItems
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ class CompiledGrammar:
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
                                   markers=self.marker_tokens,
                                   blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
-        self._unique_items: object = None
+        self._tracker: object = None
         self.masks_stored = 0  # how many masks the disk cache stored or loaded for it last (disk_cache.store_masks_later)
         self.has_captures = False  # the disk cache keeps no grammar with captures
         self.source_grammar: "Callable[[], Grammar] | None" = None  # rebuilds the IR for export (set by GrammarCompiler)
@@ -88,13 +90,22 @@ class CompiledGrammar:
         return export_grammar(self.source_grammar(), target)
 
     @property
+    def tracker(self):
+        """What its matchers follow beside the machine (tracked_rules.py): the grammar's
+        uniqueItems arrays (unique_items.py), its objects whose names must be distinct
+        (distinct_names.py), both, or None when it has neither. Found on first use: the
+        vocabulary scan it needs is paid only by grammars that have such rules."""
+        if self._tracker is None:
+            unique, distinct = UniqueItems.of(self), DistinctNames.of(self)
+            both = Trackers(self, unique, distinct) if unique and distinct else None
+            self._tracker = both or unique or distinct or False
+        return self._tracker or None
+
+    @property
     def unique_items(self):
-        """The grammar's uniqueItems arrays, followed by its matchers (unique_items.py;
-        None when it has none). Found on first use: the vocabulary scan it needs is paid only by
-        grammars that have such arrays."""
-        if self._unique_items is None:
-            self._unique_items = UniqueItems.of(self) or False
-        return self._unique_items or None
+        """The uniqueItems part of `tracker` (None when the grammar has no unique arrays)."""
+        t = self.tracker
+        return t.first if isinstance(t, Trackers) else t if isinstance(t, UniqueItems) else None
 
     def __repr__(self) -> str:
         rules = len(self.automaton.rules)

@@ -47,19 +47,15 @@ import numpy as np
 from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
 from strictgen.grammar.schema.unique import INFINITE_KINDS, UNIQUE_MARK
 from strictgen.grammar.schema.unique_strings import StringCounter, escape_ranges
-from strictgen.lru import BoundedLRU
-from strictgen.tokenizer.trie import words_for
-
 from .machine import DEAD
+from .tracked_rules import VETO, RuleTracker
 from .unique_spelling import consistent, split_text
 
-VETO = object()  # what `advance` returns for data that would repeat an item on every parse
 _NUMBER = frozenset(b"0123456789+-.eE")
 _DIGIT_START = frozenset(b"-0123456789")
 _LITERALS = {ord("t"): True, ord("f"): False, ord("n"): None}
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
 _WS = frozenset(b" \t\n\r")
-PRUNED_ENTRIES = 4096  # states with a repeat's parses dropped, remembered per grammar
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +107,7 @@ class Frame:
     depth: int = 0
     in_string: bool = False
     candidates: tuple | None = None
-    owners: frozenset = frozenset()  # the arrays it follows, as UniqueItems._arrays names them
+    owners: frozenset = frozenset()  # the arrays it follows, as RuleTracker.inside names them
 
     @property
     def spec(self) -> Spec:
@@ -132,17 +128,13 @@ class Track:
         return "string" if f.in_string else f.mode
 
 
-class UniqueItems:
-    """The unique arrays of one compiled grammar (None from `of` when it has none)."""
+class UniqueItems(RuleTracker):
+    """The unique arrays of one compiled grammar (None from `of` when it has none); `rules` maps
+    each unique array rule to its item specs."""
 
     def __init__(self, compiled, rules: dict[int, tuple]):
-        self.machine = compiled.machine
-        self.rules = rules
-        info = compiled.tokenizer_info
-        self.token_bytes = info.all_token_bytes
-        self.vocab_size = info.vocab_size
-        self.classes = _token_classes(info)
-        self._pruned: BoundedLRU[int] = BoundedLRU(PRUNED_ENTRIES)  # (state, arrays) -> _without_parses
+        super().__init__(compiled, rules)
+        self.classes = _token_classes(compiled.tokenizer_info)
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -152,47 +144,11 @@ class UniqueItems:
                 rules[i] = tuple(Spec.of(d) for d in json.loads(r.name.split(UNIQUE_MARK, 1)[1]))
         return cls(compiled, rules) if rules else None
 
-    def _arrays(self, node: int) -> list[tuple[int, int]]:
-        """The unique arrays the stack `node` is inside, innermost first, each as (rule, parent
-        node): the pair stays the same while the array is read (its frame advances under the same
-        parent), so it names the array. A frame still at its rule's start (state 0: its `[` not
-        read yet, entered ahead because the array may come next) is not inside."""
-        machine = self.machine
-        out = []
-        while node:
-            parent, rule, at = machine.node(node)
-            if at != 0 and rule in self.rules:
-                out.append((rule, parent))
-            node = parent
-        return out
-
     def opened(self, state: int, known: frozenset = frozenset()) -> "Frame | None":
         """A frame for the unique arrays that stacks of `state` have just opened (the innermost
         array of a stack, where no open frame follows it: not in `known`), or None."""
-        owners, specs = set(), None
-        for node in self.machine.stacks(state):
-            arrays = self._arrays(node)
-            if arrays and arrays[0] not in known:
-                owners.add(arrays[0])
-                specs = specs or self.rules[arrays[0][0]]
-        return Frame(specs, owners=frozenset(owners)) if owners else None
-
-    def _without_parses(self, state: int, owners: frozenset) -> int:
-        """`state` without the stacks inside any of the arrays `owners`; DEAD when every stack is.
-        Remembered: a mask asks it for each token that repeats an item, and those tokens mostly
-        share the state before their repeating byte."""
-        key = (state, owners)
-        got = self._pruned.peek(key)
-        if got is None:
-            stacks = self.machine.stacks(state)
-            got = self.machine.sub_state(state, [owners.isdisjoint(self._arrays(node)) for node in stacks])
-            self._pruned.put(key, got)
-        return got
-
-    def _followed(self, frames: tuple, state: int) -> tuple:
-        """The frames whose arrays some stack of `state` is still inside."""
-        present = {a for node in self.machine.stacks(state) for a in self._arrays(node)}
-        return tuple(f for f in frames if not f.owners.isdisjoint(present))
+        owners, rule = self.newly_inside(state, known)
+        return Frame(self.rules[rule], owners=frozenset(owners)) if owners else None
 
     def advance(self, track: Track | None, state: int, data: bytes):
         """(the track after `data` read from machine `state` with `track`, the machine state
@@ -215,11 +171,11 @@ class UniqueItems:
             got = _feed(frames, b)
             while isinstance(got, Repeat):  # the parses inside that array end; the others read on
                 before = self.machine.step_bytes(base, data[off : i - 1])
-                base = self._without_parses(before, frames[got.level].owners)
+                base = self.without_parses(before, frames[got.level].owners)
                 if base == DEAD:
                     return VETO
                 off = i - 1
-                frames = self._followed(frames[: got.level] + frames[got.level + 1 :], base)
+                frames = self.followed(frames[: got.level] + frames[got.level + 1 :], base)
                 got = _feed(frames, b) if frames else ()
             frames = got
             if b == 0x5B and frames and _opens(frames[-1]):
@@ -233,20 +189,7 @@ class UniqueItems:
                 return VETO
         return Track(frames) if frames else None, after
 
-    def mask(self, row: np.ndarray, track: Track | None, state: int) -> np.ndarray:
-        """`row` (the machine's mask) without the tokens that would repeat an item."""
-        allowed = np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab_size].astype(bool)
-        allowed &= ~self._passive(track)
-        vetoed = [t for t in np.flatnonzero(allowed).tolist() if self.advance(track, state, self.token_bytes[t]) is VETO]
-        if not vetoed:
-            return row
-        bits = np.unpackbits(row.view(np.uint8), bitorder="little")
-        bits[vetoed] = 0
-        out = np.packbits(bits, bitorder="little").view(np.int32)[: words_for(self.vocab_size)].copy()
-        out.setflags(write=False)
-        return out
-
-    def _passive(self, track: Track | None) -> np.ndarray:
+    def passive(self, track: Track | None) -> np.ndarray:
         """Tokens that cannot repeat an item from `track` (a conservative class: the rest are
         tried one by one). Special tokens never advance a track."""
         c = self.classes
@@ -491,7 +434,7 @@ _CLASSES_LOCK = threading.Lock()
 
 def _token_classes(info) -> dict[str, np.ndarray]:
     """Per vocabulary, once (array arithmetic over the trie's token facts): classes of tokens that
-    cannot repeat an item from some kind of position (see UniqueItems._passive); special tokens
+    cannot repeat an item from some kind of position (see UniqueItems.passive); special tokens
     are in all of them."""
     with _CLASSES_LOCK:
         got = _CLASSES.get(info)

@@ -34,6 +34,7 @@ MAX_LAZY_MEMBERS = 4096
 """Members of a lazily built rule family written out before the export gives up on it."""
 
 UNIQUE_MARK = "~unique:"  # schema/unique.py's mark in the names of uniqueItems array rules
+DISTINCT_MARK = "~distinct"  # schema/emit_objects.py's mark in the names of objects whose names must differ
 _GBNF_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", '"': '\\"'}
 
 
@@ -165,6 +166,8 @@ class _Writer:
             ir_name, body = self.pending.pop(0)
             if UNIQUE_MARK in ir_name:
                 self.note(f"rule {self.name(ir_name)}: uniqueItems is not enforced (duplicates are accepted)")
+            if DISTINCT_MARK in ir_name:
+                self.note(f"rule {self.name(ir_name)}: a repeated member name is accepted and counted toward minProperties")
             self.defining = body
             text = self.expr(body, top=True)
             if ir_name.startswith("\0part"):  # a shared part: kept a call by our compiler (see kept_called)

@@ -11,7 +11,7 @@ import numpy as np
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.machine import DEAD
 from strictgen.compile.special_tokens import STAND_IN
-from strictgen.compile.unique_items import VETO
+from strictgen.compile.tracked_rules import VETO
 from strictgen.errors import StrictgenError
 
 from . import captures, drafts
@@ -39,7 +39,7 @@ class GrammarMatcher:
         self._stand_ins = compiled.has_special_tokens  # text may not hold a stand-in's byte 0xFF
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
-        self._unique = compiled.unique_items  # uniqueItems arrays followed here (None: the grammar has none)
+        self._unique = compiled.tracker  # uniqueItems arrays and distinct-name objects followed here (None: none)
         if compiled.has_captures:  # only these matchers keep the bytes they accept, for captures()
             self._advance = self._advance_keeping_text
         self.reset()

@@ -152,10 +152,11 @@ def test_no_accepted_object_is_invalid_once_repeated_names_are_merged(schema, an
 @pytest.mark.parametrize(
     "schema,keyword,pointer",
     [
-        ({"minProperties": 2}, "minProperties", "/minProperties"),
-        ({"minProperties": 3, "required": ["a"], "properties": {"a": {}, "b": {}}}, "minProperties", "/minProperties"),
+        # (with keys that can always become new names the matcher counts distinct names: tests/compile/test_distinct_names.py)
+        ({"minProperties": 2, "propertyNames": {"maxLength": 1}}, "minProperties", "/minProperties"),
+        ({"minProperties": 3, "required": ["a"], "properties": {"a": {}, "b": {}}, "patternProperties": {"^(q|x+)$": {}}, "additionalProperties": False}, "minProperties", "/minProperties"),
         ({"properties": {"o": {"minProperties": 2, "propertyNames": {"enum": ["a", "b"]}, "properties": {"a": {}}}}}, "minProperties", "/properties/o/minProperties"),
-        ({"not": {"maxProperties": 1}}, "maxProperties", "/not/maxProperties"),
+        ({"not": {"maxProperties": 1}, "propertyNames": {"maxLength": 1}}, "maxProperties", "/not/maxProperties"),
         ({"not": {"additionalProperties": {"type": "integer"}}}, "additionalProperties", "/not/additionalProperties"),
         ({"allOf": [{"not": {"patternProperties": {"^x": {"type": "string"}}}}]}, "patternProperties", "/allOf/0/not/patternProperties"),
     ],

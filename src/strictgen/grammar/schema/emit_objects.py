@@ -5,29 +5,35 @@ them (schema.key_space), and each region's members are one variant of the additi
 Members come in schema order by default (a key's slot decides it), or in any order with
 ``any_order=True``; presence clauses, member counts and existential member constraints (from
 `not`) are tracked by a counting construction. A listed name is one slot, but other keys may
-repeat a name, so a minimum count that two such members could reach is refused, as is an
-existential member such a repeat could undo."""
+repeat a name: a minimum count that two such members could reach is enforced by the matcher,
+which refuses a repeated name in such an object (compile/distinct_names.py; the object is a rule
+named with DISTINCT_MARK), where every key those members may have can still become infinitely
+many names, and refused otherwise, as is an existential member such a repeat could undo."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
+from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
-from ..ir import NOTHING, Expr, Seq, difference, intersect, literal_trie, seq
+from ..automata import regular_dfa
+from ..ir import NOTHING, Expr, RuleRef, Seq, difference, intersect, literal_trie, seq
 from ..json_escapes import spelled_string
 from ..json_value import json_container, json_string
 from .counting import counting_language
 from .emit_strings import spelled
 from .ir import TRUE, ObjectConstraints
-from .key_sets import key_set_object, submasks
+from .key_sets import keep_called, key_set_object, submasks
 from .key_space import key_regions, key_set
 from .strings import ANY_STRING
+from .unique import infinite_everywhere
 
 if TYPE_CHECKING:
     from .emitter import SchemaEmitter
 
-__all__ = ["KEY_SETS_AHEAD", "MAX_EXISTS", "emit_object"]
+__all__ = ["DISTINCT_MARK", "KEY_SETS_AHEAD", "MAX_EXISTS", "emit_object"]
+
+DISTINCT_MARK = "~distinct"  # in the name of an object's rule whose member names the matcher keeps distinct
 
 MAX_EXISTS = 5  # existential member constraints per object: each member has a variant per subset
 KEY_SETS_AHEAD = 5_000  # any_order: past (2**n) * n for n members (n > 9) the key sets are built at run time, which
@@ -78,7 +84,8 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
     open_, close_more, close_first = em.open_close("{", "}")
     lo, hi = o.min, o.max
     least = sum(req for _, req, _ in slots)  # members every document has
-    if lo - least > 1 and _unlisted_keys_exist(em, o, names):
+    distinct = lo - least > 1 and _unlisted_keys_exist(em, o, names)
+    if distinct and (exists or not _names_tracked(em, o, names)):
         _refuse_repeatable_count(em, o)
     if hi is None or hi - least > 1:
         _refuse_undoable_exists(em, o, exists, names)
@@ -132,7 +139,7 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
 
         if (1 << n) * n <= KEY_SETS_AHEAD:
             try:
-                return seq(open_, em.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress))
+                return _named(em, distinct, seq(open_, em.ws, counting_language((0, 0, True, 0, 0), trans, closing, progress)))
             except CompileTimeoutError:
                 raise
             except GrammarTooLargeError:
@@ -141,10 +148,10 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
         # too many key sets (or key sets x counts) to build ahead: built at run time
         pieces = [m for variants, _, _ in slots for m, _ in variants] + [m for m, _ in extras] + [em.comma, close_first, close_more]
         mentioned = {k for cl in clauses for k, _ in cl}
-        return seq(open_, em.ws, key_set_object(em.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
+        return _named(em, distinct, seq(open_, em.ws, key_set_object(em.rules, (0, 0, True, 0, 0), trans, closing, required=[sl[1] for sl in slots],
                                                   lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
                                                   clauses_hold=clauses_hold if clauses else None,
-                                                  clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned)))
+                                                  clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned))))
 
     def trans(state):
         k, c, first, sat, present = state
@@ -172,7 +179,38 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
         k, c, first, sat, present = state
         return (k, c, not first, bin(sat).count("1"))
 
-    return seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress))
+    return _named(em, distinct, seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress)))
+
+
+def _named(em: SchemaEmitter, distinct: bool, body: Expr) -> Expr:
+    """The object `body`, as a called rule the matcher keeps the names of distinct in when
+    `distinct` (compile/distinct_names.py), else as it is."""
+    if not distinct:
+        return body
+    name = f"object{len(em.rules)}{DISTINCT_MARK}"
+    em.rules[name] = body
+    keep_called(em.rules, name)
+    return RuleRef(name)
+
+
+def _names_tracked(em: SchemaEmitter, o: ObjectConstraints, names: list[str]) -> bool:
+    """Can the matcher keep the names of unlisted members distinct without a dead end? When the
+    key of such a member can, from every prefix of its spelling, still become infinitely many
+    names: then a key refused at its closing quote (it repeats a name) had another way on."""
+    named = literal_trie(names)
+    for _, keys in key_regions(em.norm, o):
+        lang = difference(ANY_STRING if keys is None else keys, named)
+        if em.strings.raw_is_empty(lang):
+            continue
+        try:
+            dfa = regular_dfa(spelled(lang))
+        except CompileTimeoutError:
+            raise
+        except StrictgenError:
+            return False  # too big to decide: refused as before
+        if not infinite_everywhere(dfa):
+            return False
+    return True
 
 
 def _unlisted_keys_exist(em: SchemaEmitter, o: ObjectConstraints, names: list[str]) -> bool:

@@ -16,7 +16,7 @@ a refusal always has such an alternative:
 * "infinite" kinds, which from every unfinished prefix can still become infinitely many values
   (and the seen values are finitely many); their value is fixed only by their last byte:
   - strings (`s`) whose raw-character language (the union of the position's string clauses)
-    has a cycle reachable from every live state of its minimal DFA (`_infinite_everywhere`: any
+    has a cycle reachable from every live state of its minimal DFA (`infinite_everywhere`: any
     string, minLength, most patterns and formats); the value is fixed by the closing quote;
   - numbers (`n`) and integers (`i`) without bounds or multipleOf: more digits always give more
     values; fixed by the byte after them, an integer already by `0` or `.` (then only zeros may
@@ -60,7 +60,7 @@ from .key_sets import keep_called
 from .unique_strings import StringCounter, atoms_to_json
 from .ir import FALSE, AmongStrings, Formula
 
-__all__ = ["UNIQUE_MARK", "INFINITE_KINDS", "unique_array_rule", "unique_item_spec", "unique_position_ok"]
+__all__ = ["UNIQUE_MARK", "INFINITE_KINDS", "infinite_everywhere", "unique_array_rule", "unique_item_spec", "unique_position_ok"]
 
 UNIQUE_MARK = "~unique:"
 INFINITE_KINDS = frozenset("sindao")
@@ -120,7 +120,7 @@ def unique_item_spec(emitter, f: Formula, depth: int = 0) -> dict | None:
         counter = _counter(languages, spec["s"])
         if counter is None:
             return None
-        everywhere = counter.total() is None and _infinite_everywhere(counter.dfa)
+        everywhere = counter.total() is None and infinite_everywhere(counter.dfa)
         if not everywhere and not all(_every_spelling(a) for a in languages):
             return None  # the text could start an escape of a character no spelling allows
         if everywhere:
@@ -196,7 +196,7 @@ def _infinite_strings(atoms: tuple) -> bool:
     if not atoms:
         return True
     dfa = _raw_dfa(atoms)
-    return dfa is not None and dfa.can_finish() and _infinite_everywhere(dfa)
+    return dfa is not None and dfa.can_finish() and infinite_everywhere(dfa)
 
 
 def _raw_dfa(atoms: tuple):
@@ -209,7 +209,7 @@ def _raw_dfa(atoms: tuple):
         return None
 
 
-def _infinite_everywhere(dfa) -> bool:
+def infinite_everywhere(dfa) -> bool:
     """Linear: peel off the live states whose live successors are all peeled (they reach no
     cycle); what remains reaches one. Every live state reachable from the start must remain."""
     n = dfa.num_states
