@@ -198,7 +198,7 @@ def _names_tracked(em: SchemaEmitter, o: ObjectConstraints, names: list[str]) ->
     key of such a member can, from every prefix of its spelling, still become infinitely many
     names: then a key refused at its closing quote (it repeats a name) had another way on."""
     named = literal_trie(names)
-    for _, keys in key_regions(em.norm, o):
+    for _, keys in key_regions(em.normalized, o):
         lang = difference(ANY_STRING if keys is None else keys, named)
         if em.strings.raw_is_empty(lang):
             continue
