@@ -35,6 +35,7 @@ def _same_splits(a: VocabTrie, b: VocabTrie) -> None:
             (sa, oa, ea), (sb, ob, eb) = a.loop_suffixes(loop_bytes, multibyte, skip_first), b.loop_suffixes(loop_bytes, multibyte, skip_first)
             _same_trie(sa, sb)
             assert np.array_equal(oa, ob) and np.array_equal(ea, eb)
+        _same_trie(a.loop_rest(loop_bytes, multibyte), b.loop_rest(loop_bytes, multibyte))
 
 
 def test_kept_splits_equal_the_ones_built_on_first_use(vocab):
@@ -55,15 +56,16 @@ def test_the_emitters_string_body_is_the_kept_loop(qwen, monkeypatch):
         return original(self, key, lambda: built.append(key) or build())
 
     monkeypatch.setattr(VocabTrie, "_cached", recorded)
-    grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "object", "additionalProperties": {"type": "string"}})
+    grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}},
+                                                                  "additionalProperties": {"type": "string"}})
     matcher = sg.GrammarMatcher(grammar)
-    for token in _greedy_ids(qwen, '{"some key":"a value, with \\"quotes\\" and ünïcode ✓","k2":"more text"}') + qwen.eos_token_ids[:1]:
+    for token in _greedy_ids(qwen, '{"name":"añb c","some key":"a value, with \\"quotes\\" and ünïcode ✓","k2":"more text"}') + qwen.eos_token_ids[:1]:
         mask = matcher.next_token_mask()
         assert mask[token // 32] >> (token % 32) & 1
         assert matcher.accept_token(token)
     body = [k for k in asked if k[1:3] == (JSON_STRING_BODY, True)]
-    assert "suffixes" in {k[0] for k in body}, "the string body is not the kept loop"  # asked by every body state's fill
-    assert not [k for k in built if k[0] in ("inside", "by_first", "suffixes") and k[1:3] == (JSON_STRING_BODY, True)]
+    assert {"suffixes", "rest"} <= {k[0] for k in body}, "the string body is not the kept loop"  # asked by the body's fills, the counted one's
+    assert not [k for k in built if k[0] in ("inside", "by_first", "suffixes", "rest") and k[1:3] == (JSON_STRING_BODY, True)]
 
 
 def _greedy_ids(tok: sg.TokenizerInfo, text: str) -> list[int]:
@@ -105,6 +107,7 @@ def test_stored_splits_round_trip_and_refuse_damage(vocab):
         ("loops.0.suffixes.1.starts", _set(0, 10**12)),  # a suffix past the vocabulary's bytes
         ("loops.0.suffixes.0.node_tokens", _set(0, 10**6)),
         ("loops.0.suffixes.1.walk_nodes", _set(0, -1)),
+        ("loops.0.rest.node_tokens", _set(0, n)),
     ]
     bad = [{**arrays, name: change(arrays[name].copy())} for name, change in changes]
     bad.append({k: a for k, a in arrays.items() if k != "loops.0.suffixes.0.lengths"})

@@ -396,8 +396,8 @@ class VocabTrie:
 
     def prepare_common_loops(self) -> None:
         """Build the splits of COMMON_LOOPS that a mask fill would build on first use (the tokens
-        inside the loop, grouped by first byte, and the suffixes of the others, from the loop and
-        from a state entering it), and keep them for good. Called where the vocabulary's trie is
+        inside the loop, grouped by first byte, the suffixes of the others, from the loop and
+        from a state entering it, and the trie of the others), and keep them for good. Called where the vocabulary's trie is
         built (TokenizerInfo.trie), so that no first request pays for them inside a fill."""
         for loop_bytes, multibyte in COMMON_LOOPS:  # in this order: each build reads the ones before
             inside = self._loop_inside(loop_bytes, multibyte)
@@ -406,6 +406,7 @@ class VocabTrie:
             self._kept[("by_first", loop_bytes, multibyte)] = self._by_first(loop_bytes, multibyte)
             for skip_first in (False, True):
                 self._kept[("suffixes", loop_bytes, multibyte, skip_first)] = self._loop_suffixes(loop_bytes, multibyte, skip_first)
+            self._kept[("rest", loop_bytes, multibyte)] = self.subtrie(~inside)  # a counted string's (maxLength)
 
     def _common_loop_arrays(self) -> dict[str, np.ndarray]:
         """The kept splits of `prepare_common_loops` as named arrays, under "loops.<i>." for
@@ -418,6 +419,7 @@ class VocabTrie:
             at = f"loops.{i}."
             out[at + "inside"] = self._kept[("inside", loop_bytes, multibyte)]
             out.update((f"{at}by_first.{j}", a) for j, a in enumerate(self._kept[("by_first", loop_bytes, multibyte)]))
+            out.update((f"{at}rest.{name}", a) for name, a in self._kept[("rest", loop_bytes, multibyte)]._tables().items())
             for skip, (sub, owner, empty) in enumerate(splits):
                 out.update((f"{at}suffixes.{skip}.{name}", a) for name, a in sub._tables().items())
                 out.update(((f"{at}suffixes.{skip}.starts", sub._starts), (f"{at}suffixes.{skip}.lengths", sub._lengths),
@@ -448,6 +450,11 @@ class VocabTrie:
             if (starts < 0).any() or (starts > cut_ends).any() or (cut_ends > ends).any() or (ends > len(order)).any():
                 raise ValueError(f"{at}by_first: a group out of range")
             kept = {("inside", loop_bytes, multibyte): inside, ("by_first", loop_bytes, multibyte): (packed, order, *bounds)}
+            rest = object.__new__(VocabTrie)  # as `subtrie(~inside)` makes it
+            rest.__dict__.update(_token_bytes=self._token_bytes, facts=self.facts)
+            rest._start(self._flat, self._starts, self._lengths, self._excluded | inside, None)
+            rest._set_tables(*_checked_tables({k[len(at) + 5:]: a for k, a in arrays.items() if k.startswith(at + "rest.")}, n))
+            kept[("rest", loop_bytes, multibyte)] = rest
             for skip in (0, 1):
                 name = f"{at}suffixes.{skip}."
                 sub_starts, sub_lengths = typed_array(arrays, name + "starts", np.int64), typed_array(arrays, name + "lengths", np.int64)
