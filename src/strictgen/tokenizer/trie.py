@@ -410,7 +410,8 @@ class VocabTrie:
 
     def _common_loop_arrays(self) -> dict[str, np.ndarray]:
         """The kept splits of `prepare_common_loops` as named arrays, under "loops.<i>." for
-        COMMON_LOOPS[i]: those of a loop whose suffixes are slices of the vocabulary's bytes."""
+        COMMON_LOOPS[i]: those of a loop whose suffixes are slices of the vocabulary's bytes, but
+        the trie of the tokens outside it (`_restore_common_loops` builds it again)."""
         out: dict[str, np.ndarray] = {}
         for i, (loop_bytes, multibyte) in enumerate(COMMON_LOOPS):
             splits = [self._kept.get(("suffixes", loop_bytes, multibyte, skip)) for skip in (False, True)]
@@ -419,7 +420,6 @@ class VocabTrie:
             at = f"loops.{i}."
             out[at + "inside"] = self._kept[("inside", loop_bytes, multibyte)]
             out.update((f"{at}by_first.{j}", a) for j, a in enumerate(self._kept[("by_first", loop_bytes, multibyte)]))
-            out.update((f"{at}rest.{name}", a) for name, a in self._kept[("rest", loop_bytes, multibyte)]._tables().items())
             for skip, (sub, owner, empty) in enumerate(splits):
                 out.update((f"{at}suffixes.{skip}.{name}", a) for name, a in sub._tables().items())
                 out.update(((f"{at}suffixes.{skip}.starts", sub._starts), (f"{at}suffixes.{skip}.lengths", sub._lengths),
@@ -450,11 +450,9 @@ class VocabTrie:
             if (starts < 0).any() or (starts > cut_ends).any() or (cut_ends > ends).any() or (ends > len(order)).any():
                 raise ValueError(f"{at}by_first: a group out of range")
             kept = {("inside", loop_bytes, multibyte): inside, ("by_first", loop_bytes, multibyte): (packed, order, *bounds)}
-            rest = object.__new__(VocabTrie)  # as `subtrie(~inside)` makes it
-            rest.__dict__.update(_token_bytes=self._token_bytes, facts=self.facts)
-            rest._start(self._flat, self._starts, self._lengths, self._excluded | inside, None)
-            rest._set_tables(*_checked_tables({k[len(at) + 5:]: a for k, a in arrays.items() if k.startswith(at + "rest.")}, n))
-            kept[("rest", loop_bytes, multibyte)] = rest
+            # built again, not stored: its arrays span the vocabulary (1.6 MB for Qwen, as long to
+            # read and checksum as to build, ~1 ms)
+            kept[("rest", loop_bytes, multibyte)] = self.subtrie(~inside)
             for skip in (0, 1):
                 name = f"{at}suffixes.{skip}."
                 sub_starts, sub_lengths = typed_array(arrays, name + "starts", np.int64), typed_array(arrays, name + "lengths", np.int64)
