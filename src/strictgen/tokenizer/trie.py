@@ -396,9 +396,10 @@ class VocabTrie:
 
     def prepare_common_loops(self) -> None:
         """Build the splits of COMMON_LOOPS that a mask fill would build on first use (the tokens
-        inside the loop, grouped by first byte, the suffixes of the others, from the loop and
-        from a state entering it, and the trie of the others), and keep them for good. Called where the vocabulary's trie is
-        built (TokenizerInfo.trie), so that no first request pays for them inside a fill."""
+        inside the loop, grouped by first byte; the suffixes of the others, from the loop and
+        from a state entering it; the trie of the others), and keep them for good. Called where
+        the vocabulary's trie is built (TokenizerInfo.trie), so that no first request pays for
+        them inside a fill (~4-5 ms on Qwen and DeepSeek)."""
         for loop_bytes, multibyte in COMMON_LOOPS:  # in this order: each build reads the ones before
             inside = self._loop_inside(loop_bytes, multibyte)
             inside.setflags(write=False)
@@ -431,9 +432,10 @@ class VocabTrie:
         setters read them unchecked; ValueError). A loop not stored is built on first use."""
         n = len(self._lengths)
 
-        def ids(name: str, dtype=np.int64, bound: int = n) -> np.ndarray:
-            a = typed_array(arrays, name, dtype)
-            if len(a) and (a.min() < 0 or a.max() >= bound):
+        def ids(name: str) -> np.ndarray:
+            """Token ids of the vocabulary (int64)."""
+            a = typed_array(arrays, name, np.int64)
+            if len(a) and (a.min() < 0 or a.max() >= n):
                 raise ValueError(f"{name}: an id out of range")
             return a
 
