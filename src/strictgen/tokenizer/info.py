@@ -168,11 +168,14 @@ class TokenizerInfo:
     @cached_property
     def trie(self):
         """The vocabulary trie used by mask computation, built once per vocabulary, with its
-        per-token facts (made now, not in the first mask fill that needs them)."""
+        per-token facts and the splits of the loops every JSON grammar meets (made now, not in
+        the first mask fill that needs them)."""
         from strictgen.tokenizer.token_facts import TokenFacts
         from strictgen.tokenizer.trie import VocabTrie
 
-        return VocabTrie(self.all_token_bytes, self.is_special, TokenFacts(self.all_token_bytes))
+        trie = VocabTrie(self.all_token_bytes, self.is_special, TokenFacts(self.all_token_bytes))
+        trie.prepare_common_loops()
+        return trie
 
     def adopt_trie(self, load: Callable[[], Any]) -> bool:
         """Take `trie` from `load()` (a stored copy of this vocabulary's tables: compile/disk_cache.py)

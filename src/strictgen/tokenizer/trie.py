@@ -24,6 +24,16 @@ from .token_facts import TokenFacts, typed_array
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
 _SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256, "cuts": 32}
 
+# The loop nearly every JSON grammar meets: a string's body as the JSON Schema emitter writes it
+# (every printable ASCII byte but `"` and `\`, and every whole non-ASCII character; an escape
+# leaves it). Its splits depend on the vocabulary alone, so they are built with the vocabulary's
+# other tables (`prepare_common_loops`) and stored with them (`arrays`), not in a first mask fill.
+# Other loops (a format's, a pattern's) differ from schema to schema and stay built on first use.
+JSON_STRING_BODY = bytes(b for b in range(0x20, 0x80) if b not in b'"\\')
+COMMON_LOOPS = ((JSON_STRING_BODY, True),)  # (loop bytes, multibyte) as `loop_inside` takes them
+_TRIE_ARRAYS = (("offsets", np.int64), ("node_byte", np.uint8), ("node_parent", np.int64), ("token_node", np.int64),
+                ("node_tokens", np.int64), ("walk_nodes", np.int32))
+
 
 def words_for(vocab_size: int) -> int:
     """int32 words in one token bitmask row."""
@@ -81,6 +91,7 @@ class VocabTrie:
         self._excluded = excluded
         self._splits: dict[str, BoundedLRU] = {}  # per kind of split (key[0]): an LRU
         self._inside_counts: dict[tuple[bytes, bool], int] = {}
+        self._kept: dict[tuple, object] = {}  # the common loops' splits (COMMON_LOOPS), outside the LRUs
         self._lock = threading.Lock()
         self._flat, self._starts, self._lengths = flat, starts, lengths
         if ids is not None:
@@ -289,18 +300,21 @@ class VocabTrie:
         ids grouped by first byte, in each group the ones cut inside their first character before
         those that start with a whole one: (packed, ids, group starts, ends of the cut ones, ends)."""
 
-        def build():
-            inside = self.loop_inside(loop_bytes, multibyte)
-            ids = np.flatnonzero(inside)
-            keys = 2 * self.first_bytes[ids].astype(np.uint16) + self.starts_whole_char[ids]
-            by_first = np.argsort(keys, kind="stable")  # a radix sort on 16-bit keys: a fifth of lexsort's time
-            keys = keys[by_first].astype(np.int64)
-            starts = np.searchsorted(keys, 2 * np.arange(256)).astype(np.int64)
-            cut_ends = np.searchsorted(keys, 2 * np.arange(256) + 1).astype(np.int64)
-            ends = np.searchsorted(keys, 2 * np.arange(256) + 2).astype(np.int64)
-            return pack_bits(inside, len(self._token_bytes)), ids[by_first].astype(np.int64), starts, cut_ends, ends
+        return self._cached(("by_first", loop_bytes, multibyte), lambda: self._by_first(loop_bytes, multibyte))
 
-        return self._cached(("by_first", loop_bytes, multibyte), build)
+    def _by_first(self, loop_bytes: bytes, multibyte: bool) -> tuple[np.ndarray, ...]:
+        inside = self.loop_inside(loop_bytes, multibyte)
+        ids = np.flatnonzero(inside)
+        keys = 2 * self.first_bytes[ids].astype(np.uint16) + self.starts_whole_char[ids]
+        by_first = np.argsort(keys, kind="stable")  # a radix sort on 16-bit keys: a fifth of lexsort's time
+        keys = keys[by_first].astype(np.int64)
+        starts = np.searchsorted(keys, 2 * np.arange(256)).astype(np.int64)
+        cut_ends = np.searchsorted(keys, 2 * np.arange(256) + 1).astype(np.int64)
+        ends = np.searchsorted(keys, 2 * np.arange(256) + 2).astype(np.int64)
+        out = (pack_bits(inside, len(self._token_bytes)), ids[by_first].astype(np.int64), starts, cut_ends, ends)
+        for a in out:
+            a.setflags(write=False)
+        return out
 
     def entering(self, first: np.ndarray, by_char: bool, tokens: np.ndarray | None = None) -> np.ndarray:
         """Per token (of `tokens`, or of the vocabulary): it enters a loop by its first byte (where
@@ -362,7 +376,10 @@ class VocabTrie:
     def _cached(self, key, build):
         """The split `key` (an LRU per kind, key[0], shared by threads), built on a miss; arrays
         are made read-only, since every grammar shares them. Two threads missing at once both
-        build, and the results are equal."""
+        build, and the results are equal. The common loops' splits are kept apart, for good."""
+        got = self._kept.get(key)
+        if got is not None:
+            return got
         with self._lock:
             lru = self._splits.get(key[0])
             if lru is None:
@@ -375,13 +392,97 @@ class VocabTrie:
             lru.put(key, got)
         return got
 
+    # ---- the loops every JSON grammar meets, built with the vocabulary ----------------------
+
+    def prepare_common_loops(self) -> None:
+        """Build the splits of COMMON_LOOPS that a mask fill would build on first use (the tokens
+        inside the loop, grouped by first byte; the suffixes of the others, from the loop and
+        from a state entering it; the trie of the others), and keep them for good. Called where
+        the vocabulary's trie is built (TokenizerInfo.trie), so that no first request pays for
+        them inside a fill (~4-5 ms on Qwen and DeepSeek)."""
+        for loop_bytes, multibyte in COMMON_LOOPS:  # in this order: each build reads the ones before
+            inside = self._loop_inside(loop_bytes, multibyte)
+            inside.setflags(write=False)
+            self._kept[("inside", loop_bytes, multibyte)] = inside
+            self._kept[("by_first", loop_bytes, multibyte)] = self._by_first(loop_bytes, multibyte)
+            for skip_first in (False, True):
+                self._kept[("suffixes", loop_bytes, multibyte, skip_first)] = self._loop_suffixes(loop_bytes, multibyte, skip_first)
+            self._kept[("rest", loop_bytes, multibyte)] = self.subtrie(~inside)  # a counted string's (maxLength)
+
+    def _common_loop_arrays(self) -> dict[str, np.ndarray]:
+        """The kept splits of `prepare_common_loops` as named arrays, under "loops.<i>." for
+        COMMON_LOOPS[i]: those of a loop whose suffixes are slices of the vocabulary's bytes, but
+        the trie of the tokens outside it (`_restore_common_loops` builds it again)."""
+        out: dict[str, np.ndarray] = {}
+        for i, (loop_bytes, multibyte) in enumerate(COMMON_LOOPS):
+            splits = [self._kept.get(("suffixes", loop_bytes, multibyte, skip)) for skip in (False, True)]
+            if any(got is None or got[0]._flat is not self._flat for got in splits):
+                continue  # not prepared, or suffixes of their own bytes: built on first use
+            at = f"loops.{i}."
+            out[at + "inside"] = self._kept[("inside", loop_bytes, multibyte)]
+            out.update((f"{at}by_first.{j}", a) for j, a in enumerate(self._kept[("by_first", loop_bytes, multibyte)]))
+            for skip, (sub, owner, empty) in enumerate(splits):
+                out.update((f"{at}suffixes.{skip}.{name}", a) for name, a in sub._tables().items())
+                out.update(((f"{at}suffixes.{skip}.starts", sub._starts), (f"{at}suffixes.{skip}.lengths", sub._lengths),
+                            (f"{at}suffixes.{skip}.owner", owner), (f"{at}suffixes.{skip}.empty", empty)))
+        return out
+
+    def _restore_common_loops(self, arrays: dict[str, np.ndarray]) -> None:
+        """Keep the splits `_common_loop_arrays` gave (checked like the trie: the C walk and bit
+        setters read them unchecked; ValueError). A loop not stored is built on first use."""
+        n = len(self._lengths)
+
+        def ids(name: str) -> np.ndarray:
+            """Token ids of the vocabulary (int64)."""
+            a = typed_array(arrays, name, np.int64)
+            if len(a) and (a.min() < 0 or a.max() >= n):
+                raise ValueError(f"{name}: an id out of range")
+            return a
+
+        for i, (loop_bytes, multibyte) in enumerate(COMMON_LOOPS):
+            at = f"loops.{i}."
+            if at + "inside" not in arrays:
+                continue
+            inside = typed_array(arrays, at + "inside", np.bool_)
+            packed, order = typed_array(arrays, at + "by_first.0", np.int32), ids(at + "by_first.1")
+            bounds = [typed_array(arrays, f"{at}by_first.{j}", np.int64) for j in (2, 3, 4)]
+            if len(inside) != n or len(packed) != words_for(n) or any(len(b) != 256 for b in bounds):
+                raise ValueError(f"{at}: splits of inconsistent sizes")
+            starts, cut_ends, ends = bounds
+            if (starts < 0).any() or (starts > cut_ends).any() or (cut_ends > ends).any() or (ends > len(order)).any():
+                raise ValueError(f"{at}by_first: a group out of range")
+            kept = {("inside", loop_bytes, multibyte): inside, ("by_first", loop_bytes, multibyte): (packed, order, *bounds)}
+            # built again, not stored: its arrays span the vocabulary (1.6 MB for Qwen, as long to
+            # read and checksum as to build, ~1 ms)
+            kept[("rest", loop_bytes, multibyte)] = self.subtrie(~inside)
+            for skip in (0, 1):
+                name = f"{at}suffixes.{skip}."
+                sub_starts, sub_lengths = typed_array(arrays, name + "starts", np.int64), typed_array(arrays, name + "lengths", np.int64)
+                if len(sub_lengths) != len(sub_starts) or (len(sub_starts) and (sub_lengths.min() < 0 or sub_starts.min() < 0
+                                                                                  or (sub_starts + sub_lengths).max() > len(self._flat))):
+                    raise ValueError(f"{name}: a suffix out of range")
+                sub = object.__new__(VocabTrie)
+                sub._start(self._flat, sub_starts, sub_lengths, sub_lengths == 0, None)
+                sub._set_tables(*_checked_tables({k[len(name):]: a for k, a in arrays.items() if k.startswith(name)}, len(sub_lengths)))
+                owner = ids(name + "owner")
+                if len(owner) != len(sub_lengths):
+                    raise ValueError(f"{name}owner: of another size")
+                kept[("suffixes", loop_bytes, multibyte, bool(skip))] = (sub, owner, ids(name + "empty"))
+            self._kept.update(kept)
+
     # ---- a stored copy (compile/disk_cache.py keeps a vocabulary's tables across restarts) ----
 
+    def _tables(self) -> dict[str, np.ndarray]:
+        """The trie's own arrays (`_set_tables`), by name."""
+        return {"offsets": self.offsets, "node_byte": self.node_byte, "node_parent": self._node_parent, "token_node": self.token_node,
+                "node_tokens": self.node_tokens, "walk_nodes": self.walk_nodes}
+
     def arrays(self) -> dict[str, np.ndarray]:
-        """The arrays this trie is made of, its facts' under "facts.": what `from_arrays` takes back."""
-        out = {"offsets": self.offsets, "node_byte": self.node_byte, "node_parent": self._node_parent, "token_node": self.token_node,
-               "node_tokens": self.node_tokens, "walk_nodes": self.walk_nodes}
+        """The arrays this trie is made of, its facts' under "facts.", its common loops' splits
+        under "loops.": what `from_arrays` takes back."""
+        out = self._tables()
         out.update(("facts." + name, a) for name, a in self.facts.arrays().items())
+        out.update(self._common_loop_arrays())
         return out
 
     @classmethod
@@ -391,28 +492,36 @@ class VocabTrie:
         types, sizes and ranges, since the C walk reads them unchecked (ValueError); that they
         are this vocabulary's is the caller's key (a content hash of the vocabulary)."""
         facts = TokenFacts.from_arrays({k[6:]: a for k, a in arrays.items() if k.startswith("facts.")}, len(token_bytes))
-        offsets, node_byte, node_parent, token_node, node_tokens, walk = (
-            typed_array(arrays, name, dtype) for name, dtype in
-            (("offsets", np.int64), ("node_byte", np.uint8), ("node_parent", np.int64), ("token_node", np.int64), ("node_tokens", np.int64), ("walk_nodes", np.int32)))
         excluded = np.asarray(excluded, dtype=bool)
-        nodes = int(offsets[-1]) if len(offsets) else -1
-        if (len(offsets) < 1 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or len(node_byte) != nodes or len(node_parent) != nodes
-                or len(walk) != 4 * nodes or len(token_node) != len(token_bytes) or len(excluded) != len(token_bytes)):
+        if len(excluded) != len(token_bytes):
             raise ValueError("trie arrays of inconsistent sizes")
-        text = len(node_tokens)
-        if nodes and (node_parent.min() < -1 or node_parent.max() >= nodes):
-            raise ValueError("a node parent out of range")
-        if len(token_node) and (token_node.min() < 0 or token_node.max() > nodes):
-            raise ValueError("a token's node out of range")
-        if text and (node_tokens.min() < 0 or node_tokens.max() >= len(token_bytes)):
-            raise ValueError("a node's token out of range")
-        highest = walk.reshape(-1, 4).max(axis=0) if nodes else None  # one pass: children's ids, then token slices
-        if nodes and (walk.min() < 0 or highest[:2].max() > nodes or highest[2:].max() > text):
-            raise ValueError("a walk record out of range")
+        tables = _checked_tables(arrays, len(token_bytes))
         out = object.__new__(cls)
         out.__dict__["_token_bytes"] = token_bytes
         out.__dict__["facts"] = facts
         out._start(facts.flat, facts.starts, facts.lengths, excluded, None)
-        out._set_tables(offsets, node_byte, node_parent, token_node, node_tokens, walk)
+        out._set_tables(*tables)
+        out._restore_common_loops(arrays)
         return out
+
+
+def _checked_tables(arrays: dict[str, np.ndarray], num_tokens: int) -> tuple[np.ndarray, ...]:
+    """The arrays of `_set_tables` (by their `VocabTrie._tables` names) of a trie over `num_tokens`
+    tokens, checked for types, sizes and ranges (ValueError), since the C walk reads them unchecked."""
+    offsets, node_byte, node_parent, token_node, node_tokens, walk = (typed_array(arrays, name, dtype) for name, dtype in _TRIE_ARRAYS)
+    nodes = int(offsets[-1]) if len(offsets) else -1
+    if (len(offsets) < 1 or offsets[0] != 0 or (np.diff(offsets) < 0).any() or len(node_byte) != nodes or len(node_parent) != nodes
+            or len(walk) != 4 * nodes or len(token_node) != num_tokens):
+        raise ValueError("trie arrays of inconsistent sizes")
+    text = len(node_tokens)
+    if nodes and (node_parent.min() < -1 or node_parent.max() >= nodes):
+        raise ValueError("a node parent out of range")
+    if len(token_node) and (token_node.min() < 0 or token_node.max() > nodes):
+        raise ValueError("a token's node out of range")
+    if text and (node_tokens.min() < 0 or node_tokens.max() >= num_tokens):
+        raise ValueError("a node's token out of range")
+    highest = walk.reshape(-1, 4).max(axis=0) if nodes else None  # one pass: children's ids, then token slices
+    if nodes and (walk.min() < 0 or highest[:2].max() > nodes or highest[2:].max() > text):
+        raise ValueError("a walk record out of range")
+    return offsets, node_byte, node_parent, token_node, node_tokens, walk
 
