@@ -46,6 +46,7 @@ static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
     p->accepting = (const uint8_t *)views[2].buf, p->n = views[2].len;
     p->call_start = (const int32_t *)views[3].buf;
     p->callee = (const int32_t *)views[4].buf, p->ret = (const int32_t *)views[5].buf, p->num_calls = views[4].len / 4;
+    p->keep = 0;
     if (views[1].len != 256 || views[3].len / 4 != p->n + 1 || views[5].len != views[4].len) {
         part_release(views, PART_ARRAYS);
         PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
@@ -54,12 +55,14 @@ static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
     return 0;
 }
 
-/* Append rule `rule` from its arrays `obj` (see part_get). */
-static int append_part(Machine *m, int32_t rule, PyObject *obj) {
+/* Append rule `rule` from its arrays `obj` (see part_get); `keep`: its frames are never merged
+ * with others of equal future (_futures.c), since a run-time tracker reads their rule. */
+static int append_part(Machine *m, int32_t rule, PyObject *obj, int keep) {
     RulePart part;
     Py_buffer views[PART_ARRAYS];
     if (part_get(obj, &part, views) < 0)
         return -1;
+    part.keep = keep;
     int status = machine_append_rule(m, rule, &part);
     part_release(views, PART_ARRAYS);
     return status;
@@ -70,16 +73,22 @@ static void Machine_dealloc(Machine *m) {
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
-/* Machine(rules): one tuple of arrays per rule built at compile time (see part_get), the root
- * first; each copied once into the machine's arrays (see machine_append_rule). */
+/* Machine(rules, keep=b""): one tuple of arrays per rule built at compile time (see part_get), the
+ * root first; each copied once into the machine's arrays (see machine_append_rule). keep[r] nonzero:
+ * rule r's frames keep their identity (see append_part); rules past its end may be merged. */
 static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     PyObject *rules;
+    Py_buffer keep = {NULL};
     if (m->num_rules || m->node_slots) {
         PyErr_SetString(PyExc_RuntimeError, "Machine is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "O", &rules) || !(rules = PySequence_Fast(rules, "Machine(rules): a sequence of rules' arrays")))
+    if (!PyArg_ParseTuple(args, "O|y*", &rules, &keep))
         return -1;
+    if (!(rules = PySequence_Fast(rules, "Machine(rules): a sequence of rules' arrays"))) {
+        PyBuffer_Release(&keep);
+        return -1;
+    }
     Py_ssize_t count = PySequence_Fast_GET_SIZE(rules), frames = 0, calls = 0;
     int status = count > 0 && count < INT32_MAX ? 0 : -1;
     if (status < 0)
@@ -100,8 +109,9 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     if (status == 0)
         status = machine_reserve(m, frames, calls, count);
     for (Py_ssize_t r = 0; status == 0 && r < count; r++)
-        status = append_part(m, (int32_t)r, PySequence_Fast_GET_ITEM(rules, r));
+        status = append_part(m, (int32_t)r, PySequence_Fast_GET_ITEM(rules, r), r < keep.len && ((const uint8_t *)keep.buf)[r]);
     Py_DECREF(rules);
+    PyBuffer_Release(&keep);
     if (status < 0 || machine_begin(m) < 0)
         return -1;
     m->start = -1; /* computed by start_state(): the root may call a rule that is built at run time */
@@ -350,19 +360,19 @@ static PyObject *Machine_chain(Machine *m, PyObject *args) {
     return chain;
 }
 
-/* add_rule(rule, arrays): append lazy rule `rule`'s frames (its arrays as for the constructor),
+/* add_rule(rule, arrays, keep=False): append lazy rule `rule`'s frames (its arrays as for the constructor),
  * numbered from num_frames. Existing states and rows stay valid: frames only grow, and no row
  * depends on a rule that was not built. */
 static PyObject *Machine_add_rule(Machine *m, PyObject *args) {
-    int rule;
+    int rule, keep = 0;
     PyObject *arrays;
-    if (!PyArg_ParseTuple(args, "iO", &rule, &arrays))
+    if (!PyArg_ParseTuple(args, "iO|p", &rule, &arrays, &keep))
         return NULL;
     if (rule < m->num_static || (rule < m->num_rules && m->base[rule] >= 0)) {
         PyErr_SetString(PyExc_ValueError, "add_rule: that rule exists");
         return NULL;
     }
-    if (append_part(m, rule, arrays) < 0)
+    if (append_part(m, rule, arrays, keep) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -383,7 +393,7 @@ static PyMethodDef Machine_methods[] = {
     {"widest", (PyCFunction)Machine_widest, METH_VARARGS, "widest(state, limit): [(target, bytes)] of the row, most bytes first."},
     {"group", (PyCFunction)Machine_group, METH_VARARGS, "group(state, target): the bytes leading from state to target."},
     {"chain", (PyCFunction)Machine_chain, METH_VARARGS, "chain(state, loop, limit): the states the loop bytes step along together, or None."},
-    {"add_rule", (PyCFunction)Machine_add_rule, METH_VARARGS, "add_rule(rule, arrays): append a rule built at run time."},
+    {"add_rule", (PyCFunction)Machine_add_rule, METH_VARARGS, "add_rule(rule, arrays, keep=False): append a rule built at run time."},
     {NULL, NULL, 0, NULL},
 };
 

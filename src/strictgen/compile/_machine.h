@@ -14,7 +14,8 @@
  *           callee -(r + 1) is rule r of those built at run time (lazy rules, lazy_rules.py): its
  *           start is base[r] once `add_rule` has appended its frames, and until then a closure
  *           that needs it fails with NeedRule(r), which the Python side answers by building the
- *           rule and asking again (nothing half-done is kept).
+ *           rule and asking again (nothing half-done is kept). A call pushes canon[its return
+ *           frame], the first frame with the same future (_futures.c: fuzz finding D).
  *   nodes   interned stacks: node id -> (parent node, frame); node 0 is the empty stack.
  *   states  interned sorted sets of nodes, each expanded until its top waits for a byte (or is
  *           the empty stack: the root finished); state 0, the empty set, is dead.
@@ -26,8 +27,8 @@
  *           a walk on another thread had to keep the old array alive), and a reader without the GIL
  *           finds item i from i alone (`chunk_item`).
  *
- * _pushdown.c holds the algorithm (stacks, closures, states, rows, the UTF-8 question), taking and
- * returning C values; _machine.c the Python type (argument parsing and checks, the methods that
+ * _pushdown.c holds the algorithm (stacks, closures, states, rows, the UTF-8 question) and
+ * _futures.c the canonical return frames, taking and returning C values; _machine.c the Python type (argument parsing and checks, the methods that
  * read rows, the module). A function that fails returns a negative number with a Python exception
  * set (MemoryError, NeedRule). Every function runs with the GIL held and never calls back into
  * Python (but the C API's row(), which calls the walk's resolver between two tries), so the GIL
@@ -83,6 +84,13 @@ typedef struct {
     Py_ssize_t row_capacity, index_capacity, num_rows;
     /* the grammar arrays' capacities: lazy rules append to them (add_rule) */
     Py_ssize_t frame_capacity, call_capacity, rule_capacity;
+    /* canonical frames (_futures.c): canon[g] the frame a call returning to g pushes, the first
+     * frame with g's future; the futures interned so far (their signatures in sig_pool, the frame
+     * of each in sig_frame) in a hash table of ids keyed by content */
+    int32_t *canon;
+    Vec sig_start, sig_len, sig_frame, sig_pool, sig_scratch;
+    int32_t *sig_slots;
+    Py_ssize_t sig_mask;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
     Vec mark, work, found;
     int32_t stamp;
@@ -94,9 +102,10 @@ extern PyObject *NeedRule; /* the exception a closure raises for a lazy rule not
 extern PyObject *TooManyStacks; /* strictgen.errors.GrammarTooLargeError, for a state past MAX_STATE_STACKS */
 
 /* The most stacks (parses) one state may hold. A grammar where two rules can each open the same
- * bracket doubles its stacks with every bracket (2**k after k: fuzz finding D); without a bound the
- * 22nd bracket took 9 s of CPU for one byte and the next ones would never end. Past it a step
- * fails with GrammarTooLargeError, a clear error instead of a hang. */
+ * bracket and close it differently doubles its stacks with every bracket (2**k after k: fuzz
+ * finding D; where they close it alike, their return frames are merged (_futures.c) and the stacks
+ * stay few); without a bound the 22nd bracket took 9 s of CPU for one byte and the next ones would
+ * never end. Past it a step fails with GrammarTooLargeError, a clear error instead of a hang. */
 #define MAX_STATE_STACKS (1 << 16)
 
 /* Item i of chunks whose first holds 1 << bits items, each item `width` int32 (see MAX_CHUNKS). */
@@ -141,6 +150,7 @@ typedef struct {
     const int32_t *table, *call_start, *callee, *ret;
     const uint8_t *classmap, *accepting;
     Py_ssize_t n, table_len, num_calls;
+    int keep; /* its frames keep their identity (a run-time tracker reads their rule): never merged */
 } RulePart;
 
 /* Room for this many items in the grammar's arrays (see add_rule: they double). */
@@ -149,6 +159,12 @@ int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t 
  * global, callees made start frames (the static rules' bases are set) or -(r + 1) for a rule built
  * at run time, the frame flags found. */
 int machine_append_rule(Machine *m, int32_t rule, const RulePart *part);
+/* canon[] for the frames of a rule just appended from b0 (_futures.c). */
+int machine_canon_frames(Machine *m, const RulePart *part, int width, int32_t b0);
+/* An open-addressing table of `count` ids rebuilt at twice the size (_pushdown.c). */
+/* A hash of `len` int32 (a state's nodes, a future's signature). */
+uint64_t hash_nodes(const int32_t *nodes, Py_ssize_t len);
+int rehash(Machine *m, int32_t **slots, Py_ssize_t *mask, int32_t count, uint64_t (*hash)(Machine *, int32_t));
 
 #pragma GCC visibility pop
 #endif

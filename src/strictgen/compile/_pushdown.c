@@ -7,7 +7,7 @@ PyObject *TooManyStacks;
 
 /* An open-addressing table of `count` ids (slots of -1 are free) at twice the size, each id
  * placed by hash(m, id); the tables of nodes and of states grow this way at half load. */
-static int rehash(Machine *m, int32_t **slots, Py_ssize_t *mask, int32_t count, uint64_t (*hash)(Machine *, int32_t)) {
+int rehash(Machine *m, int32_t **slots, Py_ssize_t *mask, int32_t count, uint64_t (*hash)(Machine *, int32_t)) {
     Py_ssize_t size = 2 * (*mask + 1);
     int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
     if (!grown) {
@@ -97,7 +97,8 @@ static int closure(Machine *m, int32_t node) {
                     return -1;
                 }
             }
-            int32_t below = (m->flags[ret] & FINAL_ONLY) ? parent : node_lookup(m, parent, ret);
+            /* the return frame, or the first frame with the same future (merged: finding D) */
+            int32_t below = (m->flags[ret] & FINAL_ONLY) ? parent : node_lookup(m, parent, m->canon[ret]);
             if (below < 0)
                 return -1;
             int32_t pushed = node_lookup(m, below, callee);
@@ -124,7 +125,7 @@ static int closure(Machine *m, int32_t node) {
 
 /* ---- states ---- */
 
-static uint64_t hash_nodes(const int32_t *nodes, Py_ssize_t len) {
+uint64_t hash_nodes(const int32_t *nodes, Py_ssize_t len) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)len;
     for (Py_ssize_t i = 0; i < len; i++)
         h = mix(h ^ (uint32_t)nodes[i]) + 0x632BE59BD9B4E019ULL;
@@ -474,7 +475,8 @@ int machine_begin(Machine *m) {
 }
 
 void machine_free_arrays(Machine *m) {
-    void *blocks[] = {(void *)m->frame_row, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
+    void *blocks[] = {(void *)m->frame_row, m->canon, m->sig_slots, m->sig_start.data, m->sig_len.data, m->sig_frame.data,
+                      m->sig_pool.data, m->sig_scratch.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
                       m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data};
@@ -515,7 +517,8 @@ int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t 
     Py_ssize_t call_cap = doubled(m->call_capacity, calls), rule_cap = doubled(m->rule_capacity, rules);
     if (frame_cap != m->frame_capacity) {
         if (resize_block((void **)&m->frame_row, frame_cap, sizeof(int32_t *)) < 0 || resize_block((void **)&m->rule_of, frame_cap, 4) < 0
-            || resize_block((void **)&m->flags, frame_cap, 1) < 0 || resize_block((void **)&m->call_start, frame_cap, 4) < 0)
+            || resize_block((void **)&m->flags, frame_cap, 1) < 0 || resize_block((void **)&m->call_start, frame_cap, 4) < 0
+            || resize_block((void **)&m->canon, frame_cap, 4) < 0)
             return -1;
         m->frame_capacity = frame_cap;
     }
@@ -594,6 +597,10 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         int32_t c = p->callee[i];
         m->call_callee[m->num_calls + i] = c < m->num_static ? m->base[c] : -(c + 1); /* a static rule's start, or a rule built at run time */
         m->call_ret[m->num_calls + i] = (int32_t)b0 + p->ret[i];
+    }
+    if (machine_canon_frames(m, p, width, (int32_t)b0) < 0) {
+        free(dfa);
+        return -1; /* nothing counted yet */
     }
     memcpy(m->classmaps + (Py_ssize_t)rule * 256, p->classmap, 256);
     m->base[rule] = (int32_t)b0;

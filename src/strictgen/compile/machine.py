@@ -22,6 +22,8 @@ import numpy as np
 
 from strictgen import deadline
 from strictgen.errors import StrictgenError
+from strictgen.grammar.schema.emit_objects import DISTINCT_MARK
+from strictgen.grammar.schema.unique import UNIQUE_MARK
 
 from . import _machine
 from .automaton import CompiledAutomaton, RuleDFA, horizon_classes, nullable_rules
@@ -30,6 +32,15 @@ from .lazy_rules import ResolvingCore
 
 DEAD = 0
 EMPTY_STACK = 0
+IDENTITY_MARKS = (UNIQUE_MARK, DISTINCT_MARK)  # rules whose frames run-time trackers read (tracked_rules.py)
+
+
+def keeps_identity(name: str) -> bool:
+    """Whether the frames of rule `name` must stay its own: the C machine pushes, for a call's
+    return, the first frame with the same future (`_futures.c`: what stops 2**k stacks in grammars
+    where two rules close the same bracket), which may belong to another rule; the trackers of
+    uniqueItems and distinct names read the rule of each frame, so theirs are never merged."""
+    return any(mark in name for mark in IDENTITY_MARKS)
 
 
 class _Accepting:
@@ -47,13 +58,15 @@ class PushdownMachine:
     algorithm in flat arrays, since computing rows in Python was half of the first-pass mask
     time); this class hands it the rule DFAs as arrays and reads rows back as numpy."""
 
-    def __init__(self, automaton: CompiledAutomaton):
+    def __init__(self, automaton: CompiledAutomaton, merge_frames: bool = True):
         self.automaton = automaton
+        self.merge_frames = merge_frames  # False: every frame its own (the reference the tests compare merging with)
         parts = []
         for rule in automaton.rules:
             deadline.check()
             parts.append(_rule_part(rule.dfa))
-        core = _machine.Machine(parts)  # each rule's arrays copied once, checked and numbered in C
+        keep = bytes(not merge_frames or keeps_identity(rule.name) for rule in automaton.rules)
+        core = _machine.Machine(parts, keep)  # each rule's arrays copied once, checked and numbered in C
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
         self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
@@ -84,7 +97,7 @@ class PushdownMachine:
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            core.add_rule(index, _rule_part(dfa))
+            core.add_rule(index, _rule_part(dfa), not self.merge_frames or keeps_identity(name))
             self.added[index] = RuleDFA(name, dfa)
 
     def all_rules(self) -> list[RuleDFA] | None:
