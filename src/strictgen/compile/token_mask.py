@@ -62,8 +62,20 @@ class TokenMasker:
 
     def cached(self, state: int) -> np.ndarray | None:
         """The packed mask of `state` if it is cached, else None (nothing is computed). A peek:
-        no lock and no aging (a caller that goes on to use the mask asks `mask`, which ages it)."""
+        one dict read, no lock and no aging (a caller that goes on to use the mask asks `mask`,
+        which ages it, or ages the masks it used with `age`)."""
         return self._cache.peek(state)
+
+    def age(self, states) -> None:
+        """Mark the cached masks of `states` recently used (what `mask` does on a hit), under one
+        lock for all of them; states no longer cached are passed over."""
+        self._cache.touch(states)
+
+    def horizon_key(self, state: int):
+        """The key `state` shares its mask by: states with equal keys (no token tells them apart)
+        have one mask, so a batch computes one of them and the others are hits. The state itself
+        when no rule of the grammar merges states."""
+        return self._horizon.key(state)
 
     def mask(self, state: int) -> np.ndarray:
         """The packed mask of `state` (read-only; shared)."""

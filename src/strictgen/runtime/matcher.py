@@ -141,8 +141,21 @@ class GrammarMatcher:
         """The packed int32 mask row for the next token (shared and read-only)."""
         if self._terminated:
             return self._masker.eos_only
-        row = self._masker.mask(self.state)
-        if self._unique is not None:  # without the tokens that would repeat an earlier item
+        return self._tracked(self._masker.mask(self.state))
+
+    def cached_next_token_mask(self) -> np.ndarray | None:
+        """`next_token_mask()` when the state's mask is cached, else None (nothing is computed):
+        one lock-free cache read, without aging the entry (`TokenMasker.age` does that for a
+        batch at once). What a batch fill reads each row by, so a hit costs one lookup."""
+        if self._terminated:
+            return self._masker.eos_only
+        row = self._masker.cached(self.state)
+        return None if row is None else self._tracked(row)
+
+    def _tracked(self, row: np.ndarray) -> np.ndarray:
+        """The machine's mask `row` for this state, without the tokens that would repeat an
+        earlier item or name (the tracker's part; `row` itself when there is no tracker)."""
+        if self._unique is not None:
             return self._unique.mask(row, self._tracks[-1], self.state)
         return row
 
