@@ -68,8 +68,14 @@ class TokenMasker:
 
     def age(self, states) -> None:
         """Mark the cached masks of `states` recently used (what `mask` does on a hit), under one
-        lock for all of them; states no longer cached are passed over."""
-        self._cache.touch(states)
+        lock for all of them; states not cached are passed over.
+
+        Only once the cache is half full: below that no entry is near eviction, and an entry read
+        then and never again gets old the same way as one never read (at least half the bound of
+        new masks come before eviction can reach either, and any read among them ages it), so
+        a warm batch of a grammar with few states pays no lock and no aging at all."""
+        if 2 * len(self._cache) >= self.max_cached:
+            self._cache.touch(set(states))
 
     def horizon_key(self, state: int):
         """The key `state` shares its mask by: states with equal keys (no token tells them apart)

@@ -47,14 +47,15 @@ def _batch_masks(matchers: Sequence[GrammarMatcher], threads: int) -> list[np.nd
 
     One lock-free cache read per row (`cached_next_token_mask`, tracker filtering included); the
     rows it misses are computed (`_compute_missing`) and read again; the hits are aged once per
-    distinct state, under one lock per grammar, not one lock per row."""
+    distinct state, under one lock per grammar, not one lock per row, and only where the cache
+    is full enough for it to matter (`TokenMasker.age`; a terminated row's state is aged too:
+    it was a recent state of the grammar all the same)."""
     masks = [m.cached_next_token_mask() for m in matchers]
     misses = [i for i, row in enumerate(masks) if row is None]
-    hits: dict = {}
-    for m, row in zip(matchers, masks):
-        if row is not None and not m.is_terminated():
-            hits.setdefault(m.compiled.masker, set()).add(m.state)
-    for masker, states in hits.items():
+    used: dict = {}  # per grammar, the states read (a miss is not cached yet: passed over)
+    for m in matchers:
+        used.setdefault(m.compiled.masker, []).append(m.state)
+    for masker, states in used.items():
         masker.age(states)
     if misses:
         _compute_missing([matchers[i] for i in misses], threads)
@@ -74,15 +75,15 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
     docs/performance.md). The list takes the grammars in turn, so that workers start on
     different grammars: a rule that a grammar's states need is built once, under that grammar's
     lock, while the other workers walk states of other grammars instead of waiting for that lock."""
-    states: dict[tuple[int, int], GrammarMatcher] = {}
+    states: dict[tuple, GrammarMatcher] = {}  # by masker: grammars compiled alike may share one
     for m in matchers:
-        states.setdefault((id(m.compiled), m.state), m)
+        states.setdefault((m.compiled.masker, m.state), m)
     missing: dict[tuple, GrammarMatcher] = {}
-    for (grammar, state), m in states.items():
-        missing.setdefault((grammar, m.compiled.masker.horizon_key(state)), m)
-    by_grammar: dict[int, list[GrammarMatcher]] = {}
-    for (grammar, _), m in missing.items():
-        by_grammar.setdefault(grammar, []).append(m)
+    for (masker, state), m in states.items():
+        missing.setdefault((masker, masker.horizon_key(state)), m)
+    by_grammar: dict[object, list[GrammarMatcher]] = {}
+    for (masker, _), m in missing.items():
+        by_grammar.setdefault(masker, []).append(m)
     todo = [m for turn in zip_longest(*by_grammar.values()) for m in turn if m is not None]
     todo.reverse()  # workers pop from the end: the first grammars' states first
     helpers = [_executor().submit(_drain, todo) for _ in range(min(len(todo), threads, MASK_WORKERS) - 1)]

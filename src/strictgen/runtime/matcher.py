@@ -141,7 +141,8 @@ class GrammarMatcher:
         """The packed int32 mask row for the next token (shared and read-only)."""
         if self._terminated:
             return self._masker.eos_only
-        return self._tracked(self._masker.mask(self.state))
+        row = self._masker.mask(self.state)
+        return row if self._unique is None else self._tracked(row)
 
     def cached_next_token_mask(self) -> np.ndarray | None:
         """`next_token_mask()` when the state's mask is cached, else None (nothing is computed):
@@ -150,14 +151,12 @@ class GrammarMatcher:
         if self._terminated:
             return self._masker.eos_only
         row = self._masker.cached(self.state)
-        return None if row is None else self._tracked(row)
+        return row if row is None or self._unique is None else self._tracked(row)
 
     def _tracked(self, row: np.ndarray) -> np.ndarray:
         """The machine's mask `row` for this state, without the tokens that would repeat an
-        earlier item or name (the tracker's part; `row` itself when there is no tracker)."""
-        if self._unique is not None:
-            return self._unique.mask(row, self._tracks[-1], self.state)
-        return row
+        earlier item or name (the tracker's part)."""
+        return self._unique.mask(row, self._tracks[-1], self.state)
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0) -> bool:
         """Write the next-token mask into row `index` of `bitmask` (numpy or CPU torch int32).
