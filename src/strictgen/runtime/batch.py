@@ -68,23 +68,22 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
     """Compute the masks of the distinct states of `matchers` (states no cache holds yet).
 
     States that share a horizon key share a mask (`TokenMasker.horizon_key`): one of them is
-    computed, and the others' reads find it. The calling thread computes them too, with at most
-    `threads - 1` pool helpers (the pool has `MASK_WORKERS - 1`): one shared list of states that every worker pops from, not one
-    future per state, so a step with a few misses pays no hand-off per state and the caller does
-    not sit idle while its misses are computed (hand-offs cost CPU and, on a busy host, waits:
+    computed, and the others' reads find it. Only the machine's masks are computed here; a
+    tracker's filtering is each row's, done once when the caller reads the row. The calling
+    thread computes them too, with at most `threads - 1` pool helpers (the pool has
+    `MASK_WORKERS - 1`): one shared list of states that every worker pops from, not one future
+    per state, so a step with a few misses pays no hand-off per state and the caller does not
+    sit idle while its misses are computed (hand-offs cost CPU and, on a busy host, waits:
     docs/performance.md). The list takes the grammars in turn, so that workers start on
     different grammars: a rule that a grammar's states need is built once, under that grammar's
     lock, while the other workers walk states of other grammars instead of waiting for that lock."""
-    states: dict[tuple, GrammarMatcher] = {}  # by masker: grammars compiled alike may share one
-    for m in matchers:
-        states.setdefault((m.compiled.masker, m.state), m)
-    missing: dict[tuple, GrammarMatcher] = {}
-    for (masker, state), m in states.items():
-        missing.setdefault((masker, masker.horizon_key(state)), m)
-    by_grammar: dict[object, list[GrammarMatcher]] = {}
-    for (masker, _), m in missing.items():
-        by_grammar.setdefault(masker, []).append(m)
-    todo = [m for turn in zip_longest(*by_grammar.values()) for m in turn if m is not None]
+    # distinct states in the batch's order, by masker (grammars compiled alike may share one)
+    states = dict.fromkeys((m.compiled.masker, m.state) for m in matchers)
+    missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
+    by_grammar: dict[object, list[tuple]] = {}
+    for (masker, _), state in missing.items():
+        by_grammar.setdefault(masker, []).append((masker, state))
+    todo = [pair for turn in zip_longest(*by_grammar.values()) for pair in turn if pair is not None]
     todo.reverse()  # workers pop from the end: the first grammars' states first
     helpers = [_executor().submit(_drain, todo) for _ in range(min(len(todo), threads, MASK_WORKERS) - 1)]
     try:
@@ -98,15 +97,15 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
                 helper.result()
 
 
-def _drain(todo: list[GrammarMatcher]) -> None:
-    """Compute the masks of the states in `todo`, popping them until none is left (list.pop is
-    atomic, so several threads share the list)."""
+def _drain(todo: list[tuple]) -> None:
+    """Compute the masks of the (masker, state) pairs in `todo`, popping them until none is left
+    (list.pop is atomic, so several threads share the list)."""
     while True:
         try:
-            m = todo.pop()
+            masker, state = todo.pop()
         except IndexError:
             return
-        m.next_token_mask()
+        masker.mask(state)
 
 
 def _thread_count(threads: int | None) -> int:
