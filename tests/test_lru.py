@@ -26,6 +26,15 @@ def test_peek_does_not_refresh_an_entry():
     assert "a" not in lru and lru.get("b") == 2
 
 
+def test_touch_refreshes_present_keys_under_one_call():
+    lru = BoundedLRU(3)
+    for k in "abc":
+        lru.put(k, k)
+    lru.touch(["a", "missing", "b"])  # a and b now newer than c; an absent key is passed over
+    lru.put("d", "d")
+    assert "c" not in lru and all(k in lru for k in "abd") and "missing" not in lru
+
+
 def test_size_bound_evicts_and_refuses_what_cannot_fit():
     lru = BoundedLRU(100, max_size=10, size_of=len)
     assert lru.put("x", "aaaa") and lru.put("y", "bbbb")

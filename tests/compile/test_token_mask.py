@@ -164,3 +164,25 @@ def test_the_c_walk_refuses_arrays_that_do_not_fit(qwen):
     packed = np.zeros(len(masker.eos_only), dtype=np.int32)
     _walk.walk_bits(*args, packed)
     assert np.array_equal(packed, pack_bits(_token_by_token(grammar, qwen, state), qwen.vocab_size))
+
+
+def test_age_keeps_read_masks_from_eviction_once_half_full(qwen):
+    """`TokenMasker.age` (a batch fill's one aging per state): once the cache is half full, an
+    aged state outlives states computed before it; below half full it is a no-op by design."""
+    from strictgen.compile.token_mask import TokenMasker
+
+    grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_regex("abcdefgh")
+    masker = TokenMasker(grammar.machine, qwen.trie, qwen.vocab_size, qwen.eos_token_ids, max_cached=4)
+    m = sg.GrammarMatcher(grammar)
+    states = [m.state]
+    for ch in "abcd":
+        assert m.accept_string(ch)
+        states.append(m.state)
+    assert len(set(states)) == 5
+    masker.mask(states[0])
+    masker.age([states[0]])  # 1 of 4: below half, nothing aged
+    masker.mask(states[1])
+    masker.age([states[0], states[0], DEAD])  # 2 of 4: states[0] now newer than states[1]; DEAD is not cached
+    for s in states[2:]:
+        masker.mask(s)  # the fifth entry evicts the oldest: states[1], not the aged states[0]
+    assert masker.cached(states[0]) is not None and masker.cached(states[1]) is None

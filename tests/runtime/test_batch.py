@@ -7,6 +7,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import strictgen as sg
 
@@ -245,3 +247,107 @@ def test_rules_built_in_batch_fills_are_built_once(monkeypatch):
         positions = [p + 1 for p in positions]
     assert in_fill, "no rule was built inside a fill: the test no longer exercises it"
     assert set(builds.values()) == {1}, builds
+
+
+def test_cached_next_token_mask_is_the_final_row_or_none(qwen):
+    """The batch's one lookup per row: None before the state's mask is computed (and nothing is
+    computed by asking), then exactly `next_token_mask()`, the uniqueItems tracker's filtering
+    included; a terminated matcher's row is EOS only."""
+    compiler = sg.GrammarCompiler(qwen, cache_size=1)
+    grammar = compiler.compile_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    m = sg.GrammarMatcher(grammar)
+    assert m.accept_string('["ab", "')
+    assert m.cached_next_token_mask() is None and grammar.masker.cached(m.state) is None
+    want = m.next_token_mask()
+    got = m.cached_next_token_mask()
+    assert got is not None and np.array_equal(got, want)
+    assert not np.array_equal(got, grammar.masker.cached(m.state))  # the tracker removed `ab"` here
+    done = sg.GrammarMatcher(compiler.compile_choice(["x"]))
+    assert done.accept_string("x") and done.accept_token(qwen.eos_token_ids[0])
+    assert np.array_equal(done.cached_next_token_mask(), done.next_token_mask())
+
+
+def test_states_sharing_a_horizon_key_compute_one_mask(qwen, monkeypatch):
+    """Rows in different states of a long counted string (no token tells them apart) compute one
+    mask in a batch fill, and every row equals a row-by-row fill of a fresh grammar."""
+    from strictgen.compile.token_mask import TokenMasker
+
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 4000}}, "required": ["s"]}
+    computed = []
+    compute = TokenMasker._compute
+    monkeypatch.setattr(TokenMasker, "_compute", lambda self, state: computed.append(state) or compute(self, state))
+    rows, alone = [], []
+    for out in (rows, alone):
+        grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema(schema)
+        for text in ("abc", "abcd", "abcdefgh"):
+            m = sg.GrammarMatcher(grammar)
+            assert m.accept_string('{"s": "' + text)
+            out.append(m)
+    masker = rows[0].compiled.masker
+    assert len({m.state for m in rows}) == 3 and len({masker.horizon_key(m.state) for m in rows}) == 1
+    got = sg.allocate_token_bitmask(len(rows), qwen.vocab_size)
+    sg.fill_next_token_bitmask_batch(rows, got, threads=2)
+    assert len(computed) == 1
+    want, _ = _alone(alone, qwen.vocab_size)
+    assert np.array_equal(got, want)
+
+
+def test_thread_counts_give_the_same_masks(qwen):
+    """threads=1 computes every miss in place; more threads share them: the same bits either
+    way, on fresh grammars (every state a miss); a bad count is a clear error."""
+    schemas = [{"type": "object", "properties": {f"k{i}": {"type": "integer"}, "t": {"type": "string", "maxLength": 3}}, "required": [f"k{i}"]}
+               for i in range(4)]
+    prefixes = ['{"k', '{"', "{", ""]
+    fills = []
+    for threads in (1, 2, 3, None):
+        compiler = sg.GrammarCompiler(qwen, cache_size=1)
+        batch = []
+        for i, schema in enumerate(schemas):
+            for prefix in prefixes:
+                m = sg.GrammarMatcher(compiler.compile_json_schema(schema))
+                assert m.accept_string(prefix)
+                batch.append(m)
+        got = sg.allocate_token_bitmask(len(batch), qwen.vocab_size)
+        flags = sg.fill_next_token_bitmask_batch(batch, got, threads=threads)
+        fills.append((got, flags, _alone(batch, qwen.vocab_size)))
+    for got, flags, (want, want_flags) in fills:
+        assert np.array_equal(got, want) and flags == want_flags
+        assert np.array_equal(got, fills[0][0])
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="threads"):
+            sg.fill_next_token_bitmask_batch(batch, got, threads=bad)
+        with pytest.raises(ValueError, match="threads"):
+            sg.fill_next_token_bitmask_batch_async(batch, got, threads=bad)
+
+
+TRACKED = [
+    {"type": "array", "items": {"type": ["string", "integer"]}, "uniqueItems": True},
+    {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 3},
+    {"type": "object", "properties": {"s": {"type": "string", "maxLength": 300}}, "required": ["s"]},
+]
+DOCUMENTS = [['["ab", 1, "abc", 12, "a"]', '[2, "b", 21]', "[]"], ['{"x": 1, "y": 2}', '{"a": 3}'], ['{"s": "' + "z" * 40 + '"}', '{"s": ""}']]
+
+
+@pytest.fixture(scope="module")
+def tracked_grammars(qwen):
+    compiler = sg.GrammarCompiler(qwen)
+    return [compiler.compile_json_schema(s) for s in TRACKED]
+
+
+@given(picks=st.lists(st.tuples(st.integers(0, len(TRACKED) - 1), st.integers(0, 9), st.integers(0, 60)), min_size=2, max_size=12),
+       threads=st.sampled_from([1, 2, None]))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_batch_fill_equals_row_by_row_on_every_path(qwen, tracked_grammars, picks, threads):
+    """Property: rows at random prefixes of valid documents (trackers, horizon-merged counted
+    strings, hits and misses mixed, any thread count) fill exactly as each matcher fills alone."""
+    batch = []
+    for g, d, cut in picks:
+        docs = DOCUMENTS[g]
+        text = docs[d % len(docs)]
+        m = sg.GrammarMatcher(tracked_grammars[g])
+        assert m.accept_string(text[: min(cut, len(text))])
+        batch.append(m)
+    got = sg.allocate_token_bitmask(len(batch), qwen.vocab_size)
+    flags = sg.fill_next_token_bitmask_batch(batch, got, threads=threads)
+    want, want_flags = _alone(batch, qwen.vocab_size)
+    assert flags == want_flags and np.array_equal(got, want)

@@ -62,8 +62,26 @@ class TokenMasker:
 
     def cached(self, state: int) -> np.ndarray | None:
         """The packed mask of `state` if it is cached, else None (nothing is computed). A peek:
-        no lock and no aging (a caller that goes on to use the mask asks `mask`, which ages it)."""
+        one dict read, no lock and no aging (a caller that goes on to use the mask asks `mask`,
+        which ages it, or ages the masks it used with `age`)."""
         return self._cache.peek(state)
+
+    def age(self, states) -> None:
+        """Mark the cached masks of `states` recently used (what `mask` does on a hit), under one
+        lock for all of them; states not cached are passed over.
+
+        Only once the cache is half full: below that no entry is near eviction, and an entry read
+        then and never again gets old the same way as one never read (at least half the bound of
+        new masks come before eviction can reach either, and any read among them ages it), so
+        a warm batch of a grammar with few states pays no lock and no aging at all."""
+        if 2 * len(self._cache) >= self.max_cached:
+            self._cache.touch(set(states))
+
+    def horizon_key(self, state: int):
+        """The key `state` shares its mask by: states with equal keys (no token tells them apart)
+        have one mask, so a batch computes one of them and the others are hits. The state itself
+        when no rule of the grammar merges states."""
+        return self._horizon.key(state)
 
     def mask(self, state: int) -> np.ndarray:
         """The packed mask of `state` (read-only; shared)."""

@@ -42,28 +42,50 @@ def _executor(kind: str = "mask") -> ThreadPoolExecutor:
         return pool
 
 
-def _compute_missing(matchers: Sequence[GrammarMatcher]) -> None:
-    """Compute the masks of the distinct states no cache holds yet; the rest are hits.
+def _batch_masks(matchers: Sequence[GrammarMatcher], threads: int) -> list[np.ndarray]:
+    """The next-token mask of each matcher, computing the batch's first-time states together.
 
-    The calling thread computes them too, with at most one pool helper per further state: one
-    shared list of states that every worker pops from, not one future per state, so a step with
-    a few misses pays no hand-off per state and the caller does not sit idle while its misses
-    are computed (hand-offs cost CPU and, on a busy host, waits: docs/performance.md). The
-    list takes the grammars in turn, so that workers start on different grammars: a rule that a
-    grammar's states need is built once, under that grammar's lock, while the other workers walk
-    states of other grammars instead of waiting for that lock."""
-    missing: dict[tuple[int, int], GrammarMatcher] = {}
+    One lock-free cache read per row (`cached_next_token_mask`, tracker filtering included); the
+    rows it misses are computed (`_compute_missing`) and read again; the hits are aged once per
+    distinct state, under one lock per grammar, not one lock per row, and only where the cache
+    is full enough for it to matter (`TokenMasker.age`; a terminated row's state is aged too:
+    it was a recent state of the grammar all the same)."""
+    masks = [m.cached_next_token_mask() for m in matchers]
+    misses = [i for i, row in enumerate(masks) if row is None]
+    used: dict = {}  # per grammar, the states read (a miss is not cached yet: passed over)
     for m in matchers:
-        if not m.is_terminated() and m.compiled.masker.cached(m.state) is None:
-            missing.setdefault((id(m.compiled), m.state), m)
-    if not missing:
-        return
-    by_grammar: dict[int, list[GrammarMatcher]] = {}
-    for (grammar, _), m in missing.items():
-        by_grammar.setdefault(grammar, []).append(m)
-    todo = [m for turn in zip_longest(*by_grammar.values()) for m in turn if m is not None]
+        used.setdefault(m.compiled.masker, []).append(m.state)
+    for masker, states in used.items():
+        masker.age(states)
+    if misses:
+        _compute_missing([matchers[i] for i in misses], threads)
+        for i in misses:
+            masks[i] = matchers[i].next_token_mask()
+    return masks
+
+
+def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
+    """Compute the masks of the distinct states of `matchers` (states no cache holds yet).
+
+    States that share a horizon key share a mask (`TokenMasker.horizon_key`): one of them is
+    computed, and the others' reads find it. Only the machine's masks are computed here; a
+    tracker's filtering is each row's, done once when the caller reads the row. The calling
+    thread computes them too, with at most `threads - 1` pool helpers (the pool has
+    `MASK_WORKERS - 1`): one shared list of states that every worker pops from, not one future
+    per state, so a step with a few misses pays no hand-off per state and the caller does not
+    sit idle while its misses are computed (hand-offs cost CPU and, on a busy host, waits:
+    docs/performance.md). The list takes the grammars in turn, so that workers start on
+    different grammars: a rule that a grammar's states need is built once, under that grammar's
+    lock, while the other workers walk states of other grammars instead of waiting for that lock."""
+    # distinct states in the batch's order, by masker (grammars compiled alike may share one)
+    states = dict.fromkeys((m.compiled.masker, m.state) for m in matchers)
+    missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
+    by_grammar: dict[object, list[tuple]] = {}
+    for (masker, _), state in missing.items():
+        by_grammar.setdefault(masker, []).append((masker, state))
+    todo = [pair for turn in zip_longest(*by_grammar.values()) for pair in turn if pair is not None]
     todo.reverse()  # workers pop from the end: the first grammars' states first
-    helpers = [_executor().submit(_drain, todo) for _ in range(min(len(todo), MASK_WORKERS) - 1)]
+    helpers = [_executor().submit(_drain, todo) for _ in range(min(len(todo), threads, MASK_WORKERS) - 1)]
     try:
         _drain(todo)
     except BaseException:
@@ -75,15 +97,23 @@ def _compute_missing(matchers: Sequence[GrammarMatcher]) -> None:
                 helper.result()
 
 
-def _drain(todo: list[GrammarMatcher]) -> None:
-    """Compute the masks of the states in `todo`, popping them until none is left (list.pop is
-    atomic, so several threads share the list)."""
+def _drain(todo: list[tuple]) -> None:
+    """Compute the masks of the (masker, state) pairs in `todo`, popping them until none is left
+    (list.pop is atomic, so several threads share the list)."""
     while True:
         try:
-            m = todo.pop()
+            masker, state = todo.pop()
         except IndexError:
             return
-        m.next_token_mask()
+        masker.mask(state)
+
+
+def _thread_count(threads: int | None) -> int:
+    if threads is None:
+        return MASK_WORKERS
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, not {threads!r}")
+    return threads
 
 
 def _row_numbers(count: int, indices) -> list[int]:
@@ -118,13 +148,17 @@ def _needs_apply(target: np.ndarray, first: int, count: int, masks: list[np.ndar
     return flags.tolist()
 
 
-def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None) -> list[bool]:
+def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
+                                  threads: int | None = None) -> list[bool]:
     """Fill row `indices[i]` (default: row i) of `bitmask` with matcher i's next-token mask.
 
     Returns, per matcher, whether some token is disallowed (the row needs applying). First-time
-    masks of distinct states are computed on a thread pool; then the batch's (cached, shared)
-    rows are copied into the bitmask in one numpy copy, not one assignment per row. A batch of
-    one is the matcher's own fill."""
+    masks of distinct states are computed by the caller and up to `threads - 1` pool threads
+    (default `MASK_WORKERS` in all; 1 computes them in place, which a host with no idle core may
+    prefer: docs/performance.md); then the batch's (cached, shared) rows are copied into the
+    bitmask in one numpy copy, not one assignment per row. A batch of one is the matcher's own
+    fill."""
+    threads = _thread_count(threads)
     count = len(matchers)
     rows = _row_numbers(count, indices)
     if len(rows) != count:
@@ -137,8 +171,7 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
         return [matchers[0].fill_next_token_bitmask(target, index=rows[0])]
     if not count:
         return []
-    _compute_missing(matchers)
-    masks = [m.next_token_mask() for m in matchers]
+    masks = _batch_masks(matchers, threads)
     width = len(masks[0])
     if any(len(mask) != width for mask in masks):  # grammars of different vocabularies: row by row
         return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, rows)]
@@ -155,11 +188,13 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
     return _needs_apply(stacked, 0, count, masks)
 
 
-def fill_next_token_bitmask_batch_async(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None) -> "Future[list[bool]]":
+def fill_next_token_bitmask_batch_async(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
+                                        threads: int | None = None) -> "Future[list[bool]]":
     """Start `fill_next_token_bitmask_batch` in the background; `.result()` waits for it.
 
     The matchers must not advance until the future is done."""
-    return _executor("batch").submit(fill_next_token_bitmask_batch, list(matchers), bitmask, indices)
+    threads = _thread_count(threads)  # a bad count is the caller's error now, not the future's
+    return _executor("batch").submit(fill_next_token_bitmask_batch, list(matchers), bitmask, indices, threads)
 
 
 def accept_token_batch(matchers: Sequence[GrammarMatcher], token_ids) -> list[bool]:

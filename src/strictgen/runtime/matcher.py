@@ -142,9 +142,21 @@ class GrammarMatcher:
         if self._terminated:
             return self._masker.eos_only
         row = self._masker.mask(self.state)
-        if self._unique is not None:  # without the tokens that would repeat an earlier item
-            return self._unique.mask(row, self._tracks[-1], self.state)
-        return row
+        return row if self._unique is None else self._tracked(row)
+
+    def cached_next_token_mask(self) -> np.ndarray | None:
+        """`next_token_mask()` when the state's mask is cached, else None (nothing is computed):
+        one lock-free cache read, without aging the entry (`TokenMasker.age` does that for a
+        batch at once). What a batch fill reads each row by, so a hit costs one lookup."""
+        if self._terminated:
+            return self._masker.eos_only
+        row = self._masker.cached(self.state)
+        return row if row is None or self._unique is None else self._tracked(row)
+
+    def _tracked(self, row: np.ndarray) -> np.ndarray:
+        """The machine's mask `row` for this state, without the tokens that would repeat an
+        earlier item or name (the tracker's part)."""
+        return self._unique.mask(row, self._tracks[-1], self.state)
 
     def fill_next_token_bitmask(self, bitmask, index: int = 0) -> bool:
         """Write the next-token mask into row `index` of `bitmask` (numpy or CPU torch int32).
