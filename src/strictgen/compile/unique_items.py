@@ -135,6 +135,7 @@ class UniqueItems(RuleTracker):
     def __init__(self, compiled, rules: dict[int, tuple]):
         super().__init__(compiled, rules)
         self.classes = _token_classes(compiled.tokenizer_info)
+        self.brackets = _token_classes(compiled.tokenizer_info)["brackets"]
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -208,6 +209,47 @@ class UniqueItems(RuleTracker):
         else:
             base = c["special"]
         return base & c["no_close"] if outer else base
+
+    def suspects(self, track: Track | None) -> np.ndarray:
+        """While the innermost item is a container, only tokens that close some frame's item
+        (as many closing brackets as its depth) or open an array (maybe a unique one, inside
+        the item) may repeat an item; brackets inside the string being read do not count, in
+        a token without a backslash. Elsewhere, those outside `passive`."""
+        if track is None or track.frames[-1].mode != "container":
+            return super().suspects(track)
+        b = self.brackets
+        f = track.frames[-1]
+        after = f.in_string and not f.escaped  # the token's first quote closes that string
+        closes = np.where(after & b.plain, b.closes_after_quote, b.closes)
+        opens = np.where(after & b.plain, b.opens_after_quote, b.opens)
+        return b.ids[(opens > 0) | (closes >= min(g.depth for g in track.frames))]
+
+
+@dataclass(frozen=True)
+class _Brackets:
+    """Per vocabulary, the tokens holding a bracket `[`, `]` or `}` (special ones left out), as
+    sorted ids, with their counts of `[` and of `]}`, in all and after their first quote, and
+    whether they have no backslash (so that the first quote is no escaped one)."""
+
+    ids: np.ndarray
+    opens: np.ndarray
+    closes: np.ndarray
+    opens_after_quote: np.ndarray
+    closes_after_quote: np.ndarray
+    plain: np.ndarray
+
+    @classmethod
+    def of(cls, info) -> "_Brackets":
+        rows = []
+        for t, text in enumerate(info.all_token_bytes[: len(info.trie.facts.lengths)]):
+            if info.is_special[t] or not any(b in text for b in (b"[", b"]", b"}")):
+                continue
+            q = text.find(b'"')
+            tail = text[q + 1 :] if q >= 0 else b""
+            rows.append((t, text.count(b"["), text.count(b"]") + text.count(b"}"), tail.count(b"["),
+                         tail.count(b"]") + tail.count(b"}"), b"\\" not in text))
+        cols = list(zip(*rows)) if rows else [()] * 6
+        return cls(*(np.array(c, dtype=np.int64) for c in cols[:5]), np.array(cols[5], dtype=bool))
 
 
 def _opens(frame: Frame) -> bool:
@@ -465,6 +507,7 @@ def _token_classes(info) -> dict[str, np.ndarray]:
         "no_bracket": lacking(has(b"[]}")),
         "no_close": lacking(has(b"]}")),
         "starts_item": lacking(~_starts_item_tokens(facts)),
+        "brackets": _Brackets.of(info),
     }
     with _CLASSES_LOCK:
         _CLASSES[info] = got
