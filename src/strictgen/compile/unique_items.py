@@ -240,16 +240,24 @@ class _Brackets:
 
     @classmethod
     def of(cls, info) -> "_Brackets":
-        rows = []
-        for t, text in enumerate(info.all_token_bytes[: len(info.trie.facts.lengths)]):
-            if info.is_special[t] or not any(b in text for b in (b"[", b"]", b"}")):
-                continue
-            q = text.find(b'"')
-            tail = text[q + 1 :] if q >= 0 else b""
-            rows.append((t, text.count(b"["), text.count(b"]") + text.count(b"}"), tail.count(b"["),
-                         tail.count(b"]") + tail.count(b"}"), b"\\" not in text))
-        cols = list(zip(*rows)) if rows else [()] * 6
-        return cls(*(np.array(c, dtype=np.int64) for c in cols[:5]), np.array(cols[5], dtype=bool))
+        """From the trie's token facts (running counts of each kind of byte over all tokens)."""
+        facts = info.trie.facts
+        starts, ends = facts.starts, facts.starts + facts.lengths
+
+        def running(chars: bytes) -> np.ndarray:
+            flags = np.zeros(256, dtype=bool)
+            flags[list(chars)] = True
+            return np.concatenate([[0], np.cumsum(flags[facts.flat], dtype=np.int64)])
+
+        quote, opens, closes, backslash = running(b'"'), running(b"["), running(b"]}"), running(b"\\")
+        # just past the first quote: where the running count of quotes first exceeds the token's start
+        first = np.searchsorted(quote, quote[starts] + 1)
+        first = np.where(quote[ends] > quote[starts], first, ends)  # no quote: nothing after it
+        n = len(starts)
+        keep = ((opens[ends] > opens[starts]) | (closes[ends] > closes[starts])) & ~np.asarray(info.is_special[:n], dtype=bool)
+        ids = np.flatnonzero(keep)
+        s, e, f = starts[ids], ends[ids], first[ids]
+        return cls(ids.astype(np.int64), opens[e] - opens[s], closes[e] - closes[s], opens[e] - opens[f], closes[e] - closes[f], backslash[e] == backslash[s])
 
 
 def _opens(frame: Frame) -> bool:
