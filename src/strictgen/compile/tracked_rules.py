@@ -87,7 +87,10 @@ class RuleTracker:
         """`row` (the machine's mask) without the tokens the tracker refuses from `track`: the
         suspects that `row` allows are read one by one (`advance`); the rest cannot be refused."""
         ids = self.suspects(track)
-        ids = ids[(row[ids >> 5] >> (ids & 31)) & 1 != 0]  # the suspects `row` allows
+        if ids.dtype == bool:  # a class of the vocabulary: read through the row's bits
+            ids = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[: self.vocab_size].astype(bool) & ids)
+        else:
+            ids = ids[(row[ids >> 5] >> (ids & 31)) & 1 != 0]  # the suspects `row` allows
         vetoed = [t for t in ids.tolist() if self.advance(track, state, self.token_bytes[t]) is VETO]
         if not vetoed:
             return row
@@ -98,10 +101,11 @@ class RuleTracker:
         return out
 
     def suspects(self, track) -> np.ndarray:
-        """The ids (sorted int64) of the tokens that may be refused from `track`, a superset of
-        them: by default those outside `passive(track)`. A subclass may narrow it from the track's
-        text (DistinctNames), as long as every token outside it provably refuses nothing."""
-        return np.flatnonzero(~self.passive(track))
+        """The tokens that may be refused from `track`, a superset of them: few as sorted int64
+        ids, many as a bool class over the vocabulary; by default those outside `passive(track)`
+        (a class). A subclass may narrow it from the track's text (DistinctNames), as long as
+        every token outside it provably refuses nothing."""
+        return ~self.passive(track)
 
     def advance(self, track, state: int, data: bytes):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -142,7 +146,16 @@ class Trackers(RuleTracker):
         """Either tracker's suspects: each one's rest refuses nothing whatever the other drops
         (a tracker's refusal comes from its own text; dropped parses only close its frames)."""
         t1, t2 = track if track is not None else (None, None)
-        return merged_ids([self.first.suspects(t1), self.second.suspects(t2)])
+        parts = [self.first.suspects(t1), self.second.suspects(t2)]
+        if all(p.dtype != bool for p in parts):
+            return merged_ids(parts)
+        out = np.zeros(self.vocab_size, dtype=bool)
+        for p in parts:
+            if p.dtype == bool:
+                out |= p
+            else:
+                out[p] = True
+        return out
 
 
 def merged_ids(parts: list[np.ndarray]) -> np.ndarray:
