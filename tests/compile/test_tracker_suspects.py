@@ -100,9 +100,8 @@ def test_suspects_refuse_what_the_slow_pass_refused(compiled, qwen, doc, seed):
     track, checked = None, 0
     for t in ids:
         state = m.state
-        if track is not None:  # every state where some tracked text is open
-            suspects = tracker.suspects(track)
-            suspects = np.flatnonzero(suspects) if suspects.dtype == bool else suspects  # a class, or ids
+        suspects = tracker.suspects(track)
+        if suspects.dtype != bool:  # the narrowed ones (a bool class is passive's complement: the slow pass)
             outside = np.flatnonzero(~tracker.passive(track))
             assert np.isin(suspects, outside).all()  # a narrowing of the slow pass
             slow = _vetoed(tracker, track, state, outside.tolist(), qwen)
