@@ -32,7 +32,7 @@ import numpy as np
 from strictgen.grammar.schema.emit_objects import DISTINCT_MARK
 
 from .machine import DEAD
-from .tracked_rules import VETO, RuleTracker
+from .tracked_rules import VETO, RuleTracker, merged_ids
 
 __all__ = ["DistinctNames", "DISTINCT_MARK"]
 
@@ -156,17 +156,57 @@ class DistinctNames(RuleTracker):
         with at most two (a repeat then needs a key closed, and another opened and closed after
         it; an object a `{` opens starts without names)."""
         if track and any(f.seen for f in track):
-            return self.classes["no_quote"]
-        return self.classes["few_quotes"]
+            return self.classes.no_quote
+        return self.classes.few_quotes
+
+    def suspects(self, track: tuple | None) -> np.ndarray:
+        """The tokens outside `passive` that may close a key on a seen name, found from the names
+        rather than token by token. A token with at most two quotes and no backslash closes at
+        most one key on a name seen before it (a name it closes itself would need a third
+        quote to close again), and spells that key's name raw (the name's UTF-8 bytes): either
+        it closes the key being read at its first quote (the key so far, then its bytes before
+        that quote), or it holds the whole key between its two quotes. The other tokens with a
+        quote (three or more, or a backslash) are always suspects; all of them are while the
+        key being read holds a backslash."""
+        c = self.classes
+        if not track or not any(f.seen for f in track):
+            return c.three_quotes
+        names = {n.encode("utf-8", "surrogatepass") for f in track for n in f.seen}
+        found = [c.always]
+        for f in track:
+            if f.mode != "name":
+                continue
+            if f.escaped or b"\\" in f.text:
+                return c.quoted
+            head = f.text[1:]  # the key so far, after its opening quote
+            found += [c.before_quote[r[len(head) :]] for r in names if r.startswith(head) and r[len(head) :] in c.before_quote]
+        found += [c.between_quotes[r] for r in names if r in c.between_quotes]
+        return merged_ids(found) if len(found) > 1 else c.always
+
+
+@dataclass(frozen=True)
+class _QuoteIndex:
+    """Per vocabulary: the token classes of `DistinctNames.passive` (special tokens are in both:
+    they never advance a track) and the ids `DistinctNames.suspects` draws from (sorted int64
+    arrays, special tokens left out): `before_quote` maps the bytes before a token's first quote
+    and `between_quotes` those between its two quotes to the tokens with at most two quotes
+    and no backslash that have them."""
+
+    few_quotes: np.ndarray
+    no_quote: np.ndarray
+    quoted: np.ndarray  # every token with a quote
+    three_quotes: np.ndarray  # three quotes or more
+    always: np.ndarray  # three quotes or more, or a quote and a backslash
+    before_quote: dict
+    between_quotes: dict
 
 
 _CLASSES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _CLASSES_LOCK = threading.Lock()
 
 
-def _token_classes(info) -> dict[str, np.ndarray]:
-    """Per vocabulary, once: the token classes of `DistinctNames.passive` (special tokens are in
-    all of them: they never advance a track)."""
+def _token_classes(info) -> _QuoteIndex:
+    """The vocabulary's _QuoteIndex, built once."""
     with _CLASSES_LOCK:
         got = _CLASSES.get(info)
     if got is not None:
@@ -175,8 +215,36 @@ def _token_classes(info) -> dict[str, np.ndarray]:
     special = np.ones(info.vocab_size, dtype=bool)
     special[:n] = info.is_special[:n]
     quotes = np.zeros(info.vocab_size, dtype=np.int64)
-    quotes[:n] = [t.count(b'"') for t in info.all_token_bytes[:n]]
-    got = {"few_quotes": (quotes <= 2) | special, "no_quote": (quotes == 0) | special}
+    quoted, three, always = [], [], []
+    before: dict[bytes, list[int]] = {}
+    between: dict[bytes, list[int]] = {}
+    for t, text in enumerate(info.all_token_bytes[:n]):
+        if b'"' not in text or special[t]:
+            continue
+        parts = text.split(b'"')
+        quotes[t] = len(parts) - 1
+        quoted.append(t)
+        if quotes[t] >= 3:
+            three.append(t)
+        if quotes[t] >= 3 or b"\\" in text:
+            always.append(t)
+            continue
+        before.setdefault(parts[0], []).append(t)
+        if quotes[t] == 2:
+            between.setdefault(parts[1], []).append(t)
+
+    def ids(xs: list[int]) -> np.ndarray:
+        return np.array(xs, dtype=np.int64)
+
+    got = _QuoteIndex(
+        few_quotes=(quotes <= 2) | special,
+        no_quote=(quotes == 0) | special,
+        quoted=ids(quoted),
+        three_quotes=ids(three),
+        always=ids(always),
+        before_quote={k: ids(v) for k, v in before.items()},
+        between_quotes={k: ids(v) for k, v in between.items()},
+    )
     with _CLASSES_LOCK:
         _CLASSES[info] = got
     return got

@@ -135,6 +135,7 @@ class UniqueItems(RuleTracker):
     def __init__(self, compiled, rules: dict[int, tuple]):
         super().__init__(compiled, rules)
         self.classes = _token_classes(compiled.tokenizer_info)
+        self.brackets = _token_classes(compiled.tokenizer_info)["brackets"]
 
     @classmethod
     def of(cls, compiled) -> "UniqueItems | None":
@@ -208,6 +209,55 @@ class UniqueItems(RuleTracker):
         else:
             base = c["special"]
         return base & c["no_close"] if outer else base
+
+    def suspects(self, track: Track | None) -> np.ndarray:
+        """While the innermost item is a container, only tokens that close some frame's item
+        (as many closing brackets as its depth) or open an array (maybe a unique one, inside
+        the item) may repeat an item; brackets inside the string being read do not count, in
+        a token without a backslash. Elsewhere, those outside `passive`."""
+        if track is None or track.frames[-1].mode != "container":
+            return super().suspects(track)
+        b = self.brackets
+        f = track.frames[-1]
+        after = f.in_string and not f.escaped  # the token's first quote closes that string
+        closes = np.where(after & b.plain, b.closes_after_quote, b.closes)
+        opens = np.where(after & b.plain, b.opens_after_quote, b.opens)
+        return b.ids[(opens > 0) | (closes >= min(g.depth for g in track.frames))]
+
+
+@dataclass(frozen=True)
+class _Brackets:
+    """Per vocabulary, the tokens holding a bracket `[`, `]` or `}` (special ones left out), as
+    sorted ids, with their counts of `[` and of `]}`, in all and after their first quote, and
+    whether they have no backslash (so that the first quote is no escaped one)."""
+
+    ids: np.ndarray
+    opens: np.ndarray
+    closes: np.ndarray
+    opens_after_quote: np.ndarray
+    closes_after_quote: np.ndarray
+    plain: np.ndarray
+
+    @classmethod
+    def of(cls, info) -> "_Brackets":
+        """From the trie's token facts (running counts of each kind of byte over all tokens)."""
+        facts = info.trie.facts
+        starts, ends = facts.starts, facts.starts + facts.lengths
+
+        def running(chars: bytes) -> np.ndarray:
+            flags = np.zeros(256, dtype=bool)
+            flags[list(chars)] = True
+            return np.concatenate([[0], np.cumsum(flags[facts.flat], dtype=np.int64)])
+
+        quote, opens, closes, backslash = running(b'"'), running(b"["), running(b"]}"), running(b"\\")
+        # just past the first quote: where the running count of quotes first exceeds the token's start
+        first = np.searchsorted(quote, quote[starts] + 1)
+        first = np.where(quote[ends] > quote[starts], first, ends)  # no quote: nothing after it
+        n = len(starts)
+        keep = ((opens[ends] > opens[starts]) | (closes[ends] > closes[starts])) & ~np.asarray(info.is_special[:n], dtype=bool)
+        ids = np.flatnonzero(keep)
+        s, e, f = starts[ids], ends[ids], first[ids]
+        return cls(ids.astype(np.int64), opens[e] - opens[s], closes[e] - closes[s], opens[e] - opens[f], closes[e] - closes[f], backslash[e] == backslash[s])
 
 
 def _opens(frame: Frame) -> bool:
@@ -465,6 +515,7 @@ def _token_classes(info) -> dict[str, np.ndarray]:
         "no_bracket": lacking(has(b"[]}")),
         "no_close": lacking(has(b"]}")),
         "starts_item": lacking(~_starts_item_tokens(facts)),
+        "brackets": _Brackets.of(info),
     }
     with _CLASSES_LOCK:
         _CLASSES[info] = got
