@@ -52,6 +52,20 @@ def test_the_emitter_modules_do_not_import_the_normaliser():
                 assert (node.module or "").rsplit(".", 1)[-1] not in normaliser_side, (name, node.module)
 
 
+def test_the_formula_algebra_does_not_import_the_normaliser():
+    """Statically: the formula algebra (formulas, algebra) and the services both stages ask
+    (key_space, strings) import no module of the normaliser's side, not even for type hints: the
+    algebra reaches raw schemas only through the lazy step it is handed (formulas.RawSchemas)."""
+    normaliser_side = {"normalize", "applicators", "keywords", "refs", "vocabularies", "documents"}
+    for name in ("formulas.py", "algebra.py", "key_space.py", "strings.py", "normalized.py"):
+        tree = ast.parse((SCHEMA_DIR / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert (node.module or "").rsplit(".", 1)[-1] not in normaliser_side, (name, node.module)
+            if isinstance(node, ast.Name):
+                assert node.id != "Normalizer", (name, node.lineno)
+
+
 def _reachable(start: object) -> list:
     """What `start`'s data reaches (not through code: modules, classes, functions)."""
     out, work, seen = [], [start], {id(start)}
