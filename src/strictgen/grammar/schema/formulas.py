@@ -10,14 +10,15 @@ holds the interning and memo tables, the string-language service and the reporte
 strict one during a `trial`), and never refers to the `Normalizer`. The algebra's functions are
 schema.algebra's, over this object.
 
-Raw schemas (src formulas) are normalised lazily, when the algebra first reaches them: normalising
-every reachable subschema up front would change answers that depend on what is being normalised at
-the time (`is_empty` and disjointness say "cannot tell" for a formula under normalisation, a `$ref`
-loop is found where it is entered, a `trial` decides under its own reporter) and would refuse
-keywords of subschemas no emitter uses. That lazy step is a value handed over at construction: the
-`RawSchemas` of the compile (schema.normalize.SchemaSource: the documents, their registry and
-jsonschema judge), which is given this algebra on each call and keeps no reference to it, so no
-reference cycle holds a compile's tables after it ends."""
+Raw schemas (src formulas) are normalised lazily, when the algebra first reaches them. Normalising
+every reachable subschema up front cannot serve the emitter: its own constructions (contains bits,
+existential members, negations that put `not` of a raw schema in a member position) need normal
+forms of raw schemas and of their complements that only the emission reveals, and computing the
+complement of every reachable subschema ahead costs more than the whole lazy front end and fails
+(GrammarTooLargeError) on schemas that compile today. So the lazy step is a value handed over at
+construction: the `RawSchemas` of the compile (schema.normalize.SchemaSource: the documents, their
+registry and jsonschema judge), which is given this algebra on each call and keeps no reference
+to it, so no reference cycle holds a compile's tables after it ends."""
 
 from __future__ import annotations
 
