@@ -3,6 +3,7 @@
     python scripts/schema_grammar_digest.py --save before.jsonl      # on the tree before a change
     python scripts/schema_grammar_digest.py --compare before.jsonl   # after it: lists every difference
     (--step N --offset K: every Nth maskbench-dev schema from the Kth; --only TEXT: names containing TEXT)
+    python scripts/schema_grammar_digest.py --cpu --step 4              # front-end CPU seconds instead
 
 For each schema of the JSON-Schema-Test-Suite (draft 2020-12, its remotes as documents=), of
 maskbench-dev and of the bench folder (../shared/data), under a few option sets (strict, strict=False
@@ -14,7 +15,11 @@ the same keywords at the same pointers, so a restructuring that must not change 
 by comparing the two files. Runs with PYTHONHASHSEED=0 (set by re-running itself): some rule
 names hash the repr of frozensets, whose order follows the process's string hashing, so two runs
 of one tree differ under different seeds. Front end only (no automaton compile): the whole corpus takes minutes,
-each schema under a deadline of --limit-s seconds."""
+each schema under a deadline of --limit-s seconds.
+
+--cpu prints instead the front end's CPU time (`time.process_time()` around `json_schema_grammar`,
+strict options, errors included) summed over the maskbench-dev schemas selected and every bench
+schema: run it on two trees alternately (PYTHONPATH=<tree>/src) for interleaved pairs."""
 
 from __future__ import annotations
 
@@ -156,18 +161,8 @@ def outcome(schema, options: dict, limit_s: float) -> str:
         sys.setrecursionlimit(limit)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--save")
-    ap.add_argument("--compare")
-    ap.add_argument("--limit-s", type=float, default=20.0)
-    ap.add_argument("--only", default="", help="names containing this text")
-    ap.add_argument("--step", type=int, default=1, help="every Nth maskbench-dev schema")
-    ap.add_argument("--offset", type=int, default=0, help="... from this one")
-    args = ap.parse_args()
-    results: dict[str, str] = {}
-    t0 = time.perf_counter()
-    out = open(args.save, "w") if args.save else None  # one JSON line per outcome, as they come
+def selected(args: argparse.Namespace):
+    """The corpus schemas --only, --step and --offset select."""
     seen = 0
     for name, schema, extra in corpus():
         if args.only not in name:
@@ -176,6 +171,43 @@ def main() -> int:
             seen += 1
             if (seen - 1 - args.offset) % args.step:
                 continue
+        yield name, schema, extra
+
+
+def front_end_cpu(args: argparse.Namespace) -> int:
+    """Sum of json_schema_grammar's CPU time over the selected maskbench-dev and bench schemas."""
+    total, n = 0.0, 0
+    for name, schema, extra in selected(args):
+        if name.startswith("suite/"):
+            continue
+        c0 = time.process_time()
+        try:
+            with deadline.compile_deadline(args.limit_s):
+                json_schema_grammar(schema, **extra)
+        except (StrictgenError, RecursionError):
+            pass
+        total += time.process_time() - c0
+        n += 1
+    print(f"front-end CPU {total:.3f} s over {n} schemas")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--save")
+    ap.add_argument("--compare")
+    ap.add_argument("--limit-s", type=float, default=20.0)
+    ap.add_argument("--only", default="", help="names containing this text")
+    ap.add_argument("--step", type=int, default=1, help="every Nth maskbench-dev schema")
+    ap.add_argument("--offset", type=int, default=0, help="... from this one")
+    ap.add_argument("--cpu", action="store_true", help="front-end CPU seconds of maskbench-dev and bench, no digest")
+    args = ap.parse_args()
+    if args.cpu:
+        return front_end_cpu(args)
+    results: dict[str, str] = {}
+    t0 = time.perf_counter()
+    out = open(args.save, "w") if args.save else None  # one JSON line per outcome, as they come
+    for name, schema, extra in selected(args):
         for label, options in OPTION_SETS.items():
             key = f"{name} [{label}]"
             results[key] = outcome(schema, {**extra, **options}, args.limit_s)

@@ -53,7 +53,7 @@ def normalizer(schema, strict: bool = True, **kw) -> Normalizer:
 
 def emitter(schema, strict: bool = True, style: JsonStyle | None = None, any_order: bool = False, **kw) -> SchemaEmitter:
     """The SchemaEmitter json_schema_grammar would build for `schema` (its `.normalized` the
-    Normalizer's read-only view)."""
+    immutable value the Normalizer handed over; the Normalizer itself is dropped)."""
     return normalizer_and_emitter(schema, strict, style, any_order, **kw)[1]
 
 

@@ -57,7 +57,7 @@ def _norm(schema):
 @pytest.mark.parametrize("schema", SCHEMAS, ids=IDS)
 def test_dnf_and_its_negation_agree_with_jsonschema_on_seed_values(schema):
     norm, dnf = _norm(schema)
-    neg = negate(norm, dnf)
+    neg = negate(norm.formulas, dnf)
     via_not = norm.dnf(norm.not_(norm.root_formula))
     judge = validator(schema)
     check_agreement(norm, judge, SEEDS, dnf, neg)
@@ -67,7 +67,7 @@ def test_dnf_and_its_negation_agree_with_jsonschema_on_seed_values(schema):
 @pytest.mark.parametrize("schema", SCHEMAS, ids=IDS)
 def test_dnf_and_its_negation_agree_with_jsonschema_on_random_values(schema):
     norm, dnf = _norm(schema)
-    check_random_agreement(norm, validator(schema), dnf, negate(norm, dnf), examples=25)
+    check_random_agreement(norm, validator(schema), dnf, negate(norm.formulas, dnf), examples=25)
 
 
 def _pair(a, b):
@@ -83,7 +83,7 @@ PAIRS = [(SCHEMAS[i], SCHEMAS[j]) for i, j in [(0, 9), (0, 10), (1, 2), (3, 4), 
 @pytest.mark.parametrize("a,b", PAIRS)
 def test_product_is_the_conjunction(a, b):
     norm, fa, fb = _pair(a, b)
-    both = product(norm, [norm.dnf(fa), norm.dnf(fb)], norm.and_(fa, fb))
+    both = product(norm.formulas, [norm.dnf(fa), norm.dnf(fb)], norm.and_(fa, fb))
     ja, jb = validator(a), validator(b)
     for v in SEEDS:
         assert dnf_holds(norm, both, v) == (ja.is_valid(v) and jb.is_valid(v)), v
@@ -113,7 +113,7 @@ OVERLAPPING = [
 @pytest.mark.parametrize("a,b", DISJOINT)
 def test_disjoint_finds_plainly_disjoint_pairs(a, b):
     norm, fa, fb = _pair(a, b)
-    assert disjoint(norm, fa, fb) and disjoint(norm, fb, fa)
+    assert disjoint(norm.formulas, fa, fb) and disjoint(norm.formulas, fb, fa)
 
 
 @pytest.mark.parametrize("a,b", OVERLAPPING + PAIRS)
@@ -123,7 +123,7 @@ def test_disjoint_is_never_wrong_when_it_says_true(a, b):
     common = [v for v in SEEDS if ja.is_valid(v) and jb.is_valid(v)]
     if (a, b) in OVERLAPPING:
         assert common, "test error: the pair should share a seed value"
-    if disjoint(norm, fa, fb):
+    if disjoint(norm.formulas, fa, fb):
         assert not common
 
         @FEW
@@ -216,7 +216,7 @@ def test_random_schemas_dnf_and_negation_agree_with_jsonschema(schema):
     norm = normalizer(schema, strict=False)
     try:
         dnf = norm.dnf(norm.root_formula)
-        neg = negate(norm, dnf)
+        neg = negate(norm.formulas, dnf)
     except GrammarTooLargeError:
         assume(False)
     assume(not norm.reporter.unenforced)  # what was dropped is not claimed
@@ -228,8 +228,8 @@ def test_random_schemas_dnf_and_negation_agree_with_jsonschema(schema):
 def test_random_pairs_product_and_disjoint_agree_with_jsonschema(a, b, values):
     norm, fa, fb = _pair(a, b)
     try:
-        apart = disjoint(norm, fa, fb)
-        both = product(norm, [norm.dnf(fa), norm.dnf(fb)], norm.and_(fa, fb))
+        apart = disjoint(norm.formulas, fa, fb)
+        both = product(norm.formulas, [norm.dnf(fa), norm.dnf(fb)], norm.and_(fa, fb))
     except (GrammarTooLargeError, SchemaError):
         assume(False)
     ja, jb = validator(a), validator(b)

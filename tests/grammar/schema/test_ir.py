@@ -109,10 +109,10 @@ def test_array_meet():
     norm = normalizer(True)
     a = ArrayConstraints(prefix=(TRUE,), min=1, max=5)
     b = ArrayConstraints(min=2, max=3, unique=True)
-    m = a.meet(b, norm)
+    m = a.meet(b, norm.formulas)
     assert (m.min, m.max, m.unique, len(m.prefix)) == (2, 3, True, 1)
-    assert ArrayConstraints(min=4).meet(ArrayConstraints(max=3), norm) is None
-    assert ArrayConstraints(prefix=(TRUE, TRUE, TRUE)).meet(ArrayConstraints(max=1), norm).prefix == (TRUE,)  # items past max cannot exist
+    assert ArrayConstraints(min=4).meet(ArrayConstraints(max=3), norm.formulas) is None
+    assert ArrayConstraints(prefix=(TRUE, TRUE, TRUE)).meet(ArrayConstraints(max=1), norm.formulas).prefix == (TRUE,)  # items past max cannot exist
     assert ArrayConstraints(prefix=(TRUE,)).item(0) is TRUE and ArrayConstraints(items=FALSE).item(3) is FALSE
 
 

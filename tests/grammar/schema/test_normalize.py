@@ -116,8 +116,8 @@ def test_the_normaliser_never_refers_to_the_emitter():
 
 
 def test_the_normaliser_is_one_class_and_its_modules_read_no_private_names():
-    """The normaliser is a class without mixins (references, applicators, keywords and the
-    algebra are functions of it); no module of the schema package imports another's private name
+    """The normaliser is a class without mixins (references, applicators and keywords are
+    functions of it; the boolean algebra is the formula algebra's, schema.formulas); no module of the schema package imports another's private name
     or reads another object's private attribute, and referencing's private `_base_uri` is read in
     one place only (refs.base_uri: referencing has no public accessor for it)."""
     import ast

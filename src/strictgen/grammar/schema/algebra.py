@@ -1,14 +1,12 @@
-"""The boolean algebra of the normaliser, on DNFs (lists of conjuncts): normal forms of formulas
-(`dnf`, products of factors), negation (complements of every per-type part) and disjointness
-(which oneOf needs).
+"""The boolean algebra on DNFs (lists of conjuncts): normal forms of formulas (`dnf`, products of
+factors), negation (complements of every per-type part) and disjointness (which oneOf needs).
 
-Functions over one normaliser's tables (`AlgebraTables`: the memoised conjuncts, the formulas
-being normalised, ...), not a mixin: they ask the normaliser only for its formula constructors
-(`and_`, `not_`, `const_`), its jsonschema judge (`satisfies`), its reporter and string-language
-service, and the conjuncts of one raw schema and of its complement (`src_conjuncts`,
-`src_complement`, schema.applicators). `Normalizer.dnf`, `value_formula`, `rule_applies` and
-`obj_contradicts` are this module's answers under the normaliser's name (what its read-only view
-and the IR's meets ask)."""
+Functions of the compile's formula algebra (schema.formulas.FormulaAlgebra, `alg`) and its tables
+(`AlgebraTables`: the memoised conjuncts, the formulas being normalised, ...): they ask it for its
+formula constructors (`and_`, `not_`, `const_`), its jsonschema judge (`satisfies`), its reporter
+and string-language service, and the conjuncts of one raw schema and of its complement
+(`src_conjuncts`, `src_complement`: its lazy step). `FormulaAlgebra.dnf`, `value_formula` and
+`obj_contradicts` are this module's functions; nothing here refers to the normaliser."""
 
 from __future__ import annotations
 
@@ -26,7 +24,7 @@ from .key_space import objects_keys_disjoint
 from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
 
 if TYPE_CHECKING:
-    from .normalize import Normalizer
+    from .formulas import FormulaAlgebra
     from .strings import StringLanguages
 
 __all__ = [
@@ -53,10 +51,10 @@ class AlgebraTables:
 # ---- normalisation ----
 
 
-def dnf(norm: Normalizer, f: Formula) -> list[Conjunct]:
+def dnf(alg: FormulaAlgebra, f: Formula) -> list[Conjunct]:
     """The conjuncts of `f` (memoised)."""
     deadline.check()
-    tables = norm.tables
+    tables = alg.tables
     ck = (f, tables.exact)
     got = tables.conjuncts.get(ck)
     if got is not None:
@@ -78,26 +76,26 @@ def dnf(norm: Normalizer, f: Formula) -> list[Conjunct]:
     active.append(f)
     try:
         if f.kind == "src":
-            out = norm.src_conjuncts(f)
+            out = alg.src_conjuncts(f)
         elif f.kind == "const":
-            out = [Conjunct(values=(norm.const_value(f),))]
+            out = [Conjunct(values=(alg.const_value(f),))]
         elif f.kind == "and":
-            out = product(norm, [dnf(norm, g) for g in f.args], f)
+            out = product(alg, [dnf(alg, g) for g in f.args], f)
         elif f.kind == "or":
-            out = union([dnf(norm, g) for g in f.args])
+            out = union([dnf(alg, g) for g in f.args])
         elif f.args[0].kind == "src":
-            out = _evaluating_nothing(norm, norm.src_complement(f.args[0]))
+            out = _evaluating_nothing(alg, alg.src_complement(f.args[0]))
         else:
-            out = _evaluating_nothing(norm, negate(norm, dnf(norm, f.args[0]), f))
+            out = _evaluating_nothing(alg, negate(alg, dnf(alg, f.args[0]), f))
     finally:
         active.pop()
     tables.conjuncts[ck] = out
     return out
 
 
-def _evaluating_nothing(norm: Normalizer, conjs: list[Conjunct]) -> list[Conjunct]:
+def _evaluating_nothing(alg: FormulaAlgebra, conjs: list[Conjunct]) -> list[Conjunct]:
     """The conjuncts of a negated schema, which evaluates nothing (for unevaluated*)."""
-    return without_evaluation(conjs) if norm.uses_unevaluated else conjs
+    return without_evaluation(conjs) if alg.uses_unevaluated else conjs
 
 
 def union(dnfs: list[list[Conjunct]]) -> list[Conjunct]:
@@ -122,7 +120,7 @@ def _merge_finite(conjs: list[Conjunct]) -> list[Conjunct]:
     return [c for c in conjs if c.values is None] + [Conjunct(values=values)]
 
 
-def product(norm: Normalizer, factors: list[list[Conjunct]], whole: Formula | None) -> list[Conjunct]:
+def product(alg: FormulaAlgebra, factors: list[list[Conjunct]], whole: Formula | None) -> list[Conjunct]:
     """The conjunction of DNFs. Finite conjuncts meet everything through `whole` (the formula
     equal to the whole conjunction): their values are kept when the jsonschema judge accepts them."""
     values: list = []
@@ -142,26 +140,26 @@ def product(norm: Normalizer, factors: list[list[Conjunct]], whole: Formula | No
             for c in fin:
                 values.extend(c.values)
         prunable = len(non) > 1 and (
-            not norm.uses_unevaluated or all(eval_signature(b) == ((), ()) for b in non)
+            not alg.uses_unevaluated or all(eval_signature(b) == ((), ()) for b in non)
         )
-        acc = _meet_each(norm, acc, non, prunable, "")
+        acc = _meet_each(alg, acc, non, prunable, "")
     out = acc
     if has_finite:
         if whole is None:
             raise AssertionError("finite conjuncts need the whole formula to filter them")
-        if finite_factors == 1 and others_true and norm.reporter.strict and not norm.uses_unevaluated:
+        if finite_factors == 1 and others_true and alg.reporter.strict and not alg.uses_unevaluated:
             # the values come from one factor, which holds for them, and no other factor
             # asserts anything (strict: none dropped a keyword): no need to ask the judge
             # (an anyOf of 2,000 consts would check every value against every branch)
             kept = dedupe_values(values)
         else:
-            kept = tuple(v for v in dedupe_values(values) if norm.satisfies(whole, v))
+            kept = tuple(v for v in dedupe_values(values) if alg.satisfies(whole, v))
         if kept:
             out = out + [Conjunct(values=kept)]
     return out
 
 
-def obj_contradicts(norm: Normalizer, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
+def obj_contradicts(alg: FormulaAlgebra, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
     """A required member whose value schemas from the two sides cannot both hold."""
     for k in o.required:
         fa = [r.schema for r in a.rules if r.kind == "name" and r.name == k]
@@ -171,26 +169,26 @@ def obj_contradicts(norm: Normalizer, o: ObjectConstraints, a: ObjectConstraints
                 if x is TRUE or y is TRUE or x == y:
                     continue
                 key = (x, y)
-                got = norm.tables.contradictions.get(key)
+                got = alg.tables.contradictions.get(key)
                 if got is None:
-                    got = norm.tables.contradictions[key] = disjoint(norm, x, y)
+                    got = alg.tables.contradictions[key] = disjoint(alg, x, y)
                 if got:
                     return True
     return False
 
 
-def _is_false(norm: Normalizer, f: Formula) -> bool:
+def _is_false(alg: FormulaAlgebra, f: Formula) -> bool:
     if f is FALSE:
         return True
-    if f in norm.tables.active or norm.tables.disjoint_nesting > 3:
+    if f in alg.tables.active or alg.tables.disjoint_nesting > 3:
         return False
     try:
-        return not dnf(norm, f)
+        return not dnf(alg, f)
     except RefLoop:
         return False
 
 
-def _implies(norm: Normalizer, a: Conjunct, y: Conjunct) -> bool:
+def _implies(alg: FormulaAlgebra, a: Conjunct, y: Conjunct) -> bool:
     """Every value of `a` is a value of `y` (a sufficient check for the shapes negation makes)."""
     if a.values is not None or y.values is not None:
         return False
@@ -219,12 +217,12 @@ def _implies(norm: Normalizer, a: Conjunct, y: Conjunct) -> bool:
             return False
         if r.schema is TRUE:
             continue
-        va = value_formula(norm, ao, r.name)
+        va = value_formula(alg, ao, r.name)
         if r.schema is FALSE:
-            if not _is_false(norm, va):
+            if not _is_false(alg, va):
                 return False
         elif r.schema.kind == "not":
-            if not disjoint(norm, va, r.schema.args[0]):
+            if not disjoint(alg, va, r.schema.args[0]):
                 return False
         else:
             return False
@@ -234,7 +232,7 @@ def _implies(norm: Normalizer, a: Conjunct, y: Conjunct) -> bool:
         (k, pos), = clause
         if pos and k not in ao.required:
             return False
-        if not pos and not _is_false(norm, value_formula(norm, ao, k)):
+        if not pos and not _is_false(alg, value_formula(alg, ao, k)):
             return False
     return True
 
@@ -242,28 +240,28 @@ def _implies(norm: Normalizer, a: Conjunct, y: Conjunct) -> bool:
 # ---- negation ----
 
 
-def negate(norm: Normalizer, conjs: list[Conjunct], f: Formula | None = None) -> list[Conjunct]:
+def negate(alg: FormulaAlgebra, conjs: list[Conjunct], f: Formula | None = None) -> list[Conjunct]:
     """The complement of a DNF (as a DNF); annotations of negated schemas are dropped."""
     if not conjs:
         return [TOP]
-    factors = [_negate_conj(norm, c, f) for c in conjs]
+    factors = [_negate_conj(alg, c, f) for c in conjs]
     # the product of negated conjuncts never holds finite parts
     acc: list[Conjunct] = [TOP]
     for d in factors:
-        acc = _meet_each(norm, acc, d, len(d) > 1, " (in a negation)")  # negations evaluate nothing
+        acc = _meet_each(alg, acc, d, len(d) > 1, " (in a negation)")  # negations evaluate nothing
     return acc
 
 
-def _meet_each(norm: Normalizer, acc: list[Conjunct], d: list[Conjunct], prunable: bool, where: str) -> list[Conjunct]:
+def _meet_each(alg: FormulaAlgebra, acc: list[Conjunct], d: list[Conjunct], prunable: bool, where: str) -> list[Conjunct]:
     """The conjuncts of (acc_1 or acc_2 ...) and (d_1 or d_2 ...), without repeats. With
     `prunable`, an a that already implies some d_j stays as it is: a and (d_1 or ...) = a."""
     nxt: dict[Conjunct, None] = {}
     for a in acc:
-        if a is not TOP and prunable and any(_implies(norm, a, b) for b in d):
+        if a is not TOP and prunable and any(_implies(alg, a, b) for b in d):
             nxt[a] = None
             continue
         for b in d:
-            m = b if a is TOP else (a if b is TOP else conjunct_meet(a, b, norm))
+            m = b if a is TOP else (a if b is TOP else conjunct_meet(a, b, alg))
             if m is not None:
                 nxt[m] = None
     if len(nxt) > MAX_ALTERNATIVES:
@@ -277,10 +275,10 @@ def _ptr(f: Formula | None) -> str:
     return f.src.pointer if f is not None and f.src is not None else ""
 
 
-def _negate_conj(norm: Normalizer, c: Conjunct, f: Formula | None) -> list[Conjunct]:
+def _negate_conj(alg: FormulaAlgebra, c: Conjunct, f: Formula | None) -> list[Conjunct]:
     ptr = _ptr(f)
     if c.values is not None:
-        return _negate_values(norm, c.values, ptr)
+        return _negate_values(alg, c.values, ptr)
     out: list[Conjunct] = []
     if not c.null:
         out.append(conjunct_of(null=True))
@@ -305,15 +303,15 @@ def _negate_conj(norm: Normalizer, c: Conjunct, f: Formula | None) -> list[Conju
     if c.arr is None:
         out.append(conjunct_of(arr=ArrayConstraints()))
     else:
-        out.extend(conjunct_of(arr=a) for a in _negate_arr(norm, c.arr, ptr))
+        out.extend(conjunct_of(arr=a) for a in _negate_arr(alg, c.arr, ptr))
     if c.obj is None:
         out.append(conjunct_of(obj=ObjectConstraints()))
     else:
-        out.extend(conjunct_of(obj=o) for o in _negate_obj(norm, c.obj, ptr))
+        out.extend(conjunct_of(obj=o) for o in _negate_obj(alg, c.obj, ptr))
     return out
 
 
-def _negate_values(norm: Normalizer, values: tuple, ptr: str) -> list[Conjunct]:
+def _negate_values(alg: FormulaAlgebra, values: tuple, ptr: str) -> list[Conjunct]:
     out: list[Conjunct] = []
     types = {json_type(v) for v in values}
     if "null" not in types:
@@ -331,11 +329,11 @@ def _negate_values(norm: Normalizer, values: tuple, ptr: str) -> list[Conjunct]:
     for kind, listed in (("arr", arrays), ("obj", objects)):
         acc = [conjunct_of(**{kind: ArrayConstraints() if kind == "arr" else ObjectConstraints()})]
         for v in listed:
-            alts = [conjunct_of(arr=a) for a in _array_complement(norm, v)] if kind == "arr" else [conjunct_of(obj=o) for o in _object_complement(norm, v)]
+            alts = [conjunct_of(arr=a) for a in _array_complement(alg, v)] if kind == "arr" else [conjunct_of(obj=o) for o in _object_complement(alg, v)]
             nxt: dict[Conjunct, None] = {}
             for a in acc:
                 for b in alts:
-                    m = conjunct_meet(a, b, norm)
+                    m = conjunct_meet(a, b, alg)
                     if m is not None:
                         nxt[m] = None
             if len(nxt) > MAX_ALTERNATIVES:
@@ -345,16 +343,16 @@ def _negate_values(norm: Normalizer, values: tuple, ptr: str) -> list[Conjunct]:
     return out
 
 
-def _array_complement(norm: Normalizer, v: list) -> list[ArrayConstraints]:
+def _array_complement(alg: FormulaAlgebra, v: list) -> list[ArrayConstraints]:
     """Arrays other than `v`: another length, or some item different."""
     n = len(v)
     out = [ArrayConstraints(min=n + 1)] + ([ArrayConstraints(max=n - 1)] if n else [])
     for i, x in enumerate(v):
-        out.append(ArrayConstraints(prefix=(TRUE,) * i + (norm.not_(norm.const_(x)),), min=i + 1))
+        out.append(ArrayConstraints(prefix=(TRUE,) * i + (alg.not_(alg.const_(x)),), min=i + 1))
     return out
 
 
-def _object_complement(norm: Normalizer, v: dict) -> list[ObjectConstraints]:
+def _object_complement(alg: FormulaAlgebra, v: dict) -> list[ObjectConstraints]:
     """Objects other than `v`: a member missing, a member with another value, or another key."""
     keys = tuple(v)
     out = [ObjectConstraints(exists=(KeyRule("other", TRUE, names=frozenset(keys), evaluates=False),))]
@@ -362,7 +360,7 @@ def _object_complement(norm: Normalizer, v: dict) -> list[ObjectConstraints]:
         out.append(ObjectConstraints(rules=(KeyRule("name", FALSE, name=k, evaluates=False),), order=(k,)))
         out.append(
             ObjectConstraints(
-                rules=(KeyRule("name", norm.not_(norm.const_(v[k])), name=k, evaluates=False),),
+                rules=(KeyRule("name", alg.not_(alg.const_(v[k])), name=k, evaluates=False),),
                 required=frozenset((k,)),
                 order=(k,),
             )
@@ -370,7 +368,7 @@ def _object_complement(norm: Normalizer, v: dict) -> list[ObjectConstraints]:
     return out
 
 
-def _negate_arr(norm: Normalizer, a: ArrayConstraints, ptr: str) -> list[ArrayConstraints]:
+def _negate_arr(alg: FormulaAlgebra, a: ArrayConstraints, ptr: str) -> list[ArrayConstraints]:
     out: list[ArrayConstraints] = []
     if a.min > 0:
         out.append(ArrayConstraints(max=a.min - 1))
@@ -378,9 +376,9 @@ def _negate_arr(norm: Normalizer, a: ArrayConstraints, ptr: str) -> list[ArrayCo
         out.append(ArrayConstraints(min=a.max + 1))
     for i, p in enumerate(a.prefix):
         if p is not TRUE:
-            out.append(ArrayConstraints(prefix=(TRUE,) * i + (norm.not_(p),), min=i + 1))
+            out.append(ArrayConstraints(prefix=(TRUE,) * i + (alg.not_(p),), min=i + 1))
     if a.items is not TRUE:
-        out.append(ArrayConstraints(min=len(a.prefix) + 1, contains=(Contains(norm.not_(a.items), 1, None, len(a.prefix), False),)))
+        out.append(ArrayConstraints(min=len(a.prefix) + 1, contains=(Contains(alg.not_(a.items), 1, None, len(a.prefix), False),)))
     for c in a.contains:
         if c.lo > 0:
             out.append(ArrayConstraints(contains=(Contains(c.schema, 0, c.lo - 1, c.start, False),)))
@@ -388,11 +386,11 @@ def _negate_arr(norm: Normalizer, a: ArrayConstraints, ptr: str) -> list[ArrayCo
             out.append(ArrayConstraints(contains=(Contains(c.schema, c.hi + 1, None, c.start, False),)))
     if a.unique:
         where = next((p for k, p in a.where if k == "uniqueItems"), ptr)
-        norm.reporter.refuse("'not' of uniqueItems (arrays with a duplicate) cannot be expressed", "uniqueItems", where)
+        alg.reporter.refuse("'not' of uniqueItems (arrays with a duplicate) cannot be expressed", "uniqueItems", where)
     return out
 
 
-def _negate_obj(norm: Normalizer, o: ObjectConstraints, ptr: str) -> list[ObjectConstraints]:
+def _negate_obj(alg: FormulaAlgebra, o: ObjectConstraints, ptr: str) -> list[ObjectConstraints]:
     out: list[ObjectConstraints] = []
     for r in sorted(o.required):
         out.append(ObjectConstraints(rules=(KeyRule("name", FALSE, name=r, evaluates=False),), order=(r,)))
@@ -402,13 +400,13 @@ def _negate_obj(norm: Normalizer, o: ObjectConstraints, ptr: str) -> list[Object
         if r.kind == "name":
             out.append(
                 ObjectConstraints(
-                    rules=(KeyRule("name", norm.not_(r.schema), name=r.name, evaluates=False),),
+                    rules=(KeyRule("name", alg.not_(r.schema), name=r.name, evaluates=False),),
                     required=frozenset((r.name,)),
                     order=(r.name,),
                 )
             )
         else:  # some member with a key in the set violates the schema
-            out.append(ObjectConstraints(exists=(replace(r, schema=norm.not_(r.schema), evaluates=False),)))
+            out.append(ObjectConstraints(exists=(replace(r, schema=alg.not_(r.schema), evaluates=False),)))
     if o.min > 0:
         out.append(ObjectConstraints(max=o.min - 1))
     if o.max is not None:
@@ -424,124 +422,124 @@ def _negate_obj(norm: Normalizer, o: ObjectConstraints, ptr: str) -> list[Object
             if e.schema is TRUE:
                 out.append(ObjectConstraints(key_atoms=neg))
             else:
-                norm.reporter.refuse("'not' of 'some key outside propertyNames' with a value schema", "not", ptr)
+                alg.reporter.refuse("'not' of 'some key outside propertyNames' with a value schema", "not", ptr)
         else:
-            out.append(ObjectConstraints(rules=(replace(e, schema=norm.not_(e.schema), evaluates=False),)))
+            out.append(ObjectConstraints(rules=(replace(e, schema=alg.not_(e.schema), evaluates=False),)))
     return out
 
 
 # ---- disjointness (for oneOf) ----
 
 
-def disjoint(norm: Normalizer, f: Formula, g: Formula, depth: int = 0) -> bool:
+def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> bool:
     """True when no value satisfies both (a sufficient check, never wrong when it says True)."""
     if f is FALSE or g is FALSE:
         return True
-    if f is TRUE or g is TRUE or depth > 6 or norm.tables.disjoint_nesting > 3:
+    if f is TRUE or g is TRUE or depth > 6 or alg.tables.disjoint_nesting > 3:
         return False
-    if f in norm.tables.active or g in norm.tables.active:
+    if f in alg.tables.active or g in alg.tables.active:
         # being normalised right now: only finite values of the other side can be checked
-        other, busy = (g, f) if f in norm.tables.active else (f, g)
-        if other in norm.tables.active:
+        other, busy = (g, f) if f in alg.tables.active else (f, g)
+        if other in alg.tables.active:
             return False
-        norm.tables.disjoint_nesting += 1
+        alg.tables.disjoint_nesting += 1
         try:
-            d = dnf(norm, other)
+            d = dnf(alg, other)
         except RefLoop:
             return False
         finally:
-            norm.tables.disjoint_nesting -= 1
+            alg.tables.disjoint_nesting -= 1
         if d and all(c.values is not None for c in d):
-            return not any(norm.satisfies(busy, v) for c in d for v in c.values)
+            return not any(alg.satisfies(busy, v) for c in d for v in c.values)
         return False
-    norm.tables.disjoint_nesting += 1
+    alg.tables.disjoint_nesting += 1
     try:
-        a, b = dnf(norm, f), dnf(norm, g)
+        a, b = dnf(alg, f), dnf(alg, g)
     except RefLoop:
         return False
     finally:
-        norm.tables.disjoint_nesting -= 1
-    return dnfs_disjoint(norm, a, b, f, g, depth)
+        alg.tables.disjoint_nesting -= 1
+    return dnfs_disjoint(alg, a, b, f, g, depth)
 
 
-def dnfs_disjoint(norm: Normalizer, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int, context: Conjunct | None = None) -> bool:
+def dnfs_disjoint(alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int, context: Conjunct | None = None) -> bool:
     """No value in both DNFs (and in the context conjunct, when given)."""
     for x in a:
         for y in b:
             if context is not None and x.values is None and y.values is None:
-                x2, y2 = conjunct_meet(context, x, norm), conjunct_meet(context, y, norm)
+                x2, y2 = conjunct_meet(context, x, alg), conjunct_meet(context, y, alg)
                 if x2 is None or y2 is None:
                     continue
                 x, y = x2, y2
-            if not _conj_disjoint(norm, x, y, f, g, depth):
+            if not _conj_disjoint(alg, x, y, f, g, depth):
                 return False
     return True
 
 
-def _conj_disjoint(norm: Normalizer, x: Conjunct, y: Conjunct, f: Formula, g: Formula, depth: int) -> bool:
+def _conj_disjoint(alg: FormulaAlgebra, x: Conjunct, y: Conjunct, f: Formula, g: Formula, depth: int) -> bool:
     if x.values is not None and y.values is not None:
         return not any(json_equal(v, w) for v in x.values for w in y.values)
     if x.values is not None:
-        return not any(norm.satisfies(g, v) for v in x.values)
+        return not any(alg.satisfies(g, v) for v in x.values)
     if y.values is not None:
-        return not any(norm.satisfies(f, v) for v in y.values)
+        return not any(alg.satisfies(f, v) for v in y.values)
     if x.null and y.null:
         return False
     if x.bools & y.bools:
         return False
     if x.num is not None and y.num is not None and x.num.meet(y.num) is not None:
         return False
-    if x.str is not None and y.str is not None and not _str_disjoint(norm, x.str, y.str):
+    if x.str is not None and y.str is not None and not _str_disjoint(alg, x.str, y.str):
         return False
-    if x.arr is not None and y.arr is not None and not _arr_disjoint(norm, x.arr, y.arr, depth):
+    if x.arr is not None and y.arr is not None and not _arr_disjoint(alg, x.arr, y.arr, depth):
         return False
-    if x.obj is not None and y.obj is not None and not _obj_disjoint(norm, x.obj, y.obj, depth):
+    if x.obj is not None and y.obj is not None and not _obj_disjoint(alg, x.obj, y.obj, depth):
         return False
     return True
 
 
-def _str_disjoint(norm: Normalizer, a: tuple, b: tuple) -> bool:
+def _str_disjoint(alg: FormulaAlgebra, a: tuple, b: tuple) -> bool:
     m = str_meet(a, b)
     if m is None:
         return True
     ins = [x.values for x in m if type(x) is AmongStrings]
     if ins:
         common = frozenset.intersection(*ins)
-        return not common or not any(norm.strings.member(m, s) for s in common)
-    return norm.strings.is_empty(m)
+        return not common or not any(alg.strings.member(m, s) for s in common)
+    return alg.strings.is_empty(m)
 
 
-def _arr_disjoint(norm: Normalizer, a: ArrayConstraints, b: ArrayConstraints, depth: int) -> bool:
-    if a.meet(b, norm) is None:
+def _arr_disjoint(alg: FormulaAlgebra, a: ArrayConstraints, b: ArrayConstraints, depth: int) -> bool:
+    if a.meet(b, alg) is None:
         return True
     lo = max(a.min, b.min)
     n = max(len(a.prefix), len(b.prefix))
     for i in range(min(lo, n)):
-        if disjoint(norm, a.item(i), b.item(i), depth + 1):
+        if disjoint(alg, a.item(i), b.item(i), depth + 1):
             return True
-    if lo > n and disjoint(norm, a.items, b.items, depth + 1):
+    if lo > n and disjoint(alg, a.items, b.items, depth + 1):
         return True
     return False
 
 
-def _obj_disjoint(norm: Normalizer, a: ObjectConstraints, b: ObjectConstraints, depth: int) -> bool:
+def _obj_disjoint(alg: FormulaAlgebra, a: ObjectConstraints, b: ObjectConstraints, depth: int) -> bool:
     if a.meet(b) is None:
         return True
     # a member required on one side must exist in a common instance: its value must satisfy
     # the schemas both sides give that key
     for k in sorted(a.required | b.required):
-        if disjoint(norm, value_formula(norm, a, k), value_formula(norm, b, k), depth + 1):
+        if disjoint(alg, value_formula(alg, a, k), value_formula(alg, b, k), depth + 1):
             return True
-    if objects_keys_disjoint(norm.normalized, a, b):
+    if objects_keys_disjoint(alg, a, b):
         return True
     return False
 
 
-def value_formula(norm: Normalizer, o: ObjectConstraints, key: str) -> Formula:
+def value_formula(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> Formula:
     """The conjunction of the rules of `o` that apply to the member named `key` (in rule
     order; "name" rules are looked up by key, so an object's K properties cost O(K), not
     O(K^2) rule tests)."""
-    got = norm.tables.rules_by_name.get(id(o.rules))
+    got = alg.tables.rules_by_name.get(id(o.rules))
     if got is None or got[0] is not o.rules:
         by_name: dict[str, list[int]] = {}
         others = []
@@ -550,14 +548,14 @@ def value_formula(norm: Normalizer, o: ObjectConstraints, key: str) -> Formula:
                 by_name.setdefault(r.name, []).append(i)
             else:
                 others.append(i)
-        got = norm.tables.rules_by_name[id(o.rules)] = (o.rules, by_name, others)  # holds o.rules: its id stays its own
+        got = alg.tables.rules_by_name[id(o.rules)] = (o.rules, by_name, others)  # holds o.rules: its id stays its own
     rules, by_name, others = got
     picked = by_name.get(key, [])
     if others:
-        picked = sorted(picked + [i for i in others if rule_applies(norm.strings, rules[i], key)])
-    if o.key_atoms is not None and not norm.strings.member(o.key_atoms, key):
+        picked = sorted(picked + [i for i in others if rule_applies(alg.strings, rules[i], key)])
+    if o.key_atoms is not None and not alg.strings.member(o.key_atoms, key):
         return FALSE
-    return norm.and_(*(rules[i].schema for i in picked))
+    return alg.and_(*(rules[i].schema for i in picked))
 
 
 def rule_applies(strings: StringLanguages, r: KeyRule, key: str) -> bool:

@@ -3,10 +3,12 @@
 conjuncts of that schema.
 
 Functions of the normaliser, not a mixin: `src_conjuncts(norm, f)` and `src_complement(norm, f)`
-are what the boolean algebra asks (through `Normalizer.src_conjuncts` / `src_complement`: the
-algebra cannot import this module, which uses it). They use the normaliser's view of a schema,
-its subschema formulas, references (schema.refs), formula constructors, `dnf`, its jsonschema
-judge, its reporter and `trial` (refusals raised instead of recorded)."""
+are the formula algebra's lazy step (it reaches them through `SchemaSource.conjuncts` /
+`complement`, which it was handed: the algebra cannot import this module, which uses it). They use
+the normaliser's view of a schema, its subschema formulas, references (schema.refs), formula
+constructors, `dnf`, its jsonschema judge, its reporter and `trial` (refusals raised instead of
+recorded); the boolean algebra's functions (schema.algebra) take the formula algebra
+(`norm.formulas`)."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def _norm_core(norm: Normalizer, f: Formula) -> list[Conjunct]:
     factors = _factors(norm, f)
     if factors is None:
         return []
-    return product(norm, [pos_dnf[1]() for pos_dnf in factors], f)
+    return product(norm.formulas, [pos_dnf[1]() for pos_dnf in factors], f)
 
 
 def src_complement(norm: Normalizer, f: Formula) -> list[Conjunct]:
@@ -71,7 +73,7 @@ def src_complement(norm: Normalizer, f: Formula) -> list[Conjunct]:
     if "$ref" in s and legacy:
         return norm.dnf(norm.not_(ref(norm, f, s["$ref"], "$ref")))
     if "enum" in s or "const" in s or "unevaluatedProperties" in s or "unevaluatedItems" in s:
-        return negate(norm, norm.dnf(f), norm.not_(f))
+        return negate(norm.formulas, norm.dnf(f), norm.not_(f))
     factors = _factors(norm, f)
     if factors is None:
         return [TOP]
@@ -91,7 +93,7 @@ def _factors(norm: Normalizer, f: Formula):
     if local is None:
         return None
     obj_kw = [pos[k] for k in ("properties", "required", "patternProperties", "additionalProperties") if k in pos]
-    factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: negate(norm, [local], f)))
+    factors.append((min(obj_kw) if obj_kw else -1, lambda: [local], lambda: negate(norm.formulas, [local], f)))
 
     def formula_factor(position: int, g: Formula):
         factors.append((position, lambda: norm.dnf(g), lambda: norm.dnf(norm.not_(g))))
@@ -133,7 +135,7 @@ def _factors(norm: Normalizer, f: Formula):
         els = norm.sub(f, s["else"], "else") if "else" in s else TRUE
 
         def branch(c: Formula, t: Formula) -> list[Conjunct]:
-            return product(norm, [norm.dnf(c), norm.dnf(t)], norm.and_(c, t))
+            return product(norm.formulas, [norm.dnf(c), norm.dnf(t)], norm.and_(c, t))
 
         factors.append(
             (
@@ -160,7 +162,7 @@ def _not_one_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
     alts = [_none_of(norm, subs)]
     for i in range(len(subs)):
         for j in range(i + 1, len(subs)):
-            alts.append(product(norm, [norm.dnf(subs[i]), norm.dnf(subs[j])], norm.and_(subs[i], subs[j])))
+            alts.append(product(norm.formulas, [norm.dnf(subs[i]), norm.dnf(subs[j])], norm.and_(subs[i], subs[j])))
     return union(alts)
 
 
@@ -170,7 +172,7 @@ def _none_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
     split = _discriminated_none(norm, subs)
     if split is not None:
         return split
-    return product(norm, [norm.dnf(norm.not_(g)) for g in subs], norm.and_(*(norm.not_(g) for g in subs)))
+    return product(norm.formulas, [norm.dnf(norm.not_(g)) for g in subs], norm.and_(*(norm.not_(g) for g in subs)))
 
 
 def _discriminated_none(norm: Normalizer, subs: list[Formula]) -> list[Conjunct] | None:
@@ -188,7 +190,7 @@ def _discriminated_none(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]
         return None
     for key in sorted(frozenset.intersection(*(c.obj.required for c in conjs))):
         values = [norm.or_(*(norm.value_formula(c.obj, key) for c in d)) for d in dnfs]
-        if all(disjoint(norm, values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
+        if all(disjoint(norm.formulas, values[i], values[j]) for i in range(len(values)) for j in range(i + 1, len(values))):
             break
     else:
         return None
@@ -201,7 +203,7 @@ def _discriminated_none(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]
     out += [member(FALSE, False), member(norm.not_(norm.or_(*values)), True)]
     for g, v in zip(subs, values):
         pick = member(v, True)
-        out += [m for m in (conjunct_meet(pick, c, norm) for c in norm.dnf(norm.not_(g))) if m is not None]
+        out += [m for m in (conjunct_meet(pick, c, norm.formulas) for c in norm.dnf(norm.not_(g))) if m is not None]
     return union([out])
 
 
@@ -310,7 +312,7 @@ def _any_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
                 alts = []
                 for t in range(1, 1 << n):
                     parts = [subs[i] if t >> i & 1 else norm.not_(subs[i]) for i in range(n)]
-                    alts.append(product(norm, [norm.dnf(p) for p in parts], norm.and_(*parts)))
+                    alts.append(product(norm.formulas, [norm.dnf(p) for p in parts], norm.and_(*parts)))
                 return union(alts)
             out = [replace(c, loose_eval=True) if c.values is None else c for c in out]
     return out
@@ -332,7 +334,7 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
         (i, j)
         for i in range(n)
         for j in range(i + 1, n)
-        if not dnfs_disjoint(norm, dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
+        if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
     }
     if not overlaps:
         return union(dnfs)
@@ -346,7 +348,7 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
             others = [norm.not_(subs[j]) for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
             whole = norm.and_(subs[i], *others)
             ctx = [[context]] if context is not None else []
-            alts.append(product(norm, ctx + [dnfs[i]] + [norm.dnf(o) for o in others], whole))
+            alts.append(product(norm.formulas, ctx + [dnfs[i]] + [norm.dnf(o) for o in others], whole))
         return union(alts)
 
     try:
@@ -393,18 +395,18 @@ def _dependencies(norm: Normalizer, f: Formula) -> list[tuple[list[Conjunct], Ca
         absent = conjunct_of(obj=ObjectConstraints(rules=(KeyRule("name", FALSE, name=key, evaluates=False),), order=(key,)))
         g = norm.sub(f, dep, kw, key)
         present_conj = conjunct_of(obj=ObjectConstraints(required=frozenset([key]), order=(key,)))
-        present = product(norm, [[present_conj], norm.dnf(g)], g)
+        present = product(norm.formulas, [[present_conj], norm.dnf(g)], g)
         factors.append(
             (
                 [not_object, absent] + present,
-                lambda present_conj=present_conj, g=g: product(norm, [[present_conj], norm.dnf(norm.not_(g))], norm.not_(g)),
+                lambda present_conj=present_conj, g=g: product(norm.formulas, [[present_conj], norm.dnf(norm.not_(g))], norm.not_(g)),
             )
         )
     if required_deps:  # presence clauses "key absent or d present", enforced by the object construction
         order = tuple(dict.fromkeys(k for pair in required_deps for k in pair))
         clauses = tuple(frozenset(((key, False), (d, True))) for key, d in required_deps)
         c = replace(TOP, obj=ObjectConstraints(order=order, clauses=clauses))
-        factors.append(([c], lambda c=c: negate(norm, [c])))
+        factors.append(([c], lambda c=c: negate(norm.formulas, [c])))
     return factors
 
 

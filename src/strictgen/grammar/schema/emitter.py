@@ -3,10 +3,11 @@
 `SchemaEmitter` owns the rules being built, the formula → rule names, and the pieces every JSON
 type shares (separators, literal values, called rules); `conj` dispatches each part of a conjunct
 to its type's emitter function, one module each (emit_numbers, emit_strings, emit_arrays,
-emit_objects), which takes the core as its first argument. It reads the normaliser only through
-its read-only view (schema.normalized: dnf, the formula constructors, membership, emptiness) and
-the compile's string-language service (schema.strings); the normaliser never calls it (data flows
-one way, DESIGN.md §1). The entry point is schema.entry."""
+emit_objects), which takes the core as its first argument. It reads what the normaliser handed
+over, an immutable value (schema.normalized: the root and the formula algebra's answers: dnf, the
+formula constructors, membership, emptiness) and the compile's string-language service
+(schema.strings); it never holds the normaliser, and the normaliser never calls it (data flows one
+way, DESIGN.md §1). The entry point is schema.entry."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ class SchemaEmitter:
     module (emit_*), which uses these through its `em` argument."""
 
     def __init__(self, normalized: NormalizedSchema, style: JsonStyle, any_order: bool, reporter: Reporter):
-        self.normalized = normalized  # the normaliser's read-only view: the emitter asks it, never the reverse
-        self.strings = normalized.strings  # the compile's string-language service, shared with the normaliser
+        self.normalized = normalized  # what the normaliser handed over: the emitter asks it, never the reverse
+        self.strings = normalized.strings  # the compile's string-language service, shared by both steps
         self.style = style
         self.any_order = any_order
         self.reporter = reporter
@@ -94,7 +95,7 @@ class SchemaEmitter:
         return RuleRef("any")
 
     def is_empty(self, f: Formula) -> bool:
-        """Does `f` admit no value at all? (the normaliser's answer)"""
+        """Does `f` admit no value at all? (the formula algebra's answer)"""
         return self.normalized.is_empty(f)
 
     # ---- conjuncts ----

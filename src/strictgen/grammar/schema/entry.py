@@ -11,7 +11,9 @@ subschema formula into one grammar rule, dispatching each type to its emitter fu
 (emit_numbers, _strings, _arrays, _objects; counting constructions in counting) with the size
 control of rule_sizes. The questions both steps ask about string languages go to one
 string-language service per compile (`strings.StringLanguages`), which calls neither step; which
-keys an object may have is `key_space`, asked by both. The normaliser never calls the emitter.
+keys an object may have is `key_space`, asked by both. The normaliser hands the emitter an
+immutable value (`normalized.NormalizedSchema`: the root formula and the answers of the compile's
+formula algebra, `formulas.FormulaAlgebra`) and is dropped; neither step calls the other.
 Recursive schemas become recursive rules; the automaton compiler inlines the others.
 
 What the grammar produces and accepts (documented restrictions; each one only narrows the
@@ -130,8 +132,8 @@ def json_schema_grammar(
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    norm = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages())
-    normalized = norm.normalized
+    # the normaliser hands over an immutable value and is dropped: the emission cannot call it
+    normalized = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages()).normalized
     emitter = SchemaEmitter(normalized, style, any_order, reporter)
     try:
         grammar = emitter.build(normalized.root)

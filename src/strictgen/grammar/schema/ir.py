@@ -8,11 +8,14 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strictgen.errors import RegexError
 
 from .values import json_type
+
+if TYPE_CHECKING:
+    from .formulas import FormulaAlgebra
 
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
@@ -79,7 +82,7 @@ def pattern_language(p: str):
 
 class Formula:
     """An interned, lazily normalised schema: src / and / or / not / true / false. Immutable (it
-    is a key of the normaliser's and the emitter's tables); its normal form is the normaliser's
+    is a key of the formula algebra's and the emitter's tables); its normal form is the algebra's
     answer to `dnf(formula)`, never stored on it."""
 
     __slots__ = ("kind", "key", "args", "src", "_hash")
@@ -300,9 +303,9 @@ class ArrayConstraints:
     def item(self, i: int) -> Formula:
         return self.prefix[i] if i < len(self.prefix) else self.items
 
-    def meet(self, o: "ArrayConstraints", norm: "Normalizer") -> "ArrayConstraints | None":
+    def meet(self, o: "ArrayConstraints", formulas: "FormulaAlgebra") -> "ArrayConstraints | None":
         n = max(len(self.prefix), len(o.prefix))
-        prefix = tuple(norm.and_(self.item(i), o.item(i)) for i in range(n))
+        prefix = tuple(formulas.and_(self.item(i), o.item(i)) for i in range(n))
         lo = max(self.min, o.min)
         hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
         if hi is not None and lo > hi:
@@ -311,7 +314,7 @@ class ArrayConstraints:
             prefix = prefix[:hi]
         return ArrayConstraints(
             prefix,
-            norm.and_(self.items, o.items),
+            formulas.and_(self.items, o.items),
             lo,
             hi,
             tuple(dict.fromkeys(self.contains + o.contains)),
@@ -458,13 +461,13 @@ def conjunct_of(**parts) -> Conjunct:
     return replace(NONE, **parts)
 
 
-def conjunct_meet(a: Conjunct, b: Conjunct, norm: "Normalizer") -> Conjunct | None:
+def conjunct_meet(a: Conjunct, b: Conjunct, formulas: "FormulaAlgebra") -> Conjunct | None:
     """Intersection of two non-finite conjuncts (None when empty)."""
     num = a.num.meet(b.num) if a.num is not None and b.num is not None else None
     st = str_meet(a.str, b.str) if a.str is not None and b.str is not None else None
-    arr = a.arr.meet(b.arr, norm) if a.arr is not None and b.arr is not None else None
+    arr = a.arr.meet(b.arr, formulas) if a.arr is not None and b.arr is not None else None
     obj = a.obj.meet(b.obj) if a.obj is not None and b.obj is not None else None
-    if obj is not None and norm is not None and norm.obj_contradicts(obj, a.obj, b.obj):
+    if obj is not None and formulas is not None and formulas.obj_contradicts(obj, a.obj, b.obj):
         obj = None
     c = Conjunct(a.null and b.null, a.bools & b.bools, num, st, arr, obj, None, a.loose_eval or b.loose_eval)
     return None if c.is_empty() else c

@@ -2,10 +2,10 @@
 
 Keys outside the listed names are partitioned into regions by the value schema that applies to
 them (key pattern combinations; only the cells some key can fall into once there are many
-patterns). Both stages ask this: the normaliser to prove two objects disjoint (oneOf), the object
-emitter to build the members of each region. These are functions of the normaliser's read-only
-view (schema.normalized: value formulas, their emptiness, the string-language service), which
-both stages hold, so neither calls back into the other."""
+patterns). Both stages ask this: the algebra to prove two objects disjoint (oneOf), the object
+emitter to build the members of each region. These are functions of the compile's formula algebra
+(schema.formulas: value formulas, their emptiness, the string-language service), or of the
+emitter's value of its answers (schema.normalized), so neither stage calls the other."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from .ir import Formula, KeyRule, ObjectConstraints, pattern_language
 from .strings import ANY_STRING, pattern_region, string_language
 
 if TYPE_CHECKING:
+    from .formulas import FormulaAlgebra
     from .normalized import NormalizedSchema
+
+    Questions = FormulaAlgebra | NormalizedSchema  # the algebra, or the emitter's value of its answers
 
 __all__ = ["MAX_PATTERNS", "MAX_REGIONS", "allowed_keys", "key_regions", "key_set", "objects_keys_disjoint"]
 
@@ -36,7 +39,7 @@ def key_set(r: KeyRule) -> Expr:
     return difference(ANY_STRING, alt(*outs)) if outs else ANY_STRING
 
 
-def key_regions(schema: NormalizedSchema, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
+def key_regions(schema: Questions, o: ObjectConstraints) -> list[tuple[Formula, Expr | None]]:
     """The keys outside the listed names, partitioned by the value schema that applies to them:
     (value formula, raw key language or None for every key). Names are not subtracted here.
 
@@ -75,7 +78,7 @@ def key_regions(schema: NormalizedSchema, o: ObjectConstraints) -> list[tuple[Fo
     return out
 
 
-def allowed_keys(schema: NormalizedSchema, o: ObjectConstraints) -> Expr:
+def allowed_keys(schema: Questions, o: ObjectConstraints) -> Expr:
     """The raw language of the keys an object of `o` may have (for disjointness checks)."""
     names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
     allowed = [lit(k) for k in names if not schema.is_empty(schema.value_formula(o, k))]
@@ -85,7 +88,7 @@ def allowed_keys(schema: NormalizedSchema, o: ObjectConstraints) -> Expr:
     return alt(*allowed) if allowed else NOTHING
 
 
-def objects_keys_disjoint(schema: NormalizedSchema, a: ObjectConstraints, b: ObjectConstraints) -> bool:
+def objects_keys_disjoint(schema: Questions, a: ObjectConstraints, b: ObjectConstraints) -> bool:
     """Both objects have a member and no key is allowed in both, or one needs a member
     (an existential constraint) with a key the other does not allow."""
     empty = schema.strings.raw_is_empty

@@ -68,7 +68,7 @@ def own_keywords(norm: Normalizer, f: Formula) -> Conjunct | None:
     if c.arr is not None:
         a = _array(norm, f)
         if a is not None:
-            c = replace(c, arr=c.arr.meet(a, norm))
+            c = replace(c, arr=c.arr.meet(a, norm.formulas))
     if c.obj is not None:
         o = _object(norm, f)
         if o is not None:

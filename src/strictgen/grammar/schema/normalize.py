@@ -3,8 +3,9 @@
 The JSON Schema front end works in two steps (DESIGN.md §1): these modules resolve references,
 merge `allOf`, distributes `anyOf`/`oneOf`/`not`/`if`/`dependent*` and produces, for every
 (sub)schema, a list of *conjuncts* (`Conjunct`, the alternatives of a DNF); `emitter` (and its
-emit_* functions) turns conjuncts into grammar IR, asking this normaliser through its read-only
-view (schema.normalized.NormalizedSchema); the normaliser never asks the emitter back.
+emit_* functions) turns conjuncts into grammar IR. The normaliser hands it an immutable value
+(schema.normalized.NormalizedSchema: the root formula and the formula algebra's answers); neither
+stage calls the other.
 
 Formulas
     Subschemas are referred to lazily through interned `Formula` objects: a raw schema at a
@@ -30,43 +31,42 @@ array-form `items` + `additionalItems`, boolean `exclusiveMinimum`/`exclusiveMax
 are annotations (spec-conformant: a typo'd keyword is ignored, not an error), and so is `format`
 with a name this package does not know (jsonschema ignores those too).
 
-Modules: `Normalizer` (here: the root, its registry and memo tables, formula constructors, the
-jsonschema judge of enum values, trials), a class without mixins. Functions of the normaliser,
-one concern each: schema.refs (`$ref`, `$dynamicRef` and its `DynamicScope`), schema.applicators
-(allOf, anyOf, oneOf, not, if, dependencies, enum/const), schema.keywords (per-type keywords,
-unevaluated*) and the boolean algebra (dnf, negation, disjointness) over the normaliser's tables
-(schema.algebra). The methods
-`src_conjuncts`, `src_complement`, `dnf`, `value_formula`, `rule_applies` and `obj_contradicts`
-are those functions' answers under the normaliser's name, one line each (for the modules that
-cannot import them: the algebra, the IR's meets, the emitter's read-only view). The
-schema IR is schema.ir, JSON values and errors schema.values, keyword vocabularies schema.dialects,
-other documents schema.documents. Services the Normalizer holds and which never call it back: the
-dialects a supplied metaschema's `$vocabulary` defines (`vocabularies`, schema.vocabularies) and the
-compile's string-language service (`strings`, schema.strings).
+Modules: here, `SchemaSource` (the documents, their registry, pointers, dialect views and the
+jsonschema judge) and `Normalizer` (a source joined with the compile's formula algebra,
+schema.formulas, which the functions of the normaliser use: one class, no mixins). Functions of
+the normaliser, one concern each: schema.refs (`$ref`, `$dynamicRef` and its `DynamicScope`),
+schema.applicators (allOf, anyOf, oneOf, not, if, dependencies, enum/const) and schema.keywords
+(per-type keywords, unevaluated*). The boolean algebra (dnf, negation, disjointness) is
+schema.algebra's, over the formula algebra, which never refers to the normaliser: it reaches a raw
+schema's conjuncts through its lazy step, the SchemaSource. The schema IR is schema.ir, JSON values
+and errors schema.values, keyword vocabularies schema.dialects, other documents schema.documents.
+Services that never call the normaliser: the dialects a supplied metaschema's `$vocabulary` defines
+(`vocabularies`, schema.vocabularies) and the compile's string-language service (`strings`,
+schema.strings).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
-from . import algebra, applicators
+from . import applicators
 from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
 from .documents import SchemaDocuments, dialect_of
-from .ir import FALSE, TRUE, Formula, KeyRule, SrcInfo
+from .formulas import MAX_FORMULAS, FormulaAlgebra
+from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
 from .limits import malformed_subschema
 from .normalized import NormalizedSchema
 from .refs import DynamicScope, base_uri, entered
 from .strings import StringLanguages
 from .vocabularies import Vocabularies
-from .values import FORMAT_MODES, RefLoop, Reporter, escape_pointer, invalid, json_equal, value_key
+from .values import FORMAT_MODES, Reporter, escape_pointer, invalid
 
-__all__ = ["Normalizer", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
+__all__ = ["Normalizer", "SchemaSource", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
 
-MAX_FORMULAS = 200_000  # formulas created while compiling one schema
 MAX_ENUM_FILTER = 20_000  # enum values checked per schema (enum filtering runs jsonschema on each)
 
 # annotations that do not change what a schema object validates (its own $id, $schema, anchors and
@@ -76,31 +76,29 @@ _NO_CONTENT = frozenset(
 )
 
 
-class Normalizer:
-    """Resolves and normalises one root schema; formulas and conjuncts are memoised per instance."""
+class SchemaSource:
+    """The raw schema documents of one compile and how they read: the root and the `documents=`,
+    their registry and JSON pointers, each subschema's dialect view, the dynamic scope, and the
+    jsonschema judge of a value against a raw subschema (validators memoised per formula).
 
-    def __init__(
-        self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None, strings: StringLanguages | None = None
-    ):
+    It is the formula algebra's lazy step (schema.formulas.RawSchemas): `conjuncts` and
+    `complement` normalise one raw schema with the algebra they are given (through a working
+    `Normalizer` over both, which lives for that call), and it never holds the algebra, so the
+    algebra, its formulas and this source free each other without the garbage collector."""
+
+    def __init__(self, root: Any, formats: str = "assert", documents: Any = None):
         """`documents`: the other documents `root` may refer to (SchemaDocuments.of takes a mapping
-        of URI -> schema or a referencing.Registry); nothing else is ever fetched. `strings`: the
-        compile's string-language service (shared with its emitter; a new one by default)."""
+        of URI -> schema or a referencing.Registry); nothing else is ever fetched."""
         import referencing.jsonschema as rj
 
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
-        self.reporter = reporter or Reporter(True)  # swapped for a strict one during a trial
-        self.compile_reporter = self.reporter  # never swapped: where the emitter's refusals go too
-        self.strings = strings if strings is not None else StringLanguages()
         self.formats = formats
         self.root = root
-        self._formulas: dict[tuple, Formula] = {}
-        self.tables = algebra.AlgebraTables()  # the boolean algebra's memo tables (schema.algebra)
         self._validators: dict[Formula, Any] = {}
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
-        self._const_values: dict[tuple, Any] = {}
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
         self.pointers: dict[int, str] = {}
         self.documents = SchemaDocuments.of(documents)
@@ -129,13 +127,21 @@ class Normalizer:
             self.resolver = self.registry.resolver(base_uri=uri)
             self.spec = spec
             self.scope = DynamicScope(self.registry, any("$dynamicRef" in d for d in self._dicts))
-            self.root_formula = self.src(root, self.resolver, spec, "", self.scope.enter((), self.resolver))
         else:
             self.registry = None
             self.scope = DynamicScope(None, False)
             self.resolver = None
             self.spec = rj.DRAFT202012
-            self.root_formula = TRUE if root else FALSE
+
+    # ---- the lazy step of the formula algebra ----
+
+    def conjuncts(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
+        """The conjuncts of the src formula `f` (schema.applicators)."""
+        return applicators.src_conjuncts(Normalizer.working(self, formulas), f)
+
+    def complement(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
+        """The conjuncts of the negation of the src formula `f` (schema.applicators)."""
+        return applicators.src_complement(Normalizer.working(self, formulas), f)
 
     def _has_inner_resources(self, root: dict) -> bool:
         """Does the root document hold anchors, or `$id`s below its root (also draft 4/6 `id`)?
@@ -169,31 +175,7 @@ class Normalizer:
                     if isinstance(v, (dict, list)):
                         work.append((v, f"{ptr}/{i}"))
 
-    # ---- formula constructors ----
-
-    def _intern(self, kind: str, key: tuple, args: tuple = (), src: SrcInfo | None = None) -> Formula:
-        got = self._formulas.get(key)
-        if got is None:
-            if len(self._formulas) >= MAX_FORMULAS:
-                raise GrammarTooLargeError(f"schema too complex: more than {MAX_FORMULAS} subschema combinations")
-            got = self._formulas[key] = Formula(kind, key, args, src)
-        return got
-
-    def src(self, schema: Any, resolver: Any, spec: Any, pointer: str | None = None, scope: tuple = ()) -> Formula:
-        if schema is True:
-            return TRUE
-        if schema is False:
-            return FALSE
-        if not isinstance(schema, dict):
-            raise invalid(f"a schema must be an object or a boolean, not {schema!r}", "", pointer or "")
-        key = ("src", self._content(schema), base_uri(resolver), scope)
-        got = self._formulas.get(key)
-        if got is not None:
-            return got
-        ptr = self.pointers.get(id(schema), pointer if pointer is not None else "?")
-        return self._intern("src", key, (), SrcInfo(schema, resolver, spec, ptr, scope))
-
-    def _content(self, schema: dict) -> str:
+    def content(self, schema: dict) -> str:
         """Subschemas with the same content (and base URI and dynamic scope) share one formula,
         hence one grammar rule: generated schemas repeat inline definitions a lot."""
         got = self._contents.get(id(schema))
@@ -226,121 +208,9 @@ class Normalizer:
             self._views[id(schema)] = got
         return got
 
-    def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
-        """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
-        info = f.src
-        ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
-        if not isinstance(schema, dict):
-            return self.src(schema, info.resolver, info.spec, ptr)
-        spec = self.vocabularies.dialect_spec(schema, info.spec)
-        resolver = entered(info.resolver, schema, spec)
-        return self.src(schema, resolver, spec, ptr, self.scope.enter(info.scope, resolver))
-
-    def and_(self, *items: Formula) -> Formula:
-        return self._junction("and", FALSE, TRUE, items)
-
-    def or_(self, *items: Formula) -> Formula:
-        return self._junction("or", TRUE, FALSE, items)
-
-    def _junction(self, kind: str, absorbing: Formula, neutral: Formula, items: tuple[Formula, ...]) -> Formula:
-        """A flattened, deduplicated, canonically ordered `and`/`or` of `items`."""
-        flat: dict[Formula, None] = {}
-        for f in items:
-            if f is absorbing:
-                return absorbing
-            if f is neutral:
-                continue
-            for g in f.args if f.kind == kind else (f,):
-                flat[g] = None
-        if not flat:
-            return neutral
-        if len(flat) == 1:
-            return next(iter(flat))
-        args = tuple(sorted(flat, key=lambda g: repr(g.key)))
-        return self._intern(kind, (kind, frozenset(g.key for g in args)), args)
-
-    def const_(self, value: Any) -> Formula:
-        """The schema admitting exactly `value` (made by negating enum/const values)."""
-        key = ("const", value_key(value))
-        self._const_values.setdefault(key, value)
-        return self._intern("const", key)
-
-    def const_value(self, f: Formula) -> Any:
-        """The value of a `const` formula (made by const_)."""
-        return self._const_values[f.key]
-
-    def not_(self, f: Formula) -> Formula:
-        if f is TRUE:
-            return FALSE
-        if f is FALSE:
-            return TRUE
-        if f.kind == "not":
-            return f.args[0]
-        return self._intern("not", ("not", f.key), (f,))
-
-    def is_empty(self, f: Formula) -> bool:
-        """Does `f` admit no value at all? (False when it cannot be told yet: `f` is being
-        normalised, as when a question is asked from inside its own normalisation.)"""
-        if f is FALSE:
-            return True
-        if f in self.tables.active:
-            return False
-        try:
-            return not self.dnf(f)
-        except RefLoop:
-            if self.tables.active:  # asked from inside a normalisation: cannot tell
-                return False
-            raise
-
-    def trial(self, build: Callable[[], Any]) -> Any:
-        """build() with refusals raised instead of recorded; None when it refuses (the
-        applicators try an exact construction this way before refusing it to the compile)."""
-        saved = self.reporter
-        self.reporter = Reporter(True)
-        try:
-            return build()
-        except SchemaError:
-            return None
-        finally:
-            self.reporter = saved
-
-    @property
-    def normalized(self) -> NormalizedSchema:
-        """Its read-only view: what the emitter and key_space ask. A new one each time, held by
-        none of the normaliser's tables (a view held there would make a reference cycle, and a
-        normaliser, with all it holds, would then wait for the garbage collector after a compile)."""
-        return NormalizedSchema(self)
-
-    # ---- answers of the functions of the normaliser, under its name ----
-    # for the modules that cannot import those functions: the algebra asks the applicators' two,
-    # the emitter's view, the key space and the IR's meets the algebra's. Each is the function
-    # itself (`norm.dnf(f)` is `algebra.dnf(norm, f)`), not a method that calls it.
-
-    src_conjuncts = applicators.src_conjuncts  # the conjuncts of a src formula
-    src_complement = applicators.src_complement  # the conjuncts of its negation
-    dnf = algebra.dnf
-    value_formula = algebra.value_formula
-    obj_contradicts = algebra.obj_contradicts  # (ir.conjunct_meet asks)
-
-    def rule_applies(self, r: KeyRule, key: str) -> bool:
-        """Does key rule `r` range over the member named `key`?"""
-        return algebra.rule_applies(self.strings, r, key)
-
-    # ---- membership (the jsonschema validator is the judge) ----
-
-    def satisfies(self, f: Formula, value: Any) -> bool:
-        if f is TRUE:
-            return True
-        if f is FALSE:
-            return False
-        if f.kind == "and":
-            return all(self.satisfies(g, value) for g in f.args)
-        if f.kind == "or":
-            return any(self.satisfies(g, value) for g in f.args)
-        if f.kind == "not":
-            return not self.satisfies(f.args[0], value)
-        if f.kind == "const":
-            return json_equal(self._const_values[f.key], value)
+    def is_valid(self, f: Formula, value: Any) -> bool:
+        """The jsonschema judge: does `value` satisfy the raw schema of the src formula `f`?
+        (at most MAX_ENUM_FILTER checks a compile: enum filtering runs it on every value)"""
         deadline.check()
         self._enum_checks += 1
         if self._enum_checks > MAX_ENUM_FILTER:
@@ -367,7 +237,7 @@ class Normalizer:
         when there is one; the library's own message only when it is not a Python slip inside it."""
         bad = malformed_subschema(schema)
         if bad is not None:
-            return Normalizer._shape_error(bad, pointer)
+            return SchemaSource._shape_error(bad, pointer)
         if isinstance(exc, (AttributeError, TypeError, KeyError, IndexError, RecursionError)):
             return invalid(f"{what}: a keyword has a value of the wrong type", keyword, pointer)
         return invalid(f"{what}: {exc}", keyword, pointer)
@@ -390,3 +260,107 @@ class Normalizer:
         checker = cls.FORMAT_CHECKER if self.vocabularies.format_asserted(info.spec) else None
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=info.resolver)
+
+
+class Normalizer:
+    """Normalises one root schema: a raw schema's conjuncts are functions of this object
+    (schema.applicators, keywords, refs), which joins the compile's `SchemaSource` (what the
+    schemas say) and its `FormulaAlgebra` (the formulas, their memoised normal forms, the reporter).
+
+    `Normalizer(root, ...)` builds both and the root formula; `normalized` is what it hands the
+    emitter. The algebra normalises a raw schema it reaches through a working Normalizer over the
+    same two (`working`), made for that call, so nothing the algebra or the emitter holds refers
+    to a Normalizer. The attributes below are the two services' own (bound methods and tables),
+    copied once, so the functions of the normaliser ask them without a delegating call."""
+
+    def __init__(
+        self, root: Any, reporter: Reporter | None = None, formats: str = "assert", documents: Any = None, strings: StringLanguages | None = None
+    ):
+        """`documents`: see SchemaSource. `strings`: the compile's string-language service (a
+        new one by default). `reporter`: where refusals go (strict by default)."""
+        source = SchemaSource(root, formats, documents)
+        strings = strings if strings is not None else StringLanguages()
+        self._join(source, FormulaAlgebra(source, reporter or Reporter(True), strings, source.uses_unevaluated))
+        if isinstance(root, dict):
+            self.root_formula = self.src(root, source.resolver, source.spec, "", source.scope.enter((), source.resolver))
+        else:
+            self.root_formula = TRUE if root else FALSE
+
+    @classmethod
+    def working(cls, source: SchemaSource, formulas: FormulaAlgebra) -> Normalizer:
+        """A normaliser over `source` and `formulas` for one lazy step of the algebra."""
+        norm = cls.__new__(cls)
+        cls._join(norm, source, formulas)
+        return norm
+
+    def _join(self, source: SchemaSource, formulas: FormulaAlgebra) -> None:
+        self.source = source
+        self.formulas = formulas
+        # what the schemas say
+        self.root = source.root
+        self.formats = source.formats
+        self.documents = source.documents
+        self.vocabularies = source.vocabularies
+        self.registry = source.registry
+        self.resolver = source.resolver
+        self.spec = source.spec
+        self.scope = source.scope
+        self.pointers = source.pointers
+        self.uses_unevaluated = source.uses_unevaluated
+        self.has_recursive_anchor = source.has_recursive_anchor
+        self.view = source.view
+        self.validator = source.validator
+        # the formula algebra
+        self.tables = formulas.tables
+        self.strings = formulas.strings
+        self.compile_reporter = formulas.compile_reporter
+        self.and_ = formulas.and_
+        self.or_ = formulas.or_
+        self.not_ = formulas.not_
+        self.const_ = formulas.const_
+        self.const_value = formulas.const_value
+        self.dnf = formulas.dnf
+        self.value_formula = formulas.value_formula
+        self.obj_contradicts = formulas.obj_contradicts
+        self.rule_applies = formulas.rule_applies
+        self.is_empty = formulas.is_empty
+        self.satisfies = formulas.satisfies
+        self.trial = formulas.trial
+
+    @property
+    def reporter(self) -> Reporter:
+        """Where refusals go now (a strict one during the algebra's trial)."""
+        return self.formulas.reporter
+
+    @property
+    def normalized(self) -> NormalizedSchema:
+        """What the emitter receives: the root formula and the algebra's answers (an immutable
+        value that holds neither this normaliser nor its source's tables directly)."""
+        return NormalizedSchema.of(self.root_formula, self.formulas)
+
+    # ---- formulas of raw schemas ----
+
+    def src(self, schema: Any, resolver: Any, spec: Any, pointer: str | None = None, scope: tuple = ()) -> Formula:
+        if schema is True:
+            return TRUE
+        if schema is False:
+            return FALSE
+        if not isinstance(schema, dict):
+            raise invalid(f"a schema must be an object or a boolean, not {schema!r}", "", pointer or "")
+        key = ("src", self.source.content(schema), base_uri(resolver), scope)
+        got = self.formulas.interned(key)
+        if got is not None:
+            return got
+        ptr = self.source.pointers.get(id(schema), pointer if pointer is not None else "?")
+        return self.formulas.intern("src", key, (), SrcInfo(schema, resolver, spec, ptr, scope))
+
+    def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
+        """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
+        info = f.src
+        ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
+        if not isinstance(schema, dict):
+            return self.src(schema, info.resolver, info.spec, ptr)
+        spec = self.source.vocabularies.dialect_spec(schema, info.spec)
+        resolver = entered(info.resolver, schema, spec)
+        return self.src(schema, resolver, spec, ptr, self.source.scope.enter(info.scope, resolver))
+
