@@ -4,10 +4,14 @@ vocabulary for, built before the first fill, and never past the compile's deadli
 
 import time
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import strictgen as sg
 from strictgen import deadline
+from strictgen.compile import _rule_loops
 from strictgen.compile.rule_loops import rule_loops
 from strictgen.compile.token_mask import TokenMasker
 from strictgen.tokenizer.trie import VocabTrie
@@ -103,3 +107,51 @@ def test_characters_lead_where_the_machine_says(qwen):
     assert any(multibyte and self_loop for _, multibyte, self_loop in rule_loops(body.automaton.rules))
     host = sg.GrammarCompiler(qwen).compile_json_schema({"type": "string", "pattern": "^[a-z.-]+$"})
     assert (b"-.abcdefghijklmnopqrstuvwxyz", False, True) in rule_loops(host.automaton.rules)
+
+
+def wide_groups_reference(rows: list[list[int]], classmap: list[int], min_bytes: int) -> set[tuple[bytes, int, int]]:
+    """The definition `_rule_loops.wide_groups` follows, one state at a time: (bytes, target's
+    distance kind, self_loop) per distinct group, the first state having it."""
+    sizes = [classmap.count(c) for c in range(len(rows[0]))]
+
+    def group(s: int, target: int) -> tuple[int, ...]:
+        return tuple(c for c, t in enumerate(rows[s]) if t == target)
+
+    def biggest(s: int) -> int:
+        live = [c for c, t in enumerate(rows[s]) if t >= 0]
+        return rows[s][max(live, key=lambda c: (sizes[c], -c))] if live else -1
+
+    out, seen = set(), set()
+    for s in range(len(rows)):
+        for self_loop in (1, 0):
+            target = s if self_loop else biggest(s)
+            if target < 0 or (not self_loop and target == s):
+                continue
+            classes = group(s, target)
+            if sum(sizes[c] for c in classes) < min_bytes:
+                continue
+            if not self_loop and (biggest(target) < 0 or group(target, biggest(target)) != classes):
+                continue
+            if (classes, self_loop) not in seen:
+                seen.add((classes, self_loop))
+                out.add((bytes(b for b in range(256) if classmap[b] in classes), s, target, self_loop))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda k: st.tuples(
+    st.integers(1, 10).flatmap(lambda n: st.lists(st.lists(st.integers(-1, n - 1), min_size=k, max_size=k), min_size=n, max_size=n)),
+    st.lists(st.integers(0, k - 1), min_size=256, max_size=256))), st.integers(1, 200))
+def test_wide_groups_follow_their_definition(dfa, min_bytes):
+    rows, classmap = dfa
+    table = np.asarray(rows, dtype=np.int32).tobytes()
+    got = _rule_loops.wide_groups(table, bytes(classmap), len(rows), min_bytes)
+    assert len(got) == len(set(got))
+    assert set(got) == wide_groups_reference(rows, classmap, min_bytes)
+
+
+def test_wide_groups_refuse_a_table_out_of_range():
+    with pytest.raises(ValueError):
+        _rule_loops.wide_groups(np.asarray([[5]], dtype=np.int32).tobytes(), bytes(256), 1, 1)
+    with pytest.raises(ValueError):
+        _rule_loops.wide_groups(b"\0\0\0", bytes(256), 1, 1)

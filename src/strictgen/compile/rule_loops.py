@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _rule_loops
 from .automaton import RuleDFA
 
 MIN_LOOP_BYTES = 8  # as the shortcuts ask: narrower byte groups are walked
@@ -42,27 +43,15 @@ def _dfa_loops(rule: RuleDFA):
     """((bytes, multibyte), self-loop) for the wide byte groups of `rule`: MIN_LOOP_BYTES or more
     bytes from a state to itself, or along a chain of states that the same bytes step (a
     counter: the group of each state's largest live byte class goes on to the next state by the
-    same bytes). Whole-table comparisons, no sort of every (state, target) pair: a compile pays
-    this for every rule it builds."""
+    same bytes); found in C (`_rule_loops.wide_groups`), each distinct group once."""
     table, classmap = rule.dfa.compact()
-    n = rule.num_states
+    found = _rule_loops.wide_groups(table, classmap, rule.num_states, MIN_LOOP_BYTES)
+    if not found:
+        return
     classes = np.frombuffer(classmap, dtype=np.uint8)
-    rows = np.frombuffer(table, dtype=np.int32).reshape(n, -1)
-    sizes = np.bincount(classes, minlength=rows.shape[1]).astype(np.float32)  # a float product is BLAS's, an integer one numpy's loop
-    states = np.arange(n, dtype=np.int32)
-    biggest = rows[states, np.where(rows >= 0, sizes, 0).argmax(axis=1)]  # each state's target by its largest live class
-    for self_loop, targets in ((True, states), (False, biggest)):
-        goes = rows == targets[:, None]
-        wide = np.flatnonzero((goes.astype(np.float32) @ sizes >= MIN_LOOP_BYTES) & (targets >= 0))
-        if not self_loop:  # a chain: the next state goes on by the same bytes
-            wide = wide[targets[wide] != wide]
-            wide = wide[(goes[wide] == goes[targets[wide]]).all(axis=1)]  # one classmap: equal classes, equal bytes
-        if not len(wide):
-            continue
-        _, first = np.unique(np.packbits(goes[wide], axis=1), axis=0, return_index=True)  # each group once (one classmap)
-        for state in np.sort(wide[first]).tolist():
-            loop_bytes = bytes(np.flatnonzero(goes[state, classes]).tolist())
-            yield (loop_bytes, _characters_lead(rows, classes, state, int(targets[state]))), self_loop
+    rows = np.frombuffer(table, dtype=np.int32).reshape(rule.num_states, -1)
+    for loop_bytes, state, target, self_loop in found:
+        yield (loop_bytes, _characters_lead(rows, classes, state, target)), bool(self_loop)
 
 
 def _characters_lead(rows: np.ndarray, classes: np.ndarray, state: int, target: int) -> bool:
