@@ -25,7 +25,6 @@ setup(
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], extra_compile_args=["-O2"]),
-        Extension("strictgen.compile._rule_loops", ["src/strictgen/compile/_rule_loops.c"], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
     ]
 )

@@ -3,8 +3,8 @@
 how often each is asked again, what the builds cost, and how many bench schemas meet each loop
 (its byte set and multibyte flag): the measurement behind trie.COMMON_LOOPS. It wraps
 `VocabTrie._cached` to time each build (thread CPU; a build that builds another counts both), then
-runs scripts/first_pass_fills.py with the same arguments. Builds inside a compile (the loops a
-compile prepares ahead, TokenMasker.prepare_loops) are counted apart from those inside fills.
+runs scripts/first_pass_fills.py with the same arguments. Builds inside a compile are counted apart
+from those inside fills.
 
     PYTHONPATH=<tree>/src python scripts/trie_splits.py --vocab qwen|deepseek
 

@@ -8,7 +8,6 @@ from strictgen.grammar.ir import Grammar
 
 from . import automaton
 from .machine import PushdownMachine
-from .rule_loops import rule_loops
 from .special_tokens import bind_special_tokens, text_tokens_with_stand_in_byte
 from .token_mask import TokenMasker
 from .distinct_names import DistinctNames
@@ -68,7 +67,6 @@ class CompiledGrammar:
         self.masker = TokenMasker(self.machine, tokenizer_info.trie, tokenizer_info.vocab_size, tokenizer_info.eos_token_ids,
                                   markers=self.marker_tokens,
                                   blocked=text_tokens_with_stand_in_byte(tokenizer_info) if stand_ins else None)
-        self.masker.prepare_loops(rule_loops(compiled.rules))  # the vocabulary's splits its string shortcuts will ask for
         self._tracker: object = None
         self.masks_stored = 0  # how many masks the disk cache stored or loaded for it last (disk_cache.store_masks_later)
         self.has_captures = False  # the disk cache keeps no grammar with captures

@@ -8,12 +8,10 @@ by every matcher of the grammar, so each distinct state pays for its walk once.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from strictgen import deadline
 from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import VocabTrie, words_for
 
@@ -169,7 +167,9 @@ class TokenMasker:
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
                 continue  # too little to skip: the full walk is as good
             skip_first = t != state
-            many = self._many_outside(inside_count)
+            # the suffixes as a trie when few (shared prefixes; built once per kind, which many
+            # suffixes would not repay), else as slices grouped by first byte (a sort to build)
+            many = trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS
             if many:
                 groups = trie.loop_cut_groups(loop_key, multibyte, skip_first)
                 if groups is None:
@@ -191,38 +191,6 @@ class TokenMasker:
             _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)] if skip_first else tokens)
             return packed
         return self._live_bits(state)
-
-    def _many_outside(self, inside_count: int) -> bool:
-        """Whether a loop leaves too many tokens outside it for a trie of their suffixes: those
-        are walked as a trie when few (shared prefixes; built once per kind, which many suffixes
-        would not repay), else as slices grouped by first byte (a sort to build)."""
-        return self.trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS
-
-    def prepare_loops(self, loops) -> None:
-        """Build ahead, at compile time, the vocabulary splits the string shortcuts will ask for
-        the loops `loops` ((loop bytes, multibyte, whether the bytes loop back to their state):
-        rule_loops.rule_loops, the compile's reading of its rule automata), so that the first
-        fills of a format's string do not pay for them (each loop ~1-5 ms, a fifth of the first
-        pass's fill time). Stops at the compile's deadline: what is left is built on first use."""
-        trie = self.trie
-        least = MIN_INSIDE_FRACTION * trie.num_text_tokens
-        expires = deadline.expires_at()
-        for loop_key, multibyte, self_loop in loops:
-            if expires and time.monotonic() > expires:
-                return
-            if trie.loop_inside_bound(loop_key, multibyte) < least:
-                continue  # a cheap bound rules out most narrow loops (digits, hex) unbuilt
-            inside_count = trie.loop_inside_count(loop_key, multibyte)
-            if inside_count < least:
-                continue
-            trie.inside_by_first_byte(loop_key, multibyte)
-            if not self_loop:  # a counted string's tokens outside are split by first bytes the rules do not tell
-                continue
-            for skip_first in (False, True):
-                if self._many_outside(inside_count):
-                    trie.loop_cut_groups(loop_key, multibyte, skip_first)
-                else:
-                    trie.loop_suffixes(loop_key, multibyte, skip_first)
 
     def _live_cut_owners(self, t: int, groups: tuple) -> np.ndarray:
         """The tokens whose non-empty loop suffix is valid from t, from the suffixes grouped by

@@ -299,7 +299,7 @@ class VocabTrie:
         """What `loop_entries` takes away from, per loop kind: `loop_inside` packed, and its token
         ids grouped by first byte, in each group the ones cut inside their first character before
         those that start with a whole one: (packed, ids, group starts, ends of the cut ones, ends).
-        Cached; a compile builds it ahead for its grammar's loops (TokenMasker.prepare_loops)."""
+        Cached."""
 
         return self._cached(("by_first", loop_bytes, multibyte), lambda: self._by_first(loop_bytes, multibyte))
 
@@ -342,16 +342,6 @@ class VocabTrie:
     def _first_byte_counts(self) -> np.ndarray:
         """How many text tokens start with each byte value."""
         return np.bincount(self.first_bytes[self.node_tokens], minlength=256)
-
-    def loop_inside_bound(self, loop_bytes: bytes, multibyte: bool = False) -> int:
-        """At least `loop_inside_count` (a token inside starts with a loop byte or, with
-        `multibyte`, a UTF-8 lead byte), without building `loop_inside`: what rules a loop out
-        for the shortcuts at the cost of 256 counts."""
-        starts = np.zeros(256, dtype=bool)
-        starts[np.frombuffer(loop_bytes, dtype=np.uint8)] = True
-        if multibyte:
-            starts[0xC2:0xF5] = True
-        return int(self._first_byte_counts[starts].sum())
 
     def loop_inside_count(self, loop_bytes: bytes, multibyte: bool = False) -> int:
         """How many tokens `loop_inside` holds: whether a shortcut pays is asked of many more
