@@ -11,6 +11,7 @@ from its Python bindings, with a header between them.
 from setuptools import Extension, setup
 
 VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays the C files share
+BUFFERS_H = "src/strictgen/tokenizer/_buffers.h"  # checked buffer views the vocabulary's C files share
 INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the clock of the regular core
 REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata and algorithms, between its files
 # one file per algorithm family, the Python types apart (_regular.c)
@@ -23,8 +24,8 @@ setup(
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], extra_compile_args=["-O2"]),
+        Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
     ]
 )

@@ -118,7 +118,7 @@ def test_walk_cuts_refuses_arrays_that_do_not_fit(qwen):
 def test_cut_groups_hold_each_tokens_suffix_and_refuse_bad_cuts(qwen):
     """The grouped suffixes are exactly each outside token's bytes after its loop run (checked
     against the suffix trie's own cut), and a cut outside a token is a ValueError."""
-    from strictgen.tokenizer import _vocab
+    from strictgen.tokenizer import _loops
 
     trie, facts = qwen.trie, qwen.trie.facts
     key = bytes(b for b in range(0x21, 0x7F) if b not in b'"#%<>')
@@ -138,4 +138,4 @@ def test_cut_groups_hold_each_tokens_suffix_and_refuse_bad_cuts(qwen):
         assert all(data[a] == b for a in starts[bounds[b] : bounds[b + 1]].tolist())
     ids, cuts = np.array([5, 6], dtype=np.int64), np.array([0, 999], dtype=np.int64)
     with pytest.raises(ValueError, match="cut"):
-        _vocab.cut_groups(facts.flat, facts.starts, facts.lengths, ids, cuts)
+        _loops.cut_groups(facts.flat, facts.starts, facts.lengths, ids, cuts)

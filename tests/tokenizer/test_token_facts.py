@@ -126,14 +126,14 @@ def test_loop_cuts_on_a_real_vocabulary():
 @given(st.lists(st.binary(max_size=6) | st.lists(st.sampled_from(INTERESTING), max_size=6).map(bytes), max_size=30),
        st.sets(st.integers(0, 255), max_size=40), st.booleans())
 def test_made_of_matches_its_definition(tokens, loop, multibyte):
-    """_vocab.made_of (what a loop state allows unseen): every byte a loop byte, or, with
+    """_loops.made_of (what a loop state allows unseen): every byte a loop byte, or, with
     multibyte, whole UTF-8 whose ASCII bytes are loop bytes."""
-    from strictgen.tokenizer import _vocab
+    from strictgen.tokenizer import _loops
 
     facts = TokenFacts(tokens)
     want = np.zeros(4, dtype=np.uint64)
     for b in loop:
         want[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    got = np.frombuffer(_vocab.made_of(facts.byte_sets, want, facts.complete_utf8 if multibyte else None), dtype=bool)
+    got = np.frombuffer(_loops.made_of(facts.byte_sets, want, facts.complete_utf8 if multibyte else None), dtype=bool)
     expected = [set(t) <= loop or (multibyte and whole(t) and {b for b in t if b < 0x80} <= loop) for t in tokens]
     assert got.tolist() == expected

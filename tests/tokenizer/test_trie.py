@@ -117,7 +117,7 @@ def test_c_build_ignores_the_order_of_ids_and_refuses_tokens_it_cannot_hold():
 @pytest.mark.parametrize("name", ["qwen", "deepseek"])
 def test_loop_entries_are_the_inside_tokens_that_enter_by_their_first_byte_or_character(name):
     """loop_entries takes the groups of first bytes left out away from the loop's inside tokens
-    (C, `_vocab.drop_entries`); it must equal the definition: inside & (first byte enters, or
+    (C, `_loops.drop_entries`); it must equal the definition: inside & (first byte enters, or
     with by_char a whole first character), for any set of first bytes."""
     info = sg.TokenizerInfo.from_name(name)
     trie = info.trie

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _vocab
+from . import _loops, _vocab
 
 __all__ = ["TokenFacts", "typed_array"]
 
@@ -28,7 +28,7 @@ class TokenFacts:
             return None
         is_loop = np.zeros(256, dtype=np.uint8)
         is_loop[list(loop_bytes)] = 1
-        cuts = _vocab.loop_cuts(self.flat, self.starts, self.lengths, np.ascontiguousarray(ids, dtype=np.int64), is_loop,
+        cuts = _loops.loop_cuts(self.flat, self.starts, self.lengths, np.ascontiguousarray(ids, dtype=np.int64), is_loop,
                                 self.in_whole_char if multibyte else None, self.char_width if multibyte else None, skip_first)
         return np.frombuffer(cuts, dtype=np.int64)
 

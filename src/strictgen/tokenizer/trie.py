@@ -276,7 +276,7 @@ class VocabTrie:
             return ()  # cached too (a None would be built again on every ask)
         facts = self.facts
         # a counting sort in C (the empty suffixes are `loop_suffix_entries`'s); read-only bytes
-        starts, ends, owners, bounds = _vocab.cut_groups(facts.flat, facts.starts, facts.lengths, np.ascontiguousarray(ids, dtype=np.int64), cuts)
+        starts, ends, owners, bounds = _loops.cut_groups(facts.flat, facts.starts, facts.lengths, np.ascontiguousarray(ids, dtype=np.int64), cuts)
         int32 = (np.frombuffer(a, dtype=np.int32) for a in (starts, ends, owners))
         empty = ids[cuts == facts.lengths[ids]].astype(np.int64)
         empty.setflags(write=False)
@@ -290,7 +290,7 @@ class VocabTrie:
         def build() -> np.ndarray:
             packed_inside, order, starts, cut_ends, ends = self.inside_by_first_byte(loop_bytes, multibyte)
             out = np.empty_like(packed_inside)
-            _vocab.drop_entries(packed_inside, order, starts, cut_ends if by_char else ends, np.ascontiguousarray(first, dtype=np.uint8), out)
+            _loops.drop_entries(packed_inside, order, starts, cut_ends if by_char else ends, np.ascontiguousarray(first, dtype=np.uint8), out)
             return out
 
         return self._cached(("entries", loop_bytes, multibyte, first.tobytes(), by_char), build)
@@ -368,7 +368,7 @@ class VocabTrie:
         bits[np.frombuffer(loop_bytes, dtype=np.uint8)] = True
         want = np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
         # with multibyte, whole characters: only the ASCII bytes (words 0 and 1) must be loop bytes
-        made = _vocab.made_of(self.byte_sets(), want, self.complete_utf8 if multibyte else None)
+        made = _loops.made_of(self.byte_sets(), want, self.complete_utf8 if multibyte else None)
         inside = np.frombuffer(made, dtype=bool) & ~self._excluded
         inside &= self.token_node < self.num_nodes  # empty tokens are not text
         return inside
