@@ -27,8 +27,9 @@
  *           a walk on another thread had to keep the old array alive), and a reader without the GIL
  *           finds item i from i alone (`chunk_item`).
  *
- * _pushdown.c holds the algorithm (stacks, closures, states, rows, the UTF-8 question) and
- * _futures.c the canonical return frames, taking and returning C values; _machine.c the Python type (argument parsing and checks, the methods that
+ * _pushdown.c holds the algorithm (stacks, closures, states, rows, the UTF-8 question),
+ * _rule_tables.c the rules' tables appended to the storage, and _futures.c the canonical return
+ * frames, all taking and returning C values; _machine.c the Python type (argument parsing and checks, the methods that
  * read rows, the module). A function that fails returns a negative number with a Python exception
  * set (MemoryError, NeedRule). Every function runs with the GIL held and never calls back into
  * Python (but the C API's row(), which calls the walk's resolver between two tries), so the GIL
