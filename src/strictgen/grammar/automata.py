@@ -20,7 +20,7 @@ from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
 from .ir_keys import ContentKeys
 from .json_spelling import spell_table
-from .lowering import COMPOSITE, Program, Unlowerable, charset_ops
+from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -66,6 +66,7 @@ class BuildMemo:
         self.keys = ContentKeys() if keys is None else keys  # content keys of rule-free pieces (the shared cache's)
         self.charsets: dict[tuple, list] = {} if charsets is None else charsets  # a CharSet's ranges -> its EDGES op
         self.embedding: set[int] = set()  # pieces whose DFA is being made (a rule met inside itself)
+        self.lowering = LoweringMemo()  # what the C lowering's programs share (they share `called`)
         self._sub: BuildMemo | None = None
         self._is_sub = False
 
@@ -143,7 +144,8 @@ class NFABuilder:
             (program.build if shared else program.build_here)(expr)
         except Unlowerable:
             return False
-        return regular.lower(self.nfa, program.ops, program.dfas, program.templates, start, end, MAX_NFA_STATES) == 0
+        memo = program.memo
+        return regular.lower(self.nfa, program.ops, memo.dfas, len(memo.template_ids), start, end, MAX_NFA_STATES) == 0
 
     def _build_shared(self, expr: Expr, start: int, end: int) -> None:
         """`build` in Python: a shared node is built once towards each end state."""
@@ -423,6 +425,10 @@ class NFABuilder:
     @property
     def shared_ids(self) -> set[int]:
         return self._shared
+
+    @property
+    def lowering_memo(self) -> LoweringMemo:
+        return self._memo.lowering
 
     def kept_piece(self, expr: Expr) -> regular.DFA | None:
         """The automaton an earlier compile kept for this very piece, or None."""

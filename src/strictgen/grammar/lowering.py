@@ -51,28 +51,50 @@ def charset_ops(ranges: tuple[tuple[int, int], ...]) -> list[int]:
     return [EDGES, len(trie), len(edges) // 4, *edges]
 
 
+class LoweringMemo:
+    """What the programs of one compile's rules share (one per `BuildMemo`, that is per `called`
+    map): the DFAs their EMBED ops name, the ids of shared nodes and templates, and each template
+    written whole once, copied into the next rule's program instead of walked again (as the Python
+    builder splices into a later rule a template it built for an earlier one)."""
+
+    def __init__(self):
+        self.dfas: list[regular.DFA] = []
+        self.dfa_index: dict[int, int] = {}
+        self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
+        self.template_ids: dict[tuple, int] = {}
+        self.segments: dict[tuple, array.array] = {}  # a template's whole TEMPLATE op, its program inline
+
+
 class Program:
-    """One rule's program: `ops` (int32), the DFAs its EMBED ops name, and how many templates it
-    numbers. `build(expr)` writes what `NFABuilder.build` builds, `build_here(expr)` what its
+    """One rule's program: `ops` (int32) over the compile's `memo` (its DFAs and template ids).
+    `build(expr)` writes what `NFABuilder._build_shared` builds, `build_here(expr)` what its
     `_build` builds (a shared node not shared at the top)."""
 
     def __init__(self, builder: NFABuilder):
         self.builder = builder
+        self.memo: LoweringMemo = builder.lowering_memo
         self.ops = array.array("i")
-        self.dfas: list[regular.DFA] = []
-        self.templates = 0
-        self._dfa_index: dict[int, int] = {}
-        self._fragments: dict[int, int] = {}  # shared node id -> offset of its program
-        self._templates: dict[tuple, tuple[int, int] | None] = {}  # key -> (id, offset); None: being written
+        self._fragments: dict[int, int] = {}  # shared node id -> offset of its program here
+        self._templates: dict[tuple, int | None] = {}  # key -> offset of its program here; None: being written
+        self._open: list[list] = []  # the templates being written: [offset, self-contained so far]
+
+    def _ref(self, op: int, ident: int, at: int) -> None:
+        """A reference to the program at `at`, written earlier: a template being written that
+        began after it is not self-contained (its copy elsewhere would point nowhere)."""
+        for t in self._open:
+            if t[0] > at:
+                t[1] = False
+        self.ops.extend((op, ident, at - len(self.ops), 0))
 
     def build(self, expr: Expr) -> None:
         at = self._fragments.get(id(expr))
         if at is not None:
-            self.ops.extend((SHARED, at, at, 0))  # a shared node's id is its program's offset
+            self._ref(SHARED, self.memo.fragment_ids[id(expr)], at)
         elif id(expr) in self.builder.shared_ids:
+            ids = self.memo.fragment_ids
             head = len(self.ops)
             at = self._fragments[id(expr)] = head + 4
-            self.ops.extend((SHARED, at, at, 0))
+            self.ops.extend((SHARED, ids.setdefault(id(expr), len(ids)), 4, 0))
             dfa = self.builder.embedded_dfa(expr)
             if dfa is not None:
                 self._embed(dfa)
@@ -83,10 +105,11 @@ class Program:
             self.build_here(expr)
 
     def _embed(self, dfa: regular.DFA) -> None:
-        index = self._dfa_index.get(id(dfa))
+        memo = self.memo
+        index = memo.dfa_index.get(id(dfa))
         if index is None:
-            index = self._dfa_index[id(dfa)] = len(self.dfas)
-            self.dfas.append(dfa)
+            index = memo.dfa_index[id(dfa)] = len(memo.dfas)
+            memo.dfas.append(dfa)  # held by the memo: its id stays its own
         self.ops.extend((EMBED, index))
 
     def build_here(self, expr: Expr) -> None:
@@ -135,27 +158,34 @@ class Program:
             raise Unlowerable(t.__name__)
 
     def _copy(self, key: tuple, expr: Expr) -> None:
-        """What `NFABuilder._copy` builds: an embedded DFA, or a template (written once, built
-        once by C, spliced in at each use)."""
+        """What `NFABuilder._copy` builds: an embedded DFA, or a template (written once a compile,
+        built once a rule by C, spliced in at each use)."""
         if not isinstance(expr, COMPOSITE):
             self.build_here(expr)
+            return
+        segment = self.memo.segments.get(key)
+        if segment is not None:  # a template an earlier rule wrote whole
+            self.ops.extend(segment)
             return
         if not self.builder.templated(key):
             dfa = self.builder.embedded_dfa(expr)
             if dfa is not None:
                 self._embed(dfa)
                 return
-        got = self._templates.get(key, ())
-        if got is None:  # met inside itself: the Python builder says so
+        ids = self.memo.template_ids
+        at = self._templates.get(key, -1)
+        if at is None:  # met inside itself: the Python builder says so
             raise Unlowerable(key)
-        if got:
-            self.ops.extend((TEMPLATE, *got, 0))
+        if at >= 0:
+            self._ref(TEMPLATE, ids[key], at)
             return
         head = len(self.ops)
         self._templates[key] = None
-        got = (self.templates, head + 4)
-        self.templates += 1
-        self.ops.extend((TEMPLATE, *got, 0))
+        self._open.append(opened := [head, True])
+        self.ops.extend((TEMPLATE, ids.setdefault(key, len(ids)), 4, 0))
         self.build_here(expr)
         self.ops[head + 3] = len(self.ops) - head - 4
-        self._templates[key] = got
+        self._open.pop()
+        self._templates[key] = head + 4
+        if opened[1]:
+            self.memo.segments[key] = self.ops[head:]

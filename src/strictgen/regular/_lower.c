@@ -15,10 +15,12 @@
  *   CALL callee              a call edge
  *   EMBED i                  DFA i of the list given, embedded (as NFA.embed)
  *   SHARED id at len         node `id` built once towards each end state: a new entry state the
- *                            first time (its program at `at`), an epsilon edge into it each time
- *   TEMPLATE id at len       the program at `at` built once into an NFA of its own (states 0, 1
- *                            its ends), spliced in each time (as NFA.splice)
- *   (len: how many ints of the node's program follow inline, 0 for a reference)
+ *                            first time (its program `at` ints from this op), an epsilon edge
+ *                            into it each time
+ *   TEMPLATE id at len       the program `at` ints from this op built once into an NFA of its
+ *                            own (states 0, 1 its ends), spliced in each time (as NFA.splice)
+ *   (len: how many ints of the node's program follow inline, 0 for a reference; offsets are
+ *   relative, so that a piece of program can be copied into another one whole)
  *
  * A result the Python builder would not give back the same way (past max_states, past the
  * deadline, a template met inside itself, a malformed program) is a status > 0 and the NFA is
@@ -96,7 +98,7 @@ static void fragments_free(Fragments *f) {
 
 /* the template's fragment (built on first use into an NFA of its own, as NFABuilder._copy does) */
 static NFA *template_of(Lowering *w, int32_t id, Py_ssize_t at) {
-    if (id < 0 || id >= w->ntemplates)
+    if (id < 0 || id >= w->ntemplates || at < 0 || at >= w->len)
         return fail(w, LOWER_MALFORMED), NULL;
     NFA *b = w->templates[id];
     if (b == BUILDING)
@@ -122,7 +124,8 @@ static NFA *template_of(Lowering *w, int32_t id, Py_ssize_t at) {
 }
 
 static int run_shared(Lowering *w, NFA *a, Fragments *frags, Py_ssize_t pc, int32_t s, int32_t t) {
-    int32_t id = w->ops[pc], at = w->ops[pc + 1];
+    int32_t id = w->ops[pc];
+    Py_ssize_t at = pc - 1 + w->ops[pc + 1];
     int added;
     int32_t key = fragment_entry(w, frags, id, t, &added);
     if (key < 0)
@@ -130,7 +133,7 @@ static int run_shared(Lowering *w, NFA *a, Fragments *frags, Py_ssize_t pc, int3
     if (added) {
         int32_t entry = grow(w, a, 1);
         Py_ssize_t end;
-        if (entry < 0 || need(w, at, 1) < 0 || run(w, a, frags, at, entry, t, &end) < 0)
+        if (entry < 0 || at < 0 || need(w, at, 1) < 0 || run(w, a, frags, at, entry, t, &end) < 0)
             return -1;
         frags->entry.data[key] = entry;
     }
@@ -263,7 +266,7 @@ static int run(Lowering *w, NFA *a, Fragments *frags, Py_ssize_t pc, int32_t s, 
         *next = pc + 3 + w->ops[pc + 2];
         if (op == OP_SHARED)
             return run_shared(w, a, frags, pc, s, t);
-        NFA *b = template_of(w, n, w->ops[pc + 1]);
+        NFA *b = template_of(w, n, pc - 1 + w->ops[pc + 1]);
         if (!b)
             return -1;
         int32_t before = a->num_states;
