@@ -241,6 +241,20 @@ static int surrogates(Sp *sp, const Vec *supp, Vec *sig) {
             high = h;
             if (lo < 0)
                 break;
+            if (!lows.len && !(lo & 0x3FF) && hi >= ((h << 10) | 0x3FF)) {
+                /* whole high surrogates h..h_end read every low one towards t: one signature, one
+                 * entry (a state reading any character met 1,024 of them, one intern each) */
+                int32_t h_end = ((hi + 1) >> 10) - 1, full[3] = {0xDC00, 0xDFFF, t};
+                int added;
+                int32_t id = table_id(&sp->lows, full, 3, &added);
+                if (id < 0 || (added && vec_push(&sp->pair_state, -1) < 0) || push3(sig, 0xD800 + h, 0xD800 + h_end, PAIR(id)) < 0)
+                    return vec_free(&lows), NOMEM;
+                high = -1;
+                if (((h_end << 10) | 0x3FF) == hi)
+                    break;
+                lo = (h_end + 1) << 10;
+                continue;
+            }
             int32_t last = hi < ((h << 10) | 0x3FF) ? hi : ((h << 10) | 0x3FF);
             if (push3(&lows, 0xDC00 + (lo & 0x3FF), 0xDC00 + (last & 0x3FF), t) < 0)
                 return vec_free(&lows), NOMEM;
