@@ -13,6 +13,8 @@ that a oneOf's string branches are disjoint never builds a whole product automat
 
 from __future__ import annotations
 
+import numpy as np
+
 from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
@@ -498,8 +500,10 @@ _minimal_pieces = DfaCache(2048, 1 << 22)
 
 
 # Spelled languages recur across schemas (the same enum, pattern, format or length bound): their
-# minimal DFAs are kept by content, the raw minimal DFA's table, so a new compiler does not spell
-# them again (spelling is the costliest step of a string's automaton). Bounded; DFAs are immutable.
+# minimal DFAs are kept by content, the raw minimal DFA's table by byte class (which fixes the
+# 256-wide table, at a fraction of its size to make, hash and compare: a date-time's 256-wide key
+# was 11 MB), so a new compiler does not spell them again (spelling is the costliest step of a
+# string's automaton). Bounded; DFAs are immutable.
 SPELLED_CACHE_SIZE = 512
 _spelled = DfaCache(SPELLED_CACHE_SIZE)
 
@@ -513,12 +517,33 @@ def forget_kept_automata() -> None:
 
 def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     """The minimal DFA of every JSON spelling of the strings of `raw` (a minimal raw-UTF-8 DFA)."""
-    key = (raw.table256(), raw.accepting())
+    key = table_key(raw)
     got = _spelled.get(key)
     if got is None:
-        got = regular.minimal(regular.dense(*spell_table(key[0], key[1], MAX_DFA_STATES)))
+        got = regular.minimal(regular.dense(*spell_table(raw.table256(), key[2], MAX_DFA_STATES)))
         _spelled.put(key, got)
     return got
+
+
+def table_key(dfa: regular.DFA) -> tuple[bytes, bytes, bytes]:
+    """(columns, classmap, accepting) that stand for the 256-wide table and acceptance of a DFA
+    without calls, whatever byte classes it was built with: bytes whose columns are equal share a
+    class, numbered as bytes first meet them, so equal tables give equal keys."""
+    table, classmap = dfa.compact()
+    columns = np.frombuffer(table, dtype=np.int32).reshape(dfa.num_states, -1).T.copy()
+    found: dict[bytes, int] = {}
+    kept: list[bytes] = []
+    number: dict[int, int] = {}  # class -> canonical class
+    canonical = bytearray(256)
+    for b, c in enumerate(classmap):
+        got = number.get(c)
+        if got is None:
+            column = columns[c].tobytes()
+            got = number[c] = found.setdefault(column, len(found))
+            if got == len(kept):
+                kept.append(column)
+        canonical[b] = got
+    return b"".join(kept), bytes(canonical), dfa.accepting()
 
 
 class Language:

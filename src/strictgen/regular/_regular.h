@@ -114,6 +114,7 @@ typedef struct {
     Vec call_pool;          /* (callee, subset) pairs */
     int32_t *stamp;
     int32_t stamp_now;
+    int32_t *single; /* per NFA state: the subset id of its closure alone, -1 empty, -3 not known yet */
     Vec stack, scratch, pairs, out;
     int32_t initial; /* subset of the start closure, or -1 (empty) */
     int busy;        /* set (under the GIL) while a thread works on it without the GIL */
