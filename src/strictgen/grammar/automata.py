@@ -21,7 +21,7 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, Strictge
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
 from .ir_keys import ContentKeys
-from .json_spelling import spell_table
+from .json_spelling import spell
 from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 
 MAX_NFA_STATES = 400_000
@@ -520,7 +520,7 @@ def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     key = table_key(raw)
     got = _spelled.get(key)
     if got is None:
-        got = regular.minimal(regular.dense(*spell_table(raw.table256(), key[2], MAX_DFA_STATES)))
+        got = regular.minimal(spell(raw.table256(), key[2], MAX_DFA_STATES))
         _spelled.put(key, got)
     return got
 
