@@ -15,7 +15,7 @@ BUFFERS_H = "src/strictgen/tokenizer/_buffers.h"  # checked buffer views the voc
 INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the clock of the regular core
 REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata and algorithms, between its files
 # one file per algorithm family, the Python types apart (_regular.c)
-REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_nfa", "_lazy", "_dfa", "_minimize", "_search")]
+REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its files
 MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; its storage; merged frames
 

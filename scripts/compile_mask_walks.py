@@ -2,11 +2,14 @@
 compiler, each valid document forced token by token as first_pass_fills.py does): the masks
 computed (one trie walk each; states with one horizon key share a mask object), the machine states
 made and the rule DFAs' states. They do not drift with a shared machine's speed, so they tell
-what a compile-side change (minimising or not, refining lazily) moves into the fills.
+what a compile-side change (minimising or not, refining lazily) moves into the fills. Also one
+sha256 over every mask (refusals and rejections included): two trees that print the same digest
+gave bit-identical masks, which a change in how rules are built must keep.
 
     PYTHONPATH=<tree>/src python scripts/compile_mask_walks.py [--vocab qwen|deepseek|smollm2]"""
 
 import argparse
+import hashlib
 
 import strictgen as sg
 from strictgen import bench
@@ -22,25 +25,30 @@ def main() -> None:
     mask = sg.allocate_token_bitmask(1, tok.vocab_size)
     masks: dict[int, object] = {}  # id -> the mask itself, kept so that no id is reused
     fills = machine_states = dfa_states = refused = 0
+    digest = hashlib.sha256()
     for case in bench.load_cases(bench.default_schemas_dir()):
         try:
             grammar = sg.GrammarCompiler(tok).compile_json_schema(case.schema_text)
         except sg.StrictgenError:
+            digest.update(b"refused " + case.name.encode())
             continue
         masker = grammar.masker
         for doc in case.documents:
             matcher = sg.GrammarMatcher(grammar)
             for token in list(vocab.encode(doc)) + [eos]:
                 matcher.fill_next_token_bitmask(mask)
+                digest.update(mask.tobytes())
                 got = masker.mask(matcher.state)  # cached by now: the object the fill used
                 masks[id(got)] = got
                 fills += 1
                 if not matcher.accept_token(token):
+                    digest.update(b"rejected")
                     refused += 1
                     break
         machine_states += grammar.machine.num_states
         dfa_states += sum(r.num_states for r in grammar.automaton.rules)
     print(f"fills {fills}; masks computed {len(masks)}; machine states {machine_states}; rule DFA states {dfa_states}; documents refused {refused}")
+    print(f"masks sha256 {digest.hexdigest()}")
 
 
 if __name__ == "__main__":

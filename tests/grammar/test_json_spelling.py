@@ -65,3 +65,22 @@ def test_spelled_languages_are_kept_by_content():
     machine = PushdownMachine(compile_automaton(Grammar({"root": seq(lit('"'), Spelled(lang()), lit('"'))})))
     for body, ok in (("\\u00e9a", True), ("\\u00E9", True), ("\\u0041", False), ("abcd", False), ("\\/", False)):
         assert accepts(machine, '"' + body + '"') == ok, body
+
+
+def test_spelled_cache_key_stands_for_the_table():
+    """The spelled cache's key (automata.table_key) is equal for equal 256-wide tables built
+    with other byte classes, and differs when one transition or one accepting flag differs."""
+    from strictgen import regular
+    from strictgen.grammar import automata
+
+    base = automata.regular_dfa(repeat(charset([(ord("a"), ord("z"))]), 1, 3))
+    table, accepting = bytearray(base.table256()), base.accepting()
+    same = regular.minimal(regular.dense(bytes(table), accepting))
+    assert same.num_classes != base.num_classes  # other byte classes, the same table
+    assert automata.table_key(same) == automata.table_key(base)
+    table[4 * ord("q") : 4 * ord("q") + 4] = (-1).to_bytes(4, "little", signed=True)  # state 0 no longer reads "q"
+    other = regular.minimal(regular.dense(bytes(table), accepting))
+    assert automata.table_key(other) != automata.table_key(base)
+    longer = automata.regular_dfa(repeat(charset([(ord("a"), ord("z"))]), 0, 3))  # accepts the empty string too
+    assert automata.table_key(longer) != automata.table_key(base)
+    assert automata.spelled_dfa(other) is not automata.spelled_dfa(base)

@@ -3,7 +3,9 @@ front ends ask about a regular language: is it empty, is a string in it, how big
 
 `NFABuilder` is the one IR → NFA lowering: `compile/automaton.py` builds every rule with it (rules
 kept as calls become call edges), and the front ends use it through `Language` for emptiness and
-membership. Intersections and differences are regular operations: inside a larger expression
+membership. It builds through the C lowering (`lowering.Program` writes the rule as a flat
+program; `regular.lower` makes the NFA from it without the GIL), and in Python where that would
+not give the same NFA. Intersections and differences are regular operations: inside a larger expression
 they become minimal DFAs (products in the core) embedded in the NFA; at the top of a question
 (`Language`) they stay separate operands that the core searches together lazily, so deciding
 that a oneOf's string branches are disjoint never builds a whole product automaton.
@@ -11,16 +13,16 @@ that a oneOf's string branches are disjoint never builds a whole product automat
 
 from __future__ import annotations
 
-import threading
+import numpy as np
 
 from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
-from strictgen.lru import BoundedLRU
-from strictgen.regular.utf8 import utf8_sequences
 
+from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
 from .ir_keys import ContentKeys
-from .json_spelling import spell_table
+from .json_spelling import spell
+from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -52,7 +54,8 @@ class BuildMemo:
     differences and spelled strings), the DFAs of call-free pieces that are embedded rather than
     built again (determinised, not minimised), the pieces whose DFA would outgrow their NFA,
     templates and call-freedom (these two hold for one `called` map: builders of sub-automata,
-    which call nothing, get `sub`), and the UTF-8 sequences of character classes, by their ranges."""
+    which call nothing, get `sub`), and the UTF-8 tries of character classes (as lowering ops), by
+    their ranges."""
 
     def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None, charsets: dict[tuple, list] | None = None,
                  rule_free: dict[int, bool] | None = None, keys: ContentKeys | None = None, embedded: dict[int, regular.DFA] | None = None):
@@ -63,8 +66,9 @@ class BuildMemo:
         self.call_free: dict[int, bool] = {}
         self.rule_free: dict[int, bool] = {} if rule_free is None else rule_free  # see NFABuilder._rule_free
         self.keys = ContentKeys() if keys is None else keys  # content keys of rule-free pieces (the shared cache's)
-        self.charsets: dict[tuple, list] = {} if charsets is None else charsets  # UTF-8 sequences of a CharSet's ranges
+        self.charsets: dict[tuple, list] = {} if charsets is None else charsets  # a CharSet's ranges -> its EDGES op
         self.embedding: set[int] = set()  # pieces whose DFA is being made (a rule met inside itself)
+        self.lowering = LoweringMemo()  # what the C lowering's programs share (they share `called`)
         self._sub: BuildMemo | None = None
         self._is_sub = False
 
@@ -87,10 +91,14 @@ class NFABuilder:
     What is built again and again (a shared piece towards another end, an inlined rule, the item
     of a counted repeat) costs Python one walk, not one a use: a piece that calls no rule becomes
     its DFA, embedded by the core at each use, when that DFA is no bigger than its NFA;
-    any other piece is built once into an NFA of its own, a template, that the core splices in."""
+    any other piece is built once into an NFA of its own, a template, that the core splices in.
 
-    def __init__(self, rules: dict[str, Expr], called: dict[str, int], shared: set[int], memo: BuildMemo | None = None):
+    `build` goes through the C lowering (`regular.lower`) unless `in_c` is False (the Python
+    builder alone: the reference the tests compare the lowering with)."""
+
+    def __init__(self, rules: dict[str, Expr], called: dict[str, int], shared: set[int], memo: BuildMemo | None = None, in_c: bool = True):
         self.rules = rules
+        self.in_c = in_c
         self.called = called
         self.nfa = regular.NFA()
         self._shared = shared
@@ -120,7 +128,29 @@ class NFABuilder:
             self._check_size()
 
     def build(self, expr: Expr, start: int, end: int) -> None:
-        """Add edges so that paths start → end spell exactly the strings of `expr`."""
+        """Add edges so that paths start → end spell exactly the strings of `expr`: through the
+        C lowering where it can (the same NFA, state by state), else here in Python."""
+        if not self._lowered(expr, start, end, True):
+            self._build_shared(expr, start, end)
+
+    def _lowered(self, expr: Expr, start: int, end: int, shared: bool) -> bool:
+        """Did the C lowering (`regular.lower`) build `expr` from start to end? Python writes the
+        rule as a flat program, taking on the way the decisions only it can take (which pieces are
+        embedded DFAs, which rules are calls); C builds the NFA from it without the GIL. False
+        where it would not give what the Python builder gives (a rule met inside itself, a limit
+        reached): the NFA is then as it was, and the Python builder raises what it raises."""
+        if not self.in_c:
+            return False
+        program = Program(self)
+        try:
+            (program.build if shared else program.build_here)(expr)
+        except Unlowerable:
+            return False
+        memo = program.memo
+        return regular.lower(self.nfa, program.ops, memo.dfas, len(memo.template_ids), start, end, MAX_NFA_STATES) == 0
+
+    def _build_shared(self, expr: Expr, start: int, end: int) -> None:
+        """`build` in Python: a shared node is built once towards each end state."""
         if id(expr) in self._shared:
             key = (id(expr), end)
             entry = self._fragments.get(key)
@@ -160,14 +190,14 @@ class NFABuilder:
             shared = self._shared
             for i, item in enumerate(items):
                 nxt = end if i == last else first + i
-                (self.build if id(item) in shared else self._build)(item, cur, nxt)  # build() only to share
+                (self._build_shared if id(item) in shared else self._build)(item, cur, nxt)  # only to share
                 cur = nxt
         elif isinstance(expr, Alt):
             first = self._news(len(expr.items))
             shared = self._shared
             for i, item in enumerate(expr.items):
                 nfa.add_eps(start, first + i)
-                (self.build if id(item) in shared else self._build)(item, first + i, end)
+                (self._build_shared if id(item) in shared else self._build)(item, first + i, end)
         elif isinstance(expr, Repeat):
             self._build_repeat(expr, start, end)
         elif isinstance(expr, (Intersect, Difference, Spelled)):
@@ -190,7 +220,7 @@ class NFABuilder:
     def _copy(self, key: tuple, expr: Expr, start: int, end: int) -> None:
         """`expr` between start and end, spliced from its template (built on first use). A rule
         met again while its own template is being built is on a reference cycle."""
-        if not isinstance(expr, _COMPOSITE):
+        if not isinstance(expr, COMPOSITE):
             self._build(expr, start, end)  # a few edges: cheaper built than spliced
             return
         templates = self._memo.templates
@@ -202,7 +232,7 @@ class NFABuilder:
                 raise _RecursiveRule(key[1])
             templates[key] = None
             try:
-                sub = NFABuilder(self.rules, self.called, self._shared, self._memo)
+                sub = NFABuilder(self.rules, self.called, self._shared, self._memo, self.in_c)
                 s, f = sub.new(), sub.new()
                 sub._build(expr, s, f)  # not build(): expr itself is what is being templated
             except BaseException:
@@ -216,17 +246,27 @@ class NFABuilder:
     def _embed(self, expr: Expr, start: int, end: int) -> bool:
         """Embed the DFA of a composite piece that calls no rule, when it is no bigger than the
         NFA it stands for (else False: build it)."""
-        if not isinstance(expr, _COMPOSITE):
+        dfa = self.embedded_dfa(expr)
+        if dfa is None:
             return False
+        before = self.nfa.num_states
+        self.nfa.embed(dfa, start, end)
+        self._grown(before)
+        return True
+
+    def embedded_dfa(self, expr: Expr) -> regular.DFA | None:
+        """The DFA `_embed` embeds for `expr` (made and remembered on first ask), or None."""
+        if not isinstance(expr, COMPOSITE):
+            return None
         memo = self._memo
         dfa = memo.dfas.get(id(expr)) or memo.embedded.get(id(expr))
         if dfa is None:
             if id(expr) in memo.too_big or id(expr) in memo.embedding:
-                return False
+                return None
             dfa = _pieces.get_same(expr)
             if dfa is None:
                 if not self._calls_nothing(expr):
-                    return False
+                    return None
                 memo.embedding.add(id(expr))
                 try:
                     nfa, s, f = self.sub_nfa(expr)
@@ -235,7 +275,7 @@ class NFABuilder:
                     raise
                 except GrammarTooLargeError:
                     memo.too_big.add(id(expr))
-                    return False
+                    return None
                 finally:
                     memo.embedding.discard(id(expr))
                 if self._rule_free(expr):
@@ -243,10 +283,7 @@ class NFABuilder:
             # not minimised: the automaton it is embedded in is minimised as a whole, and
             # minimising every piece first cost more (15% of det + min) than it saved there
             memo.embedded[id(expr)] = dfa
-        before = self.nfa.num_states
-        self.nfa.embed(dfa, start, end)
-        self._grown(before)
-        return True
+        return dfa
 
     def _check_size(self) -> None:
         deadline.check()
@@ -330,10 +367,11 @@ class NFABuilder:
 
     def sub_nfa(self, expr: Expr) -> tuple[regular.NFA, int, int]:
         """A fresh NFA of `expr` alone (rule references inlined; recursive ones refused)."""
-        sub = NFABuilder(self.rules, {}, self._shared, self._memo.sub)
+        sub = NFABuilder(self.rules, {}, self._shared, self._memo.sub, self.in_c)
         start, final = sub.new(), sub.new()
         try:
-            sub._build(expr, start, final)  # not build(): a shared expr would ask for its own DFA
+            if not sub._lowered(expr, start, final, False):  # not shared: a shared expr would ask for its own DFA
+                sub._build(expr, start, final)
         except _RecursiveRule as exc:
             raise StrictgenError("an intersection or difference may only combine regular languages, not recursive rules") from exc
         return sub.nfa, start, final
@@ -348,7 +386,7 @@ class NFABuilder:
             if copies > 1:
                 self._copy(key, item, s, t)
             else:
-                self.build(item, s, t)
+                self._build_shared(item, s, t)
 
         cur = start
         for _ in range(expr.min):
@@ -371,30 +409,36 @@ class NFABuilder:
             nfa.add_eps(cur, end)
 
     def _build_charset(self, expr: CharSet, start: int, end: int) -> None:
-        """UTF-8 sequences for the ranges, sharing states by common leading byte ranges."""
-        seqs = self._memo.charsets.get(expr.ranges)
-        if seqs is None:
-            seqs = [s for lo, hi in expr.ranges for s in utf8_sequences(lo, hi)]
-            self._memo.charsets[expr.ranges] = seqs
-        nfa = self.nfa
-        # a small trie over byte-range prefixes keeps the NFA compact for big classes
-        trie: dict[tuple, int] = {}
-        for seq in seqs:
-            cur = start
-            last = len(seq) - 1
-            for i, (lo, hi) in enumerate(seq):
-                if i == last:
-                    nfa.add_range(cur, lo, hi, end)
-                else:
-                    key = seq[: i + 1]
-                    nxt = trie.get(key)
-                    if nxt is None:
-                        nxt = trie[key] = self.new()
-                        nfa.add_range(cur, lo, hi, nxt)
-                    cur = nxt
+        ops = self.charset_ops(expr)
+        first = self._news(ops[1])
+        local = (start, end)
+        for i in range(3, len(ops), 4):
+            s, lo, hi, t = ops[i : i + 4]
+            self.nfa.add_range(local[s] if s < 2 else first + s - 2, lo, hi, local[t] if t < 2 else first + t - 2)
 
+    def charset_ops(self, expr: CharSet) -> list[int]:
+        """The class's EDGES op (`lowering.charset_ops`), remembered by ranges for the compile."""
+        ops = self._memo.charsets.get(expr.ranges)
+        if ops is None:
+            ops = self._memo.charsets[expr.ranges] = charset_ops(expr.ranges)
+        return ops
 
-_COMPOSITE = (Seq, Alt, Repeat, RuleRef)  # what costs a walk to build; the rest is a few edges
+    # what a lowering Program asks the builder (it takes the decisions `_build` takes)
+    @property
+    def shared_ids(self) -> set[int]:
+        return self._shared
+
+    @property
+    def lowering_memo(self) -> LoweringMemo:
+        return self._memo.lowering
+
+    def kept_piece(self, expr: Expr) -> regular.DFA | None:
+        """The automaton an earlier compile kept for this very piece, or None."""
+        return _pieces.get_same(expr)
+
+    def templated(self, key: tuple) -> bool:
+        """Has this builder's compile made the template `key` (`_copy`) in Python?"""
+        return key in self._memo.templates
 
 
 class _RecursiveRule(StrictgenError):
@@ -405,70 +449,6 @@ class _RecursiveRule(StrictgenError):
 
 
 _PRODUCT_TOO_LARGE = f"grammar too large: an intersection has more than {MAX_DFA_STATES} states"
-
-class DfaCache:
-    """A thread-safe LRU map from keys to immutable DFAs, shared by compiles. Bounded in entries
-    and in table cells (states x byte classes), so a few huge automata cannot hold memory. A
-    value may carry what its key's ids stand for (`put(key, dfa, keep)`; `get_kept` returns it)."""
-
-    def __init__(self, entries: int, cells: int = 1 << 24):
-        self.entries, self.cells = entries, cells
-        self._map: BoundedLRU[tuple] = BoundedLRU(entries, cells, lambda entry: entry[0].num_states * entry[0].num_classes)
-        self._lock = threading.Lock()  # over a put and the kept ids it changes
-        self._kept_ids: frozenset[int] | None = None
-        self._offered: set[int] = set()  # put_same: ids offered once
-
-    def get(self, key) -> regular.DFA | None:
-        got = self.get_kept(key)
-        return None if got is None else got[0]
-
-    def get_kept(self, key) -> tuple | None:
-        """(dfa, keep) for `key`, or None."""
-        return self._map.get(key)
-
-    def kept_ids(self) -> frozenset[int]:
-        """The ids of every object the entries' `keep`s hold (recomputed only after a change)."""
-        with self._lock:
-            if self._kept_ids is None:
-                self._kept_ids = frozenset(id(x) for _, keep in self._map.values() for x in keep or ())
-            return self._kept_ids
-
-    def get_same(self, node) -> regular.DFA | None:
-        """The automaton put for this very object (`put_same`), or None. Without the lock or the
-        move to the recent end, for lookups on every node of a walk (the entry found is held, so
-        it stays valid): entries age as if unread, and an evicted piece is built and kept again."""
-        got = self._map.peek(id(node))
-        return got[0] if got is not None and got[1][0] is node else None
-
-    def put_same(self, node, dfa: regular.DFA) -> None:
-        """Keep `dfa` for the object `node` (held, so that its id stays its own), from the second
-        time it is offered: a piece of one compile only is never held (held IR is heap that every
-        full collection walks). The ids offered once are plain ints, never objects."""
-        with self._lock:
-            if id(node) not in self._offered:
-                if len(self._offered) >= 8 * self.entries:
-                    self._offered.clear()
-                self._offered.add(id(node))
-                return
-        self.put(id(node), dfa, (node,))
-
-    def __len__(self) -> int:
-        return len(self._map)
-
-    def clear(self) -> None:
-        """Drop every entry (what is built next is kept again as it comes)."""
-        with self._lock:
-            self._map.clear()
-            self._offered.clear()
-            self._kept_ids = None
-
-    def put(self, key, dfa: regular.DFA, keep=None) -> None:
-        if dfa.num_states * dfa.num_classes > self.cells // 8:
-            return  # one automaton would crowd out the rest
-        with self._lock:
-            self._map.put(key, (dfa, keep))
-            self._kept_ids = None
-
 
 # Intersections and differences of rule-free languages (a pattern under a length bound, a format
 # minus an enum) recur across schemas and within one: a front end sizes a product before it
@@ -520,20 +500,50 @@ _minimal_pieces = DfaCache(2048, 1 << 22)
 
 
 # Spelled languages recur across schemas (the same enum, pattern, format or length bound): their
-# minimal DFAs are kept by content, the raw minimal DFA's table, so a new compiler does not spell
-# them again (spelling is the costliest step of a string's automaton). Bounded; DFAs are immutable.
+# minimal DFAs are kept by content, the raw minimal DFA's table by byte class (which fixes the
+# 256-wide table, at a fraction of its size to make, hash and compare: a date-time's 256-wide key
+# was 11 MB), so a new compiler does not spell them again (spelling is the costliest step of a
+# string's automaton). Bounded; DFAs are immutable.
 SPELLED_CACHE_SIZE = 512
 _spelled = DfaCache(SPELLED_CACHE_SIZE)
 
 
+def forget_kept_automata() -> None:
+    """Drop the automata kept across compiles (pieces, products, spellings): what is built next
+    is built from its IR, as a first compile builds it (tests that compare builders ask this)."""
+    for cache in (_pieces, _minimal_pieces, _products, _spelled):
+        cache.clear()
+
+
 def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     """The minimal DFA of every JSON spelling of the strings of `raw` (a minimal raw-UTF-8 DFA)."""
-    key = (raw.table256(), raw.accepting())
+    key = table_key(raw)
     got = _spelled.get(key)
     if got is None:
-        got = regular.minimal(regular.dense(*spell_table(key[0], key[1], MAX_DFA_STATES)))
+        got = regular.minimal(spell(raw.table256(), key[2], MAX_DFA_STATES))
         _spelled.put(key, got)
     return got
+
+
+def table_key(dfa: regular.DFA) -> tuple[bytes, bytes, bytes]:
+    """(columns, classmap, accepting) that stand for the 256-wide table and acceptance of a DFA
+    without calls, whatever byte classes it was built with: bytes whose columns are equal share a
+    class, numbered as bytes first meet them, so equal tables give equal keys."""
+    table, classmap = dfa.compact()
+    columns = np.frombuffer(table, dtype=np.int32).reshape(dfa.num_states, -1).T.copy()
+    found: dict[bytes, int] = {}
+    kept: list[bytes] = []
+    number: dict[int, int] = {}  # class -> canonical class
+    canonical = bytearray(256)
+    for b, c in enumerate(classmap):
+        got = number.get(c)
+        if got is None:
+            column = columns[c].tobytes()
+            got = number[c] = found.setdefault(column, len(found))
+            if got == len(kept):
+                kept.append(column)
+        canonical[b] = got
+    return b"".join(kept), bytes(canonical), dfa.accepting()
 
 
 class Language:

@@ -15,15 +15,15 @@ from __future__ import annotations
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
 
-__all__ = ["spell_table"]
+__all__ = ["spell"]
 
 SPELL_ALL_STATES = 8_000  # raw automata up to this size get every spelling of every character
 SPELLED_FACTOR = 8  # ... unless their spellings need more than this many times their states
 
 
-def spell_table(table: bytes, accepting: bytes, max_states: int) -> tuple[bytes, bytes]:
-    """A dense DFA (`regular.dense`'s bytes) over UTF-8 strings → the dense DFA of their JSON
-    string bodies (between the quotes), in every spelling (the work: regular.json_spellings).
+def spell(table: bytes, accepting: bytes, max_states: int) -> regular.DFA:
+    """A dense DFA (`regular.dense`'s bytes) over UTF-8 strings → the DFA (not minimised) of their
+    JSON string bodies (between the quotes), in every spelling (the work: regular.json_spellings).
 
     Escapes cost a few states beside every state (hex digits, by the state they lead to), so an
     automaton of more than SPELL_ALL_STATES states (a date-time, a pattern times a long length

@@ -27,9 +27,10 @@ from ._regular import DFA, NFA, Lazy, Limit
 from ._regular import find_member as _find_member
 from ._regular import from_table as _from_table
 from ._regular import lazy as _lazy
+from ._regular import lower as _lower
 from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "minimal", "minimize", "product", "refine"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "lower", "minimal", "minimize", "product", "refine"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -46,6 +47,16 @@ def lazy(nfa: NFA, start: int, final: int, max_states: int = -1, too_large: str 
         return _lazy(nfa, start, final, max_states)
     except Limit as exc:
         _raise(exc, too_large)
+
+
+def lower(nfa: NFA, ops, dfas: list[DFA], templates: int, start: int, end: int, max_states: int) -> int:
+    """Build into `nfa`, from start to end, the NFA of a flat program of a rule's IR (int32 ops in
+    pre-order, `_lower.c` lists them; `dfas` the automata its EMBED ops name, `templates` how many
+    TEMPLATE ids it uses), without the GIL. 0 when built; else the NFA is as it was and the status
+    says why not (1: more than `max_states` states, 2: past the compile deadline, 3: a template met
+    inside itself, 4: a malformed program): the caller builds the IR another way, which raises
+    what it should."""
+    return _lower(nfa, ops, dfas, templates, start, end, max_states, deadline.expires_at())
 
 
 def determinize(nfa: NFA, start: int, final: int, max_states: int = -1, too_large: str = "automaton too large") -> DFA:
@@ -128,12 +139,12 @@ def from_classes(table: bytes, accepting: bytes, classmap: bytes) -> DFA:
     return _from_table(table, accepting, classmap)
 
 
-def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True) -> tuple[bytes, bytes] | None:
-    """The dense DFA (as `dense` takes it) of the JSON string bodies that decode into the strings
-    of a dense raw-UTF-8 DFA, in every spelling (with `all_spellings` False printable ASCII only
-    raw), or None when that needs more than `max_states` states."""
+def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True) -> DFA | None:
+    """The DFA (not minimised) of the JSON string bodies that decode into the strings of a dense
+    raw-UTF-8 DFA (`table256()`, `accepting()`), in every spelling (with `all_spellings` False
+    printable ASCII only raw), or None when that needs more than `max_states` states."""
     got = _spell(table, accepting, max_states, all_spellings, deadline.expires_at())
     if got is False:
         deadline.check()  # raises: the same clock said the deadline has passed
         raise CompileTimeoutError("compiling took longer than its time limit")
-    return got
+    return None if got is None else _from_table(*got)

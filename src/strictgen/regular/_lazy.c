@@ -74,8 +74,11 @@ int lazy_init(Lazy *L, const NFA *a, int32_t start, int32_t final, Py_ssize_t ma
     }
     L->kernel = (uint8_t *)calloc((size_t)n + 1, 1);
     L->stamp = (int32_t *)calloc((size_t)n + 1, sizeof(int32_t));
-    if (!L->kernel || !L->stamp)
+    L->single = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!L->kernel || !L->stamp || !L->single)
         goto nomem;
+    for (int32_t s = 0; s <= n; s++)
+        L->single[s] = -3;
     for (int32_t s = 0; s < n; s++)
         L->kernel[s] = L->e_start[s + 1] > L->e_start[s] || L->c_start[s + 1] > L->c_start[s];
     L->kernel[final] = 1;
@@ -90,7 +93,7 @@ void lazy_clear(Lazy *L) {
     free(L->e_start), free(L->e_clo), free(L->e_chi), free(L->e_dst);
     free(L->eps_start), free(L->eps_dst);
     free(L->c_start), free(L->c_callee), free(L->c_dst);
-    free(L->kernel), free(L->stamp);
+    free(L->kernel), free(L->stamp), free(L->single);
     interner_free(&L->subsets);
     vec_free(&L->acc), vec_free(&L->row_of), vec_free(&L->rows);
     vec_free(&L->call_off), vec_free(&L->call_len), vec_free(&L->call_pool);
@@ -98,9 +101,25 @@ void lazy_clear(Lazy *L) {
 }
 
 
+static int32_t lazy_closure_of(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds);
+
 /* The subset of the kernel states that the seeds reach by epsilon edges: its id, -1 when empty,
- * -2 with an exception set. */
+ * -2 with an exception set. The closure of one NFA state is remembered by that state: most rows
+ * of a rule's automaton step its embedded DFAs and literals, one NFA state to the next, and each
+ * such step cost a walk, a sort and a lookup of the subset. */
 static int32_t lazy_closure(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds) {
+    if (nseeds != 1)
+        return lazy_closure_of(L, seeds, nseeds);
+    int32_t got = L->single[seeds[0]];
+    if (got == -3) {
+        got = lazy_closure_of(L, seeds, 1);
+        if (got != -2)
+            L->single[seeds[0]] = got;
+    }
+    return got;
+}
+
+static int32_t lazy_closure_of(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds) {
     if (++L->stamp_now == INT32_MAX) {
         memset(L->stamp, 0, sizeof(int32_t) * (size_t)L->n);
         L->stamp_now = 1;
@@ -143,13 +162,63 @@ static int32_t lazy_closure(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds) {
     return id;
 }
 
+static int32_t NO_ROW_[1];
+#define NO_ROW NO_ROW_ /* single_row: the general way must make this row */
+
+/* The row (malloc'd) of a subset of one NFA state q whose byte edges read disjoint classes (an
+ * embedded DFA's or a literal's state: most of a rule's): each class goes to the closure of
+ * its edge's target, asked in class order as the general way asks (so subsets are numbered
+ * alike), without its pairs and sort. NO_ROW when edges overlap; NULL with an exception set. */
+static int32_t *single_row(Lazy *L, int32_t q) {
+    int32_t k = L->k;
+    int32_t *row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
+    if (!row) {
+        vec_no_memory();
+        return NULL;
+    }
+    for (int32_t c = 0; c < k; c++)
+        row[c] = -1;
+    for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++)
+        for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
+            if (row[c] >= 0) {
+                free(row);
+                return NO_ROW;
+            }
+            row[c] = L->e_dst[j];
+        }
+    int32_t last = -1, last_id = -1;
+    for (int32_t c = 0; c < k; c++) {
+        int32_t t = row[c];
+        if (t < 0)
+            continue;
+        if (t != last) {
+            last_id = lazy_closure(L, &t, 1);
+            if (last_id == -2) {
+                free(row);
+                return NULL;
+            }
+            last = t;
+        }
+        row[c] = last_id;
+    }
+    return row;
+}
+
 /* The row of subset s, not computed yet (lazy_row in _regular.h asks first). */
 const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
     int32_t k = L->k;
     Py_ssize_t n;
     const int32_t *sub = interned(&L->subsets, s, &n);
-    /* (class, target) pairs, counting-sorted by class */
     Vec *pairs = &L->pairs, *scratch = &L->scratch;
+    int32_t *row;
+    if (n == 1) {
+        row = single_row(L, sub[0]);
+        if (row == NULL)
+            return NULL;
+        if (row != NO_ROW)
+            goto calls;
+    }
+    /* (class, target) pairs, counting-sorted by class */
     pairs->len = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t q = sub[i];
@@ -179,7 +248,7 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
         sorted[fill[pairs->data[2 * i]]++] = pairs->data[2 * i + 1];
     /* the row is written into a local buffer first: interning may not move it, but `rows` is
      * appended to only once the row is complete, so a failure leaves no half row behind */
-    int32_t *row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
+    row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
     if (!row) {
         vec_no_memory();
         return NULL;
@@ -200,7 +269,7 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
             row[c] = id;
         }
     }
-    /* calls: (callee, target) pairs of the subset, grouped by callee */
+calls: /* (callee, target) pairs of the subset, grouped by callee */
     sub = interned(&L->subsets, s, &n);
     pairs->len = 0;
     for (Py_ssize_t i = 0; i < n; i++) {

@@ -21,9 +21,9 @@ int nfa_add_range(NFA *a, int32_t s, int lo, int hi, int32_t t) {
     return 0;
 }
 
-/* The bytes of `data` from s to t through len - 1 new states (data empty: an epsilon edge), in
- * one call: literals are most of a JSON grammar's pieces. */
-int nfa_add_literal(NFA *a, int32_t s, const uint8_t *data, Py_ssize_t len, int32_t t) {
+/* The bytes data[0:len] (uint8s, or int32s with `wide`) from s to t through len - 1 new states;
+ * none: an epsilon edge. */
+static int nfa_add_bytes(NFA *a, int32_t s, const void *data, int wide, Py_ssize_t len, int32_t t) {
     if (!len)
         return nfa_add_eps(a, s, t);
     if (len - 1 > INT32_MAX - a->num_states) {
@@ -36,12 +36,24 @@ int nfa_add_literal(NFA *a, int32_t s, const uint8_t *data, Py_ssize_t len, int3
     a->num_states += (int32_t)(len - 1);
     int32_t *e = a->edges.data + a->edges.len;
     for (Py_ssize_t i = 0; i < len; i++) {
-        int32_t nxt = i == len - 1 ? t : first + (int32_t)i;
-        e[4 * i] = cur, e[4 * i + 1] = data[i], e[4 * i + 2] = data[i], e[4 * i + 3] = nxt;
+        int32_t nxt = i == len - 1 ? t : first + (int32_t)i, byte = wide ? ((const int32_t *)data)[i] : ((const uint8_t *)data)[i];
+        e[4 * i] = cur, e[4 * i + 1] = byte, e[4 * i + 2] = byte, e[4 * i + 3] = nxt;
         cur = nxt;
     }
     a->edges.len += 4 * len;
     return 0;
+}
+
+/* The bytes of `data` from s to t (literals are most of a JSON grammar's pieces: one call each). */
+int nfa_add_literal(NFA *a, int32_t s, const uint8_t *data, Py_ssize_t len, int32_t t) { return nfa_add_bytes(a, s, data, 0, len, t); }
+
+/* The same from bytes held as int32s (a lowering program's), each checked to be a byte: 0, -1
+ * with an exception, or 1 for a value that is not a byte (the NFA unchanged). */
+int nfa_add_literal32(NFA *a, int32_t s, const int32_t *data, Py_ssize_t len, int32_t t) {
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (data[i] < 0 || data[i] > 255)
+            return 1;
+    return nfa_add_bytes(a, s, data, 1, len, t);
 }
 
 int nfa_add_eps(NFA *a, int32_t s, int32_t t) {
@@ -80,7 +92,7 @@ int nfa_splice(NFA *a, const NFA *b, int32_t so, int32_t to, int32_t s, int32_t 
 
 /* The DFA's moves as byte ranges (runs of equal targets), listed once: a piece of a grammar is
  * embedded at each of its uses, often thousands of times a compile. */
-static int dfa_embed_edges(DFA *d) {
+int dfa_embed_edges(DFA *d) {
     if (d->embed_edges.len || !d->n)
         return 0;
     for (int32_t q = 0; q < d->n; q++) {

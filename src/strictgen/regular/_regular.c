@@ -44,7 +44,18 @@ static int NFA_init(NFA *a, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* An NFA that lower() builds without the GIL is refused to other threads meanwhile. */
+static int nfa_usable(const NFA *a) {
+    if (a->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "this NFA is being built by another thread");
+        return -1;
+    }
+    return 0;
+}
+
 static int nfa_state(const NFA *a, long s) {
+    if (nfa_usable(a) < 0)
+        return -1;
     if (s < 0 || s >= a->num_states) {
         PyErr_Format(PyExc_IndexError, "no NFA state %ld", s);
         return -1;
@@ -79,13 +90,15 @@ static int lazy_free_to_use(Lazy *L) {
 }
 
 static PyObject *NFA_add_state(NFA *a, PyObject *noargs) {
+    if (nfa_usable(a) < 0)
+        return NULL;
     int32_t s = nfa_add_states(a, 1);
     return s < 0 ? NULL : PyLong_FromLong(s);
 }
 
 static PyObject *NFA_add_states(NFA *a, PyObject *arg) {
     long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
+    if ((n == -1 && PyErr_Occurred()) || nfa_usable(a) < 0)
         return NULL;
     int32_t first = nfa_add_states(a, n);
     return first < 0 ? NULL : PyLong_FromLong(first);
@@ -167,6 +180,14 @@ static PyObject *NFA_embed(NFA *a, PyObject *args) {
 
 static PyObject *NFA_get_num_states(NFA *a, void *closure) { return PyLong_FromLong(a->num_states); }
 
+/* arrays() -> (edges, eps, calls): the int32 records as bytes, in the order they were added */
+static PyObject *NFA_arrays(NFA *a, PyObject *noargs) {
+    if (nfa_usable(a) < 0)
+        return NULL;
+    return Py_BuildValue("(y#y#y#)", (const char *)a->edges.data, a->edges.len * (Py_ssize_t)sizeof(int32_t), (const char *)a->eps.data,
+                         a->eps.len * (Py_ssize_t)sizeof(int32_t), (const char *)a->calls.data, a->calls.len * (Py_ssize_t)sizeof(int32_t));
+}
+
 static PyMethodDef NFA_methods[] = {
     {"add_state", (PyCFunction)NFA_add_state, METH_NOARGS, "A new state; its number."},
     {"add_states", (PyCFunction)NFA_add_states, METH_O, "n new states; the first one's number."},
@@ -175,6 +196,7 @@ static PyMethodDef NFA_methods[] = {
     {"add_eps", (PyCFunction)NFA_add_eps, METH_VARARGS, "add_eps(s, t): an epsilon edge."},
     {"add_call", (PyCFunction)NFA_add_call, METH_VARARGS, "add_call(s, callee, t): a call of rule `callee` returning to t."},
     {"embed", (PyCFunction)NFA_embed, METH_VARARGS, "embed(dfa, s, t): the DFA's language between s and t (new states)."},
+    {"arrays", (PyCFunction)NFA_arrays, METH_NOARGS, "(edges (s, lo, hi, t), eps (s, t), calls (s, callee, t)) as int32 bytes, in order added."},
     {"splice", (PyCFunction)NFA_splice, METH_VARARGS, "splice(other, s_other, t_other, s, t): a copy of other's s_other..t_other paths between s and t (new states)."},
     {NULL}};
 
@@ -598,7 +620,64 @@ PyTypeObject DFAType = {
 
 /* ---- the module ------------------------------------------------------------------------------- */
 
+/* lower(nfa, ops, dfas, templates, start, end, max_states, deadline=0) -> status: the NFA of a
+ * rule's flat program (int32 ops, _lower.c) between start and end; 0, or (the NFA unchanged) 1
+ * past max_states, 2 past the deadline, 3 what Python must build (a rule inside itself),
+ * 4 a malformed program. */
+static PyObject *mod_lower(PyObject *self, PyObject *args) {
+    NFA *a;
+    Py_buffer ops;
+    PyObject *dfa_list;
+    Py_ssize_t ntemplates, max_states;
+    long start, end;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "O!y*O!nlln|d", &NFAType, &a, &ops, &PyList_Type, &dfa_list, &ntemplates, &start, &end, &max_states, &deadline))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t ndfas = PyList_GET_SIZE(dfa_list);
+    DFA **dfas = (DFA **)malloc(sizeof(DFA *) * ((size_t)ndfas + 1));
+    if (!dfas) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (ops.len % sizeof(int32_t) || ntemplates < 0 || nfa_state(a, start) < 0 || nfa_state(a, end) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "lower: ops are int32s, templates a count");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ndfas; i++) {
+        PyObject *d = PyList_GET_ITEM(dfa_list, i);
+        if (!PyObject_TypeCheck(d, &DFAType) || ((DFA *)d)->call_start[((DFA *)d)->n]) {
+            PyErr_SetString(PyExc_ValueError, "lower embeds DFAs without calls only");
+            goto done;
+        }
+        dfas[i] = (DFA *)d; /* held by the list, which the call holds (a list the caller must not change meanwhile) */
+        if (dfa_embed_edges(dfas[i]) < 0)
+            goto done;
+    }
+    Py_ssize_t len = ops.len / (Py_ssize_t)sizeof(int32_t);
+    Py_INCREF(dfa_list);
+    a->busy = 1;
+    PyThreadState *ts = let_go_if(2 * len);
+    int status = nfa_lower(a, (const int32_t *)ops.buf, len, dfas, ndfas, ntemplates, (int32_t)start, (int32_t)end, max_states, deadline);
+    take_back(ts);
+    a->busy = 0;
+    Py_DECREF(dfa_list);
+    if (status == LOWER_MEMORY) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+    } else {
+        PyErr_Clear(); /* a limit met on the way is Python's to raise, when it builds the rule */
+        result = PyLong_FromLong(status);
+    }
+done:
+    free(dfas);
+    PyBuffer_Release(&ops);
+    return result;
+}
+
 static PyMethodDef module_methods[] = {
+    {"lower", (PyCFunction)mod_lower, METH_VARARGS, "lower(nfa, ops, dfas, templates, start, end, max_states, deadline=0) -> status (0 built)."},
     {"lazy", (PyCFunction)mod_lazy, METH_VARARGS, "lazy(nfa, start, final, max_states=-1): a Lazy subset construction."},
     {"find_member", (PyCFunction)mod_find_member, METH_VARARGS, "find_member([(lazy, positive)], max_states=-1, deadline=0)."},
     {"from_table", (PyCFunction)mod_from_table, METH_VARARGS, "from_table(table, accepting, classmap=None): a DFA from rows of int32 targets."},

@@ -5,7 +5,8 @@
  * (oneOf disjointness) many times per schema; in Python these were ~80% of compile time.
  *
  *   NFA   states with byte-range edges (lo, hi, target), epsilon edges and call edges (callee,
- *         target), appended by a builder in Python.                                     (_nfa.c)
+ *         target), appended by a builder in Python                                      (_nfa.c)
+ *         or built from a flat program of a rule's IR that the builder writes        (_lower.c).
  *   Lazy  subset construction over a snapshot of an NFA, row by row on demand. Bytes are grouped
  *         into classes (maximal runs that no edge boundary splits); a subset keeps only its
  *         "kernel" NFA states (those with byte or call edges, and the final state). `determinize`
@@ -27,9 +28,10 @@
  * CompileTimeoutError.
  *
  * The GIL: _regular.c releases it around the long algorithms (determinize, trim, minimize, refine,
- * product), so that threads building rules at once run them in parallel. They work on C data
- * only: their arguments are DFAs (immutable; held by the caller's references) and a Lazy that
- * the binding marks busy, so no other thread uses it meanwhile. The few Python steps they take
+ * product, lower), so that threads building rules at once run them in parallel. They work on C data
+ * only: their arguments are DFAs (immutable but for embed_edges, made before; held by the
+ * caller's references) and a Lazy or NFA that the binding marks busy, so no other thread uses it
+ * meanwhile. The few Python steps they take
  * (setting an exception, allocating or referencing a DFA object) take the GIL for that moment
  * (PyGILState_Ensure, which also works where it is held); a DFA they make is seen by no other
  * thread until it is returned, whole.
@@ -81,6 +83,7 @@ typedef struct {
     Vec edges; /* (src, lo, hi, dst) */
     Vec eps;   /* (src, dst) */
     Vec calls; /* (src, callee, dst) */
+    int busy;  /* set (under the GIL) while lower() builds it without the GIL */
 } NFA;
 
 typedef struct {
@@ -111,6 +114,7 @@ typedef struct {
     Vec call_pool;          /* (callee, subset) pairs */
     int32_t *stamp;
     int32_t stamp_now;
+    int32_t *single; /* per NFA state: the subset id of its closure alone, -1 empty, -3 not known yet */
     Vec stack, scratch, pairs, out;
     int32_t initial; /* subset of the start closure, or -1 (empty) */
     int busy;        /* set (under the GIL) while a thread works on it without the GIL */
@@ -123,11 +127,21 @@ extern PyTypeObject NFAType, DFAType, LazyType;
 int32_t nfa_add_states(NFA *a, Py_ssize_t n); /* the first new state */
 int nfa_add_range(NFA *a, int32_t s, int lo, int hi, int32_t t);
 int nfa_add_literal(NFA *a, int32_t s, const uint8_t *data, Py_ssize_t len, int32_t t);
+int nfa_add_literal32(NFA *a, int32_t s, const int32_t *data, Py_ssize_t len, int32_t t); /* 1: not bytes */
 int nfa_add_eps(NFA *a, int32_t s, int32_t t);
 int nfa_add_call(NFA *a, int32_t s, int32_t callee, int32_t t);
 int nfa_splice(NFA *a, const NFA *b, int32_t so, int32_t to, int32_t s, int32_t t);
 int nfa_embed(NFA *a, DFA *d, int32_t s, int32_t t); /* d without calls */
 void nfa_clear(NFA *a);
+int dfa_embed_edges(DFA *d); /* d's moves as byte ranges, made once (the GIL held: it changes d) */
+
+/* ---- IR -> NFA lowering from a flat program (_lower.c) ---- */
+
+enum { LOWER_OK = 0, LOWER_TOO_LARGE, LOWER_TIME, LOWER_UNSUPPORTED, LOWER_MALFORMED, LOWER_MEMORY };
+/* The program's NFA between s and t; LOWER_OK, or another status with the NFA as it was. Every
+ * DFA's embed_edges made first. */
+int nfa_lower(NFA *a, const int32_t *ops, Py_ssize_t len, DFA **dfas, Py_ssize_t ndfas, Py_ssize_t ntemplates, int32_t s, int32_t t,
+              Py_ssize_t max_states, double deadline);
 
 /* ---- lazy subsets (_lazy.c) ---- */
 

@@ -1,14 +1,17 @@
 /* Every JSON spelling of a string language, on its byte-level DFA (see grammar/json_spelling.py,
  * which holds the policy; this is the work, in C because it visits every state and character).
  *
- * spell(table, accepting, max_states, all_spellings, deadline) -> (table, accepting) | None | False
+ * spell(table, accepting, max_states, all_spellings, deadline) -> (table, accepting, classmap) | None | False
  *   table: int32 bytes, 256 next states per state (-1 dead), state 0 the start, over raw UTF-8.
- *   Result: the dense DFA of the JSON string bodies (between the quotes) decoding into the
+ *   Result: the DFA, by byte class (classmap None: 256 wide), of the JSON string bodies (between the quotes) decoding into the
  *   language: raw characters except '"', '\\' and U+0000..U+001F, short escapes, \uXXXX in either
  *   case, surrogate pairs. Beside every state between characters sits a trie of escapes that
  *   leads where the escaped character leads; tries are hash-consed by what they lead to.
  *   With all_spellings false, printable ASCII is only raw and only other characters get escapes.
- *   None: more than max_states states would be needed. False: the deadline passed. */
+ *   None: more than max_states states would be needed. False: the deadline passed.
+ *   The result's classes are the raw table's runs of bytes with equal columns, cut around every
+ *   byte an escape reads: rows of k, not 256, entries (a 30,000-state result was 30 MB to write,
+ *   copy and read again for its classes, most of spelling's time). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "_vec.h"
@@ -28,7 +31,9 @@ typedef struct {
     const int32_t *raw;
     int32_t n, max_states, all;
     double deadline;
-    Vec rows, acc;        /* the result: 256 entries a state; 0/1 a state */
+    Vec rows, acc;        /* the result: k entries a state (by cls); 0/1 a state */
+    int32_t k;
+    uint8_t cls[256];     /* the result's byte classes */
     Interner tries;         /* (width, (lo, hi, cont)...) -> id; trie_state[id] its state */
     Vec trie_state;
     Interner lows;          /* low-surrogate signatures -> id; pair_state[id] the state after the high */
@@ -42,19 +47,39 @@ typedef struct {
 #define PAIR_ID(c) (-2 - (c))
 
 static int32_t new_state(Sp *sp) {
-    int32_t m = (int32_t)(sp->rows.len / 256);
+    int32_t m = (int32_t)(sp->rows.len / sp->k);
     if (m >= sp->max_states)
         return LIMIT;
     if (!(m & 1023) && sp->deadline > 0 && now() > sp->deadline)
         return LATE;
-    if (vec_reserve(&sp->rows, sp->rows.len + 256) < 0 || vec_push(&sp->acc, 0) < 0)
+    if (vec_reserve(&sp->rows, sp->rows.len + sp->k) < 0 || vec_push(&sp->acc, 0) < 0)
         return NOMEM;
-    memset(sp->rows.data + sp->rows.len, 0xff, sizeof(int32_t) * 256);
-    sp->rows.len += 256;
+    memset(sp->rows.data + sp->rows.len, 0xff, sizeof(int32_t) * (size_t)sp->k);
+    sp->rows.len += sp->k;
     return m;
 }
 
-static void set_edge(Sp *sp, int32_t s, int b, int32_t t) { sp->rows.data[(Py_ssize_t)s * 256 + b] = t; }
+/* b is a byte an escape reads, a class of its own */
+static void set_edge(Sp *sp, int32_t s, int b, int32_t t) { sp->rows.data[(Py_ssize_t)s * sp->k + sp->cls[b]] = t; }
+
+/* The result's classes (into cls; their number): runs of bytes whose raw columns are equal, cut
+ * around the bytes escapes read (each its own class) and after the controls (dead everywhere). */
+static int32_t out_classes(const int32_t *raw, int32_t n, uint8_t *cls) {
+    static const char apart[] = "\"\\/bfnrtu0123456789abcdefABCDEF";
+    uint8_t cut[257] = {0};
+    cut[0] = cut[0x20] = 1;
+    for (const char *c = apart; *c; c++)
+        cut[(uint8_t)*c] = cut[(uint8_t)*c + 1] = 1;
+    for (int32_t s = 0; s < n; s++) {
+        const int32_t *row = raw + (Py_ssize_t)s * 256;
+        for (int b = 1; b < 256; b++)
+            cut[b] |= row[b] != row[b - 1];
+    }
+    int32_t k = -1;
+    for (int b = 0; b < 256; b++)
+        cls[b] = (uint8_t)(k += cut[b]);
+    return k + 1;
+}
 
 static int push3(Vec *v, int32_t lo, int32_t hi, int32_t t) {
     if (v->len >= 3 && v->data[v->len - 1] == t && v->data[v->len - 2] + 1 == lo) { /* merge a run */
@@ -241,6 +266,20 @@ static int surrogates(Sp *sp, const Vec *supp, Vec *sig) {
             high = h;
             if (lo < 0)
                 break;
+            if (!lows.len && !(lo & 0x3FF) && hi >= ((h << 10) | 0x3FF)) {
+                /* whole high surrogates h..h_end read every low one towards t: one signature, one
+                 * entry (a state reading any character met 1,024 of them, one intern each) */
+                int32_t h_end = ((hi + 1) >> 10) - 1, full[3] = {0xDC00, 0xDFFF, t};
+                int added;
+                int32_t id = table_id(&sp->lows, full, 3, &added);
+                if (id < 0 || (added && vec_push(&sp->pair_state, -1) < 0) || push3(sig, 0xD800 + h, 0xD800 + h_end, PAIR(id)) < 0)
+                    return vec_free(&lows), NOMEM;
+                high = -1;
+                if (((h_end << 10) | 0x3FF) == hi)
+                    break;
+                lo = (h_end + 1) << 10;
+                continue;
+            }
             int32_t last = hi < ((h << 10) | 0x3FF) ? hi : ((h << 10) | 0x3FF);
             if (push3(&lows, 0xDC00 + (lo & 0x3FF), 0xDC00 + (last & 0x3FF), t) < 0)
                 return vec_free(&lows), NOMEM;
@@ -326,6 +365,47 @@ static int any_at(const int32_t *row, int lo, int hi) {
 
 static int reads_forbidden(const int32_t *row) { return any_at(row, 0, 0x1F) || row[0x22] >= 0 || row[0x5C] >= 0; }
 
+static int same_column(const Sp *sp, Py_ssize_t n, int32_t a, int32_t b) {
+    for (Py_ssize_t s = 0; s < n; s++)
+        if (sp->rows.data[s * sp->k + a] != sp->rows.data[s * sp->k + b])
+            return 0;
+    return 1;
+}
+
+/* Classes whose columns came out equal (the escapes' bytes, apart while the tries were made, and
+ * runs the raw table had apart) become one, numbered by first byte, and the rows shrink to them:
+ * what minimising and every later step cost grows with the classes (65 against 33 for a
+ * 30,000-state result made its minimisation 1.7x as long). */
+static void merge_classes(Sp *sp) {
+    int32_t k = sp->k, m = 0, to[256], rep[256];
+    Py_ssize_t n = sp->rows.len / k;
+    uint64_t h[256];
+    for (int32_t c = 0; c < k; c++)
+        h[c] = 0x9e3779b97f4a7c15ULL;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        const int32_t *row = sp->rows.data + s * k;
+        for (int32_t c = 0; c < k; c++)
+            h[c] = (h[c] ^ (uint32_t)row[c]) * 0x632be59bd9b4e019ULL;
+    }
+    for (int32_t c = 0; c < k; c++) { /* classes are in byte order: so are the merged ones */
+        to[c] = -1;
+        for (int32_t j = 0; j < m && to[c] < 0; j++)
+            if (h[rep[j]] == h[c] && same_column(sp, n, rep[j], c))
+                to[c] = j;
+        if (to[c] < 0)
+            rep[m] = c, to[c] = m++;
+    }
+    if (m == k)
+        return;
+    for (Py_ssize_t s = 0; s < n; s++) /* in place: a read is never below the writes before it */
+        for (int32_t j = 0; j < m; j++)
+            sp->rows.data[s * m + j] = sp->rows.data[s * k + rep[j]];
+    sp->rows.len = n * m;
+    for (int b = 0; b < 256; b++)
+        sp->cls[b] = (uint8_t)to[sp->cls[b]];
+    sp->k = m;
+}
+
 static PyObject *spell(PyObject *self, PyObject *args) {
     Py_buffer table, accepting;
     long max_states;
@@ -362,24 +442,30 @@ static PyObject *spell(PyObject *self, PyObject *args) {
     }
     if (!forbidden && !reads_any) { /* plain printable ASCII throughout: spelled as itself */
         free(reads);
-        result = Py_BuildValue("(y#y#)", (const char *)table.buf, table.len, (const char *)accepting.buf, accepting.len);
+        result = Py_BuildValue("(y#y#O)", (const char *)table.buf, table.len, (const char *)accepting.buf, accepting.len, Py_None);
         goto out;
     }
     int32_t code = 0;
-    if (vec_reserve(&sp.rows, (Py_ssize_t)n * 256) < 0 || vec_reserve(&sp.acc, n) < 0) {
+    int32_t k = sp.k = out_classes(sp.raw, n, sp.cls);
+    if (vec_reserve(&sp.rows, (Py_ssize_t)n * k) < 0 || vec_reserve(&sp.acc, n) < 0) {
         code = NOMEM;
         goto spelled;
     }
-    memcpy(sp.rows.data, sp.raw, sizeof(int32_t) * (size_t)n * 256);
-    sp.rows.len = (Py_ssize_t)n * 256;
+    for (int32_t s = 0; s < n; s++) { /* a class's bytes share their raw column: its first byte's */
+        const int32_t *row = sp.raw + (Py_ssize_t)s * 256;
+        int32_t *out = sp.rows.data + (Py_ssize_t)s * k;
+        for (int b = 0; b < 256; b++)
+            out[sp.cls[b]] = row[b];
+    }
+    sp.rows.len = (Py_ssize_t)n * k;
     for (int32_t s = 0; s < n; s++)
         sp.acc.data[sp.acc.len++] = acc[s] != 0;
-    if (forbidden)
+    if (forbidden) /* the controls, '"' and '\\' are classes of their own */
         for (int32_t s = 0; s < n; s++) {
-            int32_t *row = sp.rows.data + (Py_ssize_t)s * 256;
+            int32_t *row = sp.rows.data + (Py_ssize_t)s * k;
             for (int b = 0; b < 0x20; b++)
-                row[b] = -1;
-            row[0x22] = row[0x5C] = -1;
+                row[sp.cls[b]] = -1;
+            row[sp.cls[0x22]] = row[sp.cls[0x5C]] = -1;
         }
     for (int32_t s = 0; s < n; s++) { /* mid-character states read no lead byte: only these get escapes */
         if (!reads[s])
@@ -410,12 +496,14 @@ spelled:
     } else if (code == LATE) {
         result = Py_False, Py_INCREF(Py_False);
     } else {
+        merge_classes(&sp);
         PyObject *accepting_out = PyBytes_FromStringAndSize(NULL, sp.acc.len);
         if (accepting_out) {
             char *p = PyBytes_AS_STRING(accepting_out);
             for (Py_ssize_t i = 0; i < sp.acc.len; i++)
                 p[i] = (char)sp.acc.data[i];
-            result = Py_BuildValue("(y#N)", (const char *)sp.rows.data, (Py_ssize_t)(sizeof(int32_t) * (size_t)sp.rows.len), accepting_out);
+            result = Py_BuildValue("(y#Ny#)", (const char *)sp.rows.data, (Py_ssize_t)(sizeof(int32_t) * (size_t)sp.rows.len), accepting_out,
+                                   (const char *)sp.cls, (Py_ssize_t)256);
         }
     }
 out:
@@ -429,8 +517,8 @@ out:
 
 static PyMethodDef methods[] = {
     {"spell", spell, METH_VARARGS,
-     "spell(table, accepting, max_states, all_spellings, deadline=0): the JSON spellings' dense DFA as "
-     "(table, accepting) bytes; None past max_states; False past the deadline."},
+     "spell(table, accepting, max_states, all_spellings, deadline=0): the JSON spellings' DFA as "
+     "(table, accepting, classmap) bytes (classmap None: 256 wide); None past max_states; False past the deadline."},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "strictgen.regular._spelling", "Every JSON spelling of a string DFA.", -1, methods};

@@ -1,0 +1,191 @@
+"""A rule's IR as the flat program that the regular core's C lowering (`regular.lower`) builds an
+NFA from without the GIL (issues 28/29: rule builds were two thirds Python, and held the GIL).
+
+`Program` walks the IR as `NFABuilder._build` does and takes the same decisions in the same order
+(kept pieces and embedded DFAs, calls, shared nodes, templates), asking the builder for each;
+it writes, in pre-order, int32 ops that leave only the NFA's states and edges to C, which makes
+them as the Python builder would, state by state (regular/_lower.c lists the ops).
+"""
+
+from __future__ import annotations
+
+import array
+from typing import TYPE_CHECKING
+
+from strictgen import regular
+from strictgen.regular.utf8 import utf8_sequences
+
+from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
+
+if TYPE_CHECKING:
+    from .automata import NFABuilder
+
+LIT, BYTES, EDGES, SEQ, ALT, REPEAT, CALL, EMBED, SHARED, TEMPLATE = range(1, 11)
+
+COMPOSITE = (Seq, Alt, Repeat, RuleRef)  # what costs a walk to build; the rest is a few edges
+_COMPOSITE_TYPES = frozenset(COMPOSITE)
+
+
+class Unlowerable(Exception):
+    """What the C lowering would not build as the Python builder does (a rule met inside itself,
+    an undefined rule, an unknown node): the Python builder builds it, or says why not."""
+
+
+def charset_ops(ranges: tuple[tuple[int, int], ...]) -> list[int]:
+    """A character class as an EDGES op: its UTF-8 sequences as a small trie over byte-range
+    prefixes (compact NFAs for big classes), states numbered as made (0 the start, 1 the end)."""
+    trie: dict[tuple, int] = {}
+    edges: list[int] = []
+    for seq in (s for lo, hi in ranges for s in utf8_sequences(lo, hi)):
+        cur = 0
+        last = len(seq) - 1
+        for i, (lo, hi) in enumerate(seq):
+            if i == last:
+                edges += (cur, lo, hi, 1)
+            else:
+                nxt = trie.get(seq[: i + 1])
+                if nxt is None:
+                    nxt = trie[seq[: i + 1]] = 2 + len(trie)
+                    edges += (cur, lo, hi, nxt)
+                cur = nxt
+    return [EDGES, len(trie), len(edges) // 4, *edges]
+
+
+class LoweringMemo:
+    """What the programs of one compile's rules share (one per `BuildMemo`, that is per `called`
+    map): the DFAs their EMBED ops name, the ids of shared nodes and templates, and each template
+    written whole once, copied into the next rule's program instead of walked again (as the Python
+    builder splices into a later rule a template it built for an earlier one)."""
+
+    def __init__(self):
+        self.dfas: list[regular.DFA] = []
+        self.dfa_index: dict[int, int] = {}
+        self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
+        self.template_ids: dict[tuple, int] = {}
+        self.segments: dict[tuple, array.array] = {}  # a template's whole TEMPLATE op, its program inline
+
+
+class Program:
+    """One rule's program: `ops` (int32) over the compile's `memo` (its DFAs and template ids).
+    `build(expr)` writes what `NFABuilder._build_shared` builds, `build_here(expr)` what its
+    `_build` builds (a shared node not shared at the top)."""
+
+    def __init__(self, builder: NFABuilder):
+        self.builder = builder
+        self.memo: LoweringMemo = builder.lowering_memo
+        self.ops = array.array("i")
+        self._fragments: dict[int, int] = {}  # shared node id -> offset of its program here
+        self._templates: dict[tuple, int | None] = {}  # key -> offset of its program here; None: being written
+        self._open: list[list] = []  # the templates being written: [offset, self-contained so far]
+
+    def _ref(self, op: int, ident: int, at: int) -> None:
+        """A reference to the program at `at`, written earlier: a template being written that
+        began after it is not self-contained (its copy elsewhere would point nowhere)."""
+        for t in self._open:
+            if t[0] > at:
+                t[1] = False
+        self.ops.extend((op, ident, at - len(self.ops), 0))
+
+    def build(self, expr: Expr) -> None:
+        at = self._fragments.get(id(expr))
+        if at is not None:
+            self._ref(SHARED, self.memo.fragment_ids[id(expr)], at)
+        elif id(expr) in self.builder.shared_ids:
+            ids = self.memo.fragment_ids
+            head = len(self.ops)
+            at = self._fragments[id(expr)] = head + 4
+            self.ops.extend((SHARED, ids.setdefault(id(expr), len(ids)), 4, 0))
+            dfa = self.builder.embedded_dfa(expr)
+            if dfa is not None:
+                self._embed(dfa)
+            else:
+                self.build_here(expr)
+            self.ops[head + 3] = len(self.ops) - at
+        else:
+            self.build_here(expr)
+
+    def _embed(self, dfa: regular.DFA) -> None:
+        memo = self.memo
+        index = memo.dfa_index.get(id(dfa))
+        if index is None:
+            index = memo.dfa_index[id(dfa)] = len(memo.dfas)
+            memo.dfas.append(dfa)  # held by the memo: its id stays its own
+        self.ops.extend((EMBED, index))
+
+    def build_here(self, expr: Expr) -> None:
+        ops, builder, t = self.ops, self.builder, type(expr)
+        if t is Literal:
+            ops.extend((LIT, len(expr.data)))
+            ops.extend(expr.data)
+            return
+        if t in _COMPOSITE_TYPES:
+            kept = builder.kept_piece(expr)
+            if kept is not None:
+                self._embed(kept)
+                return
+        if t is Seq or t is Alt:
+            ops.extend((SEQ if t is Seq else ALT, len(expr.items)))
+            shared = builder.shared_ids
+            for item in expr.items:
+                (self.build if id(item) in shared else self.build_here)(item)
+        elif t is ByteSet:
+            ops.extend((BYTES, len(expr.ranges)))
+            for lo, hi in expr.ranges:
+                ops.extend((lo, hi))
+        elif t is CharSet:
+            ops.extend(builder.charset_ops(expr))
+        elif t is Repeat:
+            head = len(ops)
+            ops.extend((REPEAT, expr.min, -1 if expr.max is None else expr.max, 0))
+            copies = expr.min + (1 if expr.max is None else expr.max - expr.min)
+            if copies > 1:
+                self._copy(("item", id(expr.item)), expr.item)
+            elif copies:  # none: nothing built, nothing asked
+                self.build(expr.item)
+            ops[head + 3] = len(ops) - head - 4
+        elif t is Intersect or t is Difference or t is Spelled:
+            self._embed(builder.regular_dfa(expr))
+        elif t is RuleRef:
+            if expr.name not in builder.rules:
+                raise Unlowerable(expr.name)
+            if expr.name in builder.called:
+                ops.extend((CALL, builder.called[expr.name]))
+            else:
+                self._copy(("rule", expr.name), builder.rules[expr.name])
+        elif t is Lazy:
+            ops.extend((CALL, builder.called[expr]))
+        else:
+            raise Unlowerable(t.__name__)
+
+    def _copy(self, key: tuple, expr: Expr) -> None:
+        """What `NFABuilder._copy` builds: an embedded DFA, or a template (written once a compile,
+        built once a rule by C, spliced in at each use)."""
+        if not isinstance(expr, COMPOSITE):
+            self.build_here(expr)
+            return
+        segment = self.memo.segments.get(key)
+        if segment is not None:  # a template an earlier rule wrote whole
+            self.ops.extend(segment)
+            return
+        if not self.builder.templated(key):
+            dfa = self.builder.embedded_dfa(expr)
+            if dfa is not None:
+                self._embed(dfa)
+                return
+        ids = self.memo.template_ids
+        at = self._templates.get(key, -1)
+        if at is None:  # met inside itself: the Python builder says so
+            raise Unlowerable(key)
+        if at >= 0:
+            self._ref(TEMPLATE, ids[key], at)
+            return
+        head = len(self.ops)
+        self._templates[key] = None
+        self._open.append(opened := [head, True])
+        self.ops.extend((TEMPLATE, ids.setdefault(key, len(ids)), 4, 0))
+        self.build_here(expr)
+        self.ops[head + 3] = len(self.ops) - head - 4
+        self._open.pop()
+        self._templates[key] = head + 4
+        if opened[1]:
+            self.memo.segments[key] = self.ops[head:]
