@@ -14,8 +14,9 @@ VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays the C files share
 BUFFERS_H = "src/strictgen/tokenizer/_buffers.h"  # checked buffer views the vocabulary's C files share
 INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the clock of the regular core
 REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata and algorithms, between its files
-# one file per algorithm family, the Python types apart (_regular.c)
-REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
+BINDINGS_H = "src/strictgen/regular/_bindings.h"  # what the regular core's two binding files share
+# one file per algorithm family, the Python types apart (_regular.c, _dfa_type.c)
+REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its files
 MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; its storage; merged frames
 
@@ -23,7 +24,7 @@ setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),

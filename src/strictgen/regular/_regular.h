@@ -18,8 +18,9 @@
  *         product (and / and-not), shortest member, and `find_member`, which searches a product
  *         of several Lazy automata (each taken positively or complemented) breadth first and
  *         stops at the first member, a shortest one: emptiness without whole DFAs.  (_search.c)
- *   The Python types, argument parsing and the module are in _regular.c; the algorithm files
- *   take and return C values only.
+ *   The Python types, argument parsing and the module are in _regular.c (NFA, Lazy, the module)
+ *   and _dfa_type.c (DFA), with what both share in _bindings.h; the algorithm files take and
+ *   return C values only.
  *
  * Errors: a function that fails returns NULL or a negative number with a Python exception set
  * (MemoryError, or Limit). Limits: every long loop checks a state budget and a deadline
@@ -27,7 +28,7 @@
  * `Limit("states" | "time")`, which the Python face turns into GrammarTooLargeError /
  * CompileTimeoutError.
  *
- * The GIL: _regular.c releases it around the long algorithms (determinize, trim, minimize, refine,
+ * The GIL: the bindings release it around the long algorithms (determinize, trim, minimize, refine,
  * product, lower), so that threads building rules at once run them in parallel. They work on C data
  * only: their arguments are DFAs (immutable but for embed_edges, made before; held by the
  * caller's references) and a Lazy or NFA that the binding marks busy, so no other thread uses it
