@@ -3,6 +3,7 @@
 DESIGN.md §5 allows small C extensions for profiled hot loops numpy cannot vectorise well; both
 are built from source here: strictgen.compile._walk is the vocabulary-trie walk of token masks,
 strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for),
+strictgen.compile._mask_store the token masks by state that batch and draft fills copy without the GIL,
 strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
 emptiness) beneath grammar/ and compile/. An extension of several files keeps its algorithms apart
 from its Python bindings, with a header between them.
@@ -21,6 +22,7 @@ MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdow
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._mask_store", ["src/strictgen/compile/_mask_store.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H], extra_compile_args=["-O2"]),
