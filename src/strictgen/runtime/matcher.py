@@ -153,6 +153,23 @@ class GrammarMatcher:
         row = self._masker.cached(self.state)
         return row if row is None or self._unique is None else self._tracked(row)
 
+    def plain_state(self) -> int:
+        """The state whose cached machine mask is this matcher's next mask as it is, or -1 (a
+        terminated matcher allows EOS only; a tracker filters the row): the rows that batch and
+        draft fills copy in C straight from the grammar's store of masks."""
+        return -1 if self._terminated or self._unique is not None else self._history[-1]
+
+    def text_step(self, state: int, token_id: int) -> int | None:
+        """The state after text token `token_id` from `state` (DEAD if refused), the matcher not
+        moving; None where only `accept_token` can tell (EOS, a special token, a tracker). What a
+        draft walk asks where its C step stops (a row not computed yet)."""
+        if not 0 <= token_id < self._vocab_size:
+            return DEAD
+        if self._unique is not None or token_id in self._eos or self._is_special[token_id]:
+            return None
+        data = self._token_bytes[token_id]
+        return DEAD if self._stand_ins and STAND_IN in data else self._machine.step_bytes(state, data)
+
     def _tracked(self, row: np.ndarray) -> np.ndarray:
         """The machine's mask `row` for this state, without the tokens that would repeat an
         earlier item or name (the tracker's part)."""
