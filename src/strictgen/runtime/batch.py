@@ -48,35 +48,30 @@ def _executor(kind: str = "mask") -> ThreadPoolExecutor:
 def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: list[int], threads: int) -> list[bool]:
     """Fill row rows[i] of `target` with matcher i's mask; per row, whether it needs applying.
 
-    Rows whose mask is the machine state's cached mask as it is (`plain_state`) are one C call
+    Rows whose mask is the machine state's cached mask as it is (`plain_row`) are one C call
     for the whole batch (`_mask_store.fill_rows`: the hits copied, the misses returned, GIL
     released). Their misses, and the states of rows a tracker filters, are computed together
     (`_compute_missing`), then a second C call copies the misses. The rest (terminated rows,
     tracked rows, a miss a full store already dropped again) are read row by row. The hits are
     aged once per distinct state, only where a store is full enough for it to matter
     (`TokenMasker.age`)."""
+    keys = [m.plain_row() for m in matchers]  # (masker, state), or None: the row is not a stored mask as it is
     stores: dict = {}  # masker -> its number in the call (grammars compiled alike may share one)
-    plain, which, states = [], [], []
-    others = []  # rows whose mask is not a stored row as it is
-    for i, m in enumerate(matchers):
-        state = m.plain_state()
-        if state < 0:
-            others.append(i)
-            continue
-        masker = m.compiled.masker
-        k = stores.get(masker)
-        if k is None:
-            k = stores[masker] = len(stores)
-        plain.append(i)
-        which.append(k)
-        states.append(state)
+    which_all = [stores.setdefault(key[0], len(stores)) if key else -1 for key in keys]
+    states_all = [key[1] if key else 0 for key in keys]
+    if len(stores) and -1 not in which_all:  # the usual batch: every row plain
+        plain, others = range(len(matchers)), []
+        which_a, states_a, rows_a = np.array(which_all, dtype=np.int32), np.array(states_all, dtype=np.int64), np.array(rows, dtype=np.int64)
+    else:
+        plain = [i for i, key in enumerate(keys) if key]
+        others = [i for i, key in enumerate(keys) if not key]
+        which_a = np.array([which_all[i] for i in plain], dtype=np.int32)
+        states_a = np.array([states_all[i] for i in plain], dtype=np.int64)
+        rows_a = np.array([rows[i] for i in plain], dtype=np.int64)
     flags = [False] * len(matchers)
     if plain:
         maskers = list(stores)
         store_tuple = tuple(masker.store for masker in maskers)
-        which_a = np.array(which, dtype=np.int32)
-        states_a = np.array(states, dtype=np.int64)
-        rows_a = np.array([rows[i] for i in plain], dtype=np.int64)
         found = np.zeros(len(plain), dtype=np.uint8)
         misses = np.empty(len(plain), dtype=np.int64)
         num_misses = _mask_store.fill_rows(store_tuple, which_a, states_a, rows_a, target, found, misses)
@@ -92,8 +87,11 @@ def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: lis
             left = _mask_store.fill_rows(store_tuple, which_a[missed], states_a[missed], rows_a[missed], target, missed_flags, again)
             found[missed] = missed_flags
             others.extend(plain[int(missed[j])] for j in again[:left].tolist())  # stored and dropped since (a small bound)
-        for j, flag in enumerate(found.tolist()):
-            flags[plain[j]] = bool(flag)
+        if not others:
+            flags = found.astype(bool).tolist()
+        else:
+            for j, flag in enumerate(found.tolist()):
+                flags[plain[j]] = bool(flag)
     for i in others:
         mask = matchers[i].next_token_mask()
         target[rows[i], : len(mask)] = mask

@@ -45,9 +45,10 @@ def _write(target: np.ndarray, row: int, mask: np.ndarray) -> None:
 def validate_tokens(matcher: "GrammarMatcher", tokens: Sequence[int]) -> int:
     """How many leading tokens of `tokens` the grammar accepts from the matcher's state; the
     matcher does not move."""
-    state, ids = matcher.plain_state(), _draft_ids(tokens)
-    if state < 0 or ids is None:
+    plain, ids = matcher.plain_row(), _draft_ids(tokens)
+    if plain is None or ids is None:
         return _validate_by_matcher(matcher, tokens)
+    state = plain[1]
     core, vocab = _walk_source(matcher)
     pos = 0
     while True:
@@ -83,10 +84,10 @@ def fill_draft_bitmasks(matcher: "GrammarMatcher", draft: Sequence[int], bitmask
     target = _rows(bitmask)
     if start_row < 0 or start_row + len(draft) + 1 > target.shape[0]:
         raise ValueError(f"bitmask of {target.shape[0]} rows cannot hold {len(draft) + 1} draft rows from row {start_row}")
-    state, ids = matcher.plain_state(), _draft_ids(draft)
-    if state < 0 or ids is None or target.dtype != np.int32 or target.strides[1] != target.itemsize:
+    plain, ids = matcher.plain_row(), _draft_ids(draft)
+    if plain is None or ids is None or target.dtype != np.int32 or target.strides[1] != target.itemsize:
         return _fill_by_matcher(matcher, draft, target, start_row)
-    masker = matcher.compiled.masker
+    masker, state = plain
     core, vocab = _walk_source(matcher)
     pos = 0
     while True:

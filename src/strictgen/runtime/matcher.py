@@ -153,11 +153,12 @@ class GrammarMatcher:
         row = self._masker.cached(self.state)
         return row if row is None or self._unique is None else self._tracked(row)
 
-    def plain_state(self) -> int:
-        """The state whose cached machine mask is this matcher's next mask as it is, or -1 (a
-        terminated matcher allows EOS only; a tracker filters the row): the rows that batch and
-        draft fills copy in C straight from the grammar's store of masks."""
-        return -1 if self._terminated or self._unique is not None else self._history[-1]
+    def plain_row(self) -> tuple | None:
+        """(the grammar's TokenMasker, the state) when the state's cached machine mask is this
+        matcher's next mask as it is, else None (a terminated matcher allows EOS only; a tracker
+        filters the row): the rows that batch and draft fills copy in C straight from the
+        masker's store."""
+        return None if self._terminated or self._unique is not None else (self._masker, self._history[-1])
 
     def text_step(self, state: int, token_id: int) -> int | None:
         """The state after text token `token_id` from `state` (DEAD if refused), the matcher not
