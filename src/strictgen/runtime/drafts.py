@@ -49,7 +49,7 @@ def validate_tokens(matcher: "GrammarMatcher", tokens: Sequence[int]) -> int:
     if plain is None or ids is None:
         return _validate_by_matcher(matcher, tokens)
     state = plain[1]
-    core, vocab = _walk_source(matcher)
+    core, vocab = matcher.draft_source()
     pos = 0
     while True:
         status, pos, state = _mask_store.walk_draft(core, None, vocab, ids, pos, state, None, 0)
@@ -88,7 +88,7 @@ def fill_draft_bitmasks(matcher: "GrammarMatcher", draft: Sequence[int], bitmask
     if plain is None or ids is None or target.dtype != np.int32 or target.strides[1] != target.itemsize:
         return _fill_by_matcher(matcher, draft, target, start_row)
     masker, state = plain
-    core, vocab = _walk_source(matcher)
+    core, vocab = matcher.draft_source()
     pos = 0
     while True:
         status, pos, state = _mask_store.walk_draft(core, masker.store, vocab, ids, pos, state, target, start_row)
@@ -114,9 +114,8 @@ def _draft_ids(draft: Sequence[int]) -> np.ndarray | None:
         return None
 
 
-def _walk_source(matcher: "GrammarMatcher") -> tuple:
-    """(the C machine, the vocabulary as walk_draft reads it) for the matcher's grammar."""
-    compiled = matcher.compiled
+def walk_source(compiled) -> tuple:
+    """(the C machine, the vocabulary as walk_draft reads it) for a compiled grammar."""
     info = compiled.tokenizer_info
     facts = info.trie.facts
     vocab = (facts.starts, facts.lengths, facts.flat, info.is_special, compiled.masker.eos, info.vocab_size, compiled.has_special_tokens)

@@ -40,6 +40,7 @@ class GrammarMatcher:
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
         self._unique = compiled.tracker  # uniqueItems arrays and distinct-name objects followed here (None: none)
+        self._draft_source: tuple | None = None  # what the C draft walk reads (drafts.walk_source), on the first draft
         if compiled.has_captures:  # only these matchers keep the bytes they accept, for captures()
             self._advance = self._advance_keeping_text
         self.reset()
@@ -202,6 +203,13 @@ class GrammarMatcher:
         return forced.split(bytes((STAND_IN,)), 1)[0] if self._stand_ins else forced  # a special token is the model's
 
     # ---- speculative decoding (drafts.py): the matcher does not move ----
+
+    def draft_source(self) -> tuple:
+        """(the C machine, the vocabulary as the C draft walk reads it), made on the first draft
+        call: a speculative decoder asks a matcher for drafts at every step."""
+        if self._draft_source is None:
+            self._draft_source = drafts.walk_source(self.compiled)
+        return self._draft_source
 
     def validate_tokens(self, tokens) -> int:
         """How many leading tokens of a draft the grammar accepts from here."""
