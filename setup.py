@@ -18,11 +18,13 @@ REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata an
 REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_nfa", "_lazy", "_dfa", "_minimize", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its two files
 MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; merged frames
+MASK_STORE_H = "src/strictgen/compile/_mask_store.h"  # the store of masks, between its two files
+MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_draft_walk.c"]  # the store and batch copy; the draft walks
 
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.compile._mask_store", ["src/strictgen/compile/_mask_store.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H], extra_compile_args=["-O2"]),

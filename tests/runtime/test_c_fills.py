@@ -109,6 +109,34 @@ def test_a_warm_draft_is_one_c_call(qwen, monkeypatch):
     assert [c[0] for c in calls] == [_mask_store.DONE, _mask_store.DONE] and np.array_equal(again, rows)
 
 
+def test_a_warm_tree_is_one_c_call(qwen, monkeypatch):
+    """A draft tree whose nodes' masks are stored is walked by one C call, the rows equal the
+    first (cold) walk's, which needed Python only where C stopped."""
+    g = sg.GrammarCompiler(qwen, cache_size=1).compile_grammar(GBNF)
+    ids = canonical_ids("qwen", "1+2*(3+44)")
+    # root: ids[0] accepted already; a chain of the document's next tokens, with a refused side branch
+    n = len(ids)
+    tokens = ids + [ids[0]]
+    first = [i + 1 if i + 1 < n else -1 for i in range(n)] + [-1]
+    sibling = [-1] * n + [-1]
+    sibling[2] = n  # node n: a second child of node 1, the first token again
+    m = sg.GrammarMatcher(g)
+    assert m.accept_token(ids[0])
+    rows = np.zeros((n + 1, (qwen.vocab_size + 31) // 32), dtype=np.int32)
+    calls = []
+    walk = _mask_store.walk_tree
+    monkeypatch.setattr(_mask_store, "walk_tree", lambda *a: calls.append(walk(*a)) or calls[-1])
+    visited = m.fill_draft_tree_bitmasks(tokens, first, sibling, rows)
+    assert len(calls) > 1 and calls[-1][0] == _mask_store.DONE
+    for k in range(1, n):
+        assert np.array_equal(rows[k], mask_after(g, ids[: k + 1]))
+    calls.clear()
+    monkeypatch.setattr(sg.GrammarMatcher, "accept_token", lambda *a: pytest.fail("a warm tree is stepped in C"))
+    again = np.zeros_like(rows)
+    assert m.fill_draft_tree_bitmasks(tokens, first, sibling, again) == visited and len(calls) == 1
+    assert np.array_equal(again, rows)
+
+
 class _Counter:
     """A Python thread counting while it holds the GIL (sleep(0) hands the GIL back each turn)."""
 
@@ -194,3 +222,26 @@ def test_warm_draft_fill_releases_the_gil(monkeypatch):
                 break
     assert moved[0], "no other thread ran while the draft was walked in C: the GIL was held"
     assert np.array_equal(rows[-1], mask_after(g, [0, 0]))
+
+
+def test_warm_tree_fill_releases_the_gil(monkeypatch):
+    """A warm draft tree of 300,000 nodes (a chain of `a`): another Python thread counts during the
+    one C call that walks it."""
+    tok = _letters_vocab()
+    g = sg.GrammarCompiler(tok).compile_regex("[a-z]+")
+    m = sg.GrammarMatcher(g)
+    n = 300_000
+    tokens, first, sibling = np.zeros(n, dtype=np.int64), np.arange(1, n + 1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    first[-1] = -1
+    rows = np.zeros((n, 1), dtype=np.int32)
+    assert m.fill_draft_tree_bitmasks(tokens[:3], [1, 2, -1], [-1, -1, -1], rows[:3]) == 3  # warm
+    moved = []
+    with _Counter() as counter:
+        monkeypatch.setattr(drafts_module._mask_store, "walk_tree", _spy(_mask_store, "walk_tree", counter, moved))
+        for _ in range(5):
+            moved.clear()
+            assert m.fill_draft_tree_bitmasks(tokens, first, sibling, rows) == n
+            assert len(moved) == 1
+            if moved[0]:
+                break
+    assert moved[0], "no other thread ran while the tree was walked in C: the GIL was held"

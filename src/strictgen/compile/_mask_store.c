@@ -38,60 +38,14 @@
  *     STEP     draft[pos] must be stepped by Python (a special token, EOS, a row not computed yet:
  *              building it may build rules); row pos is written.
  *   The GIL is released while walking.
+ *
+ * walk_tree(...): a draft tree (SGLang's layout) depth first, resumable the same way (_draft_walk.c).
+ *
+ * The draft walks live in _draft_walk.c; _mask_store.h holds what the two files share.
  */
-#define PY_SSIZE_T_CLEAN
-#include <pthread.h>
+#include "_mask_store.h"
 
-#include "_machine.h"
-
-#define DEAD 0
-enum { DONE = 0, REFUSED = 1, MISS = 2, STEP = 3 };
-
-static const MachineCAPI *machine_api; /* the machine's type, to check what a draft walk is handed */
-
-typedef struct {
-    int64_t key;
-    PyObject *row; /* a reference to the read-only numpy row */
-    const int32_t *data;
-    uint8_t used; /* CLOCK: read since the hand last passed */
-    uint8_t needs_apply; /* some word is not -1 */
-} Entry;
-
-typedef struct {
-    PyObject_HEAD
-    pthread_rwlock_t lock;
-    Py_ssize_t width, capacity, count, hand;
-    Entry *entries; /* [capacity], the first `count` in use */
-    int32_t *slots; /* open addressing (linear probing) by key: an entry's index or -1 */
-    uint64_t slot_mask;
-} MaskStore;
-
-static PyTypeObject MaskStoreType;
-
-static inline uint64_t slot_of(const MaskStore *s, int64_t key) {
-    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 17) & s->slot_mask;
-}
-
-/* The slot holding `key`, or the empty slot where it would go. Under either lock. */
-static inline uint64_t find_slot(const MaskStore *s, int64_t key) {
-    uint64_t i = slot_of(s, key);
-    while (s->slots[i] >= 0 && s->entries[s->slots[i]].key != key)
-        i = (i + 1) & s->slot_mask;
-    return i;
-}
-
-/* The entry of `key` or NULL; sets its used bit when `age`. Under the read lock (or the write lock). */
-static inline Entry *lookup(MaskStore *s, int64_t key, int age) {
-    if (!s->capacity)
-        return NULL;
-    int32_t e = s->slots[find_slot(s, key)];
-    if (e < 0)
-        return NULL;
-    Entry *entry = &s->entries[e];
-    if (age && !__atomic_load_n(&entry->used, __ATOMIC_RELAXED))
-        __atomic_store_n(&entry->used, 1, __ATOMIC_RELAXED); /* readers race to write the same 1 */
-    return entry;
-}
+const MachineCAPI *machine_api;
 
 /* Remove the slot at i, shifting later slots of its probe run back (no tombstones). Write lock. */
 static void remove_slot(MaskStore *s, uint64_t i) {
@@ -290,7 +244,7 @@ static PyGetSetDef MaskStore_getset[] = {
 };
 static PySequenceMethods MaskStore_as_sequence = {.sq_length = (lenfunc)MaskStore_len};
 
-static PyTypeObject MaskStoreType = {
+PyTypeObject MaskStoreType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "strictgen.compile._mask_store.MaskStore",
     .tp_basicsize = sizeof(MaskStore),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -305,8 +259,7 @@ static PyTypeObject MaskStoreType = {
 
 /* ---- buffers ---- */
 
-/* A writable 2-D int32 bitmask whose rows may be strided but whose words are contiguous. */
-static int bitmask(PyObject *obj, Py_buffer *view) {
+int bitmask(PyObject *obj, Py_buffer *view) {
     if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         return -1;
     if (view->ndim != 2 || view->itemsize != 4 || view->strides[1] != 4 || view->strides[0] % 4) {
@@ -315,12 +268,6 @@ static int bitmask(PyObject *obj, Py_buffer *view) {
         return -1;
     }
     return 0;
-}
-
-static inline void copy_row(int32_t *dst, const Entry *e, Py_ssize_t width, Py_ssize_t zero_to) {
-    memcpy(dst, e->data, width * 4);
-    if (zero_to > width)
-        memset(dst + width, 0, (zero_to - width) * 4);
 }
 
 /* ---- fill_rows ---- */
@@ -389,133 +336,11 @@ done:
     return result;
 }
 
-/* ---- walk_draft ---- */
-
-typedef struct {
-    const int64_t *starts, *lengths, *eos;
-    const uint8_t *flat, *special;
-    Py_ssize_t num_tokens, flat_len, num_eos;
-    int64_t vocab_size;
-    int stand_ins;
-} Vocab;
-
-/* REFUSED, STEP, or DONE with *state advanced over token `tok`. Without the GIL. */
-static int step_token(Machine *m, const Vocab *v, int64_t tok, int32_t *state) {
-    if (tok < 0 || tok >= v->vocab_size)
-        return REFUSED;
-    if (tok >= v->num_tokens || v->special[tok])
-        return STEP;
-    for (Py_ssize_t k = 0; k < v->num_eos; k++)
-        if (v->eos[k] == tok)
-            return STEP;
-    int64_t len = v->lengths[tok];
-    if (v->starts[tok] < 0 || len < 0 || v->starts[tok] + len > v->flat_len)
-        return STEP; /* not a token of these bytes: the matcher's own step decides */
-    const uint8_t *data = v->flat + v->starts[tok];
-    if (v->stand_ins && memchr(data, 0xFF, len))
-        return REFUSED; /* text cannot spell a special token the grammar names (special_tokens.py) */
-    int32_t s = *state;
-    for (int64_t k = 0; k < len; k++) {
-        const int32_t *row = computed_row(m, s);
-        if (!row)
-            return STEP;
-        s = row[data[k]];
-        if (s == DEAD)
-            return REFUSED;
-    }
-    *state = s;
-    return DONE;
-}
-
-static PyObject *walk_draft(PyObject *module, PyObject *args) {
-    PyObject *machine, *store_obj, *draft_obj, *target_obj;
-    PyObject *vocab_objs[5];
-    long long vocab_size;
-    int stand_ins;
-    Py_ssize_t first, start_row;
-    int state;
-    if (!PyArg_ParseTuple(args, "OO(OOOOOLp)OniOn", &machine, &store_obj, &vocab_objs[0], &vocab_objs[1], &vocab_objs[2], &vocab_objs[3],
-                          &vocab_objs[4], &vocab_size, &stand_ins, &draft_obj, &first, &state, &target_obj, &start_row))
-        return NULL;
-    if (!PyObject_TypeCheck(machine, machine_api->type)) {
-        PyErr_SetString(PyExc_TypeError, "walk_draft steps a strictgen.compile._machine.Machine");
-        return NULL;
-    }
-    Machine *m = (Machine *)machine;
-    MaskStore *store = NULL;
-    if (store_obj != Py_None) {
-        if (!PyObject_TypeCheck(store_obj, &MaskStoreType) || target_obj == Py_None) {
-            PyErr_SetString(PyExc_TypeError, "walk_draft copies masks from a MaskStore into a bitmask");
-            return NULL;
-        }
-        store = (MaskStore *)store_obj;
-    }
-    Py_buffer views[7];
-    static const Py_ssize_t sizes[5] = {8, 8, 1, 1, 8};
-    static const char *names[5] = {"starts", "lengths", "flat", "special", "eos"};
-    int got = 0;
-    PyObject *result = NULL;
-    for (; got < 5; got++)
-        if (buffer_of(vocab_objs[got], &views[got], sizes[got], 0, names[got]) < 0)
-            goto done;
-    if (buffer_of(draft_obj, &views[5], 8, 0, "draft") < 0)
-        goto done;
-    got++;
-    if (store) {
-        if (bitmask(target_obj, &views[6]) < 0)
-            goto done;
-        got++;
-    }
-    Vocab v = {views[0].buf, views[1].buf, views[4].buf, views[2].buf, views[3].buf,
-               views[0].len / 8, views[2].len, views[4].len / 8, vocab_size, stand_ins};
-    Py_ssize_t n = views[5].len / 8;
-    const int64_t *draft = views[5].buf;
-    if ((views[1].len / 8 != v.num_tokens || views[3].len < v.num_tokens)) {
-        PyErr_SetString(PyExc_ValueError, "starts, lengths and special must hold a value per token");
-        goto done;
-    }
-    if (first < 0 || first > n || state < 0 || state >= machine_api->num_states(m)) {
-        PyErr_SetString(PyExc_ValueError, "walk_draft: first position or state out of range");
-        goto done;
-    }
-    if (store && (store->width > views[6].shape[1] || start_row < 0 || start_row + n + 1 > views[6].shape[0])) {
-        PyErr_SetString(PyExc_ValueError, "walk_draft: the bitmask cannot hold the draft's rows");
-        goto done;
-    }
-    int status = DONE;
-    Py_ssize_t pos = first;
-    int32_t s = state;
-    Py_BEGIN_ALLOW_THREADS
-    for (;;) {
-        if (store) {
-            pthread_rwlock_rdlock(&store->lock);
-            Entry *e = lookup(store, s, 1);
-            if (e)
-                copy_row((int32_t *)((char *)views[6].buf + (start_row + pos) * views[6].strides[0]), e, store->width, views[6].shape[1]);
-            pthread_rwlock_unlock(&store->lock);
-            if (!e) {
-                status = MISS;
-                break;
-            }
-        }
-        if (pos == n)
-            break;
-        status = step_token(m, &v, draft[pos], &s);
-        if (status != DONE)
-            break;
-        pos++;
-    }
-    Py_END_ALLOW_THREADS
-    result = Py_BuildValue("(ini)", status, pos, (int)s);
-done:
-    while (got > 0)
-        PyBuffer_Release(&views[--got]);
-    return result;
-}
-
 static PyMethodDef module_methods[] = {
     {"fill_rows", fill_rows, METH_VARARGS, "fill_rows(stores, which, states, rows, target, flags, misses) -> misses found"},
     {"walk_draft", walk_draft, METH_VARARGS, "walk_draft(machine, store, vocab, draft, first, state, target, start_row) -> (status, pos, state)"},
+    {"walk_tree", walk_tree, METH_VARARGS, "walk_tree(machine, store, vocab, tokens, first_child, next_sibling, rows, eos_only, node_state, parent, "
+                                           "stack, depth, resume_state, resume_row, deadline) -> (status, node, depth, visited)"},
     {NULL},
 };
 

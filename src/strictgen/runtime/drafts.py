@@ -171,12 +171,59 @@ second EOS below it a row of zeros: no matcher accepts it).
         return 0
     if start_row < 0 or start_row + n > target.shape[0]:
         raise ValueError(f"bitmask of {target.shape[0]} rows cannot hold a draft tree of {n} nodes from row {start_row}")
+    rows = target[start_row : start_row + n]
+    deadline = None if time_budget is None else time.perf_counter() + time_budget
+    plain, arrays = matcher.plain_row(), _tree_arrays(tokens, first_child, next_sibling)
+    if plain is not None and arrays is not None and target.dtype == np.int32 and target.strides[1] == target.itemsize:
+        visited = _tree_in_c(matcher, plain, arrays, rows, deadline)
+        if visited is not None:
+            return visited
+    return _tree_by_matcher(matcher, tokens, first_child, next_sibling, rows, deadline)
+
+
+def _tree_arrays(tokens, first_child, next_sibling) -> tuple | None:
+    """The tree as int64 arrays for C, or None when it holds ids no int64 holds."""
+    try:
+        return tuple(np.ascontiguousarray(a, dtype=np.int64).reshape(-1) for a in (tokens, first_child, next_sibling))
+    except OverflowError:
+        return None
+
+
+def _tree_in_c(matcher: "GrammarMatcher", plain: tuple, arrays: tuple, rows: np.ndarray, deadline: float | None) -> int | None:
+    """fill_draft_tree_bitmasks walked in C (`_mask_store.walk_tree`, GIL released), Python
+    answering where it stops (a mask to compute, a token to step over rows not computed yet);
+    None where only the matcher can tell (a special token): the caller walks the tree then."""
+    masker, state = plain
+    n = len(arrays[0])
+    rows[:] = 0
+    _write(rows, 0, masker.mask(state))
+    node_state = np.zeros(n, dtype=np.int32)
+    node_state[0] = state
+    parent, stack = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+    core, vocab = matcher.draft_source()
+    depth, visited, resume, resume_row = -1, 1, -1, None
+    while True:
+        status, node, depth, added = _mask_store.walk_tree(core, masker.store, vocab, *arrays, rows, masker.eos_only, node_state, parent, stack,
+                                                           depth, resume, resume_row, -1.0 if deadline is None else deadline)
+        visited += added
+        if status == _mask_store.DONE:
+            return visited
+        if status == _mask_store.MISS:
+            resume = int(node_state[node])
+            resume_row = masker.mask(resume)
+            continue
+        after = matcher.text_step(int(node_state[parent[node]]), int(arrays[0][node]))  # STEP
+        if after is None:
+            return None
+        resume, resume_row = after, None
+
+
+def _tree_by_matcher(matcher: "GrammarMatcher", tokens, first_child, next_sibling, rows: np.ndarray, deadline: float | None) -> int:
+    """fill_draft_tree_bitmasks by the matcher's own accept_token and rollback (trackers, specials)."""
     first = [int(c) for c in first_child]
     sibling = [int(s) for s in next_sibling]
     ids = [int(t) for t in tokens]
-    rows = target[start_row : start_row + n]
     rows[:] = 0
-    deadline = None if time_budget is None else time.perf_counter() + time_budget
     _write(rows, 0, matcher.next_token_mask())
     visited = 1
     depth = 0  # tokens accepted beyond the root, rolled back on the way up
