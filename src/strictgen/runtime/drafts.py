@@ -5,14 +5,15 @@ forward pass of the target model, and needs, for every draft position, the mask 
 would give after the draft tokens before it: the target samples the token after each accepted
 prefix from that row. The matcher never moves: it is where it was when a call returns.
 
-A linear draft (`fill_draft_bitmasks`, `validate_tokens`) is walked in C with the GIL released
-(`_mask_store.walk_draft`): each text token stepped over the machine's computed rows, each row
-copied from the grammar's store of masks. Where C stops (a mask not stored yet, a row not computed
-yet) Python computes it (the trie walk, itself C without the GIL) and C goes on from there; where
-only the matcher can tell (EOS, a special token, a uniqueItems tracker, a terminated matcher) the
-draft is walked with the matcher's own `accept_token` and put back with `rollback`, as the tree
-form always is. Either way each row *is* the mask a fresh matcher gives after accepting the same
-tokens. The cost per draft token is measured by scripts/draft_cost.py.
+A draft (`fill_draft_bitmasks`, `validate_tokens`, and the tree form) is walked in C with the GIL
+released (`_mask_store.walk_draft`, `walk_tree`): each text token stepped over the machine's
+computed rows, each row copied from the grammar's store of masks. Where C stops (a mask not stored
+yet, a row not computed yet) Python computes it (the trie walk, itself C without the GIL) and C
+goes on from there; where only the matcher can tell (a special token, a uniqueItems tracker, a
+terminated matcher; EOS too in a linear draft) the draft is walked with the matcher's own
+`accept_token` and put back with `rollback`. Either way each row *is* the mask a fresh matcher
+gives after accepting the same tokens. The cost per draft token is measured by
+scripts/draft_cost.py.
 """
 
 from __future__ import annotations
