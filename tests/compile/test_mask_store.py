@@ -111,3 +111,30 @@ def test_puts_and_reads_from_several_threads():
     stop.set()
     threads[0].join()
     assert not errors
+
+
+def _fill(store, states):
+    from strictgen.compile import _mask_store
+
+    n = len(states)
+    target = np.zeros((n, store.width), dtype=np.int32)
+    flags, misses = np.zeros(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
+    return _mask_store.fill_rows((store,), np.zeros(n, dtype=np.int32), np.asarray(states, dtype=np.int64), np.arange(n, dtype=np.int64),
+                                 target, flags, misses)
+
+
+def test_batch_copies_age_hits_once_the_store_is_half_full():
+    """fill_rows ages what it copies (TokenMasker.age's rule): not below half full, after."""
+    below = MaskStore(3, 8)
+    for s in range(3):
+        below.put(s, _row(s))
+    assert _fill(below, [0]) == 0  # a hit, 3 of 8: not aged
+    for s in range(3, 9):
+        below.put(s, _row(s))  # the ninth evicts the first unread from the hand: 0
+    assert below.peek(0) is None
+    half = MaskStore(3, 4)
+    for s in range(4):
+        half.put(s, _row(s))
+    assert _fill(half, [0, 7]) == 1  # 0 a hit (aged), 7 a miss
+    half.put(4, _row(4))
+    assert half.peek(0) is not None and half.peek(1) is None

@@ -22,7 +22,8 @@
  *   Batch i's mask is the mask of states[i] in stores[which[i]], copied into row rows[i] of
  *   `target` (int32, 2-D, rows of at least the store's width; words past it are left alone, as a
  *   row-by-row fill leaves them); flags[i] := some token is disallowed (found once, at put). The
- *   batch indices whose state no store holds are written to `misses`, in order. GIL released.
+ *   batch indices whose state no store holds are written to `misses`, in order. A hit is aged (its
+ *   used bit set) once its store is half full (TokenMasker.age says why not before). GIL released.
  *
  * walk_draft(machine, store, vocab, draft, first, state, target, start_row) -> (status, pos, state)
  *   Steps `draft` (int64 token ids) from draft[first] on, `state` being the state before it, reading
@@ -319,7 +320,7 @@ static PyObject *fill_rows(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         MaskStore *s = (MaskStore *)items[which[i]];
         pthread_rwlock_rdlock(&s->lock);
-        Entry *e = lookup(s, states[i], 0); /* aging is the caller's, once per distinct state (TokenMasker.age) */
+        Entry *e = lookup(s, states[i], 2 * s->count >= s->capacity); /* aged once half full, as TokenMasker.age says */
         if (e) {
             copy_row((int32_t *)(base + rows[i] * stride), e, s->width, 0);
             flags[i] = e->needs_apply;

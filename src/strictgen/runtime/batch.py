@@ -52,9 +52,8 @@ def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: lis
     for the whole batch (`_mask_store.fill_rows`: the hits copied, the misses returned, GIL
     released). Their misses, and the states of rows a tracker filters, are computed together
     (`_compute_missing`), then a second C call copies the misses. The rest (terminated rows,
-    tracked rows, a miss a full store already dropped again) are read row by row. The hits are
-    aged once per distinct state, only where a store is full enough for it to matter
-    (`TokenMasker.age`)."""
+    tracked rows, a miss a full store already dropped again) are read row by row. The C call
+    ages the hits itself, only where a store is full enough for it to matter (`TokenMasker.age`)."""
     keys = [m.plain_row() for m in matchers]  # (masker, state), or None: the row is not a stored mask as it is
     stores: dict = {}  # masker -> its number in the call (grammars compiled alike may share one)
     which_all = [stores.setdefault(key[0], len(stores)) if key else -1 for key in keys]
@@ -70,14 +69,10 @@ def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: lis
         rows_a = np.array([rows[i] for i in plain], dtype=np.int64)
     flags = [False] * len(matchers)
     if plain:
-        maskers = list(stores)
-        store_tuple = tuple(masker.store for masker in maskers)
+        store_tuple = tuple(masker.store for masker in stores)
         found = np.zeros(len(plain), dtype=np.uint8)
         misses = np.empty(len(plain), dtype=np.int64)
         num_misses = _mask_store.fill_rows(store_tuple, which_a, states_a, rows_a, target, found, misses)
-        for k, masker in enumerate(maskers):
-            if 2 * len(masker.store) >= masker.max_cached:
-                masker.age(states_a[which_a == k].tolist())
         tracked = [i for i in others if not matchers[i].is_terminated()]
         if num_misses or tracked:
             missed = misses[:num_misses]
