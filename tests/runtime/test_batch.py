@@ -246,24 +246,6 @@ def test_rules_built_in_batch_fills_are_built_once(monkeypatch):
     assert set(builds.values()) == {1}, builds
 
 
-def test_cached_next_token_mask_is_the_final_row_or_none(qwen):
-    """The batch's one lookup per row: None before the state's mask is computed (and nothing is
-    computed by asking), then exactly `next_token_mask()`, the uniqueItems tracker's filtering
-    included; a terminated matcher's row is EOS only."""
-    compiler = sg.GrammarCompiler(qwen, cache_size=1)
-    grammar = compiler.compile_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
-    m = sg.GrammarMatcher(grammar)
-    assert m.accept_string('["ab", "')
-    assert m.cached_next_token_mask() is None and grammar.masker.cached(m.state) is None
-    want = m.next_token_mask()
-    got = m.cached_next_token_mask()
-    assert got is not None and np.array_equal(got, want)
-    assert not np.array_equal(got, grammar.masker.cached(m.state))  # the tracker removed `ab"` here
-    done = sg.GrammarMatcher(compiler.compile_choice(["x"]))
-    assert done.accept_string("x") and done.accept_token(qwen.eos_token_ids[0])
-    assert np.array_equal(done.cached_next_token_mask(), done.next_token_mask())
-
-
 def test_states_sharing_a_horizon_key_compute_one_mask(qwen, monkeypatch):
     """Rows in different states of a long counted string (no token tells them apart) compute one
     mask in a batch fill, and every row equals a row-by-row fill of a fresh grammar."""

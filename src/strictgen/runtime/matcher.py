@@ -145,15 +145,6 @@ class GrammarMatcher:
         row = self._masker.mask(self.state)
         return row if self._unique is None else self._tracked(row)
 
-    def cached_next_token_mask(self) -> np.ndarray | None:
-        """`next_token_mask()` when the state's mask is cached, else None (nothing is computed):
-        one lock-free cache read, without aging the entry (`TokenMasker.age` does that for a
-        batch at once). What a batch fill reads each row by, so a hit costs one lookup."""
-        if self._terminated:
-            return self._masker.eos_only
-        row = self._masker.cached(self.state)
-        return row if row is None or self._unique is None else self._tracked(row)
-
     def plain_row(self) -> tuple | None:
         """(the grammar's TokenMasker, the state) when the state's cached machine mask is this
         matcher's next mask as it is, else None (a terminated matcher allows EOS only; a tracker
