@@ -11,7 +11,8 @@
  *   state (int64). The store holds a reference to each row, so a row handed to Python stays valid
  *   (and read-only) after its eviction. Eviction is CLOCK: a read sets an entry's used bit, and an
  *   insert into a full store clears used bits from the hand on until it finds an entry without one
- *   (least recently used, approximately, at the cost of one byte store per read). A pthread rwlock
+ *   (least recently used, approximately, at the cost of one byte store per read; reads age nothing
+ *   while the store is under half full, as TokenMasker.age explains). A pthread rwlock
  *   inside: readers (lookups, copies) share it, a put takes it alone, so lookups from several
  *   threads and a put from another are safe. Lookups never wait on the GIL while holding the lock,
  *   and puts (which hold the GIL) never wait on anything but the lock, so the two cannot deadlock.
@@ -320,7 +321,7 @@ static PyObject *fill_rows(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         MaskStore *s = (MaskStore *)items[which[i]];
         pthread_rwlock_rdlock(&s->lock);
-        Entry *e = lookup(s, states[i], 2 * s->count >= s->capacity); /* aged once half full, as TokenMasker.age says */
+        Entry *e = lookup(s, states[i], 1);
         if (e) {
             copy_row((int32_t *)(base + rows[i] * stride), e, s->width, 0);
             flags[i] = e->needs_apply;

@@ -46,7 +46,7 @@ static inline uint64_t find_slot(const MaskStore *s, int64_t key) {
     return i;
 }
 
-/* The entry of `key` or NULL; sets its used bit when `age`. Under the read lock (or the write lock). */
+/* The entry of `key` or NULL; sets its used bit when `age` (and the store is half full). Under the read lock (or the write lock). */
 static inline Entry *lookup(MaskStore *s, int64_t key, int age) {
     if (!s->capacity)
         return NULL;
@@ -54,7 +54,8 @@ static inline Entry *lookup(MaskStore *s, int64_t key, int age) {
     if (e < 0)
         return NULL;
     Entry *entry = &s->entries[e];
-    if (age && !__atomic_load_n(&entry->used, __ATOMIC_RELAXED))
+    /* aged only once the store is half full: below, no entry is near eviction (TokenMasker.age) */
+    if (age && 2 * s->count >= s->capacity && !__atomic_load_n(&entry->used, __ATOMIC_RELAXED))
         __atomic_store_n(&entry->used, 1, __ATOMIC_RELAXED); /* readers race to write the same 1 */
     return entry;
 }
