@@ -3,6 +3,7 @@
 DESIGN.md §5 allows small C extensions for profiled hot loops numpy cannot vectorise well; both
 are built from source here: strictgen.compile._walk is the vocabulary-trie walk of token masks,
 strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for),
+strictgen.compile._mask_store the token masks by state that batch and draft fills copy without the GIL,
 strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
 emptiness) beneath grammar/ and compile/. An extension of several files keeps its algorithms apart
 from its Python bindings, with a header between them.
@@ -19,10 +20,13 @@ BINDINGS_H = "src/strictgen/regular/_bindings.h"  # what the regular core's two 
 REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its files
 MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; its storage; merged frames
+MASK_STORE_H = "src/strictgen/compile/_mask_store.h"  # the store of masks, between its two files
+MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_draft_walk.c"]  # the store and batch copy; the draft walks
 
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),

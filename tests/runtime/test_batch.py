@@ -125,16 +125,13 @@ def _word_vocab():
 
 
 def test_large_batch_flags_when_first_and_last_words_allow_all():
-    """Past SMALL_BATCH rows the flags are read from the bitmask's first and last words, then whole
-    rows where both allow all: a row that disallows only middle tokens still needs applying, one
-    that allows every token does not; rows equal and flags equal the matchers' own fills."""
-    from strictgen.runtime.batch import SMALL_BATCH
-
+    """The "needs apply" flags (found in C when a mask is stored) read every word: a row that
+    disallows only middle tokens still needs applying, one that allows every token does not;
+    rows equal and flags equal the matchers' own fills, on consecutive and scattered rows."""
     tok = _word_vocab()
     compiler = sg.GrammarCompiler(tok)
     letters, anything, digits = (compiler.compile_regex(p) for p in ("[a-z]*", "[a-z0-9]*", "[0-9]+"))
-    rows = [sg.GrammarMatcher(g) for g in (letters, anything, digits)] * (SMALL_BATCH // 3 + 2)
-    assert len(rows) > SMALL_BATCH
+    rows = [sg.GrammarMatcher(g) for g in (letters, anything, digits)] * 12
     want, want_flags = _alone(rows, tok.vocab_size)
     assert want_flags[:3] == [True, False, True] and (want[0, [0, 2]] == -1).all() and want[0, 1] != -1
     got = sg.allocate_token_bitmask(len(rows), tok.vocab_size)
@@ -249,24 +246,6 @@ def test_rules_built_in_batch_fills_are_built_once(monkeypatch):
     assert set(builds.values()) == {1}, builds
 
 
-def test_cached_next_token_mask_is_the_final_row_or_none(qwen):
-    """The batch's one lookup per row: None before the state's mask is computed (and nothing is
-    computed by asking), then exactly `next_token_mask()`, the uniqueItems tracker's filtering
-    included; a terminated matcher's row is EOS only."""
-    compiler = sg.GrammarCompiler(qwen, cache_size=1)
-    grammar = compiler.compile_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
-    m = sg.GrammarMatcher(grammar)
-    assert m.accept_string('["ab", "')
-    assert m.cached_next_token_mask() is None and grammar.masker.cached(m.state) is None
-    want = m.next_token_mask()
-    got = m.cached_next_token_mask()
-    assert got is not None and np.array_equal(got, want)
-    assert not np.array_equal(got, grammar.masker.cached(m.state))  # the tracker removed `ab"` here
-    done = sg.GrammarMatcher(compiler.compile_choice(["x"]))
-    assert done.accept_string("x") and done.accept_token(qwen.eos_token_ids[0])
-    assert np.array_equal(done.cached_next_token_mask(), done.next_token_mask())
-
-
 def test_states_sharing_a_horizon_key_compute_one_mask(qwen, monkeypatch):
     """Rows in different states of a long counted string (no token tells them apart) compute one
     mask in a batch fill, and every row equals a row-by-row fill of a fresh grammar."""
@@ -351,3 +330,54 @@ def test_batch_fill_equals_row_by_row_on_every_path(qwen, tracked_grammars, pick
     flags = sg.fill_next_token_bitmask_batch(batch, got, threads=threads)
     want, want_flags = _alone(batch, qwen.vocab_size)
     assert flags == want_flags and np.array_equal(got, want)
+
+
+@pytest.fixture(scope="module")
+def mixed_grammars(qwen, tracked_grammars):
+    """The tracked grammars, a regex, a choice (rows of it end with EOS), and a JSON grammar whose
+    store keeps 3 masks: a batch's first C call misses there, and a miss may be dropped again
+    before the second call copies it (read row by row then)."""
+    from strictgen.compile.token_mask import TokenMasker
+
+    compiler = sg.GrammarCompiler(qwen, cache_size=1)
+    small = compiler.compile_json()
+    small.masker = TokenMasker(small.machine, qwen.trie, qwen.vocab_size, qwen.eos_token_ids, max_cached=3, markers=small.marker_tokens)
+    return [*tracked_grammars, sg.GrammarCompiler(qwen).compile_regex(r"[0-9]{2,6}-[a-z]+"),
+            sg.GrammarCompiler(qwen).compile_choice(["yes", "no"]), small]
+
+
+MIXED_DOCUMENTS = [*DOCUMENTS, ["1234-abc", "99-z"], ["yes", "no"], ['{"k": [1, {"a": "b"}], "x": null}', "[true, 1.5]"]]
+
+
+@given(picks=st.lists(st.tuples(st.integers(0, len(MIXED_DOCUMENTS) - 1), st.integers(0, 9), st.integers(0, 60), st.booleans()),
+                      min_size=2, max_size=14),
+       extra_rows=st.integers(0, 3), extra_words=st.integers(0, 3), order=st.randoms(use_true_random=False),
+       threads=st.sampled_from([1, 2, None]))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_batch_fill_with_indices_in_a_wider_bitmask_equals_row_by_row(qwen, mixed_grammars, picks, extra_rows, extra_words, order, threads):
+    """Property: rows of several grammars (trackers, EOS-terminated rows, a store too small to hold
+    the batch) written at shuffled indices into a bitmask with more rows and wider rows than the
+    batch's vocabulary: each written row equals the matcher's own fill, its flag too, and every
+    word the batch does not own keeps what it held."""
+    batch = []
+    for g, d, cut, end in picks:
+        docs = MIXED_DOCUMENTS[g]
+        text = docs[d % len(docs)]
+        m = sg.GrammarMatcher(mixed_grammars[g])
+        if end and m.accept_string(text) and m.can_end():
+            assert m.accept_token(qwen.eos_token_ids[0]) and m.is_terminated()
+        else:
+            m = sg.GrammarMatcher(mixed_grammars[g])
+            assert m.accept_string(text[: min(cut, len(text))])
+        batch.append(m)
+    want, want_flags = _alone(batch, qwen.vocab_size)
+    rows = list(range(len(batch) + extra_rows))
+    order.shuffle(rows)
+    rows = rows[: len(batch)]
+    got = np.full((len(batch) + extra_rows, want.shape[1] + extra_words), 7, dtype=np.int32)
+    flags = sg.fill_next_token_bitmask_batch(batch, got, indices=rows, threads=threads)
+    assert flags == want_flags
+    for i, r in enumerate(rows):
+        assert np.array_equal(got[r, : want.shape[1]], want[i])
+    assert (got[:, want.shape[1] :] == 7).all()
+    assert (np.delete(got, rows, axis=0) == 7).all()

@@ -136,6 +136,20 @@ typedef struct {
 } MachineCAPI;
 #define MACHINE_CAPI_NAME "strictgen.compile._machine._C_API"
 
+/* `obj` as a contiguous 1-D buffer of `itemsize`-byte items (writable if asked); -1 with
+ * ValueError naming it otherwise. For the extensions that read the machine's callers' arrays. */
+static inline int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    if (view->ndim != 1 || view->itemsize != itemsize) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s must be a contiguous 1-D array of %zd-byte items", name, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
 /* the slot tables, node 0 (the empty stack) and state 0 (dead, its row all dead), once the
  * grammar's arrays are in place */
 int machine_begin(Machine *m);

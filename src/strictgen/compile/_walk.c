@@ -64,17 +64,6 @@ static int rows_get(Rows *rows, PyObject *machine, PyObject *resolve, int state)
     }
     return 0;
 }
-static int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0)
-        return -1;
-    if (view->ndim != 1 || view->itemsize != itemsize) {
-        PyBuffer_Release(view);
-        PyErr_Format(PyExc_ValueError, "%s must be a contiguous 1-D array of %zd-byte items", name, itemsize);
-        return -1;
-    }
-    return 0;
-}
 
 /* The row of `state` (a state of the machine), computed with the GIL taken back when needed.
  * Returns NULL with a Python error set when that failed. Called without the GIL. */

@@ -3,7 +3,8 @@
 A mask is computed by walking the vocabulary trie together with the machine (a breadth-first
 loop in C, `_walk.c`; never a Python loop over the vocabulary), with shortcuts that allow whole
 classes of tokens in string-like states unseen, then cached per machine state: states are shared
-by every matcher of the grammar, so each distinct state pays for its walk once.
+by every matcher of the grammar, so each distinct state pays for its walk once. The cache is a C
+store (`_mask_store.c`) that batch and draft fills copy rows out of without the GIL.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import VocabTrie, words_for
 
-from . import _walk
+from . import _mask_store, _walk
 from .machine import DEAD, HorizonKeys, PushdownMachine
 
 if TYPE_CHECKING:
@@ -49,8 +50,11 @@ class TokenMasker:
         self.vocab_size = vocab_size
         self.eos = np.asarray(sorted(eos_token_ids), dtype=np.int64)
         self.max_cached = max_cached
-        # by state, and by horizon key; masks are all one size, so the bound on entries bounds bytes
-        self._cache: BoundedLRU[np.ndarray] = BoundedLRU(max_cached)
+        # by state, in C (batch and draft fills read it without the GIL); masks are all one size,
+        # so the bound on entries bounds bytes
+        self.store = _mask_store.MaskStore(words_for(vocab_size), max_cached)
+        # by horizon key (a frozenset, when a rule merges states): few, and read by Python only
+        self._shared: BoundedLRU[np.ndarray] = BoundedLRU(max_cached)
         self._horizon = HorizonKeys(machine, max(trie.depth, longest) + 1)  # the most bytes a token reads
         # text tokens never allowed (special_tokens.py: those holding a stand-in's first byte)
         self.blocked = None
@@ -66,9 +70,9 @@ class TokenMasker:
 
     def cached(self, state: int) -> np.ndarray | None:
         """The packed mask of `state` if it is cached, else None (nothing is computed). A peek:
-        one dict read, no lock and no aging (a caller that goes on to use the mask asks `mask`,
+        one read of the store, no aging (a caller that goes on to use the mask asks `mask`,
         which ages it, or ages the masks it used with `age`)."""
-        return self._cache.peek(state)
+        return self.store.peek(state)
 
     def age(self, states) -> None:
         """Mark the cached masks of `states` recently used (what `mask` does on a hit), under one
@@ -77,9 +81,10 @@ class TokenMasker:
         Only once the cache is half full: below that no entry is near eviction, and an entry read
         then and never again gets old the same way as one never read (at least half the bound of
         new masks come before eviction can reach either, and any read among them ages it), so
-        a warm batch of a grammar with few states pays no lock and no aging at all."""
-        if 2 * len(self._cache) >= self.max_cached:
-            self._cache.touch(set(states))
+        a warm batch of a grammar with few states pays no lock and no aging at all. The store's
+        eviction is CLOCK: aging sets a used bit that the next eviction sweep clears."""
+        if 2 * len(self.store) >= self.max_cached:
+            self.store.touch(list(set(states)))
 
     def horizon_key(self, state: int):
         """The key `state` shares its mask by: states with equal keys (no token tells them apart)
@@ -87,24 +92,25 @@ class TokenMasker:
         when no rule of the grammar merges states."""
         return self._horizon.key(state)
 
-    def mask(self, state: int) -> np.ndarray:
-        """The packed mask of `state` (read-only; shared)."""
-        got = self._cache.peek(state)  # no lock, no exception on a miss (every first-pass fill is one)
+    def mask(self, state: int, key=None) -> np.ndarray:
+        """The packed mask of `state` (read-only; shared). `key`: its `horizon_key` when the
+        caller has it already (a batch fill groups its misses by key), else found here on a miss."""
+        got = self.store.get(state)  # one read; a hit ages the entry
         if got is not None:
-            self._cache.get(state)  # a hit ages the entry
             return got
         # states that no token can tell apart (a long counted string, a token further on) share one
-        key = self._horizon.key(state)
-        got = self._cache.peek(key) if key != state else None
+        if key is None:
+            key = self._horizon.key(state)
+        got = self._shared.peek(key) if key != state else None
         if got is None and self.stored is not None:
             got = self.stored.find(state)  # a mask another process computed (disk_masks.py)
         if got is None:
             got = self._compute(state)
-            got.setflags(write=False)
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
-        self._cache.put(state, got)
-        if key != state:  # one entry (and one lock) when no horizon key merges states
-            self._cache.put(key, got)
+        got.setflags(write=False)  # shared by every matcher (and a stored one is not ours to change)
+        self.store.put(state, got)
+        if key != state:  # nothing more when no horizon key merges states
+            self._shared.put(key, got)
         return got
 
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
@@ -268,11 +274,11 @@ class TokenMasker:
 
     def cached_states(self) -> list[int]:
         """The machine states whose masks are cached now (not the keys states share masks by)."""
-        return [k for k in self._cache.keys() if isinstance(k, int)]
+        return self.store.states()
 
     def num_cached(self) -> int:
         """How many masks (and shared keys) are cached: how much a store of them would hold."""
-        return len(self._cache)
+        return len(self.store) + len(self._shared)
 
     # the masks a disk cache holds for this grammar (disk_masks.StoredMasks), asked on a miss
     # before computing; set by StoredMasks.attach after a restart's load

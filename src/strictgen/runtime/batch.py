@@ -2,7 +2,9 @@
 
 Computing a state's mask for the first time is a walk of the vocabulary trie in C, which releases
 the GIL, so a batch's distinct new states are computed by the caller and pool threads together;
-states seen before are cache hits and cost a row copy. `fill_next_token_bitmask_batch_async`
+states seen before are cache hits: the whole batch's hits are row copies in one C call that
+releases the GIL (`_mask_store.fill_rows`, reading each grammar's store of masks, and writing the
+"needs apply" flags found when each mask was stored). `fill_next_token_bitmask_batch_async`
 returns at once, so a decoding loop can start the next masks and run the model's forward pass
 while they are computed.
 
@@ -20,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
+from strictgen.compile import _mask_store
 from strictgen.runtime.matcher import GrammarMatcher
 
 MASK_WORKERS = max(2, os.cpu_count() or 2)  # threads computing first-time masks, the caller's included
@@ -42,26 +45,53 @@ def _executor(kind: str = "mask") -> ThreadPoolExecutor:
         return pool
 
 
-def _batch_masks(matchers: Sequence[GrammarMatcher], threads: int) -> list[np.ndarray]:
-    """The next-token mask of each matcher, computing the batch's first-time states together.
+def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: list[int], threads: int) -> list[bool]:
+    """Fill row rows[i] of `target` with matcher i's mask; per row, whether it needs applying.
 
-    One lock-free cache read per row (`cached_next_token_mask`, tracker filtering included); the
-    rows it misses are computed (`_compute_missing`) and read again; the hits are aged once per
-    distinct state, under one lock per grammar, not one lock per row, and only where the cache
-    is full enough for it to matter (`TokenMasker.age`; a terminated row's state is aged too:
-    it was a recent state of the grammar all the same)."""
-    masks = [m.cached_next_token_mask() for m in matchers]
-    misses = [i for i, row in enumerate(masks) if row is None]
-    used: dict = {}  # per grammar, the states read (a miss is not cached yet: passed over)
-    for m in matchers:
-        used.setdefault(m.compiled.masker, []).append(m.state)
-    for masker, states in used.items():
-        masker.age(states)
-    if misses:
-        _compute_missing([matchers[i] for i in misses], threads)
-        for i in misses:
-            masks[i] = matchers[i].next_token_mask()
-    return masks
+    Rows whose mask is the machine state's cached mask as it is (`plain_row`) are one C call
+    for the whole batch (`_mask_store.fill_rows`: the hits copied, the misses returned, GIL
+    released). Their misses, and the states of rows a tracker filters, are computed together
+    (`_compute_missing`), then a second C call copies the misses. The rest (terminated rows,
+    tracked rows, a miss a full store already dropped again) are read row by row. The C call
+    ages the hits itself, only where a store is full enough for it to matter (`TokenMasker.age`)."""
+    keys = [m.plain_row() for m in matchers]  # (masker, state), or None: the row is not a stored mask as it is
+    stores: dict = {}  # masker -> its number in the call (grammars compiled alike may share one)
+    which_all = [stores.setdefault(key[0], len(stores)) if key else -1 for key in keys]
+    states_all = [key[1] if key else 0 for key in keys]
+    if len(stores) and -1 not in which_all:  # the usual batch: every row plain
+        plain, others = range(len(matchers)), []
+        which_a, states_a, rows_a = np.array(which_all, dtype=np.int32), np.array(states_all, dtype=np.int64), np.array(rows, dtype=np.int64)
+    else:
+        plain = [i for i, key in enumerate(keys) if key]
+        others = [i for i, key in enumerate(keys) if not key]
+        which_a = np.array([which_all[i] for i in plain], dtype=np.int32)
+        states_a = np.array([states_all[i] for i in plain], dtype=np.int64)
+        rows_a = np.array([rows[i] for i in plain], dtype=np.int64)
+    flags = [False] * len(matchers)
+    if plain:
+        store_tuple = tuple(masker.store for masker in stores)
+        found = np.zeros(len(plain), dtype=np.uint8)
+        misses = np.empty(len(plain), dtype=np.int64)
+        num_misses = _mask_store.fill_rows(store_tuple, which_a, states_a, rows_a, target, found, misses)
+        tracked = [i for i in others if not matchers[i].is_terminated()]
+        if num_misses or tracked:
+            missed = misses[:num_misses]
+            _compute_missing([matchers[plain[j]] for j in missed.tolist()] + [matchers[i] for i in tracked], threads)
+        if num_misses:
+            again, missed_flags = np.empty(num_misses, dtype=np.int64), np.zeros(num_misses, dtype=np.uint8)
+            left = _mask_store.fill_rows(store_tuple, which_a[missed], states_a[missed], rows_a[missed], target, missed_flags, again)
+            found[missed] = missed_flags
+            others.extend(plain[int(missed[j])] for j in again[:left].tolist())  # stored and dropped since (a small bound)
+        if not others:
+            flags = found.astype(bool).tolist()
+        else:
+            for j, flag in enumerate(found.tolist()):
+                flags[plain[j]] = bool(flag)
+    for i in others:
+        mask = matchers[i].next_token_mask()
+        target[rows[i], : len(mask)] = mask
+        flags[i] = bool((mask != -1).any())
+    return flags
 
 
 def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
@@ -81,8 +111,8 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
     states = dict.fromkeys((m.compiled.masker, m.state) for m in matchers)
     missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
     by_grammar: dict[object, list[tuple]] = {}
-    for (masker, _), state in missing.items():
-        by_grammar.setdefault(masker, []).append((masker, state))
+    for (masker, key), state in missing.items():
+        by_grammar.setdefault(masker, []).append((masker, state, key))
     todo = [pair for turn in zip_longest(*by_grammar.values()) for pair in turn if pair is not None]
     todo.reverse()  # workers pop from the end: the first grammars' states first
     helpers = [_executor().submit(_drain, todo) for _ in range(min(len(todo), threads, MASK_WORKERS) - 1)]
@@ -98,14 +128,14 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
 
 
 def _drain(todo: list[tuple]) -> None:
-    """Compute the masks of the (masker, state) pairs in `todo`, popping them until none is left
-    (list.pop is atomic, so several threads share the list)."""
+    """Compute the masks of the (masker, state, horizon key) triples in `todo`, popping them until
+    none is left (list.pop is atomic, so several threads share the list)."""
     while True:
         try:
-            masker, state = todo.pop()
+            masker, state, key = todo.pop()
         except IndexError:
             return
-        masker.mask(state)
+        masker.mask(state, key)
 
 
 def _thread_count(threads: int | None) -> int:
@@ -122,32 +152,6 @@ def _row_numbers(count: int, indices) -> list[int]:
     return [int(r) for r in (indices.tolist() if hasattr(indices, "tolist") else indices)]
 
 
-SMALL_BATCH = 32  # up to this many rows, a row's flags cost less read one by one than by numpy calls
-
-
-def _needs_apply(target: np.ndarray, first: int, count: int, masks: list[np.ndarray]) -> list[bool]:
-    """Per row (rows first..first+count of `target`, holding `masks`): whether some token is
-    disallowed, i.e. some word is not -1. The first and last words settle almost every row (a
-    mask's last word holds special or padding tokens, rarely all allowed); the few rows left are
-    read whole, once per distinct mask. Small batches read the words row by row (a numpy call
-    costs more than a few rows' reads); larger ones read the two columns of the bitmask at once."""
-    if count <= SMALL_BATCH:
-        return [bool(mask[0] != -1 or mask[-1] != -1) or bool((mask != -1).any()) for mask in masks]
-    width = len(masks[0])
-    block = target[first : first + count]
-    flags = (block[:, 0] != -1) | (block[:, width - 1] != -1)
-    open_rows = np.flatnonzero(~flags).tolist()
-    if open_rows:
-        seen: dict[int, bool] = {}
-        for r in open_rows:
-            mask = masks[r]
-            flag = seen.get(id(mask))
-            if flag is None:
-                flag = seen[id(mask)] = bool((mask != -1).any())
-            flags[r] = flag
-    return flags.tolist()
-
-
 def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
                                   threads: int | None = None) -> list[bool]:
     """Fill row `indices[i]` (default: row i) of `bitmask` with matcher i's next-token mask.
@@ -155,9 +159,8 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
     Returns, per matcher, whether some token is disallowed (the row needs applying). First-time
     masks of distinct states are computed by the caller and up to `threads - 1` pool threads
     (default `MASK_WORKERS` in all; 1 computes them in place, which a host with no idle core may
-    prefer: docs/performance.md); then the batch's (cached, shared) rows are copied into the
-    bitmask in one numpy copy, not one assignment per row. A batch of one is the matcher's own
-    fill."""
+    prefer: docs/performance.md); the batch's cached rows are copied into the bitmask in one C
+    call without the GIL (`_fill_rows`). A batch of one is the matcher's own fill."""
     threads = _thread_count(threads)
     count = len(matchers)
     rows = _row_numbers(count, indices)
@@ -171,21 +174,9 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
         return [matchers[0].fill_next_token_bitmask(target, index=rows[0])]
     if not count:
         return []
-    masks = _batch_masks(matchers, threads)
-    width = len(masks[0])
-    if any(len(mask) != width for mask in masks):  # grammars of different vocabularies: row by row
+    if target.dtype != np.int32 or target.strides[1] != target.itemsize:  # not a bitmask C can write: row by row
         return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, rows)]
-    first = rows[0]
-    if rows == list(range(first, first + count)):  # consecutive rows: one copy, flags read in place
-        block = target[first : first + count]
-        if block.shape[1] == width and block.flags.c_contiguous:
-            np.concatenate(masks, out=block.reshape(-1))  # one flat copy: no per-row view, as np.stack makes
-        else:
-            np.stack(masks, out=block[:, :width])
-        return _needs_apply(target, first, count, masks)
-    stacked = np.stack(masks)
-    target[rows, :width] = stacked
-    return _needs_apply(stacked, 0, count, masks)
+    return _fill_rows(matchers, target, rows, threads)
 
 
 def fill_next_token_bitmask_batch_async(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,

@@ -3,13 +3,16 @@
 An engine that decodes several draft tokens per step (EAGLE, n-gram, MTP) verifies them in one
 forward pass of the target model, and needs, for every draft position, the mask the matcher
 would give after the draft tokens before it: the target samples the token after each accepted
-prefix from that row. Every function here walks the matcher along the draft with its own
-`accept_token` and puts it back with `rollback`, so each row *is* the mask a fresh matcher gives
-after accepting the same tokens (uniqueItems tracks, EOS and marker tokens included), and the
-matcher is where it was when the call returns, whatever happens inside.
+prefix from that row. The matcher never moves: it is where it was when a call returns.
 
-Rows of states seen before are cache hits (a copy of the shared row); a first-time mask is the C
-trie walk, which releases the GIL. The cost per draft token is measured by
+A draft (`fill_draft_bitmasks`, `validate_tokens`, and the tree form) is walked in C with the GIL
+released (`_mask_store.walk_draft`, `walk_tree`): each text token stepped over the machine's
+computed rows, each row copied from the grammar's store of masks. Where C stops (a mask not stored
+yet, a row not computed yet) Python computes it (the trie walk, itself C without the GIL) and C
+goes on from there; where only the matcher can tell (a special token, a uniqueItems tracker, a
+terminated matcher; EOS too in a linear draft) the draft is walked with the matcher's own
+`accept_token` and put back with `rollback`. Either way each row *is* the mask a fresh matcher
+gives after accepting the same tokens. The cost per draft token is measured by
 scripts/draft_cost.py.
 """
 
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from strictgen.compile import _mask_store
 from strictgen.compile.machine import DEAD
 
 if TYPE_CHECKING:
@@ -42,6 +46,25 @@ def _write(target: np.ndarray, row: int, mask: np.ndarray) -> None:
 def validate_tokens(matcher: "GrammarMatcher", tokens: Sequence[int]) -> int:
     """How many leading tokens of `tokens` the grammar accepts from the matcher's state; the
     matcher does not move."""
+    plain, ids = matcher.plain_row(), _draft_ids(tokens)
+    if plain is None or ids is None:
+        return _validate_by_matcher(matcher, tokens)
+    state = plain[1]
+    core, vocab = matcher.draft_source()
+    pos = 0
+    while True:
+        status, pos, state = _mask_store.walk_draft(core, None, vocab, ids, pos, state, None, 0)
+        if status != _mask_store.STEP:
+            return pos
+        after = matcher.text_step(state, int(ids[pos]))
+        if after is None:
+            return _validate_by_matcher(matcher, tokens)
+        if after == DEAD:
+            return pos
+        pos, state = pos + 1, after
+
+
+def _validate_by_matcher(matcher: "GrammarMatcher", tokens: Sequence[int]) -> int:
     kept = 0
     try:
         for tok in tokens:
@@ -62,6 +85,46 @@ def fill_draft_bitmasks(matcher: "GrammarMatcher", draft: Sequence[int], bitmask
     target = _rows(bitmask)
     if start_row < 0 or start_row + len(draft) + 1 > target.shape[0]:
         raise ValueError(f"bitmask of {target.shape[0]} rows cannot hold {len(draft) + 1} draft rows from row {start_row}")
+    plain, ids = matcher.plain_row(), _draft_ids(draft)
+    if plain is None or ids is None or target.dtype != np.int32 or target.strides[1] != target.itemsize:
+        return _fill_by_matcher(matcher, draft, target, start_row)
+    masker, state = plain
+    core, vocab = matcher.draft_source()
+    pos = 0
+    while True:
+        status, pos, state = _mask_store.walk_draft(core, masker.store, vocab, ids, pos, state, target, start_row)
+        if status == _mask_store.MISS:  # computed here (and stored), then the token after it stepped here
+            _write(target, start_row + pos, masker.mask(state))
+            if pos == len(ids):
+                return pos + 1
+        elif status != _mask_store.STEP:  # DONE or REFUSED: rows up to pos written
+            return pos + 1
+        after = matcher.text_step(state, int(ids[pos]))
+        if after is None:
+            return _fill_by_matcher(matcher, draft, target, start_row)
+        if after == DEAD:
+            return pos + 1
+        pos, state = pos + 1, after
+
+
+def _draft_ids(draft: Sequence[int]) -> np.ndarray | None:
+    """The draft as int64 ids for C, or None when it holds ids no int64 holds (refused by the matcher)."""
+    try:
+        return np.ascontiguousarray(draft, dtype=np.int64).reshape(-1)
+    except OverflowError:
+        return None
+
+
+def walk_source(compiled) -> tuple:
+    """(the C machine, the vocabulary as walk_draft reads it) for a compiled grammar."""
+    info = compiled.tokenizer_info
+    facts = info.trie.facts
+    vocab = (facts.starts, facts.lengths, facts.flat, info.is_special, compiled.masker.eos, info.vocab_size, compiled.has_special_tokens)
+    return compiled.machine.walk_source()[0], vocab
+
+
+def _fill_by_matcher(matcher: "GrammarMatcher", draft: Sequence[int], target: np.ndarray, start_row: int) -> int:
+    """fill_draft_bitmasks by the matcher's own accept_token and rollback (trackers, EOS, specials)."""
     masks = [matcher.next_token_mask()]  # shared read-only rows: written below in one copy
     try:
         for tok in draft:
@@ -109,12 +172,59 @@ second EOS below it a row of zeros: no matcher accepts it).
         return 0
     if start_row < 0 or start_row + n > target.shape[0]:
         raise ValueError(f"bitmask of {target.shape[0]} rows cannot hold a draft tree of {n} nodes from row {start_row}")
+    rows = target[start_row : start_row + n]
+    deadline = None if time_budget is None else time.perf_counter() + time_budget
+    plain, arrays = matcher.plain_row(), _tree_arrays(tokens, first_child, next_sibling)
+    if plain is not None and arrays is not None and target.dtype == np.int32 and target.strides[1] == target.itemsize:
+        visited = _tree_in_c(matcher, plain, arrays, rows, deadline)
+        if visited is not None:
+            return visited
+    return _tree_by_matcher(matcher, tokens, first_child, next_sibling, rows, deadline)
+
+
+def _tree_arrays(tokens, first_child, next_sibling) -> tuple | None:
+    """The tree as int64 arrays for C, or None when it holds ids no int64 holds."""
+    try:
+        return tuple(np.ascontiguousarray(a, dtype=np.int64).reshape(-1) for a in (tokens, first_child, next_sibling))
+    except OverflowError:
+        return None
+
+
+def _tree_in_c(matcher: "GrammarMatcher", plain: tuple, arrays: tuple, rows: np.ndarray, deadline: float | None) -> int | None:
+    """fill_draft_tree_bitmasks walked in C (`_mask_store.walk_tree`, GIL released), Python
+    answering where it stops (a mask to compute, a token to step over rows not computed yet);
+    None where only the matcher can tell (a special token): the caller walks the tree then."""
+    masker, state = plain
+    n = len(arrays[0])
+    rows[:] = 0
+    _write(rows, 0, masker.mask(state))
+    node_state = np.zeros(n, dtype=np.int32)
+    node_state[0] = state
+    parent, stack = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+    core, vocab = matcher.draft_source()
+    depth, visited, resume, resume_row = -1, 1, -1, None
+    while True:
+        status, node, depth, added = _mask_store.walk_tree(core, masker.store, vocab, *arrays, rows, masker.eos_only, node_state, parent, stack,
+                                                           depth, resume, resume_row, -1.0 if deadline is None else deadline)
+        visited += added
+        if status == _mask_store.DONE:
+            return visited
+        if status == _mask_store.MISS:
+            resume = int(node_state[node])
+            resume_row = masker.mask(resume)
+            continue
+        after = matcher.text_step(int(node_state[parent[node]]), int(arrays[0][node]))  # STEP
+        if after is None:
+            return None
+        resume, resume_row = after, None
+
+
+def _tree_by_matcher(matcher: "GrammarMatcher", tokens, first_child, next_sibling, rows: np.ndarray, deadline: float | None) -> int:
+    """fill_draft_tree_bitmasks by the matcher's own accept_token and rollback (trackers, specials)."""
     first = [int(c) for c in first_child]
     sibling = [int(s) for s in next_sibling]
     ids = [int(t) for t in tokens]
-    rows = target[start_row : start_row + n]
     rows[:] = 0
-    deadline = None if time_budget is None else time.perf_counter() + time_budget
     _write(rows, 0, matcher.next_token_mask())
     visited = 1
     depth = 0  # tokens accepted beyond the root, rolled back on the way up

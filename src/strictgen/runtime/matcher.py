@@ -40,6 +40,7 @@ class GrammarMatcher:
         self._eos = frozenset(info.eos_token_ids)
         self._vocab_size = info.vocab_size
         self._unique = compiled.tracker  # uniqueItems arrays and distinct-name objects followed here (None: none)
+        self._draft_source: tuple | None = None  # what the C draft walk reads (drafts.walk_source), on the first draft
         if compiled.has_captures:  # only these matchers keep the bytes they accept, for captures()
             self._advance = self._advance_keeping_text
         self.reset()
@@ -144,14 +145,23 @@ class GrammarMatcher:
         row = self._masker.mask(self.state)
         return row if self._unique is None else self._tracked(row)
 
-    def cached_next_token_mask(self) -> np.ndarray | None:
-        """`next_token_mask()` when the state's mask is cached, else None (nothing is computed):
-        one lock-free cache read, without aging the entry (`TokenMasker.age` does that for a
-        batch at once). What a batch fill reads each row by, so a hit costs one lookup."""
-        if self._terminated:
-            return self._masker.eos_only
-        row = self._masker.cached(self.state)
-        return row if row is None or self._unique is None else self._tracked(row)
+    def plain_row(self) -> tuple | None:
+        """(the grammar's TokenMasker, the state) when the state's cached machine mask is this
+        matcher's next mask as it is, else None (a terminated matcher allows EOS only; a tracker
+        filters the row): the rows that batch and draft fills copy in C straight from the
+        masker's store."""
+        return None if self._terminated or self._unique is not None else (self._masker, self._history[-1])
+
+    def text_step(self, state: int, token_id: int) -> int | None:
+        """The state after text token `token_id` from `state` (DEAD if refused), the matcher not
+        moving; None where only `accept_token` can tell (EOS, a special token, a tracker). What a
+        draft walk asks where its C step stops (a row not computed yet)."""
+        if not 0 <= token_id < self._vocab_size:
+            return DEAD
+        if self._unique is not None or token_id in self._eos or self._is_special[token_id]:
+            return None
+        data = self._token_bytes[token_id]
+        return DEAD if self._stand_ins and STAND_IN in data else self._machine.step_bytes(state, data)
 
     def _tracked(self, row: np.ndarray) -> np.ndarray:
         """The machine's mask `row` for this state, without the tokens that would repeat an
@@ -184,6 +194,13 @@ class GrammarMatcher:
         return forced.split(bytes((STAND_IN,)), 1)[0] if self._stand_ins else forced  # a special token is the model's
 
     # ---- speculative decoding (drafts.py): the matcher does not move ----
+
+    def draft_source(self) -> tuple:
+        """(the C machine, the vocabulary as the C draft walk reads it), made on the first draft
+        call: a speculative decoder asks a matcher for drafts at every step."""
+        if self._draft_source is None:
+            self._draft_source = drafts.walk_source(self.compiled)
+        return self._draft_source
 
     def validate_tokens(self, tokens) -> int:
         """How many leading tokens of a draft the grammar accepts from here."""

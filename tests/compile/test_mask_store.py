@@ -1,0 +1,140 @@
+"""The C store of token masks (compile/_mask_store.c): a bounded map from machine state to a
+read-only mask row, CLOCK eviction, rows valid after eviction, safe from several threads."""
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strictgen.compile._mask_store import MaskStore
+
+
+def _row(value: int, width: int = 3) -> np.ndarray:
+    row = np.full(width, value, dtype=np.int32)
+    row.setflags(write=False)
+    return row
+
+
+def test_get_peek_put_and_eviction_keeps_rows_valid():
+    store = MaskStore(3, 2)
+    first = _row(1)
+    store.put(10, first)
+    store.put(11, _row(2))
+    assert store.peek(10) is first and store.peek(11)[0] == 2 and store.peek(12) is None
+    assert len(store) == 2 and sorted(store.states()) == [10, 11]
+    store.put(12, _row(3))
+    store.put(13, _row(4))  # neither 10 nor 11 was read since it was put: both go
+    assert sorted(store.states()) == [12, 13] and store.peek(10) is None
+    assert first[0] == 1 and not first.flags.writeable  # a row handed out stays valid after its eviction
+
+
+def test_clock_spares_what_was_read_since_the_hand_passed():
+    store = MaskStore(3, 4)
+    for s in range(4):
+        store.put(s, _row(s))
+    store.touch([0, 2, 99])  # 99 is not stored: passed over
+    store.put(4, _row(4))  # the hand clears 0's bit and takes 1
+    assert store.peek(1) is None and store.peek(0) is not None
+    store.put(5, _row(5))  # 2 was read: 3 goes
+    assert store.peek(3) is None and store.peek(2) is not None
+
+
+def test_bad_rows_and_a_zero_bound():
+    store = MaskStore(3, 4)
+    with pytest.raises(ValueError, match="read-only"):
+        store.put(1, np.zeros(3, dtype=np.int32))  # writable
+    with pytest.raises(ValueError, match="read-only"):
+        store.put(1, _row(0, width=4))
+    with pytest.raises(ValueError):
+        MaskStore(0, 4)
+    none = MaskStore(3, 0)
+    none.put(1, _row(1))
+    assert none.peek(1) is None and len(none) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.lists(st.tuples(st.booleans(), st.integers(0, 12)), max_size=80))
+def test_the_store_is_a_bounded_map(capacity, ops):
+    """Against a dict: every stored state holds the last row put for it, never more than the bound
+    are kept, and a state just put is always there (the probe runs stay whole across deletions)."""
+    store, model = MaskStore(2, capacity), {}
+    for is_put, state in ops:
+        if is_put:
+            row = _row(state * 7 + len(model), 2)
+            store.put(state, row)
+            model[state] = row
+            assert store.peek(state) is row
+        else:
+            store.get(state)
+        kept = store.states()
+        assert len(kept) == len(set(kept)) == len(store) <= capacity
+        for s in kept:
+            assert store.peek(s) is model[s]
+
+
+def test_puts_and_reads_from_several_threads():
+    """Readers (peek, and the C batch copy) on several threads while another thread puts and evicts:
+    every row read is a whole row that was put for that state."""
+    from strictgen.compile import _mask_store
+
+    store, width = MaskStore(64, 16), 64
+    rows = {s: _row(s, width) for s in range(64)}
+    stop = threading.Event()
+    errors = []
+
+    def writer():
+        k = 0
+        while not stop.is_set():
+            store.put(k % 64, rows[k % 64])
+            k += 1
+
+    def reader():
+        target = np.zeros((8, width), dtype=np.int32)
+        flags, misses = np.zeros(8, dtype=np.uint8), np.empty(8, dtype=np.int64)
+        states = np.arange(8, dtype=np.int64) * 8
+        for _ in range(2000):
+            got = store.peek(int(states[0]))
+            if got is not None and not (got == 0).all():
+                errors.append("peek")
+            n = _mask_store.fill_rows((store,), np.zeros(8, dtype=np.int32), states, np.arange(8, dtype=np.int64), target, flags, misses)
+            hit = np.setdiff1d(np.arange(8), misses[:n])
+            if not all((target[i] == states[i]).all() for i in hit):
+                errors.append("fill")
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads[1:]:
+        t.join()
+    stop.set()
+    threads[0].join()
+    assert not errors
+
+
+def _fill(store, states):
+    from strictgen.compile import _mask_store
+
+    n = len(states)
+    target = np.zeros((n, store.width), dtype=np.int32)
+    flags, misses = np.zeros(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
+    return _mask_store.fill_rows((store,), np.zeros(n, dtype=np.int32), np.asarray(states, dtype=np.int64), np.arange(n, dtype=np.int64),
+                                 target, flags, misses)
+
+
+def test_batch_copies_age_hits_once_the_store_is_half_full():
+    """fill_rows ages what it copies (TokenMasker.age's rule): not below half full, after."""
+    below = MaskStore(3, 8)
+    for s in range(3):
+        below.put(s, _row(s))
+    assert _fill(below, [0]) == 0  # a hit, 3 of 8: not aged
+    for s in range(3, 9):
+        below.put(s, _row(s))  # the ninth evicts the first unread from the hand: 0
+    assert below.peek(0) is None
+    half = MaskStore(3, 4)
+    for s in range(4):
+        half.put(s, _row(s))
+    assert _fill(half, [0, 7]) == 1  # 0 a hit (aged), 7 a miss
+    half.put(4, _row(4))
+    assert half.peek(0) is not None and half.peek(1) is None
