@@ -34,6 +34,7 @@ from strictgen.grammar.multiple_of import (
     multiple_of_numbers,
     number_multiples,
     residue_filter,
+    unbounded_product,
 )
 from strictgen.grammar.numbers import integer_range, number_range
 
@@ -571,6 +572,10 @@ def test_a_plan_knows_whether_it_brings_rules_before_writing_them(step, lo, span
     asked = plan.needs_rules()
     expr, rules = plan.emit("p")
     assert asked == bool(rules)
+    if not ints and unbounded_product(Decimal(step), lo, hi):  # decided unbuilt: rules for sure
+        assert asked
+    if not ints and hi is None and lo is not None and Decimal(step) not in (Decimal("0.01"), Decimal("0.1")):
+        assert unbounded_product(Decimal(step), lo, hi)
     assert (expr, rules) == make(Decimal(step), lo, hi).emit("p")  # the same with no question asked
     want = (multiple_of_integers if ints else multiple_of_numbers)(Decimal(step), lo, hi, prefix="p")
     assert (expr, rules) == want

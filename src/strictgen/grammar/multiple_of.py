@@ -61,6 +61,7 @@ __all__ = [
     "multiple_of_numbers",
     "number_multiples",
     "residue_filter",
+    "unbounded_product",
 ]
 
 MAX_ENUMERATED = 1000  # bounded multipleOf with at most this many values: list them
@@ -446,6 +447,15 @@ def number_multiples(step, minimum=None, maximum=None, exclusive_minimum: bool =
     if p > MAX_MODULUS:
         raise GrammarTooLargeError(f"multipleOf {step} needs a remainder automaton with {p} states (at most {MAX_MODULUS})")
     return _product(check_nesting(decimal_texts(lo, ls, hi, hs, n)), p, n)
+
+
+def unbounded_product(step, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False) -> bool:
+    """Is `number_multiples(step, bounds)` a remainder product over a range unbounded on a side?
+    Then it has infinitely many members, so its minimal automaton has a cycle and brings rules
+    (or it is refused as too large): decided without building it."""
+    p, _ = _step(step)
+    lo, _, hi, _, empty = number_bounds(minimum, maximum, exclusive_minimum, exclusive_maximum)
+    return p != 1 and not empty and (lo is None or hi is None)
 
 
 def multiple_of_numbers(step, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False,

@@ -14,7 +14,7 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
 from ..ir import NOTHING, Expr, alt, difference, intersect, lit, opt, repeat, seq
 from ..json_value import CANONICAL_NUMBER, DIGIT, NONZERO, json_integer
-from ..multiple_of import Multiples, integer_multiples, number_multiples, residue_filter
+from ..multiple_of import Multiples, integer_multiples, number_multiples, residue_filter, unbounded_product
 from ..numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
 from .ir import NumberConstraints, keyword_pointer
 
@@ -51,6 +51,8 @@ def emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
     for m in n.not_mults:
         not_prefix = em.fresh_name("not_mul")
         try:
+            if unbounded_product(m, *_bounds(n)):
+                break  # rules, or too large: the residue route either way
             mplan = number_multiples(m, *_bounds(n))
         except CompileTimeoutError:
             raise
