@@ -28,10 +28,13 @@ from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 from strictgen.grammar.ir import NOTHING, Expr, Grammar, RuleRef, Seq
 from strictgen.grammar.multiple_of import (
     MAX_ENUMERATED,
+    integer_multiples,
     multiple_of_grammar,
     multiple_of_integers,
     multiple_of_numbers,
+    number_multiples,
     residue_filter,
+    unbounded_product,
 )
 from strictgen.grammar.numbers import integer_range, number_range
 
@@ -548,3 +551,31 @@ def test_residue_filter_examples():
     assert residue_filter(number_range(0, 100), [2], [Decimal("0.5")]) == (NOTHING, {})
     with pytest.raises(GrammarTooLargeError, match="remainder automaton"):
         residue_filter(integer_range(), [], [10**9 + 7])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(
+    step=st.one_of(NUMBER_STEPS, st.sampled_from(["11", "12", "33", "429"])),
+    lo=st.one_of(st.none(), st.integers(-10**9, 10**9), st.sampled_from([-100000, 0, 10**15])),
+    span=st.one_of(st.none(), st.integers(0, 10**6), st.sampled_from([10**12, 10**20])),
+    ints=st.booleans(),
+)
+def test_a_plan_knows_whether_it_brings_rules_before_writing_them(step, lo, span, ints):
+    # emit_number decides its route on needs_rules() and writes only the plan that stays: the
+    # answer must be what writing says, and writing must not depend on having asked first
+    hi = None if lo is None or span is None else lo + span
+    make = integer_multiples if ints else number_multiples
+    try:
+        plan = make(Decimal(step), lo, hi)
+    except GrammarTooLargeError:
+        return
+    asked = plan.needs_rules()
+    expr, rules = plan.emit("p")
+    assert asked == bool(rules)
+    if not ints and unbounded_product(Decimal(step), lo, hi):  # decided unbuilt: rules for sure
+        assert asked
+    if not ints and hi is None and lo is not None and Decimal(step) not in (Decimal("0.01"), Decimal("0.1")):
+        assert unbounded_product(Decimal(step), lo, hi)
+    assert (expr, rules) == make(Decimal(step), lo, hi).emit("p")  # the same with no question asked
+    want = (multiple_of_integers if ints else multiple_of_numbers)(Decimal(step), lo, hi, prefix="p")
+    assert (expr, rules) == want

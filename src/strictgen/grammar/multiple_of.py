@@ -14,7 +14,7 @@ languages of `numbers` (on the regular core's DFAs) and write the result back as
   - otherwise the minimal DFA of the range language is intersected with a remainder automaton
     (value * 10**n mod p for a step p / 10**n, p <= MAX_MODULUS), minimised, and written as
     right-linear rules (one per state on a cycle; acyclic states are inlined, or become rules
-    kept as calls when inlining them would copy too much; see `_emit`).
+    kept as calls when inlining them would copy too much; see `_Layout`).
 * `residue_filter` -- any regular language of plain decimals, filtered by steps to keep and
   steps to exclude (a difference with the tracker).
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from strictgen import deadline, regular
 from strictgen.errors import GrammarTooLargeError, SchemaError
+from strictgen.lru import BoundedLRU
 
 from .automata import regular_dfa
 from .ir import EMPTY, NOTHING, Alt, Expr, Literal, RuleRef, Seq, alt, charset, cyclic_rules, lit, seq
@@ -53,10 +54,14 @@ from .numbers import (
 __all__ = [
     "MAX_ENUMERATED",
     "MAX_MODULUS",
+    "Multiples",
+    "integer_multiples",
     "multiple_of_grammar",
     "multiple_of_integers",
     "multiple_of_numbers",
+    "number_multiples",
     "residue_filter",
+    "unbounded_product",
 ]
 
 MAX_ENUMERATED = 1000  # bounded multipleOf with at most this many values: list them
@@ -126,70 +131,81 @@ def _sccs_cyclic(trans: list[list[int]]) -> list[bool]:
     return [s in on_cycle for s in range(len(trans))]
 
 
-def _emit(trans: list[list[int]], accepting: list[bool], prefix: str) -> tuple[Expr, dict[str, Expr]]:
-    """A DFA (start 0, -1 dead) as a root expression plus right-linear rules named prefix_<i>.
+class _Layout:
+    """Which states of a DFA (start 0, -1 dead) become rules when it is written as right-linear
+    rules, decided before anything is written: `needs_rules` is known without writing them.
 
     States on a cycle become rules. Acyclic states are inlined into the expression that uses them,
     unless that would copy too much (the compiler inlines a non-recursive rule once per use): then
-    states used from several places become rules too, each with a self-reference that can never
-    be taken (``Seq((NOTHING, RuleRef(self)))``), which keeps the compiler calling them instead
-    of copying them. Chains of more than _MAX_INLINE_CHAIN inlined states are cut the same way,
-    which bounds the nesting depth. Every rule reference is in tail position, so the pushdown
-    machine's stack never grows inside these rules."""
-    if not trans:
-        return NOTHING, {}
-    n = len(trans)
-    cyclic = _sccs_cyclic(trans)
-    groups: list[list[tuple[int, list[int]]]] = []
-    indeg = [0] * n
-    for s in range(n):
-        by_target: dict[int, list[int]] = {}
-        for c, t in enumerate(trans[s]):
-            if t >= 0:
-                by_target.setdefault(t, []).append(c)
-        groups.append(sorted(by_target.items()))
-        for t in by_target:
-            indeg[t] += 1
+    states used from several places become rules too. Chains of more than _MAX_INLINE_CHAIN
+    inlined states are cut the same way, which bounds the nesting depth."""
 
-    # size of each state's expression when every acyclic target is inlined (DAG, memoised)
-    size: list[int | None] = [None] * n
+    def __init__(self, trans: list[list[int]], accepting: list[bool]):
+        self.trans, self.accepting = trans, accepting
+        n = len(trans)
+        self.cyclic = cyclic = _sccs_cyclic(trans)
+        self.groups = groups = []
+        indeg = [0] * n
+        for s in range(n):
+            by_target: dict[int, list[int]] = {}
+            for c, t in enumerate(trans[s]):
+                if t >= 0:
+                    by_target.setdefault(t, []).append(c)
+            groups.append(sorted(by_target.items()))
+            for t in by_target:
+                indeg[t] += 1
+        # size of each state's expression when every acyclic target is inlined (DAG, memoised)
+        size: list[int | None] = [None] * n
 
-    def inlined_size(s: int) -> int:
-        stack = [s]
-        while stack:
-            u = stack[-1]
-            pending = [t for t, _ in groups[u] if not cyclic[t] and size[t] is None]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            if size[u] is None:
-                size[u] = 1 + sum(2 + (0 if cyclic[t] else size[t]) for t, _ in groups[u])
-        return size[s]
-
-    roots = [s for s in range(n) if cyclic[s] or s == 0]
-    total = sum(inlined_size(s) for s in roots)
-    shared = total > _INLINE_BUDGET
-    is_rule = [cyclic[s] or (shared and indeg[s] > 1) for s in range(n)]
-    # long chains of inlined states would nest deeply: cut them into rules
-    height = [0] * n
-    done = [False] * n
-    for root in range(n):
-        stack = [root]
-        while stack:
-            u = stack[-1]
-            if done[u]:
+        def inlined_size(s: int) -> int:
+            stack = [s]
+            while stack:
+                u = stack[-1]
+                pending = [t for t, _ in groups[u] if not cyclic[t] and size[t] is None]
+                if pending:
+                    stack.extend(pending)
+                    continue
                 stack.pop()
-                continue
-            pending = [t for t, _ in groups[u] if not is_rule[t] and not done[t]]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            done[u] = True
-            height[u] = 1 + max((height[t] for t, _ in groups[u] if not is_rule[t]), default=0)
-            if height[u] > _MAX_INLINE_CHAIN and u != 0:
-                is_rule[u] = True
+                if size[u] is None:
+                    size[u] = 1 + sum(2 + (0 if cyclic[t] else size[t]) for t, _ in groups[u])
+            return size[s]
+
+        roots = [s for s in range(n) if cyclic[s] or s == 0]
+        total = sum(inlined_size(s) for s in roots)
+        shared = total > _INLINE_BUDGET
+        self.is_rule = is_rule = [cyclic[s] or (shared and indeg[s] > 1) for s in range(n)]
+        # long chains of inlined states would nest deeply: cut them into rules
+        height = [0] * n
+        done = [False] * n
+        for root in range(n):
+            stack = [root]
+            while stack:
+                u = stack[-1]
+                if done[u]:
+                    stack.pop()
+                    continue
+                pending = [t for t, _ in groups[u] if not is_rule[t] and not done[t]]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                stack.pop()
+                done[u] = True
+                height[u] = 1 + max((height[t] for t, _ in groups[u] if not is_rule[t]), default=0)
+                if height[u] > _MAX_INLINE_CHAIN and u != 0:
+                    is_rule[u] = True
+
+    def needs_rules(self) -> bool:
+        return any(self.is_rule)
+
+
+def _write(layout: _Layout, prefix: str) -> tuple[Expr, dict[str, Expr]]:
+    """The DFA of `layout` as a root expression plus rules named prefix_<i> (the layout's rule
+    states). An acyclic rule state gets a self-reference that can never be taken
+    (``Seq((NOTHING, RuleRef(self)))``), which keeps the compiler calling it instead of copying
+    it. Every rule reference is in tail position, so the pushdown machine's stack never grows
+    inside these rules."""
+    n = len(layout.trans)
+    groups, is_rule, cyclic, accepting = layout.groups, layout.is_rule, layout.cyclic, layout.accepting
     names: dict[int, str] = {}
     for s in range(n):
         if is_rule[s]:
@@ -235,22 +251,79 @@ def _symbols(cs: tuple[int, ...]) -> Expr:
     return charset((_ALPHA[c], _ALPHA[c]) for c in cs)
 
 
-def _product(range_expr: Expr, p: int, n: int, prefix: str) -> tuple[Expr, dict[str, Expr]]:
+class Multiples:
+    """A multiples language before it is written as grammar: a plain expression (listed values, a
+    range), or the rows of the minimal DFA of a range times a remainder automaton. A caller that
+    only needs to know whether the language would bring rules (`needs_rules`) learns it without
+    laying out or writing them (`emit` writes them)."""
+
+    def __init__(self, expr: Expr = NOTHING, trans: list[list[int]] | None = None, accepting: list[bool] | None = None):
+        self.expr, self.trans, self.accepting = expr, trans, accepting
+
+    def needs_rules(self) -> bool:
+        # a state on a cycle is a rule: a cycle decides it without the layout
+        return bool(self.trans) and (_has_cycle(self.trans) or _Layout(self.trans, self.accepting).needs_rules())
+
+    def emit(self, prefix: str) -> tuple[Expr, dict[str, Expr]]:
+        """(root expression, extra rules named prefix_<i>)."""
+        return _write(_Layout(self.trans, self.accepting), prefix) if self.trans else (self.expr, {})
+
+
+def _has_cycle(trans: list[list[int]]) -> bool:
+    """Is there a cycle among the states? (Kahn's order: the states never freed lie on or after one.)"""
+    indeg = [0] * len(trans)
+    for row in trans:
+        for t in set(row):
+            if t >= 0:
+                indeg[t] += 1
+    free = [s for s, d in enumerate(indeg) if d == 0]
+    seen = 0
+    while free:
+        s = free.pop()
+        seen += 1
+        for t in set(trans[s]):
+            if t >= 0:
+                indeg[t] -= 1
+                if indeg[t] == 0:
+                    free.append(t)
+    return seen < len(trans)
+
+
+def _dfa_multiples(dfa: regular.DFA) -> Multiples:
+    trans, accepting = _symbol_rows(dfa)
+    return Multiples(trans=trans, accepting=accepting)
+
+
+# minimal remainder automata by (p, n, fraction): schemas repeat their steps across conjuncts
+# (an allOf of anyOfs of multipleOf distributes into many), bounded in table cells
+_TRACKERS: BoundedLRU[regular.DFA] = BoundedLRU(64, 1 << 22, lambda dfa: dfa.num_states * dfa.num_classes)
+
+
+def _minimal_tracker(p: int, n: int, fraction: bool) -> regular.DFA:
+    key = (p, n, fraction)
+    dfa = _TRACKERS.get(key)
+    if dfa is None:
+        dfa = regular.minimal(_tracker(p, n, fraction))
+        _TRACKERS.put(key, dfa)
+    return dfa
+
+
+def _product(range_expr: Expr, p: int, n: int) -> Multiples:
     """Texts of `range_expr` (plain decimals) whose value * 10**n is a multiple of p."""
     if range_expr == NOTHING:
-        return NOTHING, {}
+        return Multiples()
     ranges = regular_dfa(range_expr)
     r_trans, _ = _symbol_rows(ranges)
     if not r_trans:
-        return NOTHING, {}
+        return Multiples()
     fraction = any(row[_DOT] >= 0 for row in r_trans)
     both = regular.product(
         ranges,
-        regular.minimal(_tracker(p, n, fraction)),
+        _minimal_tracker(p, n, fraction),
         max_states=MAX_PRODUCT_STATES,
         too_large=f"multipleOf {Decimal(p).scaleb(-n)} together with these bounds needs more than {MAX_PRODUCT_STATES} automaton states",
     )
-    return _emit(*_symbol_rows(regular.minimal(both)), prefix)
+    return _dfa_multiples(regular.minimal(both))
 
 
 def residue_filter(expr: Expr, keep=(), drop=(), prefix: str = "num_residue") -> tuple[Expr, dict[str, Expr]]:
@@ -277,13 +350,13 @@ def residue_filter(expr: Expr, keep=(), drop=(), prefix: str = "num_residue") ->
         dfa = regular.minimal(
             regular.product(
                 dfa,
-                regular.minimal(_tracker(p, n, fraction)),
+                _minimal_tracker(p, n, fraction),
                 difference=negated,
                 max_states=MAX_PRODUCT_STATES,
                 too_large=f"{'not ' if negated else ''}multipleOf {step} together with the other number keywords needs more than {MAX_PRODUCT_STATES} automaton states",
             )
         )
-    return _emit(*_symbol_rows(dfa), prefix)
+    return _dfa_multiples(dfa).emit(prefix)
 
 
 # ---- multipleOf ------------------------------------------------------------------------------------
@@ -304,38 +377,36 @@ def _step(value) -> tuple[int, int]:
     return int(p), n
 
 
-def multiple_of_integers(
-    k,
-    minimum=None,
-    maximum=None,
-    exclusive_minimum: bool = False,
-    exclusive_maximum: bool = False,
-    prefix: str = "int_multiple",
-) -> tuple[Expr, dict[str, Expr]]:
-    """Canonical integers (as `integer_range`) within the bounds that are multiples of `k`.
+def integer_multiples(k, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False) -> Multiples:
+    """Canonical integers (as `integer_range`) within the bounds that are multiples of `k`, unwritten.
 
     `k` may be any positive number: integers that are multiples of 2.5 are the multiples of 5,
-    every integer is a multiple of 0.5. Returns (root expression, extra rules named prefix_<i>).
-    Bounded ranges with at most MAX_ENUMERATED multiples are listed (no rules); otherwise the
-    range automaton is intersected with a remainder automaton (k up to MAX_MODULUS), and
-    GrammarTooLargeError is raised when that would get too big."""
+    every integer is a multiple of 0.5. Bounded ranges with at most MAX_ENUMERATED multiples are
+    listed (no rules); otherwise the range automaton is intersected with a remainder automaton
+    (k up to MAX_MODULUS), and GrammarTooLargeError is raised when that would get too big."""
     p, n = _step(k)
     modulus = p // math.gcd(p, 10**n)
     lo, hi, empty = int_bounds(minimum, maximum, exclusive_minimum, exclusive_maximum)
     if empty:
-        return NOTHING, {}
+        return Multiples()
     if modulus == 1:
-        return check_nesting(integer_texts(lo, hi)), {}
+        return Multiples(check_nesting(integer_texts(lo, hi)))
     if lo is not None and hi is not None:
         first = -(-lo // modulus)
         last = hi // modulus
         if last - first + 1 <= MAX_ENUMERATED:
-            return _alternatives([lit(str(j * modulus)) for j in range(first, last + 1)]), {}
+            return Multiples(_alternatives([lit(str(j * modulus)) for j in range(first, last + 1)]))
     if modulus > MAX_MODULUS:
         raise GrammarTooLargeError(
             f"multipleOf {k} on integers needs a remainder automaton with {modulus} states (at most {MAX_MODULUS})"
         )
-    return _product(check_nesting(integer_texts(lo, hi)), modulus, 0, prefix)
+    return _product(check_nesting(integer_texts(lo, hi)), modulus, 0)
+
+
+def multiple_of_integers(k, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False,
+                         prefix: str = "int_multiple") -> tuple[Expr, dict[str, Expr]]:
+    """`integer_multiples` written: (root expression, extra rules named prefix_<i>)."""
+    return integer_multiples(k, minimum, maximum, exclusive_minimum, exclusive_maximum).emit(prefix)
 
 
 def multiple_of_grammar(k: int, prefix: str) -> tuple[Expr, dict[str, Expr]]:
@@ -354,32 +425,40 @@ def _alternatives(items: list[Expr]) -> Expr:
     return items[0] if len(items) == 1 else Alt(tuple(items))
 
 
-def multiple_of_numbers(
-    step,
-    minimum=None,
-    maximum=None,
-    exclusive_minimum: bool = False,
-    exclusive_maximum: bool = False,
-    prefix: str = "num_multiple",
-) -> tuple[Expr, dict[str, Expr]]:
-    """Plain decimals (as `number_range` with bounds) within the bounds whose value is a multiple of `step`.
+def number_multiples(step, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False) -> Multiples:
+    """Plain decimals (as `number_range` with bounds) within the bounds whose value is a multiple of `step`, unwritten.
 
     A step of 10**-n needs no rules (`number_range(..., max_fraction_digits=n)`). Other steps
     (0.5, 0.3, 2.5, 7, ...) list the values when the bounds leave at most MAX_ENUMERATED of them,
     and otherwise intersect with a remainder automaton (step = p / 10**n with p up to
-    MAX_MODULUS). Returns (root expression, extra rules named prefix_<i>)."""
+    MAX_MODULUS)."""
     p, n = _step(step)
     lo, ls, hi, hs, empty = number_bounds(minimum, maximum, exclusive_minimum, exclusive_maximum)
     if empty:
-        return NOTHING, {}
+        return Multiples()
     if p == 1:
-        return check_nesting(decimal_texts(lo, ls, hi, hs, n)), {}
+        return Multiples(check_nesting(decimal_texts(lo, ls, hi, hs, n)))
     s = Fraction(p, 10**n)
     if lo is not None and hi is not None:
         first = math.floor(lo / s) + 1 if ls else math.ceil(lo / s)
         last = math.ceil(hi / s) - 1 if hs else math.floor(hi / s)
         if last - first + 1 <= MAX_ENUMERATED:
-            return _alternatives([number_spellings(j * s) for j in range(first, last + 1)]), {}
+            return Multiples(_alternatives([number_spellings(j * s) for j in range(first, last + 1)]))
     if p > MAX_MODULUS:
         raise GrammarTooLargeError(f"multipleOf {step} needs a remainder automaton with {p} states (at most {MAX_MODULUS})")
-    return _product(check_nesting(decimal_texts(lo, ls, hi, hs, n)), p, n, prefix)
+    return _product(check_nesting(decimal_texts(lo, ls, hi, hs, n)), p, n)
+
+
+def unbounded_product(step, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False) -> bool:
+    """Is `number_multiples(step, bounds)` a remainder product over a range unbounded on a side?
+    Then it has infinitely many members, so its minimal automaton has a cycle and brings rules
+    (or it is refused as too large): decided without building it."""
+    p, _ = _step(step)
+    lo, _, hi, _, empty = number_bounds(minimum, maximum, exclusive_minimum, exclusive_maximum)
+    return p != 1 and not empty and (lo is None or hi is None)
+
+
+def multiple_of_numbers(step, minimum=None, maximum=None, exclusive_minimum: bool = False, exclusive_maximum: bool = False,
+                        prefix: str = "num_multiple") -> tuple[Expr, dict[str, Expr]]:
+    """`number_multiples` written: (root expression, extra rules named prefix_<i>)."""
+    return number_multiples(step, minimum, maximum, exclusive_minimum, exclusive_maximum).emit(prefix)

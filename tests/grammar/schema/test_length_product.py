@@ -69,6 +69,25 @@ def test_char_transitions_agree_with_the_byte_dfa():
             assert got == want, (pattern, q, hex(cp))
 
 
+def test_char_transitions_are_maximal_disjoint_runs():
+    # byte runs read as one range must end exactly where the byte DFA's target changes: at each
+    # range's edges the next code point goes elsewhere, and no two ranges of a state overlap
+    for pattern in ("^[\u00c0-\u07ff]x$", "^[^\u0300\u0800]{1,3}$", "^(?:[\u0100-\u017f]|[\U00010000-\U0001ffff]|\\S)*$", "^\\S+\\s$"):
+        dfa = regular_dfa(pattern_language(pattern))
+        for q, by_target in enumerate(char_transitions(dfa)):
+            spans = sorted((lo, hi, t) for t, ranges in by_target.items() for lo, hi in ranges)
+            for (_, hi, _), (lo, _, _) in zip(spans, spans[1:]):
+                assert hi < lo, (pattern, q)
+            for lo, hi, t in spans:
+                for cp in (lo, hi, (lo + hi) // 2):
+                    if 0xD800 <= cp <= 0xDFFF:
+                        continue
+                    assert dfa.step(q, chr(cp).encode("utf-8")) == t, (pattern, q, hex(cp))
+                for cp in (lo - 1, hi + 1):  # a neighbour going to t too would belong to this range
+                    if 0 <= cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF:
+                        assert dfa.step(q, chr(cp).encode("utf-8")) != t, (pattern, q, hex(cp))
+
+
 def test_lengths_agree_with_a_search():
     rng = random.Random(3)
     for _ in range(300):

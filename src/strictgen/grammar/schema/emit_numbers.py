@@ -14,7 +14,7 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
 from ..ir import NOTHING, Expr, alt, difference, intersect, lit, opt, repeat, seq
 from ..json_value import CANONICAL_NUMBER, DIGIT, NONZERO, json_integer
-from ..multiple_of import multiple_of_integers, multiple_of_numbers, residue_filter
+from ..multiple_of import Multiples, integer_multiples, number_multiples, residue_filter, unbounded_product
 from ..numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
 from .ir import NumberConstraints, keyword_pointer
 
@@ -39,31 +39,35 @@ def emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
         return NOTHING
     mult = _multiple(n)
     excluded = _excluded(n)
-    if n.int_only:
-        if mult is not None:
-            expr, rules = multiple_of_integers(mult, *_bounds(n), prefix=em.fresh_name("int_mul"))
-        else:
-            expr, rules = integer_range(*_bounds(n)), {}
-    elif mult is not None:
-        expr, rules = multiple_of_numbers(mult, *_bounds(n), prefix=em.fresh_name("num_mul"))
+    # the languages are planned first and written only when they stay: whether a remainder
+    # automaton brings rules decides the route, and the residue route writes its own
+    if mult is not None:
+        prefix = em.fresh_name("int_mul" if n.int_only else "num_mul")
+        plan = (integer_multiples if n.int_only else number_multiples)(mult, *_bounds(n))
     else:
-        expr, rules = _plain_range(n), {}
+        prefix = ""  # (a plain range has no rules to name)
+        plan = Multiples(integer_range(*_bounds(n)) if n.int_only else _plain_range(n))
     not_mults = []
     for m in n.not_mults:
+        not_prefix = em.fresh_name("not_mul")
         try:
-            mexpr, mrules = multiple_of_numbers(m, *_bounds(n), prefix=em.fresh_name("not_mul"))
+            if unbounded_product(m, *_bounds(n)):
+                break  # rules, or too large: the residue route either way
+            mplan = number_multiples(m, *_bounds(n))
         except CompileTimeoutError:
             raise
         except GrammarTooLargeError:
             break  # _number_residues refuses it, naming the keyword
-        if mrules:
+        if mplan.needs_rules():
             break
-        not_mults.append(mexpr)
+        not_mults.append(mplan.emit(not_prefix)[0])
     canonical = em.canonical_numbers and not n.int_only
-    if rules and (n.nonint or excluded or n.not_mults or canonical) or len(not_mults) < len(n.not_mults):
+    has_rules = plan.needs_rules()
+    if has_rules and (n.nonint or excluded or n.not_mults or canonical) or len(not_mults) < len(n.not_mults):
         # a remainder automaton meets a difference or intersection (the canonical spelling's
         # too: it leaves out -0): build it on the DFAs
         return _number_residues(em, n, mult, excluded)
+    expr, rules = plan.emit(prefix)
     em.merge_rules(rules)
     if n.int_only:
         expr = _integer_spellings(em, n, expr)

@@ -12,6 +12,10 @@ the bound (`_Lengths`), so every allowed token extends to a whole string.
 
 from __future__ import annotations
 
+import bisect
+
+import numpy as np
+
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
 
@@ -26,9 +30,42 @@ _CONTINUATIONS = ((0xC0, 0xDF, 1, 0x1F), (0xE0, 0xEF, 2, 0x0F), (0xF0, 0xF7, 3, 
 
 def char_transitions(dfa: regular.DFA) -> list[dict[int, list[tuple[int, int]]]]:
     """For each state of a byte-level DFA over UTF-8 text, the code point ranges by next state
-    (a state reached inside a character's bytes is never a key: whole characters only)."""
-    table = memoryview(dfa.table256()).cast("i")
+    (a state reached inside a character's bytes is never a key: whole characters only).
+
+    Bytes are read in runs of equal targets: a run of lead (or continuation) bytes whose common
+    target takes any continuation to one state is one range, so a class like ``\\S`` costs a few
+    ranges per state instead of one per byte and per continuation below it."""
+    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(-1, 256)
+    # per state, the bytes whose target differs from the byte before's (one numpy pass for all)
+    changes = np.nonzero(table[:, 1:] != table[:, :-1])
+    bounds = np.searchsorted(changes[0], np.arange(dfa.num_states + 1))
+    cut_at = (changes[1] + 1).tolist()
+    flat = memoryview(dfa.table256()).cast("i")
     memo: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+
+    def runs(q: int, first: int, last: int, mask: int, r: int) -> list[tuple[int, int, int]]:
+        """(lo, hi, state): the values of the bytes first..last read from q (their payload bits
+        `mask`), each followed by r continuation bytes, by end state."""
+        out: list[tuple[int, int, int]] = []
+        shift = 6 * r
+        full = (1 << shift) - 1
+        row = q * 256
+        lo_cut, hi_cut = int(bounds[q]), int(bounds[q + 1])
+        i = bisect.bisect_right(cut_at, first, lo_cut, hi_cut)
+        b = first
+        while b <= last:
+            e = cut_at[i] - 1 if i < hi_cut and cut_at[i] <= last else last
+            i += 1
+            t = flat[row + b]
+            if t >= 0:
+                below = tails(t, r)
+                if len(below) == 1 and below[0][0] == 0 and below[0][1] == full:
+                    out.append(((b & mask) << shift, (e & mask) << shift | full, below[0][2]))
+                else:
+                    for x in range(b, e + 1):
+                        out.extend(((x & mask) << shift | lo, (x & mask) << shift | hi, end) for lo, hi, end in below)
+            b = e + 1
+        return out
 
     def tails(s: int, r: int) -> list[tuple[int, int, int]]:
         """(lo, hi, state): the values of r continuation bytes read from s, by end state."""
@@ -36,27 +73,19 @@ def char_transitions(dfa: regular.DFA) -> list[dict[int, list[tuple[int, int]]]]
             return [(0, 0, s)]
         got = memo.get((s, r))
         if got is None:
-            got = []
-            for b in range(0x80, 0xC0):
-                t = table[s * 256 + b]
-                if t >= 0:
-                    shift = 6 * (r - 1)
-                    got.extend(((b & 0x3F) << shift | lo, (b & 0x3F) << shift | hi, e) for lo, hi, e in tails(t, r - 1))
-            memo[(s, r)] = got = _merged(got)
+            memo[(s, r)] = got = _merged(runs(s, 0x80, 0xBF, 0x3F, r - 1))
         return got
 
     out = []
     for q in range(dfa.num_states):
-        runs = [(b, b, table[q * 256 + b]) for b in range(0x80) if table[q * 256 + b] >= 0]
+        found = runs(q, 0, 0x7F, 0x7F, 0)
         for first, last, r, mask in _CONTINUATIONS:
-            for b in range(first, last + 1):
-                t = table[q * 256 + b]
-                if t >= 0:
-                    runs.extend(((b & mask) << 6 * r | lo, (b & mask) << 6 * r | hi, e) for lo, hi, e in tails(t, r))
+            found.extend(runs(q, first, last, mask, r))
         by_target: dict[int, list[tuple[int, int]]] = {}
-        for lo, hi, e in _merged(runs):
+        for lo, hi, e in _merged(found):
             by_target.setdefault(e, []).append((lo, hi))
         out.append(by_target)
+    del runs, tails  # recursive closures are reference cycles
     return out
 
 

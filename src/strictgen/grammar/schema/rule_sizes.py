@@ -139,15 +139,28 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
     if got is not None:
         return got
     t = type(e)
-    if t is RuleRef:
+    # (children, copies of each per copy of e, states of e itself beside its children's)
+    if t is Seq or t is Alt or t is Intersect:
+        kids, factor, fixed = e.items, 1, 1
+    elif t is RuleRef:
         got = memo[id(e)] = (0, {e.name: 1})
+        return got
+    elif t is Repeat:
+        kids, factor, fixed = (e.item,), max(1, e.max if e.max is not None else e.min + 1), 1
+    elif t is Difference:
+        kids, factor, fixed = (e.base, e.minus), 1, 0
+    elif t is Spelled:
+        kids, factor, fixed = (e.item,), 6, 0
+    elif t is Lazy:  # a call of a rule built at run time: the rules its body refers to count as references
+        kids, factor, fixed = e.uses, 1, 1
+    else:  # a leaf: a literal is a state per byte, a class a few, a ByteSet or anything else one
+        got = memo[id(e)] = (max(1, len(e.data)) if t is Literal else 2 + len(e.ranges) if t is CharSet else 1, _NO_WEIGHTS)
         return got
     kept = _kept_terms.get(id(e))
     if kept is not None and kept[0] is e:
         memo[id(e)] = kept[1]
         return kept[1]
-    kids, factor = _size_children(e)
-    fixed, weights, owned = _own_size(e), _NO_WEIGHTS, False
+    weights, owned = _NO_WEIGHTS, False
     for c in kids:
         c_fixed, c_weights = memo.get(id(c)) or _size_terms(c, memo)
         fixed += factor * c_fixed
@@ -182,34 +195,6 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
 KEPT_TERMS = 1 << 13
 _kept_terms: dict[int, tuple[Expr, tuple[int, dict[str, int]]]] = {}
 _offered_terms: set[int] = set()  # ids met once (ints: nothing held)
-
-
-def _size_children(x: Expr) -> tuple[tuple[Expr, ...], int]:
-    """(children, copies of each per copy of x) for the size estimate."""
-    t = type(x)
-    if t is Seq or t is Alt or t is Intersect:
-        return x.items, 1
-    if t is Repeat:
-        return (x.item,), max(1, x.max if x.max is not None else x.min + 1)
-    if t is Difference:
-        return (x.base, x.minus), 1
-    if t is Spelled:
-        return (x.item,), 6
-    if t is Lazy:  # a call of a rule built at run time: the rules its body refers to count as references
-        return x.uses, 1
-    return (), 1
-
-
-def _own_size(x: Expr) -> int:
-    """States of x itself, beside its children's."""
-    t = type(x)
-    if t is Literal:
-        return max(1, len(x.data))
-    if t is CharSet:
-        return 2 + len(x.ranges)
-    if t is Difference or t is Spelled:
-        return 0
-    return 1  # Seq, Alt, Intersect and Repeat add one; a ByteSet or anything else is one
 
 
 def length_range(e: Expr) -> tuple[int, int | None]:
