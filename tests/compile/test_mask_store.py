@@ -92,14 +92,14 @@ def test_puts_and_reads_from_several_threads():
 
     def reader():
         target = np.zeros((8, width), dtype=np.int32)
-        flags, misses = np.zeros(8, dtype=np.uint8), np.empty(8, dtype=np.int64)
+        codes = np.zeros(8, dtype=np.uint8)
         states = np.arange(8, dtype=np.int64) * 8
         for _ in range(2000):
             got = store.peek(int(states[0]))
             if got is not None and not (got == 0).all():
                 errors.append("peek")
-            n = _mask_store.fill_rows((store,), np.zeros(8, dtype=np.int32), states, np.arange(8, dtype=np.int64), target, flags, misses)
-            hit = np.setdiff1d(np.arange(8), misses[:n])
+            _mask_store.fill_rows(_row_states(store, states), None, target, codes)
+            hit = np.flatnonzero(codes != _mask_store.MISSED)
             if not all((target[i] == states[i]).all() for i in hit):
                 errors.append("fill")
 
@@ -113,14 +113,24 @@ def test_puts_and_reads_from_several_threads():
     assert not errors
 
 
+def _row_states(store, states):
+    """RowStates as a matcher keeps them (runtime/matcher.py), one per state."""
+    from strictgen.compile import _mask_store
+
+    out = []
+    for state in states:
+        r = _mask_store.RowState()
+        r._state, r._row_store = int(state), store
+        out.append(r)
+    return out
+
+
 def _fill(store, states):
     from strictgen.compile import _mask_store
 
     n = len(states)
     target = np.zeros((n, store.width), dtype=np.int32)
-    flags, misses = np.zeros(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
-    return _mask_store.fill_rows((store,), np.zeros(n, dtype=np.int32), np.asarray(states, dtype=np.int64), np.arange(n, dtype=np.int64),
-                                 target, flags, misses)
+    return _mask_store.fill_rows(_row_states(store, states), None, target, np.zeros(n, dtype=np.uint8))
 
 
 def test_batch_copies_age_hits_once_the_store_is_half_full():
