@@ -120,7 +120,7 @@ def _row_states(store, states):
     out = []
     for state in states:
         r = _mask_store.RowState()
-        r._state, r._row_store = int(state), store
+        r._state, r._row_store, r._terminated = int(state), store, False
         out.append(r)
     return out
 

@@ -20,13 +20,13 @@
  *   len().
  *
  * RowState: the C base of runtime's GrammarMatcher, holding what a batch fill reads of a matcher:
- *   its machine state (`_state`), whether it ended (`_terminated`) and its grammar's store of masks
- *   (`_row_store`; None where a tracker filters the masks). The matcher writes them as it moves,
+ *   its machine state (`_state`, an int), whether it ended (`_terminated`, a bool) and its grammar's
+ *   store of masks (`_row_store`; None where a tracker filters the masks). The matcher writes them as it moves,
  *   so a batch fill reads every row in C, with no Python call per row (_row_state.c).
  *
  * fill_rows(row_states, rows, target, codes) -> number of rows not filled
  *   Batch i's mask is the stored mask of row_states[i]'s state (a RowState whose `_row_store` is
- *   set and that has not ended), copied into row rows[i] (int64; None: row i) of `target` (int32,
+ *   a store and whose `_terminated` is False), copied into row rows[i] (int64; None: row i) of `target` (int32,
  *   2-D, rows of at least the store's width; words past it are left alone, as a row-by-row fill
  *   leaves them). codes[i] := 1 where some token is disallowed (found once, at put), 0 where none
  *   is; MISSED where the store has no mask for the state, NOT_PLAIN where the row is not a stored
@@ -293,7 +293,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mask_store", "Token
 
 PyMODINIT_FUNC PyInit__mask_store(void) {
     machine_api = (const MachineCAPI *)PyCapsule_Import(MACHINE_CAPI_NAME, 0);
-    if (!machine_api || PyType_Ready(&MaskStoreType) < 0 || PyType_Ready(&RowStateType) < 0)
+    if (!machine_api || PyType_Ready(&MaskStoreType) < 0 || row_state_ready() < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (!mod)

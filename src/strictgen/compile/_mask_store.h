@@ -71,6 +71,7 @@ static inline void copy_row(int32_t *dst, const Entry *e, Py_ssize_t width, Py_s
 int bitmask(PyObject *obj, Py_buffer *view);
 
 extern PyTypeObject RowStateType; /* _row_state.c */
+int row_state_ready(void);
 PyObject *fill_rows(PyObject *module, PyObject *args);
 
 PyObject *walk_draft(PyObject *module, PyObject *args); /* _draft_walk.c */
