@@ -148,3 +148,28 @@ def test_batch_copies_age_hits_once_the_store_is_half_full():
     assert _fill(half, [0, 7]) == 1  # 0 a hit (aged), 7 a miss
     half.put(4, _row(4))
     assert half.peek(0) is not None and half.peek(1) is None
+
+
+def test_fill_rows_reads_row_states_and_refuses_bad_input():
+    """fill_rows says per row what it did (a hit's flag, MISSED, NOT_PLAIN: ended or without a
+    store), and refuses what is not a RowState, a row out of range and a bitmask too narrow."""
+    from strictgen.compile import _mask_store
+
+    store = MaskStore(3, 4)
+    store.put(1, _row(1))
+    full = np.full(3, -1, dtype=np.int32)
+    full.setflags(write=False)
+    store.put(2, full)
+    rows = _row_states(store, [1, 2, 5, 1, 1])
+    rows[3]._terminated = True  # ended: EOS only, read by Python
+    rows[4]._row_store = None  # a tracked grammar's row
+    target, codes = np.zeros((5, 4), dtype=np.int32), np.zeros(5, dtype=np.uint8)
+    assert _mask_store.fill_rows(rows, None, target, codes) == 3
+    assert codes.tolist() == [1, 0, _mask_store.MISSED, _mask_store.NOT_PLAIN, _mask_store.NOT_PLAIN]
+    assert (target[0, :3] == 1).all() and (target[1, :3] == -1).all() and not target[2:].any() and not target[:, 3].any()
+    with pytest.raises(TypeError, match="RowState"):
+        _mask_store.fill_rows([rows[0], object()], None, target, codes)
+    with pytest.raises(ValueError, match="out of range"):
+        _mask_store.fill_rows(rows[:1], np.array([5], dtype=np.int64), target, codes)
+    with pytest.raises(ValueError, match="narrower"):
+        _mask_store.fill_rows(rows[:1], None, np.zeros((1, 2), dtype=np.int32), codes)

@@ -156,8 +156,8 @@ class GrammarMatcher(_mask_store.RowState):
     def plain_row(self) -> tuple | None:
         """(the grammar's TokenMasker, the state) when the state's cached machine mask is this
         matcher's next mask as it is, else None (a terminated matcher allows EOS only; a tracker
-        filters the row): the rows that batch and draft fills copy in C straight from the
-        masker's store."""
+        filters the row): the rows that draft fills copy in C straight from the masker's store.
+        (A batch fill reads the same facts from the matcher's RowState fields, in C.)"""
         return None if self._terminated or self._unique is not None else (self._masker, self._history[-1])
 
     def text_step(self, state: int, token_id: int) -> int | None:
