@@ -92,14 +92,14 @@ def test_puts_and_reads_from_several_threads():
 
     def reader():
         target = np.zeros((8, width), dtype=np.int32)
-        flags, misses = np.zeros(8, dtype=np.uint8), np.empty(8, dtype=np.int64)
+        codes = np.zeros(8, dtype=np.uint8)
         states = np.arange(8, dtype=np.int64) * 8
         for _ in range(2000):
             got = store.peek(int(states[0]))
             if got is not None and not (got == 0).all():
                 errors.append("peek")
-            n = _mask_store.fill_rows((store,), np.zeros(8, dtype=np.int32), states, np.arange(8, dtype=np.int64), target, flags, misses)
-            hit = np.setdiff1d(np.arange(8), misses[:n])
+            _mask_store.fill_rows(_row_states(store, states), None, target, codes)
+            hit = np.flatnonzero(codes != _mask_store.MISSED)
             if not all((target[i] == states[i]).all() for i in hit):
                 errors.append("fill")
 
@@ -113,14 +113,24 @@ def test_puts_and_reads_from_several_threads():
     assert not errors
 
 
+def _row_states(store, states):
+    """RowStates as a matcher keeps them (runtime/matcher.py), one per state."""
+    from strictgen.compile import _mask_store
+
+    out = []
+    for state in states:
+        r = _mask_store.RowState()
+        r._state, r._row_store, r._terminated = int(state), store, False
+        out.append(r)
+    return out
+
+
 def _fill(store, states):
     from strictgen.compile import _mask_store
 
     n = len(states)
     target = np.zeros((n, store.width), dtype=np.int32)
-    flags, misses = np.zeros(n, dtype=np.uint8), np.empty(n, dtype=np.int64)
-    return _mask_store.fill_rows((store,), np.zeros(n, dtype=np.int32), np.asarray(states, dtype=np.int64), np.arange(n, dtype=np.int64),
-                                 target, flags, misses)
+    return _mask_store.fill_rows(_row_states(store, states), None, target, np.zeros(n, dtype=np.uint8))
 
 
 def test_batch_copies_age_hits_once_the_store_is_half_full():
@@ -138,3 +148,28 @@ def test_batch_copies_age_hits_once_the_store_is_half_full():
     assert _fill(half, [0, 7]) == 1  # 0 a hit (aged), 7 a miss
     half.put(4, _row(4))
     assert half.peek(0) is not None and half.peek(1) is None
+
+
+def test_fill_rows_reads_row_states_and_refuses_bad_input():
+    """fill_rows says per row what it did (a hit's flag, MISSED, NOT_PLAIN: ended or without a
+    store), and refuses what is not a RowState, a row out of range and a bitmask too narrow."""
+    from strictgen.compile import _mask_store
+
+    store = MaskStore(3, 4)
+    store.put(1, _row(1))
+    full = np.full(3, -1, dtype=np.int32)
+    full.setflags(write=False)
+    store.put(2, full)
+    rows = _row_states(store, [1, 2, 5, 1, 1])
+    rows[3]._terminated = True  # ended: EOS only, read by Python
+    rows[4]._row_store = None  # a tracked grammar's row
+    target, codes = np.zeros((5, 4), dtype=np.int32), np.zeros(5, dtype=np.uint8)
+    assert _mask_store.fill_rows(rows, None, target, codes) == 3
+    assert codes.tolist() == [1, 0, _mask_store.MISSED, _mask_store.NOT_PLAIN, _mask_store.NOT_PLAIN]
+    assert (target[0, :3] == 1).all() and (target[1, :3] == -1).all() and not target[2:].any() and not target[:, 3].any()
+    with pytest.raises(TypeError, match="RowState"):
+        _mask_store.fill_rows([rows[0], object()], None, target, codes)
+    with pytest.raises(ValueError, match="out of range"):
+        _mask_store.fill_rows(rows[:1], np.array([5], dtype=np.int64), target, codes)
+    with pytest.raises(ValueError, match="narrower"):
+        _mask_store.fill_rows(rows[:1], None, np.zeros((1, 2), dtype=np.int32), codes)

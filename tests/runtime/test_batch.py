@@ -381,3 +381,77 @@ def test_batch_fill_with_indices_in_a_wider_bitmask_equals_row_by_row(qwen, mixe
         assert np.array_equal(got[r, : want.shape[1]], want[i])
     assert (got[:, want.shape[1] :] == 7).all()
     assert (np.delete(got, rows, axis=0) == 7).all()
+
+
+MOVES = ["accept", "accept", "rollback", "jump", "eos", "reset"]
+
+
+@given(picks=st.lists(st.tuples(st.integers(0, len(MIXED_DOCUMENTS) - 1), st.integers(0, 9), st.integers(0, 60)), min_size=2, max_size=8),
+       moves=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(MOVES), st.integers(1, 6)), min_size=1, max_size=8),
+       threads=st.sampled_from([1, None]))
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_matchers_moved_between_batch_fills_fill_as_alone(qwen, mixed_grammars, picks, moves, threads):
+    """Property: the state a batch fill reads in C (the matcher's RowState) follows every move:
+    after each accept, rollback (an EOS's too), jump-forward, EOS and reset of some row, the next
+    batch fill equals each matcher's own fill, with trackers, ended rows and a small store."""
+    batch, texts, steps = [], [], []  # steps: the bytes of each accepted step of each row (0 for EOS)
+    for g, d, cut in picks:
+        docs = MIXED_DOCUMENTS[g]
+        text = docs[d % len(docs)].encode()
+        m = sg.GrammarMatcher(mixed_grammars[g])
+        assert m.accept_string(text[: min(cut, len(text))])
+        batch.append(m), texts.append(text), steps.append([min(cut, len(text))])
+    got = sg.allocate_token_bitmask(len(batch), qwen.vocab_size)
+    sg.fill_next_token_bitmask_batch(batch, got, threads=threads)
+    for i, move, k in moves:
+        i %= len(batch)
+        m, text, done = batch[i], texts[i], sum(steps[i])
+        if move == "accept" and not m.is_terminated() and done < len(text):
+            assert m.accept_string(text[done : done + k])
+            steps[i].append(len(text[done : done + k]))
+        elif move == "rollback":
+            n = min(k, len(steps[i]))
+            m.rollback(n)
+            del steps[i][len(steps[i]) - n :]
+        elif move == "jump":
+            forced = m.find_jump_forward_bytes()
+            if forced:
+                assert text[done:].startswith(forced) and m.accept_string(forced)
+                steps[i].append(len(forced))
+        elif move == "eos" and m.can_end():
+            assert m.accept_token(qwen.eos_token_ids[0])
+            steps[i].append(0)
+        elif move == "reset":
+            m.reset()
+            steps[i] = []
+        flags = sg.fill_next_token_bitmask_batch(batch, got, threads=threads)
+        want, want_flags = _alone(batch, qwen.vocab_size)
+        assert flags == want_flags and np.array_equal(got, want)
+
+
+def test_warm_batch_fill_runs_no_python_per_row(qwen, matchers):
+    """A warm batch fill reads every row's state in C (RowState): the Python functions it calls
+    are as many for 1,000 rows as for 4 (a `plain_row()` or attribute read per row would not be)."""
+    import sys
+
+    plain = [m for m in matchers if not m.is_terminated()]
+    got = sg.allocate_token_bitmask(1000, qwen.vocab_size)
+    sg.fill_next_token_bitmask_batch(plain, got)  # warm: every state's mask stored
+
+    def calls(batch):
+        count = [0]
+
+        def profile(frame, event, arg):
+            count[0] += event == "call"
+
+        sys.setprofile(profile)
+        try:
+            sg.fill_next_token_bitmask_batch(batch, got)
+        finally:
+            sys.setprofile(None)
+        return count[0]
+
+    few, many = calls(plain[:4]), calls([plain[i % len(plain)] for i in range(1000)])
+    assert few == many, (few, many)
+    want, _ = _alone(plain, qwen.vocab_size)
+    assert all(np.array_equal(got[i], want[i % len(plain)]) for i in range(1000))

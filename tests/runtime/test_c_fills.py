@@ -49,8 +49,8 @@ def _compile(tok, kind, small: bool):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_c_draft_walk_rows_equal_fresh_matchers(qwen, seed, warm, small, extra_words):
     """Property: on grammars without trackers (the C walk), from a random point of a valid
-    document, a draft of its next tokens with random replacements (part refused, sometimes EOS or
-    a special token): validate_tokens is the accepted prefix, every row written equals a fresh
+    document, a draft of its next tokens with random replacements (part refused, sometimes EOS,
+    inside the draft or after the document's end, or a special token): validate_tokens is the accepted prefix, every row written equals a fresh
     matcher's mask after that prefix of the draft (words past the vocabulary zeroed), rows past
     it are untouched, and the matcher does not move; on a fresh grammar (every mask a miss), a warm
     one, and one whose store keeps 2 masks."""
@@ -65,6 +65,8 @@ def test_c_draft_walk_rows_equal_fresh_matchers(qwen, seed, warm, small, extra_w
     for _ in range(rnd.choice([0, 0, 1, 2])):
         if draft:
             draft[rnd.randrange(len(draft))] = rnd.choice([rnd.randrange(qwen.vocab_size), rnd.choice(ids), qwen.eos_token_ids[0], 151644, -3])
+    if rnd.random() < 0.4:  # EOS anywhere (accepted where the grammar can end; refused elsewhere), tokens after it too
+        draft.insert(rnd.randint(0, len(draft)), qwen.eos_token_ids[0])
     m = sg.GrammarMatcher(g)
     for t in prefix:
         assert m.accept_token(t)
@@ -107,6 +109,39 @@ def test_a_warm_draft_is_one_c_call(qwen, monkeypatch):
     again = sg.allocate_token_bitmask(len(draft) + 1, qwen.vocab_size)
     assert m.fill_draft_bitmasks(draft, again) == len(draft) + 1 and m.validate_tokens(draft) == len(draft)
     assert [c[0] for c in calls] == [_mask_store.DONE, _mask_store.DONE] and np.array_equal(again, rows)
+
+
+def test_eos_in_a_warm_draft_is_decided_in_c(qwen, monkeypatch):
+    """EOS inside a linear draft is decided in the C walk, as accept_token decides it: accepted
+    where the grammar can end (the row after it EOS only, nothing after it accepted), refused where
+    it cannot; a warm draft with EOS is still one C call, with no accept_token."""
+    g = sg.GrammarCompiler(qwen, cache_size=1).compile_grammar(GBNF)
+    eos = qwen.eos_token_ids[0]
+    doc = canonical_ids("qwen", "1+2*(3+44)")
+    drafts = {  # draft -> tokens accepted
+        tuple(doc + [eos]): len(doc) + 1,  # ends with EOS
+        tuple(doc + [eos, doc[0]]): len(doc) + 1,  # a token after EOS: refused
+        tuple(doc + [eos, eos]): len(doc) + 1,  # EOS again: refused
+        tuple(doc[:2] + [eos] + doc[2:]): 2,  # "1+" cannot end: EOS refused
+    }
+    m = sg.GrammarMatcher(g)
+    want = {draft: [mask_after(g, list(draft[:k])) for k in range(kept + 1)] for draft, kept in drafts.items()}  # fresh matchers
+    for draft, kept in drafts.items():  # cold: masks computed where C misses
+        rows = sg.allocate_token_bitmask(len(draft) + 1, qwen.vocab_size)
+        assert m.fill_draft_bitmasks(list(draft), rows) == kept + 1 and m.validate_tokens(list(draft)) == kept
+    monkeypatch.setattr(sg.GrammarMatcher, "accept_token", lambda *a: pytest.fail("EOS in a warm draft is decided in C"))
+    calls = []
+    walk = _mask_store.walk_draft
+    monkeypatch.setattr(_mask_store, "walk_draft", lambda *a: calls.append(walk(*a)) or calls[-1])
+    for draft, kept in drafts.items():
+        calls.clear()
+        rows = np.full((len(draft) + 2, (qwen.vocab_size + 31) // 32 + 1), 7, dtype=np.int32)
+        assert m.fill_draft_bitmasks(list(draft), rows) == kept + 1
+        assert len(calls) == 1 and calls[0][0] in (_mask_store.DONE, _mask_store.REFUSED)
+        for k in range(kept + 1):
+            assert np.array_equal(rows[k, :-1], want[draft][k]) and rows[k, -1] == 0
+        assert (rows[kept + 1 :] == 7).all()
+        assert m.validate_tokens(list(draft)) == kept and m.state == m._history[0]
 
 
 def test_a_warm_tree_is_one_c_call(qwen, monkeypatch):

@@ -12,15 +12,25 @@ typedef struct {
     int stand_ins;
 } Vocab;
 
+static inline int has_bit(const int32_t *row, Py_ssize_t words, int64_t tok) {
+    return tok >= 0 && (tok >> 5) < words && ((uint32_t)row[tok >> 5] >> (tok & 31)) & 1;
+}
+
+static inline int is_eos(const Vocab *v, int64_t tok) {
+    for (Py_ssize_t k = 0; k < v->num_eos; k++)
+        if (v->eos[k] == tok)
+            return 1;
+    return 0;
+}
+
 /* REFUSED, STEP, or DONE with *state advanced over token `tok`. Without the GIL. */
 static int step_token(Machine *m, const Vocab *v, int64_t tok, int32_t *state) {
     if (tok < 0 || tok >= v->vocab_size)
         return REFUSED;
     if (tok >= v->num_tokens || v->special[tok])
         return STEP;
-    for (Py_ssize_t k = 0; k < v->num_eos; k++)
-        if (v->eos[k] == tok)
-            return STEP;
+    if (is_eos(v, tok))
+        return STEP;
     int64_t len = v->lengths[tok];
     if (v->starts[tok] < 0 || len < 0 || v->starts[tok] + len > v->flat_len)
         return STEP; /* not a token of these bytes: the matcher's own step decides */
@@ -38,6 +48,28 @@ static int step_token(Machine *m, const Vocab *v, int64_t tok, int32_t *state) {
     }
     *state = s;
     return DONE;
+}
+
+/* EOS at draft[*pos], the row of the state before it written (start_row + *pos). The row's EOS
+ * bit is the machine's "can end here" (token_mask.py sets it exactly there; no grammar names an
+ * EOS as text), so as accept_token: refused where the grammar cannot end; else accepted, the row
+ * after it the EOS-only row of an ended matcher, and nothing after it accepted (REFUSED at the
+ * next token, or DONE where the draft ends with it). Without a store (validate_tokens) there is
+ * no row to read: STEP, and Python asks the machine. Without the GIL. */
+static int end_draft(const MaskStore *store, Py_buffer *target, Py_ssize_t start_row, const Vocab *v, int64_t tok, Py_ssize_t *pos,
+                     Py_ssize_t n) {
+    if (!store)
+        return STEP;
+    char *base = target->buf;
+    const int32_t *row = (const int32_t *)(base + (start_row + *pos) * target->strides[0]);
+    if (!has_bit(row, store->width, tok))
+        return REFUSED;
+    int32_t *next = (int32_t *)(base + (start_row + ++*pos) * target->strides[0]);
+    memset(next, 0, target->shape[1] * 4);
+    for (Py_ssize_t k = 0; k < v->num_eos; k++)
+        if (v->eos[k] >= 0 && (v->eos[k] >> 5) < store->width)
+            next[v->eos[k] >> 5] |= (int32_t)((uint32_t)1 << (v->eos[k] & 31));
+    return *pos == n ? DONE : REFUSED;
 }
 
 PyObject *walk_draft(PyObject *module, PyObject *args) {
@@ -113,6 +145,10 @@ PyObject *walk_draft(PyObject *module, PyObject *args) {
         }
         if (pos == n)
             break;
+        if (draft[pos] >= 0 && draft[pos] < v.vocab_size && is_eos(&v, draft[pos])) {
+            status = end_draft(store, &views[6], start_row, &v, draft[pos], &pos, n);
+            break;
+        }
         status = step_token(m, &v, draft[pos], &s);
         if (status != DONE)
             break;
@@ -130,10 +166,6 @@ done:
 /* ---- walk_tree ---- */
 
 #define TERMINATED (-2) /* a node_state after EOS: the row is EOS only, and nothing is accepted below */
-
-static inline int has_bit(const int32_t *row, Py_ssize_t words, int64_t tok) {
-    return tok >= 0 && (tok >> 5) < words && ((uint32_t)row[tok >> 5] >> (tok & 31)) & 1;
-}
 
 /* `tok` is the one token `row` allows. */
 static inline int only_allowed(const int32_t *row, Py_ssize_t words, int64_t tok) {
@@ -280,10 +312,7 @@ PyObject *walk_tree(PyObject *module, PyObject *args) {
                 t.depth--;
                 continue;
             }
-            int is_eos = 0;
-            for (Py_ssize_t k = 0; k < v.num_eos; k++)
-                is_eos |= v.eos[k] == tok;
-            if (is_eos) { /* allowed by the parent's row: the parent accepts */
+            if (is_eos(&v, tok)) { /* allowed by the parent's row: the parent accepts */
                 s = TERMINATED;
                 mask = eos_only;
             } else {

@@ -19,12 +19,19 @@
  *   Methods: get(state) (ages), peek(state) (no aging), put(state, row), touch(states), states(),
  *   len().
  *
- * fill_rows(stores, which, states, rows, target, flags, misses) -> number of misses
- *   Batch i's mask is the mask of states[i] in stores[which[i]], copied into row rows[i] of
- *   `target` (int32, 2-D, rows of at least the store's width; words past it are left alone, as a
- *   row-by-row fill leaves them); flags[i] := some token is disallowed (found once, at put). The
- *   batch indices whose state no store holds are written to `misses`, in order. A hit is aged (its
- *   used bit set) once its store is half full (TokenMasker.age says why not before). GIL released.
+ * RowState: the C base of runtime's GrammarMatcher, holding what a batch fill reads of a matcher:
+ *   its machine state (`_state`, an int), whether it ended (`_terminated`, a bool) and its grammar's
+ *   store of masks (`_row_store`; None where a tracker filters the masks). The matcher writes them as it moves,
+ *   so a batch fill reads every row in C, with no Python call per row (_row_state.c).
+ *
+ * fill_rows(row_states, rows, target, codes) -> number of rows not filled
+ *   Batch i's mask is the stored mask of row_states[i]'s state (a RowState whose `_row_store` is
+ *   a store and whose `_terminated` is False), copied into row rows[i] (int64; None: row i) of `target` (int32,
+ *   2-D, rows of at least the store's width; words past it are left alone, as a row-by-row fill
+ *   leaves them). codes[i] := 1 where some token is disallowed (found once, at put), 0 where none
+ *   is; MISSED where the store has no mask for the state, NOT_PLAIN where the row is not a stored
+ *   mask as it is (ended, or tracked): those rows are not written. A hit is aged (its used bit set)
+ *   once its store is half full (TokenMasker.age says why not before). GIL released for the copies.
  *
  * walk_draft(machine, store, vocab, draft, first, state, target, start_row) -> (status, pos, state)
  *   Steps `draft` (int64 token ids) from draft[first] on, `state` being the state before it, reading
@@ -32,12 +39,14 @@
  *   target, row start_row + k of the target := the mask of the state after draft[:k] (words past
  *   the store's width zeroed: a padded vocabulary's extra tokens are never allowed), k = first....
  *   `vocab` = (starts int64, lengths int64, flat uint8, special uint8, eos int64, vocab_size,
- *   stand_ins): token t's bytes are flat[starts[t]:starts[t] + lengths[t]]; special tokens and EOS
- *   are the matcher's to step; with stand_ins a text token holding byte 0xFF is refused. Stops at:
+ *   stand_ins): token t's bytes are flat[starts[t]:starts[t] + lengths[t]]; special tokens are the
+ *   matcher's to step; with stand_ins a text token holding byte 0xFF is refused. EOS, as
+ *   accept_token: accepted where the row just written allows it (the grammar can end), the row
+ *   after it EOS only, and nothing after it (without a store: STEP). Stops at:
  *     DONE     every token stepped, the row after the last written (pos = len(draft));
- *     REFUSED  draft[pos] is refused from `state` (row pos written);
+ *     REFUSED  draft[pos] is refused from `state` (row pos written), or follows an EOS;
  *     MISS     the store has no mask for `state`, the state after draft[:pos] (row pos not written);
- *     STEP     draft[pos] must be stepped by Python (a special token, EOS, a row not computed yet:
+ *     STEP     draft[pos] must be stepped by Python (a special token, EOS without a store, a row not computed yet:
  *              building it may build rules); row pos is written.
  *   The GIL is released while walking.
  *
@@ -272,74 +281,8 @@ int bitmask(PyObject *obj, Py_buffer *view) {
     return 0;
 }
 
-/* ---- fill_rows ---- */
-
-static PyObject *fill_rows(PyObject *module, PyObject *args) {
-    PyObject *stores, *objs[6];
-    if (!PyArg_ParseTuple(args, "O!OOOOOO", &PyTuple_Type, &stores, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
-        return NULL;
-    Py_ssize_t num_stores = PyTuple_GET_SIZE(stores);
-    for (Py_ssize_t k = 0; k < num_stores; k++)
-        if (!PyObject_TypeCheck(PyTuple_GET_ITEM(stores, k), &MaskStoreType)) {
-            PyErr_SetString(PyExc_TypeError, "fill_rows reads MaskStores");
-            return NULL;
-        }
-    /* which, states, rows, target, flags, misses */
-    Py_buffer views[6];
-    static const Py_ssize_t sizes[6] = {4, 8, 8, 4, 1, 8};
-    static const char *names[6] = {"which", "states", "rows", "target", "flags", "misses"};
-    int got = 0;
-    PyObject *result = NULL;
-    for (; got < 6; got++)
-        if ((got == 3 ? bitmask(objs[got], &views[got]) : buffer_of(objs[got], &views[got], sizes[got], got >= 4, names[got])) < 0)
-            goto done;
-    Py_ssize_t n = views[1].len / 8;
-    const int32_t *which = views[0].buf;
-    const int64_t *states = views[1].buf, *rows = views[2].buf;
-    Py_buffer *target = &views[3];
-    if (views[0].len / 4 != n || views[2].len / 8 != n || views[4].len < n || views[5].len / 8 < n) {
-        PyErr_SetString(PyExc_ValueError, "which, states, rows, flags and misses must hold a value per batch row");
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (which[i] < 0 || which[i] >= num_stores || rows[i] < 0 || rows[i] >= target->shape[0]) {
-            PyErr_Format(PyExc_ValueError, "batch row %zd: store %d or bitmask row %lld out of range", i, (int)which[i], (long long)rows[i]);
-            goto done;
-        }
-        if (((MaskStore *)PyTuple_GET_ITEM(stores, which[i]))->width > target->shape[1]) {
-            PyErr_Format(PyExc_ValueError, "bitmask rows of %zd words are narrower than the vocabulary's masks", target->shape[1]);
-            goto done;
-        }
-    }
-    Py_ssize_t num_misses = 0;
-    uint8_t *flags = views[4].buf;
-    int64_t *misses = views[5].buf;
-    char *base = target->buf;
-    Py_ssize_t stride = target->strides[0];
-    PyObject **items = &PyTuple_GET_ITEM(stores, 0);
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        MaskStore *s = (MaskStore *)items[which[i]];
-        pthread_rwlock_rdlock(&s->lock);
-        Entry *e = lookup(s, states[i], 1);
-        if (e) {
-            copy_row((int32_t *)(base + rows[i] * stride), e, s->width, 0);
-            flags[i] = e->needs_apply;
-        } else {
-            misses[num_misses++] = i;
-        }
-        pthread_rwlock_unlock(&s->lock);
-    }
-    Py_END_ALLOW_THREADS
-    result = PyLong_FromSsize_t(num_misses);
-done:
-    while (got > 0)
-        PyBuffer_Release(&views[--got]);
-    return result;
-}
-
 static PyMethodDef module_methods[] = {
-    {"fill_rows", fill_rows, METH_VARARGS, "fill_rows(stores, which, states, rows, target, flags, misses) -> misses found"},
+    {"fill_rows", fill_rows, METH_VARARGS, "fill_rows(row_states, rows, target, codes) -> the rows not filled"},
     {"walk_draft", walk_draft, METH_VARARGS, "walk_draft(machine, store, vocab, draft, first, state, target, start_row) -> (status, pos, state)"},
     {"walk_tree", walk_tree, METH_VARARGS, "walk_tree(machine, store, vocab, tokens, first_child, next_sibling, rows, eos_only, node_state, parent, "
                                            "stack, depth, resume_state, resume_row, deadline) -> (status, node, depth, visited)"},
@@ -350,12 +293,14 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_mask_store", "Token
 
 PyMODINIT_FUNC PyInit__mask_store(void) {
     machine_api = (const MachineCAPI *)PyCapsule_Import(MACHINE_CAPI_NAME, 0);
-    if (!machine_api || PyType_Ready(&MaskStoreType) < 0)
+    if (!machine_api || PyType_Ready(&MaskStoreType) < 0 || row_state_ready() < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (!mod)
         return NULL;
-    if (PyModule_AddObjectRef(mod, "MaskStore", (PyObject *)&MaskStoreType) < 0 || PyModule_AddIntConstant(mod, "DONE", DONE) < 0 ||
+    if (PyModule_AddObjectRef(mod, "MaskStore", (PyObject *)&MaskStoreType) < 0 || PyModule_AddObjectRef(mod, "RowState", (PyObject *)&RowStateType) < 0 ||
+        PyModule_AddIntConstant(mod, "MISSED", MISSED) < 0 || PyModule_AddIntConstant(mod, "NOT_PLAIN", NOT_PLAIN) < 0 ||
+        PyModule_AddIntConstant(mod, "DONE", DONE) < 0 ||
         PyModule_AddIntConstant(mod, "REFUSED", REFUSED) < 0 || PyModule_AddIntConstant(mod, "MISS", MISS) < 0 ||
         PyModule_AddIntConstant(mod, "STEP", STEP) < 0) {
         Py_DECREF(mod);

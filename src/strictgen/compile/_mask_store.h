@@ -1,5 +1,5 @@
-/* The store of token masks by machine state (_mask_store.c) and the draft walks that read it
- * (_draft_walk.c): what the extension's two files share. See _mask_store.c for the design. */
+/* The store of token masks by machine state (_mask_store.c), the batch fill (_row_state.c) and the
+ * draft walks (_draft_walk.c) that read it: what the extension's files share. See _mask_store.c for the design. */
 #ifndef STRICTGEN_MASK_STORE_H
 #define STRICTGEN_MASK_STORE_H
 #define PY_SSIZE_T_CLEAN
@@ -11,6 +11,7 @@
 
 #define DEAD 0
 enum { DONE = 0, REFUSED = 1, MISS = 2, STEP = 3 };
+enum { MISSED = 2, NOT_PLAIN = 3 }; /* fill_rows' codes of rows it does not fill (0 and 1: a hit's "needs apply") */
 
 
 typedef struct {
@@ -68,6 +69,10 @@ static inline void copy_row(int32_t *dst, const Entry *e, Py_ssize_t width, Py_s
 
 /* A writable 2-D int32 bitmask whose rows may be strided but whose words are contiguous. */
 int bitmask(PyObject *obj, Py_buffer *view);
+
+extern PyTypeObject RowStateType; /* _row_state.c */
+int row_state_ready(void);
+PyObject *fill_rows(PyObject *module, PyObject *args);
 
 PyObject *walk_draft(PyObject *module, PyObject *args); /* _draft_walk.c */
 PyObject *walk_tree(PyObject *module, PyObject *args);

@@ -3,8 +3,9 @@
 Computing a state's mask for the first time is a walk of the vocabulary trie in C, which releases
 the GIL, so a batch's distinct new states are computed by the caller and pool threads together;
 states seen before are cache hits: the whole batch's hits are row copies in one C call that
-releases the GIL (`_mask_store.fill_rows`, reading each grammar's store of masks, and writing the
-"needs apply" flags found when each mask was stored). `fill_next_token_bitmask_batch_async`
+releases the GIL (`_mask_store.fill_rows`, reading each matcher's state and its grammar's store of
+masks from the matcher's C base, and writing the "needs apply" flags found when each mask was
+stored), with no Python per row. `fill_next_token_bitmask_batch_async`
 returns at once, so a decoding loop can start the next masks and run the model's forward pass
 while they are computed.
 
@@ -45,53 +46,35 @@ def _executor(kind: str = "mask") -> ThreadPoolExecutor:
         return pool
 
 
-def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: list[int], threads: int) -> list[bool]:
-    """Fill row rows[i] of `target` with matcher i's mask; per row, whether it needs applying.
+def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: np.ndarray | None, threads: int) -> list[bool]:
+    """Fill row rows[i] (None: row i) of `target` with matcher i's mask; per row, whether it needs applying.
 
-    Rows whose mask is the machine state's cached mask as it is (`plain_row`) are one C call
-    for the whole batch (`_mask_store.fill_rows`: the hits copied, the misses returned, GIL
-    released). Their misses, and the states of rows a tracker filters, are computed together
-    (`_compute_missing`), then a second C call copies the misses. The rest (terminated rows,
-    tracked rows, a miss a full store already dropped again) are read row by row. The C call
-    ages the hits itself, only where a store is full enough for it to matter (`TokenMasker.age`)."""
-    keys = [m.plain_row() for m in matchers]  # (masker, state), or None: the row is not a stored mask as it is
-    stores: dict = {}  # masker -> its number in the call (grammars compiled alike may share one)
-    which_all = [stores.setdefault(key[0], len(stores)) if key else -1 for key in keys]
-    states_all = [key[1] if key else 0 for key in keys]
-    if len(stores) and -1 not in which_all:  # the usual batch: every row plain
-        plain, others = range(len(matchers)), []
-        which_a, states_a, rows_a = np.array(which_all, dtype=np.int32), np.array(states_all, dtype=np.int64), np.array(rows, dtype=np.int64)
-    else:
-        plain = [i for i, key in enumerate(keys) if key]
-        others = [i for i, key in enumerate(keys) if not key]
-        which_a = np.array([which_all[i] for i in plain], dtype=np.int32)
-        states_a = np.array([states_all[i] for i in plain], dtype=np.int64)
-        rows_a = np.array([rows[i] for i in plain], dtype=np.int64)
-    flags = [False] * len(matchers)
-    if plain:
-        store_tuple = tuple(masker.store for masker in stores)
-        found = np.zeros(len(plain), dtype=np.uint8)
-        misses = np.empty(len(plain), dtype=np.int64)
-        num_misses = _mask_store.fill_rows(store_tuple, which_a, states_a, rows_a, target, found, misses)
-        tracked = [i for i in others if not matchers[i].is_terminated()]
-        if num_misses or tracked:
-            missed = misses[:num_misses]
-            _compute_missing([matchers[plain[j]] for j in missed.tolist()] + [matchers[i] for i in tracked], threads)
-        if num_misses:
-            again, missed_flags = np.empty(num_misses, dtype=np.int64), np.zeros(num_misses, dtype=np.uint8)
-            left = _mask_store.fill_rows(store_tuple, which_a[missed], states_a[missed], rows_a[missed], target, missed_flags, again)
-            found[missed] = missed_flags
-            others.extend(plain[int(missed[j])] for j in again[:left].tolist())  # stored and dropped since (a small bound)
-        if not others:
-            flags = found.astype(bool).tolist()
-        else:
-            for j, flag in enumerate(found.tolist()):
-                flags[plain[j]] = bool(flag)
+    The whole batch is one C call (`_mask_store.fill_rows`, GIL released for the copies) that reads
+    each matcher's state, "ended" flag and store from the matcher's C base (`RowState`), with no
+    Python per row: rows whose mask is the state's stored mask as it is are copied, and the call
+    says which rows it did not fill. The states of its misses, and of the rows a tracker filters,
+    are computed together (`_compute_missing`), then a second C call copies the misses. The rest
+    (ended rows, tracked rows, a miss a full store already dropped again) are read row by row.
+    The C call ages the hits itself, only where a store is full enough for it to matter
+    (`TokenMasker.age`)."""
+    codes = np.empty(len(matchers), dtype=np.uint8)  # 0/1 a hit (1: some token disallowed), MISSED, NOT_PLAIN
+    if not _mask_store.fill_rows(matchers, rows, target, codes):
+        return codes.view(bool).tolist()  # the usual warm batch: every row a hit
+    missed = np.flatnonzero(codes == _mask_store.MISSED)
+    others = np.flatnonzero(codes == _mask_store.NOT_PLAIN).tolist()
+    tracked = [i for i in others if not matchers[i].is_terminated()]
+    if len(missed) or tracked:
+        _compute_missing([matchers[i] for i in missed.tolist()] + [matchers[i] for i in tracked], threads)
+    if len(missed):
+        again = np.empty(len(missed), dtype=np.uint8)
+        if _mask_store.fill_rows([matchers[i] for i in missed.tolist()], missed if rows is None else rows[missed], target, again):
+            others.extend(missed[again == _mask_store.MISSED].tolist())  # stored and dropped since (a small bound)
+        codes[missed] = again
     for i in others:
         mask = matchers[i].next_token_mask()
-        target[rows[i], : len(mask)] = mask
-        flags[i] = bool((mask != -1).any())
-    return flags
+        target[i if rows is None else rows[i], : len(mask)] = mask
+        codes[i] = (mask != -1).any()
+    return codes.view(bool).tolist()
 
 
 def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
@@ -146,10 +129,17 @@ def _thread_count(threads: int | None) -> int:
     return threads
 
 
-def _row_numbers(count: int, indices) -> list[int]:
+def _row_numbers(count: int, indices) -> np.ndarray | None:
+    """The bitmask row of each matcher as int64 (None: row i), checked against the matchers' count."""
     if indices is None:
-        return list(range(count))
-    return [int(r) for r in (indices.tolist() if hasattr(indices, "tolist") else indices)]
+        return None
+    try:
+        rows = np.ascontiguousarray(indices, dtype=np.int64).reshape(-1)
+    except (OverflowError, TypeError, ValueError):
+        rows = np.asarray([int(r) for r in indices], dtype=object)  # an index no int64 holds: out of range below
+    if len(rows) != count:
+        raise ValueError(f"{count} matchers but {len(rows)} row indices")
+    return rows
 
 
 def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
@@ -164,18 +154,18 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
     threads = _thread_count(threads)
     count = len(matchers)
     rows = _row_numbers(count, indices)
-    if len(rows) != count:
-        raise ValueError(f"{count} matchers but {len(rows)} row indices")
     target = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
-    if target.ndim != 2 or (rows and (max(rows) >= target.shape[0] or min(rows) < 0)):
-        bad = max(rows) if rows and target.ndim == 2 and max(rows) >= target.shape[0] else min(rows, default=0)
-        raise ValueError(f"bitmask of shape {tuple(target.shape)} has no row {bad}")
-    if count == 1:
-        return [matchers[0].fill_next_token_bitmask(target, index=rows[0])]
+    height = target.shape[0] if target.ndim == 2 else 0
+    low, high = (0, count - 1) if rows is None or not count else (int(rows.min()), int(rows.max()))
+    if target.ndim != 2 or high >= height or low < 0:
+        raise ValueError(f"bitmask of shape {tuple(target.shape)} has no row {high if high >= height else low}")
     if not count:
         return []
+    row_list = range(count) if rows is None else rows.tolist()
+    if count == 1:
+        return [matchers[0].fill_next_token_bitmask(target, index=row_list[0])]
     if target.dtype != np.int32 or target.strides[1] != target.itemsize:  # not a bitmask C can write: row by row
-        return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, rows)]
+        return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, row_list)]
     return _fill_rows(matchers, target, rows, threads)
 
 

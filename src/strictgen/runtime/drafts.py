@@ -9,8 +9,9 @@ A draft (`fill_draft_bitmasks`, `validate_tokens`, and the tree form) is walked 
 released (`_mask_store.walk_draft`, `walk_tree`): each text token stepped over the machine's
 computed rows, each row copied from the grammar's store of masks. Where C stops (a mask not stored
 yet, a row not computed yet) Python computes it (the trie walk, itself C without the GIL) and C
-goes on from there; where only the matcher can tell (a special token, a uniqueItems tracker, a
-terminated matcher; EOS too in a linear draft) the draft is walked with the matcher's own
+goes on from there (an EOS is decided in C by the row before it, as `accept_token` decides it:
+accepted where the grammar can end, nothing after it); where only the matcher can tell (a special
+token, a uniqueItems tracker, a terminated matcher) the draft is walked with the matcher's own
 `accept_token` and put back with `rollback`. Either way each row *is* the mask a fresh matcher
 gives after accepting the same tokens. The cost per draft token is measured by
 scripts/draft_cost.py.
@@ -28,6 +29,8 @@ from strictgen.compile.machine import DEAD
 
 if TYPE_CHECKING:
     from .matcher import GrammarMatcher
+
+ENDED = -1  # GrammarMatcher.text_step's answer for an EOS the grammar accepts: the draft ends there
 
 
 def _rows(bitmask) -> np.ndarray:
@@ -61,6 +64,8 @@ def validate_tokens(matcher: "GrammarMatcher", tokens: Sequence[int]) -> int:
             return _validate_by_matcher(matcher, tokens)
         if after == DEAD:
             return pos
+        if after == ENDED:  # an EOS the grammar accepts: nothing after it is
+            return pos + 1
         pos, state = pos + 1, after
 
 
@@ -104,6 +109,9 @@ def fill_draft_bitmasks(matcher: "GrammarMatcher", draft: Sequence[int], bitmask
             return _fill_by_matcher(matcher, draft, target, start_row)
         if after == DEAD:
             return pos + 1
+        if after == ENDED:  # an EOS the grammar accepts: the row after it is EOS only, and nothing after it is accepted
+            _write(target, start_row + pos + 1, masker.eos_only)
+            return pos + 2
         pos, state = pos + 1, after
 
 
@@ -214,7 +222,7 @@ def _tree_in_c(matcher: "GrammarMatcher", plain: tuple, arrays: tuple, rows: np.
             resume_row = masker.mask(resume)
             continue
         after = matcher.text_step(int(node_state[parent[node]]), int(arrays[0][node]))  # STEP
-        if after is None:
+        if after is None or after == ENDED:  # (C decides EOS in a tree itself)
             return None
         resume, resume_row = after, None
 

@@ -2,12 +2,16 @@
 
 The state is a single integer of the grammar's shared machine, so a matcher is tiny: history for
 rollback is a list of integers, and two matchers never share anything mutable of their own.
+What a batch fill reads of a matcher (its state, whether it ended, its grammar's store of masks)
+lives in its C base (`_mask_store.RowState`), written as the matcher moves, so that a warm batch
+fill reads every row in C with no Python call per row (runtime/batch.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from strictgen.compile import _mask_store
 from strictgen.compile.compiled import CompiledGrammar
 from strictgen.compile.machine import DEAD
 from strictgen.compile.special_tokens import STAND_IN
@@ -27,7 +31,7 @@ def complete_utf8_prefix(data: bytes) -> str:
     return ""
 
 
-class GrammarMatcher:
+class GrammarMatcher(_mask_store.RowState):
     def __init__(self, compiled: CompiledGrammar):
         self.compiled = compiled
         self._machine = compiled.machine
@@ -41,6 +45,7 @@ class GrammarMatcher:
         self._vocab_size = info.vocab_size
         self._unique = compiled.tracker  # uniqueItems arrays and distinct-name objects followed here (None: none)
         self._draft_source: tuple | None = None  # what the C draft walk reads (drafts.walk_source), on the first draft
+        self._row_store = self._masker.store if self._unique is None else None  # a tracker filters the rows: never copied as they are
         if compiled.has_captures:  # only these matchers keep the bytes they accept, for captures()
             self._advance = self._advance_keeping_text
         self.reset()
@@ -49,6 +54,7 @@ class GrammarMatcher:
 
     def reset(self) -> None:
         self._history: list[int] = [self._machine.start]
+        self._state = self._machine.start  # _history[-1], where the batch fill reads it (RowState)
         self._tracks: list = [None]  # with unique arrays: the Track after each step (unique_items.py)
         self._terminated = False
         self._texts: list[bytes] = []  # the bytes of each accepted step (grammars with captures only; EOS adds none)
@@ -108,6 +114,7 @@ class GrammarMatcher:
             self._tracks.append(track)
             nxt = nxt if pruned is None else pruned
         self._history.append(nxt)
+        self._state = nxt
         return True
 
     def _advance_keeping_text(self, data: bytes) -> bool:
@@ -123,6 +130,7 @@ class GrammarMatcher:
         if num_tokens:
             del self._texts[len(self._texts) - (num_tokens - self._terminated):]
             del self._history[-num_tokens:]
+            self._state = self._history[-1]
             if self._unique is not None:
                 del self._tracks[-num_tokens:]
             self._terminated = False
@@ -148,17 +156,22 @@ class GrammarMatcher:
     def plain_row(self) -> tuple | None:
         """(the grammar's TokenMasker, the state) when the state's cached machine mask is this
         matcher's next mask as it is, else None (a terminated matcher allows EOS only; a tracker
-        filters the row): the rows that batch and draft fills copy in C straight from the
-        masker's store."""
+        filters the row): the rows that draft fills copy in C straight from the masker's store.
+        (A batch fill reads the same facts from the matcher's RowState fields, in C.)"""
         return None if self._terminated or self._unique is not None else (self._masker, self._history[-1])
 
     def text_step(self, state: int, token_id: int) -> int | None:
-        """The state after text token `token_id` from `state` (DEAD if refused), the matcher not
-        moving; None where only `accept_token` can tell (EOS, a special token, a tracker). What a
-        draft walk asks where its C step stops (a row not computed yet)."""
+        """The state after token `token_id` from `state` (DEAD if refused; drafts.ENDED for an EOS
+        the grammar accepts there: it ends the draft), the matcher not moving; None where only
+        `accept_token` can tell (a special token, a tracker). What a draft walk asks where its C
+        step stops (a row not computed yet, an EOS with no row to read)."""
         if not 0 <= token_id < self._vocab_size:
             return DEAD
-        if self._unique is not None or token_id in self._eos or self._is_special[token_id]:
+        if self._unique is not None:
+            return None
+        if token_id in self._eos:
+            return drafts.ENDED if self._machine.accepting[state] else DEAD
+        if self._is_special[token_id]:
             return None
         data = self._token_bytes[token_id]
         return DEAD if self._stand_ins and STAND_IN in data else self._machine.step_bytes(state, data)
