@@ -140,13 +140,14 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     built += [None] * (len(names) - len(built))
     bodies = [None if dfa is not None else grammar.rules[n] for n, dfa in zip(names, built)]
     facts = rule_facts.IrFacts(grammar.rules, called, lambda e: NFABuilder(grammar.rules, called, shared, memo).regular_dfa(e).can_finish())
-    productive = rule_facts.productive_rules(built, bodies, facts, len(called.lazy), _callees_first(names, calls, called))
+    callees_first = _callees_first(names, calls, called)
+    productive = rule_facts.productive_rules(built, bodies, facts, len(called.lazy), callees_first)
     if 0 not in productive:
         raise EmptyLanguageError("the grammar accepts no string at all")
     flags = bytes(r in productive for r in range(len(names)))
     rules = [RuleDFA(name, regular.minimal(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, built) if dfa is not None]
     trimmed = [r.dfa for r in rules] + [None] * (len(names) - len(rules))
-    nullable = rule_facts.check_left_recursion(names, trimmed, bodies, facts, productive)
+    nullable = rule_facts.check_left_recursion(names, trimmed, bodies, facts, productive, callees_first)
     lazy = LazyRules(grammar.rules, called, flags, names, build, deadline.current_limit()) if len(rules) < len(names) or called.lazy else None
     return CompiledAutomaton(rules, lazy, nullable)
 

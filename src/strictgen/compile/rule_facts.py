@@ -15,7 +15,7 @@ from typing import Callable
 
 from strictgen import regular
 from strictgen.errors import GrammarSyntaxError
-from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, cyclic_rules
 
 SURROGATES = (0xD800, 0xDFFF)
 
@@ -163,36 +163,34 @@ def productive_rules(built: list[regular.DFA | None], bodies: list[Expr | None],
     family members after them are productive by construction). `order` lists callees before
     callers, so one pass settles all but cycles."""
     found: set[int] = set()
-    count = len(built)
+    flags = bytearray(len(built)) + b"\x01" * lazy  # found, as the DFAs' can_finish reads it (kept in step)
     changed = True
     while changed:
         changed = False
-        flags = None
         for r in order:
             if r in found:
                 continue
             rule = built[r]
             if rule is not None:
-                if flags is None:
-                    flags = bytes(i in found for i in range(count)) + b"\x01" * lazy
                 ok = rule.can_finish(flags)
             else:
                 ok = facts.nonempty(bodies[r], found)
             if ok:
                 found.add(r)
-                flags = None
+                flags[r] = 1
                 changed = True
     return found
 
 
-def nullable_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int]) -> set[int]:
+def nullable_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int], order=None) -> set[int]:
     """The productive rules that can finish without reading a byte (built ones from their
-    trimmed DFAs)."""
+    trimmed DFAs). With `order` listing callees before callers, one pass settles all but cycles."""
     found: set[int] = set()
     changed = True
     while changed:
         changed = False
-        for r, rule in enumerate(built):
+        for r in range(len(built)) if order is None else order:
+            rule = built[r]
             if r in found or r not in productive:
                 continue
             ok = finishes_without_bytes(rule, found) if rule is not None else facts.nullable(bodies[r], found)
@@ -219,10 +217,12 @@ class LeftRecursionError(GrammarSyntaxError):
     """The grammar calls a rule from itself before consuming any byte."""
 
 
-def check_left_recursion(names: list[str], built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int]) -> set[int]:
+def check_left_recursion(names: list[str], built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int],
+                         order=None) -> set[int]:
     """Refuse grammars where a rule can call itself before consuming a byte (the stack would grow
-    forever); the nullable rules, found on the way, are returned."""
-    nullable = nullable_rules(built, bodies, facts, productive)
+    forever); the nullable rules, found on the way (`order`: callees first, as for
+    `nullable_rules`), are returned."""
+    nullable = nullable_rules(built, bodies, facts, productive, order)
     left: list[set[int]] = []
     for r, dfa in enumerate(built):
         calls: set[int] = set()
@@ -241,16 +241,12 @@ def check_left_recursion(names: list[str], built: list[regular.DFA | None], bodi
                         seen.add(t)
                         work.append(t)
         left.append(calls)
-    for r in range(len(built)):  # a cycle in the left-call graph through r?
-        seen, work = set(), list(left[r])
-        while work:
-            c = work.pop()
-            if c == r:
-                raise LeftRecursionError(
-                    f"rule {names[r]!r} is left-recursive (it can call itself before consuming input); "
-                    "rewrite it with repetition, e.g. `expr ::= term (\"+\" term)*`"
-                )
-            if c not in seen:
-                seen.add(c)
-                work.extend(left[c])
+    # the rules on a cycle of the left-call graph (one pass, Tarjan's), the first of them named
+    recursive = cyclic_rules(dict(enumerate(left)))
+    if recursive:
+        r = min(recursive)
+        raise LeftRecursionError(
+            f"rule {names[r]!r} is left-recursive (it can call itself before consuming input); "
+            "rewrite it with repetition, e.g. `expr ::= term (\"+\" term)*`"
+        )
     return nullable
