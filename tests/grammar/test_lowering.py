@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from strictgen import regular
 from strictgen.errors import StrictgenError
-from strictgen.grammar.automata import BuildMemo, NFABuilder, forget_kept_automata, shared_nodes
+from strictgen.grammar.automata import NFABuilder, forget_kept_automata, shared_nodes
+from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Literal, Repeat, RuleRef, Seq, Spelled
 
 RULES = ("r0", "r1", "r2", "r3")

@@ -9,7 +9,8 @@ import pytest
 
 from strictgen.errors import GrammarTooLargeError
 from strictgen.grammar import automata
-from strictgen.grammar.automata import MAX_NFA_STATES, BuildMemo, NFABuilder, shared_nodes
+from strictgen.grammar.automata import MAX_NFA_STATES, NFABuilder, shared_nodes
+from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import Repeat, charset, lit, seq
 
 ITEMS = {

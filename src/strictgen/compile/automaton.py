@@ -20,7 +20,8 @@ import numpy as np
 
 from strictgen import deadline, regular
 from strictgen.errors import StrictgenError
-from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, BuildMemo, DfaCache, NFABuilder, shared_nodes
+from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, DfaCache, NFABuilder, shared_nodes
+from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import Grammar, post_order, recursive_rules, rule_references
 from strictgen.grammar.schema.unique import UNIQUE_MARK
 

@@ -21,7 +21,8 @@ from typing import Callable
 
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
-from strictgen.grammar.automata import MAX_DFA_STATES, BuildMemo, NFABuilder, shared_nodes
+from strictgen.grammar.automata import MAX_DFA_STATES, NFABuilder, shared_nodes
+from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import Expr, Lazy, lazy_body
 
 from ._machine import NeedRule

@@ -20,7 +20,7 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, Strictge
 
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
-from .ir_keys import ContentKeys
+from .build_memo import BuildMemo
 from .json_spelling import spell
 from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 
@@ -47,41 +47,6 @@ def shared_nodes(rules) -> set[int]:
                 seen.add(id(child))
                 work.append(child)
     return shared
-
-
-class BuildMemo:
-    """What the builders of one compile share, by node id: minimal DFAs (of intersections,
-    differences and spelled strings), the DFAs of call-free pieces that are embedded rather than
-    built again (determinised, not minimised), the pieces whose DFA would outgrow their NFA,
-    templates and call-freedom (these two hold for one `called` map: builders of sub-automata,
-    which call nothing, get `sub`), and the UTF-8 tries of character classes (as lowering ops), by
-    their ranges."""
-
-    def __init__(self, dfas: dict[int, regular.DFA] | None = None, too_big: set[int] | None = None, charsets: dict[tuple, list] | None = None,
-                 rule_free: dict[int, bool] | None = None, keys: ContentKeys | None = None, embedded: dict[int, regular.DFA] | None = None):
-        self.dfas: dict[int, regular.DFA] = {} if dfas is None else dfas
-        self.embedded: dict[int, regular.DFA] = {} if embedded is None else embedded  # pieces' DFAs as embedded: not minimised
-        self.too_big: set[int] = set() if too_big is None else too_big
-        self.templates: dict[tuple, tuple[regular.NFA, int, int] | None] = {}
-        self.call_free: dict[int, bool] = {}
-        self.rule_free: dict[int, bool] = {} if rule_free is None else rule_free  # see NFABuilder._rule_free
-        self.keys = ContentKeys() if keys is None else keys  # content keys of rule-free pieces (the shared cache's)
-        self.charsets: dict[tuple, list] = {} if charsets is None else charsets  # a CharSet's ranges -> its EDGES op
-        self.embedding: set[int] = set()  # pieces whose DFA is being made (a rule met inside itself)
-        self.lowering = LoweringMemo()  # what the C lowering's programs share (they share `called`)
-        self._sub: BuildMemo | None = None
-        self._is_sub = False
-
-    @property
-    def sub(self) -> BuildMemo:
-        """The memo of builders that call nothing (its own `sub`; no reference cycle, so a
-        compile's memos are freed by reference counting, not by the cyclic collector)."""
-        if self._is_sub:
-            return self
-        if self._sub is None:
-            self._sub = BuildMemo(self.dfas, self.too_big, self.charsets, self.rule_free, self.keys, self.embedded)
-            self._sub._is_sub = True
-        return self._sub
 
 
 class NFABuilder:
