@@ -78,3 +78,48 @@ def _nodes(roots):
             v = getattr(e, field, None)
             if v is not None:
                 stack.append(v)
+
+
+def _called(grammar) -> set[str]:
+    """The rules call_big_rules kept as calls (their bodies are `called_body`'s)."""
+    return {n for n, e in grammar.rules.items() if isinstance(e, Alt) and e.items[-1:] == (Seq((Alt(()), RuleRef(n))),)}
+
+
+def test_a_rule_made_a_call_counts_as_one_state_everywhere_after():
+    """Rule a (1,000 states) is shared by rules b and c through one node; b copies it six times
+    (a repeat of at most 3 of two uses), so a becomes a call there. c, planned after b, then
+    counts a as one state: 2,500 + 2, under BIG_RULE, so c stays inlined (with a's size remembered
+    from before, c would count 4,500 and become a call too)."""
+    from strictgen.grammar.ir import Grammar, lit, repeat, seq
+    from strictgen.grammar.schema.rule_sizes import BIG_RULE, call_big_rules
+
+    shared = seq(RuleRef("a"), RuleRef("a"))
+    rules = {
+        "root": seq(RuleRef("b"), RuleRef("c")),
+        "a": lit("x" * 1000),
+        "b": repeat(shared, 0, 3),
+        "c": seq(shared, lit("y" * 2500)),
+    }
+    grammar = Grammar(dict(rules), "root")
+    call_big_rules(grammar)
+    assert _called(grammar) == {"a"}
+    assert 2 * 1000 + 2500 > BIG_RULE
+    for n in rules:  # the references handed over are the final rules' own
+        assert rule_references(grammar.rules[n]) == walked(grammar.rules[n])
+
+
+def test_a_rule_over_the_bound_by_itself_becomes_a_call_and_the_root_never():
+    """A rule bigger than BIG_RULE with nothing to call becomes a call itself, the root never; a
+    rule whose references are small (32 states or fewer) is not relieved by calling them."""
+    from strictgen.grammar.ir import Grammar, lit, repeat, seq
+    from strictgen.grammar.schema.rule_sizes import call_big_rules
+
+    rules = {
+        "root": seq(RuleRef("big"), RuleRef("many"), lit("z" * 5000)),
+        "big": lit("x" * 4500),
+        "many": repeat(RuleRef("small"), 0, 500),
+        "small": lit("s" * 20),
+    }
+    grammar = Grammar(dict(rules), "root")
+    call_big_rules(grammar)
+    assert _called(grammar) == {"big", "many"}
