@@ -139,9 +139,12 @@ static int add_kid(Graph *g, int32_t k) {
 /* 1: an int of the IR or of the sums passed int64 (or a name is unknown): the Python walk decides */
 #define GIVE_UP 1
 
+/* the IR's field names, interned once (a lookup by C string makes a str each time) */
+static PyObject *attr_items, *attr_uses, *attr_name, *attr_item, *attr_max, *attr_min, *attr_base, *attr_minus, *attr_data, *attr_ranges;
+
 /* len(o.<attr>), or -1 with an exception */
-static Py_ssize_t length_of(PyObject *o, const char *attr) {
-    PyObject *v = PyObject_GetAttrString(o, attr);
+static Py_ssize_t length_of(PyObject *o, PyObject *attr) {
+    PyObject *v = PyObject_GetAttr(o, attr);
     if (!v)
         return -1;
     Py_ssize_t len = PyObject_Length(v);
@@ -165,13 +168,13 @@ static int expand(Graph *g, int32_t i, PyObject **types, PyObject *index, int32_
     int rc = 0;
     switch (kind) {
     case SEQ: case ALT: case INTERSECT:
-        kids = held = PyObject_GetAttrString(o, "items");
+        kids = held = PyObject_GetAttr(o, attr_items);
         break;
     case LAZY:
-        kids = held = PyObject_GetAttrString(o, "uses");
+        kids = held = PyObject_GetAttr(o, attr_uses);
         break;
     case REF: {
-        PyObject *name = PyObject_GetAttrString(o, "name");
+        PyObject *name = PyObject_GetAttr(o, attr_name);
         if (!name)
             return -1;
         PyObject *pos = PyDict_GetItemWithError(index, name);
@@ -183,7 +186,7 @@ static int expand(Graph *g, int32_t i, PyObject **types, PyObject *index, int32_
         return PyErr_Occurred() ? -1 : 0;
     }
     case REPEAT: case SPELLED: {
-        pair[npair++] = held = PyObject_GetAttrString(o, "item");
+        pair[npair++] = held = PyObject_GetAttr(o, attr_item);
         if (!held)
             return -1;
         g->own[i] = kind == REPEAT ? 1 : 0;
@@ -192,13 +195,13 @@ static int expand(Graph *g, int32_t i, PyObject **types, PyObject *index, int32_
             break;
         }
         /* copies: max, or min + 1 when unbounded (the estimate's), at least one */
-        PyObject *hi = PyObject_GetAttrString(o, "max");
+        PyObject *hi = PyObject_GetAttr(o, attr_max);
         if (!hi) {
             rc = -1;
             break;
         }
         int unbounded = hi == Py_None;
-        PyObject *bound = unbounded ? PyObject_GetAttrString(o, "min") : hi;
+        PyObject *bound = unbounded ? PyObject_GetAttr(o, attr_min) : hi;
         if (unbounded)
             Py_DECREF(hi);
         if (!bound) {
@@ -220,11 +223,11 @@ static int expand(Graph *g, int32_t i, PyObject **types, PyObject *index, int32_
         break;
     }
     case DIFFERENCE:
-        held = PyObject_GetAttrString(o, "base");
+        held = PyObject_GetAttr(o, attr_base);
         if (!held)
             return -1;
         pair[npair++] = held;
-        pair[npair] = PyObject_GetAttrString(o, "minus");
+        pair[npair] = PyObject_GetAttr(o, attr_minus);
         if (!pair[npair]) {
             Py_DECREF(held);
             return -1;
@@ -233,12 +236,12 @@ static int expand(Graph *g, int32_t i, PyObject **types, PyObject *index, int32_
         g->own[i] = 0;
         break;
     case LITERAL: { /* a state per byte */
-        Py_ssize_t len = length_of(o, "data");
+        Py_ssize_t len = length_of(o, attr_data);
         g->own[i] = len > 1 ? len : 1;
         return len < 0 ? -1 : 0;
     }
     case CHARSET: { /* a few: two and one per range */
-        Py_ssize_t len = length_of(o, "ranges");
+        Py_ssize_t len = length_of(o, attr_ranges);
         g->own[i] = 2 + len;
         return len < 0 ? -1 : 0;
     }
@@ -543,4 +546,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rule_sizes", "A schema grammar's rule size terms, in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__rule_sizes(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__rule_sizes(void) {
+    PyObject **attrs[] = {&attr_items, &attr_uses, &attr_name, &attr_item, &attr_max, &attr_min, &attr_base, &attr_minus, &attr_data, &attr_ranges};
+    const char *texts[] = {"items", "uses", "name", "item", "max", "min", "base", "minus", "data", "ranges"};
+    for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++)
+        if (!(*attrs[i] = PyUnicode_InternFromString(texts[i])))
+            return NULL;
+    return PyModule_Create(&module);
+}

@@ -57,6 +57,9 @@ def call_big_rules(grammar: Grammar) -> None:
     def rule_size(r: str) -> int:
         return 1 if r in called else sizes.get(r, 1)
 
+    def inlined(fixed: int, weights: dict[str, int]) -> int:  # a rule's size at the rule sizes now
+        return fixed + sum(w * rule_size(r) for r, w in weights.items())
+
     def make_called(r: str) -> None:
         called.add(r)
         grammar.rules[r] = called_body(r, grammar.rules[r])
@@ -69,13 +72,10 @@ def call_big_rules(grammar: Grammar) -> None:
         # the size is affine in the referenced rules' sizes, and making another rule a call leaves
         # this rule's expression as it is: the loop only does arithmetic
         fixed, weights = rule_terms[n]
-
-        def size() -> int:
-            return fixed + sum(w * rule_size(r) for r, w in weights.items())
-
+        size = inlined(fixed, weights)
         shares = None
         for _ in range(64):
-            if size() <= BIG_RULE:
+            if size <= BIG_RULE:
                 break
             shares = ref_copies(n) if shares is None else shares  # (n's body is still the one planned)
             best = max(
@@ -85,7 +85,8 @@ def call_big_rules(grammar: Grammar) -> None:
             if best is None:
                 break
             make_called(best[1])
-        sizes[n] = size()
+            size = inlined(fixed, weights)
+        sizes[n] = size
         if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
             make_called(n)
         # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
