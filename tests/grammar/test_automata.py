@@ -230,22 +230,3 @@ def test_a_piece_is_kept_for_its_own_object_only():
     for w in WORDS:
         s = kept.step(0, w)
         assert (s >= 0 and kept.is_accepting(s)) == matches(piece, w), w
-
-
-def test_size_terms_kept_across_compiles_are_the_nodes_own():
-    """rule_sizes keeps composite nodes' size terms by identity across compiles: the terms read
-    back equal those computed afresh, and an equal but other object is computed, not looked up."""
-    from strictgen.grammar.schema import rule_sizes
-
-    rule_sizes._offered_terms.clear()  # ids offered once are plain ints: a new object may have an old id
-    body = seq(lit("{"), repeat(alt(RuleRef("a"), seq(lit("b"), RuleRef("c"))), 0, 3), lit("}"))
-    fresh = rule_sizes._size_terms(body, {})
-    assert id(body) not in rule_sizes._kept_terms  # met once: not held
-    assert rule_sizes._size_terms(body, {}) == fresh
-    assert rule_sizes._kept_terms[id(body)][0] is body  # met again: kept
-    assert rule_sizes._size_terms(body, {}) == fresh
-    rule_sizes._kept_terms.clear()
-    assert rule_sizes._size_terms(body, {}) == fresh == (fresh[0], {"a": 3, "c": 3})  # a repeat of at most 3 copies its item 3 times
-    twin = seq(lit("{"), repeat(alt(RuleRef("a"), seq(lit("b"), RuleRef("c"))), 0, 3), lit("}"))
-    memo: dict = {}
-    assert rule_sizes._size_terms(twin, memo) == fresh and id(twin) in memo

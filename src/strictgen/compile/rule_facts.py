@@ -136,7 +136,7 @@ class IrFacts:
         seen.add(id(e))
         t = type(e)
         if t is Seq:
-            if not self.nonempty(e, productive):
+            if _reads_a_byte_first(e) or not self.nonempty(e, productive):
                 return
             for x in e.items:
                 self.left_calls(x, out, nullable, productive, seen)
@@ -144,7 +144,7 @@ class IrFacts:
                     return
         elif t is Alt:
             for x in e.items:
-                if self.nonempty(x, productive):
+                if not _reads_a_byte_first(x) and self.nonempty(x, productive):
                     self.left_calls(x, out, nullable, productive, seen)
         elif t is Repeat:
             if e.max != 0 and self.nonempty(e.item, productive):
@@ -155,6 +155,19 @@ class IrFacts:
             elif self.called[e.name] in productive:
                 out.add(self.called[e.name])
         # leaves, products and spelled strings call nothing; family members read a byte first
+
+
+def _reads_a_byte_first(e: Expr) -> bool:
+    """Does `e` read a byte before anything else, so that it calls no rule before one: a byte, a
+    character, a family member, a non-empty literal, or a sequence that starts with one of these?
+    (A multipleOf's thousands of digit-then-rule alternatives are answered here at a glance.)"""
+    t = type(e)
+    if t is Seq:
+        if not e.items:
+            return False
+        e = e.items[0]
+        t = type(e)
+    return t is ByteSet or t is CharSet or t is Lazy or (t is Literal and bool(e.data))
 
 
 def productive_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, lazy: int, order: list[int]) -> set[int]:

@@ -481,51 +481,51 @@ def post_order(graph: dict) -> list:
 
 
 def cyclic_rules(graph: dict) -> set:
-    """The names on a cycle of `graph` (rule -> the rules it refers to; any sortable names, a
-    DFA's states too; Tarjan's SCC, iterative); a reference to a rule not in it is an error."""
+    """The names on a cycle of `graph` (rule -> the rules it refers to; any hashable names, a
+    DFA's states too; Tarjan's SCC, iterative); a reference to a rule not in it is an error.
+    The set does not depend on the order the references are walked in: they are not sorted (the
+    sorts were a third of the time on a multipleOf's 3,000 rules, asked three times a compile)."""
     for name, refs in graph.items():
         for ref in refs:
             if ref not in graph:
                 raise StrictgenError(f"rule {name!r} refers to undefined rule {ref!r}")
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    result: set[str] = set()
-    counter = 0
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    result: set = set()
     for root in graph:
         if root in index:
             continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
+        index[root] = low[root] = len(index)
         stack.append(root)
         on_stack.add(root)
+        work = [(root, iter(graph[root]))]
         while work:
             node, it = work[-1]
-            child = next(it, None)
-            if child is not None:
+            for child in it:  # up to the first child not met yet, which is entered
                 if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
+                    index[child] = low[child] = len(index)
                     stack.append(child)
                     on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    component.append(w)
-                    if w == node:
-                        break
-                if len(component) > 1 or node in graph[node]:
-                    result.update(component)
+                    work.append((child, iter(graph[child])))
+                    break
+                if child in on_stack and index[child] < low[node]:
+                    low[node] = index[child]
+            else:  # every child done: node's component is settled here when it is its root
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    if low[node] < low[parent]:
+                        low[parent] = low[node]
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == node:
+                            break
+                    if len(component) > 1 or node in graph[node]:
+                        result.update(component)
     return result

@@ -78,3 +78,136 @@ def _nodes(roots):
             v = getattr(e, field, None)
             if v is not None:
                 stack.append(v)
+
+
+def _called(grammar) -> set[str]:
+    """The rules call_big_rules kept as calls (their bodies are `called_body`'s)."""
+    return {n for n, e in grammar.rules.items() if isinstance(e, Alt) and e.items[-1:] == (Seq((Alt(()), RuleRef(n))),)}
+
+
+def test_a_rule_made_a_call_counts_as_one_state_everywhere_after():
+    """Rule a (1,000 states) is shared by rules b and c through one node; b copies it six times
+    (a repeat of at most 3 of two uses), so a becomes a call there. c, planned after b, then
+    counts a as one state: 2,500 + 2, under BIG_RULE, so c stays inlined (with a's size remembered
+    from before, c would count 4,500 and become a call too)."""
+    from strictgen.grammar.ir import Grammar, lit, repeat, seq
+    from strictgen.grammar.schema.rule_sizes import BIG_RULE, call_big_rules
+
+    shared = seq(RuleRef("a"), RuleRef("a"))
+    rules = {
+        "root": seq(RuleRef("b"), RuleRef("c")),
+        "a": lit("x" * 1000),
+        "b": repeat(shared, 0, 3),
+        "c": seq(shared, lit("y" * 2500)),
+    }
+    grammar = Grammar(dict(rules), "root")
+    call_big_rules(grammar)
+    assert _called(grammar) == {"a"}
+    assert 2 * 1000 + 2500 > BIG_RULE
+    for n in rules:  # the references handed over are the final rules' own
+        assert rule_references(grammar.rules[n]) == walked(grammar.rules[n])
+
+
+def test_a_rule_over_the_bound_by_itself_becomes_a_call_and_the_root_never():
+    """A rule bigger than BIG_RULE with nothing to call becomes a call itself, the root never; a
+    rule whose references are small (32 states or fewer) is not relieved by calling them."""
+    from strictgen.grammar.ir import Grammar, lit, repeat, seq
+    from strictgen.grammar.schema.rule_sizes import call_big_rules
+
+    rules = {
+        "root": seq(RuleRef("big"), RuleRef("many"), lit("z" * 5000)),
+        "big": lit("x" * 4500),
+        "many": repeat(RuleRef("small"), 0, 500),
+        "small": lit("s" * 20),
+    }
+    grammar = Grammar(dict(rules), "root")
+    call_big_rules(grammar)
+    assert _called(grammar) == {"big", "many"}
+
+
+def _c_and_python_terms(grammar):
+    """(C, Python) of every rule: its size terms and its reference copies."""
+    from strictgen.grammar.schema import _rule_sizes, rule_sizes
+
+    names = list(grammar.rules)
+    got = _rule_sizes.graph([grammar.rules[n] for n in names], {n: i for i, n in enumerate(names)}, rule_sizes._IR_TYPES, names)
+    assert got is not None
+    fixed, weights, flat = got
+    c = {n: (fixed[i], weights[i], _rule_sizes.copies(flat, i, names)) for i, n in enumerate(names)}
+    memo: dict = {}
+    py = {n: (*rule_sizes._size_terms(e, memo), rule_sizes._ref_copies(e)) for n, e in grammar.rules.items()}
+    return c, py
+
+
+@pytest.mark.parametrize("name,schema,any_order", _schemas(), ids=lambda x: x if isinstance(x, str) else None)
+def test_the_c_terms_are_the_python_walk_s(name, schema, any_order):
+    """_rule_sizes.c's size terms and reference copies equal the Python reference's, rule by rule,
+    on real schema grammars (shared pieces, repeats, spelled strings, lazy key-set families)."""
+    grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=False, any_order=any_order)
+    c, py = _c_and_python_terms(grammar)
+    assert c == py
+
+
+def _random_grammar(draw_choices):
+    """A grammar of rules r0..r4 over a pool of shared nodes (each node may be used many times)."""
+    from strictgen.grammar.ir import ByteSet, CharSet, Difference, Grammar, Intersect, Literal, Repeat
+
+    rnd = random.Random(draw_choices)
+    pool = [Literal(b"ab"), Literal(b""), ByteSet(((0, 9),)), CharSet(((65, 90), (97, 122)))]
+    pool += [RuleRef(f"r{i}") for i in range(5)]
+    for _ in range(rnd.randint(1, 40)):
+        kind = rnd.randrange(7)
+        kids = tuple(rnd.choice(pool) for _ in range(rnd.randint(0, 4)))
+        if kind == 0:
+            pool.append(Seq(kids))
+        elif kind == 1:
+            pool.append(Alt(kids))
+        elif kind == 2:
+            lo = rnd.randint(0, 5)
+            pool.append(Repeat(rnd.choice(pool), lo, rnd.choice([None, lo, lo + rnd.randint(0, 70)])))
+        elif kind == 3:
+            pool.append(Intersect(kids or (pool[0],)))
+        elif kind == 4:
+            pool.append(Difference(rnd.choice(pool), rnd.choice(pool)))
+        elif kind == 5:
+            pool.append(Spelled(rnd.choice(pool)))
+        else:
+            pool.append(Seq((rnd.choice(pool), rnd.choice(pool), rnd.choice(pool))))
+    return Grammar({f"r{i}": rnd.choice(pool[4:]) for i in range(5)}, "r0")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_c_terms_are_the_python_walk_s_on_random_dags(seed):
+    """The same on random IR DAGs: nodes shared at many places, repeated children of one node,
+    repeats bounded, unbounded and of zero copies, differences, intersections, spelled pieces."""
+    c, py = _c_and_python_terms(_random_grammar(seed))
+    assert c == py
+
+
+def test_past_128_bits_or_an_unknown_rule_the_python_walk_decides():
+    """Sizes past int64 are the Python walk's in C too (real schemas reach 10^30); a repeat bound
+    past int64, or sizes past 128 bits: the C walk answers None and the Python walk plans; a
+    reference to no rule: the error cyclic_rules gives, as before."""
+    from strictgen.errors import StrictgenError
+    from strictgen.grammar.ir import Grammar, Repeat, lit, repeat
+    from strictgen.grammar.schema import _rule_sizes, rule_sizes
+    from strictgen.grammar.schema.rule_sizes import call_big_rules
+
+    deep = Grammar({"root": repeat(repeat(repeat(seq_of(RuleRef("a"), lit("yz")), 0, 1 << 30), 0, 1 << 30), 0, 1 << 30), "a": lit("x")}, "root")
+    c, py = _c_and_python_terms(deep)
+    assert c == py and c["root"][0] > 1 << 90
+    huge = Repeat(RuleRef("a"), 0, 1 << 70)
+    nested = repeat(repeat(repeat(repeat(RuleRef("a"), 0, 1 << 40), 0, 1 << 40), 0, 1 << 40), 0, 1 << 40)
+    for body in (huge, nested):
+        rules = {"root": body, "a": lit("x" * 40)}
+        names = list(rules)
+        assert _rule_sizes.graph(list(rules.values()), {"root": 0, "a": 1}, rule_sizes._IR_TYPES, names) is None
+        grammar = Grammar(dict(rules), "root")
+        call_big_rules(grammar)
+        assert _called(grammar) == {"a"}  # 40 states copied past BIG_RULE: a becomes a call
+    with pytest.raises(StrictgenError, match="undefined rule 'nowhere'"):
+        call_big_rules(Grammar({"root": seq_of(RuleRef("nowhere"))}, "root"))
+
+
+def seq_of(*items):
+    return Seq(items)

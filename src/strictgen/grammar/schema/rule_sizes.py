@@ -8,8 +8,11 @@ string constraints already imply is dropped before any product with it is built.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from strictgen import deadline
 
+from ._rule_sizes import copies as flat_copies, graph as flat_graph
 from ..ir import (
     Alt,
     ByteSet,
@@ -45,16 +48,17 @@ def call_big_rules(grammar: Grammar) -> None:
     rule with the largest share (size × copies) is turned into a call, and so is any rule still
     above BIG_RULE. A rule becomes a call through an unproductive self-reference (NOTHING followed
     by the rule), which puts it on a reference cycle without changing its language."""
-    # every node's size terms, bottom-up over the whole grammar at once (its rules share most of
-    # their pieces); a rule's references are the rules its terms weigh
-    terms: dict[int, tuple[int, dict[str, int]]] = {}
-    rule_terms = {n: _size_terms(e, terms) for n, e in grammar.rules.items()}
+    # every rule's size terms; a rule's references are the rules its terms weigh
+    rule_terms, ref_copies = _terms(grammar)
     graph = {n: frozenset(weights) for n, (_, weights) in rule_terms.items()}
     called = cyclic_rules(graph)
     sizes: dict[str, int] = {}
 
     def rule_size(r: str) -> int:
         return 1 if r in called else sizes.get(r, 1)
+
+    def inlined(fixed: int, weights: dict[str, int]) -> int:  # a rule's size at the rule sizes now
+        return fixed + sum(w * rule_size(r) for r, w in weights.items())
 
     def make_called(r: str) -> None:
         called.add(r)
@@ -68,15 +72,12 @@ def call_big_rules(grammar: Grammar) -> None:
         # the size is affine in the referenced rules' sizes, and making another rule a call leaves
         # this rule's expression as it is: the loop only does arithmetic
         fixed, weights = rule_terms[n]
-
-        def size() -> int:
-            return fixed + sum(w * rule_size(r) for r, w in weights.items())
-
+        size = inlined(fixed, weights)
         shares = None
         for _ in range(64):
-            if size() <= BIG_RULE:
+            if size <= BIG_RULE:
                 break
-            shares = _ref_copies(grammar.rules[n]) if shares is None else shares
+            shares = ref_copies(n) if shares is None else shares  # (n's body is still the one planned)
             best = max(
                 ((rule_size(r) * k, r) for r, k in shares.items() if r not in called and rule_size(r) > 32),
                 default=None,
@@ -84,7 +85,8 @@ def call_big_rules(grammar: Grammar) -> None:
             if best is None:
                 break
             make_called(best[1])
-        sizes[n] = size()
+            size = inlined(fixed, weights)
+        sizes[n] = size
         if sizes[n] > BIG_RULE and n != grammar.root and n not in called:
             make_called(n)
         # a long chain of rules (a $ref chain, deeply nested objects) would be inlined into one
@@ -95,6 +97,32 @@ def call_big_rules(grammar: Grammar) -> None:
         inline_depth[n] = 0 if n in called else depth
     for n, e in grammar.rules.items():  # the automaton compiler asks them again
         remember_references(e, graph[n])
+
+
+_IR_TYPES = (Seq, Alt, Intersect, RuleRef, Repeat, Difference, Spelled, Lazy, Literal, CharSet)  # _rule_sizes.c's order
+
+
+def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Callable[[str], dict[str, int]]]:
+    """Each rule's size terms (fixed, weights: see `_size_terms`), and its `_ref_copies` by name.
+
+    From the C walk (_rule_sizes.c: the IR's nodes numbered once, the terms on flat arrays; the
+    Python walk cost ~2.5 us a node, 80-200 ms in the slowest compiles); from the Python one where
+    a repeat bound passes int64 or a size 128 bits, or a rule refers to no rule (cyclic_rules then
+    says so). The bodies planned are these (the planning replaces a body only after planning it)."""
+    names = list(grammar.rules)
+    index = {n: i for i, n in enumerate(names)}
+    bodies = dict(grammar.rules)
+    got = flat_graph(list(bodies.values()), index, _IR_TYPES, names)
+    if got is None:
+        memo: dict[int, tuple[int, dict[str, int]]] = {}
+        return {n: _size_terms(e, memo) for n, e in bodies.items()}, lambda n: _ref_copies(bodies[n])
+    fixed, weights, flat = got
+
+    def ref_copies(n: str) -> dict[str, int]:
+        copies = flat_copies(flat, index[n], names)
+        return _ref_copies(bodies[n]) if copies is None else copies
+
+    return {n: (fixed[i], weights[i]) for i, n in enumerate(names)}, ref_copies
 
 
 def _ref_copies(e: Expr) -> dict[str, int]:
@@ -134,7 +162,8 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
     every node's terms, so the rules of one grammar, which share most of their pieces, are walked
     once together. A node's weights are its only child's own dict when that is all they are
     (never written after: copied before a second child is added). Recursive, like the automaton
-    builder that follows it (which bounds the depth an expression may have)."""
+    builder that follows it (which bounds the depth an expression may have). The reference of
+    _rule_sizes.c, and what runs where a repeat bound passes int64 or a size 128 bits."""
     got = memo.get(id(e))
     if got is not None:
         return got
@@ -156,10 +185,6 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
     else:  # a leaf: a literal is a state per byte, a class a few, a ByteSet or anything else one
         got = memo[id(e)] = (max(1, len(e.data)) if t is Literal else 2 + len(e.ranges) if t is CharSet else 1, _NO_WEIGHTS)
         return got
-    kept = _kept_terms.get(id(e))
-    if kept is not None and kept[0] is e:
-        memo[id(e)] = kept[1]
-        return kept[1]
     weights, owned = _NO_WEIGHTS, False
     for c in kids:
         c_fixed, c_weights = memo.get(id(c)) or _size_terms(c, memo)
@@ -174,27 +199,7 @@ def _size_terms(e: Expr, memo: dict[int, tuple[int, dict[str, int]]]) -> tuple[i
         for r, w in c_weights.items():
             weights[r] = weights.get(r, 0) + factor * w
     got = memo[id(e)] = (fixed, weights)
-    if kids:
-        if id(e) not in _offered_terms:  # kept from the second compile that meets it: a node of one compile only is never held
-            if len(_offered_terms) >= 4 * KEPT_TERMS:
-                _offered_terms.clear()
-            _offered_terms.add(id(e))
-        else:
-            if len(_kept_terms) >= KEPT_TERMS:
-                _kept_terms.clear()
-            _kept_terms[id(e)] = (e, got)
     return got
-
-
-# The terms of composite nodes, kept across compiles by the node's identity (the node held, so an
-# id is never another object's): most of a small schema's pieces are the front end's cached
-# objects (spelled strings, numbers, whitespace), the same in every compile, whose terms are a
-# function of the node alone (weights name rules; weight dicts are never written once made).
-# A node is kept from the second compile that meets it (held IR is heap that every full
-# collection walks); emptied when full: what the next compiles use comes back at once.
-KEPT_TERMS = 1 << 13
-_kept_terms: dict[int, tuple[Expr, tuple[int, dict[str, int]]]] = {}
-_offered_terms: set[int] = set()  # ids met once (ints: nothing held)
 
 
 def length_range(e: Expr) -> tuple[int, int | None]:

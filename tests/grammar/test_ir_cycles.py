@@ -1,0 +1,60 @@
+"""grammar.ir.cyclic_rules (Tarjan's components, iterative, references walked in whatever order
+their sets give) against its definition: a name is on a cycle when it reaches itself through one
+reference or more. And post_order lists every name after the names it refers to, but on cycles."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strictgen.errors import StrictgenError
+from strictgen.grammar.ir import cyclic_rules, post_order
+
+
+def reaches_itself(graph: dict, start) -> bool:
+    seen, work = set(), list(graph[start])
+    while work:
+        x = work.pop()
+        if x == start:
+            return True
+        if x not in seen:
+            seen.add(x)
+            work.extend(graph[x])
+    return False
+
+
+graphs = st.integers(1, 30).flatmap(
+    lambda n: st.lists(st.frozensets(st.integers(0, n - 1), max_size=4), min_size=n, max_size=n).map(lambda refs: dict(enumerate(refs)))
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs)
+def test_cyclic_rules_are_the_names_that_reach_themselves(graph):
+    assert cyclic_rules(graph) == {x for x in graph if reaches_itself(graph, x)}
+    named = {f"r{k}": frozenset(f"r{v}" for v in refs) for k, refs in graph.items()}  # names, as rules have
+    assert cyclic_rules(named) == {f"r{x}" for x in graph if reaches_itself(graph, x)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs)
+def test_post_order_puts_callees_first_off_cycles(graph):
+    order = post_order(graph)
+    assert sorted(order) == sorted(graph)
+    at = {x: i for i, x in enumerate(order)}
+    cyclic = cyclic_rules(graph)
+    for x, refs in graph.items():
+        for y in refs:
+            if not (x in cyclic and y in cyclic):
+                assert at[y] < at[x], (x, y)
+
+
+def test_a_long_chain_and_a_reference_to_no_rule():
+    chain = {i: frozenset({i + 1}) for i in range(20_000)} | {20_000: frozenset({0})}
+    assert cyclic_rules(chain) == set(chain)  # iterative: no recursion limit
+    del chain[20_000]
+    chain[19_999] = frozenset()
+    assert cyclic_rules(chain) == set()
+    with pytest.raises(StrictgenError, match="undefined rule 'b'"):
+        cyclic_rules({"a": frozenset({"b"})})
