@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
-from strictgen.compile import _walk, token_mask
+from strictgen.compile import _walk
+
+from .walk_spy import spy_walk
 
 WIDE_LOOPS = [
     ({"type": "string", "format": "uri"}, ['"https://www', '"https://example.com/pa', '"mailto:a']),
@@ -22,20 +24,8 @@ WIDE_LOOPS = [
 
 @pytest.fixture
 def walk_cuts_calls(monkeypatch):
-    """How often the masks of the test ran the grouped-suffix walk."""
-    calls = []
-
-    class Spy:
-        def __getattr__(self, name):
-            return getattr(_walk, name)
-
-        @staticmethod
-        def walk_cuts(*args):
-            calls.append(args[-2])
-            return _walk.walk_cuts(*args)
-
-    monkeypatch.setattr(token_mask, "_walk", Spy())
-    return calls
+    """The states the masks of the test ran the grouped-suffix walk from."""
+    return spy_walk(monkeypatch, "walk_cuts", -2)
 
 
 def _full_walk(grammar, state) -> np.ndarray:

@@ -133,6 +133,20 @@ class TokenMasker:
         _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed)
         return packed
 
+    def _live_loop_bits(self, state: int, first_bytes: np.ndarray, packed: np.ndarray, t: int, loop_key: bytes, multibyte: bool) -> None:
+        """`_live_bits` over the vocabulary for a walk that may reach t, which loops on the bytes
+        `loop_key` (and, with `multibyte`, on every whole character): below a node reached in t,
+        the tokens made of loop bytes stay on t and are set unseen, and only the others' rest is
+        stepped (`_walk.walk_loop_bits`). A key's first letters of known names lead off t, and
+        the tokens starting with them, nearly all of which come back to t a byte later ("n" of
+        "name": "nx..." is any other key), cost a walk of thousands of nodes otherwise."""
+        trie = self.trie
+        lex_tokens, lex_bounds = trie.lex_order
+        facts = trie.facts
+        inside = trie.inside_by_first_byte(loop_key, multibyte)[0]
+        _walk.walk_loop_bits(*self._walk_args(state, trie, first_bytes), packed, t, inside, lex_tokens, lex_bounds,
+                             facts.flat, facts.starts, facts.lengths, multibyte)
+
     def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:
         roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
         return (
@@ -187,7 +201,7 @@ class TokenMasker:
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
             if skip_first:
-                packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+                packed, _, by_char = self._entering(state, t, first, loop_key, multibyte, loops=True)
             else:  # from t itself a token with another first byte is its own suffix: walked below, from here
                 packed, by_char = trie.loop_entries(loop_key, multibyte, first, False).copy(), False
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
@@ -239,13 +253,14 @@ class TokenMasker:
         rest = trie.loop_rest(loop_key, multibyte, ~walk_first if outside > MAX_REST_FRACTION * trie.num_text_tokens else None)
         return self._live_bits(state, rest, ~walk_first, packed)
 
-    def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None):
+    def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None, loops: bool = False):
         """What both string shortcuts share: the tokens that enter t from `state` and stay on its
         loop bytes (and whole characters, with `multibyte`), at most `length` characters long,
         allowed unseen; every token whose first byte does not enter t walked. From a key's first
         character on, whole characters enter t too (`by_char`): then only the tokens cut inside
-        their first character are walked among those. Returns (the packed mask so far, the first
-        bytes walked, by_char)."""
+        their first character are walked among those. `loops`: t loops on its bytes (not a
+        counted string's chain), so the walk reads what comes back to t unseen too
+        (`_live_loop_bits`). Returns (the packed mask so far, the first bytes walked, by_char)."""
         trie = self.trie
         by_char = multibyte and t != state and self.machine.utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
@@ -254,7 +269,10 @@ class TokenMasker:
             packed &= trie.at_most_chars(length)
         if by_char:
             self._live_bits(state, trie.split_lead_trie, None, packed)
-        self._live_bits(state, trie, walk_first, packed)
+        if loops:
+            self._live_loop_bits(state, walk_first, packed, t, loop_key, multibyte)
+        else:
+            self._live_bits(state, trie, walk_first, packed)
         return packed, walk_first, by_char
 
     def _compute(self, state: int) -> np.ndarray:
