@@ -238,11 +238,19 @@ static PyObject *loops_made_of(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t t = 0; t < n; t++) {
-        const uint64_t *x = sets + 4 * t;
-        int ascii = ((x[0] & ~want[0]) | (x[1] & ~want[1])) == 0;
-        out[t] = (uint8_t)(ascii && ((((x[2] & ~want[2]) | (x[3] & ~want[3])) == 0) || (complete && complete[t])));
-    }
+    /* branch-free, one loop per case: the compiler vectorises it (a branch per token kept it at
+     * ~15 cycles a token, 0.7 ms for DeepSeek's 129k) */
+    const uint64_t w0 = ~want[0], w1 = ~want[1], w2 = ~want[2], w3 = ~want[3];
+    if (complete)
+        for (Py_ssize_t t = 0; t < n; t++) {
+            const uint64_t *x = sets + 4 * t;
+            out[t] = (uint8_t)((((x[0] & w0) | (x[1] & w1)) == 0) & ((((x[2] & w2) | (x[3] & w3)) == 0) | (complete[t] != 0)));
+        }
+    else
+        for (Py_ssize_t t = 0; t < n; t++) {
+            const uint64_t *x = sets + 4 * t;
+            out[t] = (uint8_t)(((x[0] & w0) | (x[1] & w1) | (x[2] & w2) | (x[3] & w3)) == 0);
+        }
     result = bytes_of(out, n);
 done:
     {
