@@ -32,8 +32,8 @@
  *   `lex_order`) are read, not walked: those made of loop bytes (`inside`, an int32 bitmask like
  *   out; token_mask.py's loop_inside) stay on the loop and are set unseen, the others have the
  *   rest of their bytes (flat, starts, lengths: the vocabulary's, uint8/int64/int64) stepped from
- *   loop_state. With `multibyte` (inside counts whole non-ASCII characters) only at nodes whose
- *   byte is ASCII, where a token's rest starts on a character boundary.
+ *   loop_state. With `multibyte` (inside counts whole non-ASCII characters) only at nodes that
+ *   end on a character boundary, where such a token's rest is whole characters too.
  *
  * walk_cuts(machine, resolve, flat, starts, ends, owners, bounds, state, out) -> n
  *   The walk of the tokens a wide loop state does not loop on (token_mask.py), read as what is
@@ -180,6 +180,27 @@ static Py_ssize_t loop_subtree(Rows *rows, const Loop *loop, int32_t n, Py_ssize
     return found;
 }
 
+/* Whether node `n`, `read` bytes deep, ends on a character boundary: its prefix, read off the
+ * first token of its slice, does not stop inside a multi-byte character. Only there do the rests
+ * of tokens made of loop bytes and whole characters stay on a loop that takes every character
+ * (a prefix that is not UTF-8 has no such token below it, whatever this says). -2: an array out
+ * of range. Called without the GIL. */
+static int at_char_boundary(const Loop *loop, int32_t n, Py_ssize_t read) {
+    int32_t lo = loop->bounds[2 * (Py_ssize_t)n];
+    if (lo < 0 || lo >= loop->num_lex || read < 1)
+        return -2;
+    int32_t tok = loop->lex[lo];
+    if (tok < 0 || (Py_ssize_t)tok >= loop->num_tokens || loop->starts[tok] < 0 || loop->lengths[tok] < read || loop->starts[tok] + read > loop->num_flat)
+        return -2;
+    const uint8_t *prefix = loop->flat + loop->starts[tok];
+    Py_ssize_t last = read - 1; /* where the last character starts: at most 3 continuation bytes back */
+    for (int k = 0; k < 3 && last > 0 && (prefix[last] & 0xC0) == 0x80; k++)
+        last--;
+    uint8_t b = prefix[last];
+    int width = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    return last + width == read;
+}
+
 /* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
  * a Python error set. `loop` (NULL: none) reads the subtrees of nodes reached in its state
  * (walk_loop_bits; as_bits only). Called with the GIL; releases it while walking. */
@@ -223,15 +244,17 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
             int32_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
             Py_ssize_t lo = 0, hi = num_roots;
-            if (loop && !first_level && s == loop->state && (!loop->multibyte || node_byte[n] < 0x80)) {
-                Py_ssize_t got = loop_subtree(rows, loop, n, read, bits, num_bits, &saved);
+            if (loop && !first_level && s == loop->state) {
+                int boundary = loop->multibyte ? at_char_boundary(loop, n, read) : 1;
+                Py_ssize_t got = boundary < 0 ? -2 : boundary ? loop_subtree(rows, loop, n, read, bits, num_bits, &saved) : 0;
                 if (got < 0) {
                     bad_trie = got == -2;
                     failed = 1;
                     break;
                 }
                 found += got;
-                continue;
+                if (boundary)
+                    continue;
             }
             if (!first_level) {
                 const int32_t *record = nodes + 4 * (Py_ssize_t)n;
