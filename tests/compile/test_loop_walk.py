@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
-from strictgen.compile import _walk
+from strictgen.compile import _walk, token_mask
 from strictgen.compile.machine import DEAD
 
 from .walk_spy import spy_walk
@@ -83,6 +83,9 @@ def test_random_key_states_on_random_vocabularies_follow_the_definition(tokens, 
     assert _bits(got, ids) == _definition(grammar, m.state, ids)
 
 
+LETTERS = bytes(range(ord("a"), ord("z") + 1))
+
+
 def test_walk_loop_bits_refuses_arrays_that_do_not_fit(qwen):
     grammar = sg.GrammarCompiler(qwen).compile_json_schema(KEYED)
     m = sg.GrammarMatcher(grammar)
@@ -94,11 +97,39 @@ def test_walk_loop_bits_refuses_arrays_that_do_not_fit(qwen):
     inside = np.zeros_like(packed)
     args = masker._walk_args(m.state, trie, None)
     with pytest.raises(ValueError, match="do not match the trie"):
-        _walk.walk_loop_bits(*args, packed, m.state, inside, lex, bounds[:-2], facts.flat, facts.starts, facts.lengths, True)
+        _walk.walk_loop_bits(*args, packed, m.state, LETTERS, inside, lex, bounds[:-2], facts.flat, facts.starts, facts.lengths, True)
     with pytest.raises(ValueError, match="loop state out of range"):
-        _walk.walk_loop_bits(*args, packed, grammar.machine.num_states + 5, inside, lex, bounds, facts.flat, facts.starts, facts.lengths, True)
+        _walk.walk_loop_bits(*args, packed, grammar.machine.num_states + 5, LETTERS, inside, lex, bounds, facts.flat, facts.starts, facts.lengths, True)
     bad = bounds.copy()
     bad[1::2] = len(lex) + 1  # every slice runs past the tokens
     state_after_n = grammar.machine.step_bytes(m.state, b"nx")
     with pytest.raises(ValueError, match="outside the trie"):
-        _walk.walk_loop_bits(*args, packed, state_after_n, inside, lex, bad, facts.flat, facts.starts, facts.lengths, True)
+        _walk.walk_loop_bits(*args, packed, state_after_n, LETTERS, inside, lex, bad, facts.flat, facts.starts, facts.lengths, True)
+
+
+STRING_SCHEMAS = [
+    {"type": "string"},
+    {"type": "string", "pattern": "^[a-z\\s]+$"},
+    {"type": "string", "pattern": "^[^:\\s]+$"},
+    {"type": "string", "pattern": "^(na|[xé])*$"},
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(tokens=vocabularies(), schema=st.sampled_from(STRING_SCHEMAS), data=st.data())
+def test_whole_vocabulary_loop_walks_follow_the_definition(monkeypatch, tokens, schema, data):
+    """Every string-like state walked whole with its loop (as wide loops are, whose suffixes are
+    too many for a trie: here any number is too many): on random vocabularies and random points
+    of a string, the mask is the definition's, token by token."""
+    monkeypatch.setattr(token_mask, "MAX_SUFFIX_TOKENS", -1)
+    info = sg.TokenizerInfo(tokens, special_token_ids=[0], eos_token_ids=[0])
+    grammar = sg.GrammarCompiler(info).compile_json_schema(schema)
+    text = data.draw(st.text("namexé :", max_size=6))
+    m = sg.GrammarMatcher(grammar)
+    m.accept_string('"')
+    for char in json.dumps(text)[1:-1]:
+        if not m.accept_string(char):
+            break
+    got = grammar.masker._allowed(m.state)
+    ids = range(1, len(tokens))
+    assert _bits(got, ids) == _definition(grammar, m.state, ids)

@@ -25,24 +25,17 @@
  * the plain mask of a state needs no id list, no bool vector and no packing then.
  * The GIL is released while walking and taken back only for the callback.
  *
- * walk_loop_bits(..., out, loop_state, inside, lex_tokens, lex_bounds, flat, starts, lengths, multibyte)
+ * walk_loop_bits(..., out, loop_state, loop_bytes, inside, lex_tokens, lex_bounds, flat, starts, lengths, multibyte)
  *   walk_bits() for a walk that may reach a state looping on a set of bytes (a key's "any other
  *   name" once a known name's first letters are left behind): at a node reached in loop_state,
  *   its subtree's tokens (lex_tokens[lex_bounds[2n] : lex_bounds[2n + 1]], int32; the trie's
  *   `lex_order`) are read, not walked: those made of loop bytes (`inside`, an int32 bitmask like
  *   out; token_mask.py's loop_inside) stay on the loop and are set unseen, the others have the
  *   rest of their bytes (flat, starts, lengths: the vocabulary's, uint8/int64/int64) stepped from
- *   loop_state. With `multibyte` (inside counts whole non-ASCII characters) only at nodes that
- *   end on a character boundary, where such a token's rest is whole characters too.
- *
- * walk_cuts(machine, resolve, flat, starts, ends, owners, bounds, state, out) -> n
- *   The walk of the tokens a wide loop state does not loop on (token_mask.py), read as what is
- *   left of each after its run of loop bytes: suffix i is flat[starts[i]:ends[i]] (int32 offsets,
- *   never empty) of token owners[i] (int32), the suffixes grouped by first byte, byte b's group
- *   being [bounds[b], bounds[b + 1]) (int64, 257). From `state`, only the groups of the bytes its
- *   row keeps alive are read, each suffix stepped byte by byte; `out` (int64) receives the owners
- *   of the live suffixes. Unlike a trie of the suffixes it costs nothing to build (a sort of the
- *   cuts), which matters when they are many and a loop kind is met a few times only.
+ *   loop_state. Only at nodes entered by one of `loop_bytes` (the bytes loop_state loops on, a
+ *   bytes object), below which tokens are mostly loop bytes; with `multibyte` (inside counts
+ *   whole non-ASCII characters) at every node that ends on a character boundary instead, where
+ *   such a token's rest is whole characters too.
  */
 #include "_machine.h"
 
@@ -139,6 +132,7 @@ static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
 typedef struct {
     int32_t state;
     int multibyte;
+    uint8_t is_loop[256]; /* the bytes the state loops on */
     const uint32_t *inside;
     const int32_t *lex, *bounds;
     const uint8_t *flat;
@@ -245,7 +239,11 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
             int32_t s = f.state[cur][i];
             Py_ssize_t lo = 0, hi = num_roots;
             if (loop && !first_level && s == loop->state) {
-                int boundary = loop->multibyte ? at_char_boundary(loop, n, read) : 1;
+                /* only where the tokens below are mostly loop bytes: after a loop byte (after a
+                 * non-ASCII byte of a loop that does not take every character, the tokens below
+                 * are mostly more such characters, which the walk steps once per shared prefix),
+                 * or on any character boundary of a loop that takes every character */
+                int boundary = loop->multibyte ? at_char_boundary(loop, n, read) : loop->is_loop[node_byte[n]];
                 Py_ssize_t got = boundary < 0 ? -2 : boundary ? loop_subtree(rows, loop, n, read, bits, num_bits, &saved) : 0;
                 if (got < 0) {
                     bad_trie = got == -2;
@@ -325,9 +323,11 @@ static const struct {
 static PyObject *walk_into(PyObject *args, int as_bits, int with_loop) {
     PyObject *machine, *resolve, *objs[NUM_ARRAYS], *loop_objs[NUM_LOOP_ARRAYS];
     int state, loop_state = 0, multibyte = 0;
-    if (with_loop ? !PyArg_ParseTuple(args, "OOOOOOiOiOOOOOOp", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
-                                      &state, &objs[OUT], &loop_state, &loop_objs[INSIDE], &loop_objs[LEX], &loop_objs[LEX_BOUNDS],
-                                      &loop_objs[FLAT], &loop_objs[STARTS], &loop_objs[LENGTHS], &multibyte)
+    const char *loop_bytes = NULL;
+    Py_ssize_t num_loop_bytes = 0;
+    if (with_loop ? !PyArg_ParseTuple(args, "OOOOOOiOiy#OOOOOOp", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
+                                      &state, &objs[OUT], &loop_state, &loop_bytes, &num_loop_bytes, &loop_objs[INSIDE], &loop_objs[LEX],
+                                      &loop_objs[LEX_BOUNDS], &loop_objs[FLAT], &loop_objs[STARTS], &loop_objs[LENGTHS], &multibyte)
                   : !PyArg_ParseTuple(args, "OOOOOOiO", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
                                       &state, &objs[OUT]))
         return NULL;
@@ -350,10 +350,12 @@ static PyObject *walk_into(PyObject *args, int as_bits, int with_loop) {
     if (got == NUM_ARRAYS && !with_loop) {
         found = walk_levels(&rows, views, (int32_t)state, as_bits, NULL);
     } else if (loop_got == NUM_LOOP_ARRAYS) {
-        Loop loop = {(int32_t)loop_state, multibyte, (const uint32_t *)loop_views[INSIDE].buf, (const int32_t *)loop_views[LEX].buf,
+        Loop loop = {(int32_t)loop_state, multibyte, {0}, (const uint32_t *)loop_views[INSIDE].buf, (const int32_t *)loop_views[LEX].buf,
                      (const int32_t *)loop_views[LEX_BOUNDS].buf, (const uint8_t *)loop_views[FLAT].buf, (const int64_t *)loop_views[STARTS].buf,
                      (const int64_t *)loop_views[LENGTHS].buf, loop_views[INSIDE].shape[0] * 32, loop_views[LEX].shape[0],
                      loop_views[FLAT].shape[0], loop_views[STARTS].shape[0]};
+        for (Py_ssize_t i = 0; i < num_loop_bytes; i++)
+            loop.is_loop[(uint8_t)loop_bytes[i]] = 1;
         if (loop_views[LEX_BOUNDS].shape[0] != 2 * views[NODE_BYTE].shape[0] || loop_views[LENGTHS].shape[0] != loop.num_tokens)
             PyErr_SetString(PyExc_ValueError, "walk_loop_bits: lex_bounds or lengths do not match the trie");
         else
@@ -361,80 +363,6 @@ static PyObject *walk_into(PyObject *args, int as_bits, int with_loop) {
     }
     while (loop_got)
         PyBuffer_Release(&loop_views[--loop_got]);
-    while (got)
-        PyBuffer_Release(&views[--got]);
-    return found < 0 ? NULL : PyLong_FromSsize_t(found);
-}
-
-/* walk_cuts: see the file's docstring. Called with the GIL; releases it while stepping. */
-static PyObject *walk_cuts(PyObject *self, PyObject *args) {
-    PyObject *machine, *resolve, *objs[6];
-    int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOOiO", &machine, &resolve, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &state, &objs[5]))
-        return NULL;
-    static const struct {
-        const char *name;
-        Py_ssize_t itemsize;
-        int writable;
-    } SPEC[6] = {{"flat", 1, 0}, {"starts", 4, 0}, {"ends", 4, 0}, {"owners", 4, 0}, {"bounds", 8, 0}, {"out", 8, 1}};
-    Rows rows;
-    if (rows_get(&rows, machine, resolve, state) < 0)
-        return NULL;
-    Py_buffer views[6];
-    int got = 0;
-    Py_ssize_t found = -1;
-    while (got < 6 && buffer_of(objs[got], &views[got], SPEC[got].itemsize, SPEC[got].writable, SPEC[got].name) == 0)
-        got++;
-    if (got < 6)
-        goto done;
-    const uint8_t *flat = (const uint8_t *)views[0].buf;
-    const int32_t *starts = (const int32_t *)views[1].buf, *ends = (const int32_t *)views[2].buf, *owners = (const int32_t *)views[3].buf;
-    const int64_t *bounds = (const int64_t *)views[4].buf;
-    int64_t *out = (int64_t *)views[5].buf;
-    Py_ssize_t num_flat = views[0].shape[0], n = views[1].shape[0];
-    int ok = views[2].shape[0] == n && views[3].shape[0] == n && views[4].shape[0] == 257 && views[5].shape[0] >= n && bounds[0] == 0 && bounds[256] == n;
-    for (int b = 0; ok && b < 256; b++)
-        ok = bounds[b] <= bounds[b + 1];
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "walk_cuts: the suffix arrays do not fit together");
-        goto done;
-    }
-    PyThreadState *saved = PyEval_SaveThread();
-    const int32_t *first_row = row_of(&rows, (int32_t)state, &saved);
-    int failed = first_row == NULL;
-    int32_t firsts[256];
-    if (!failed)
-        memcpy(firsts, first_row, sizeof(firsts));
-    Py_ssize_t count = 0;
-    int bad = 0;
-    for (int b = 0; b < 256 && !failed; b++) {
-        if (firsts[b] == DEAD)
-            continue;
-        for (Py_ssize_t i = bounds[b]; i < bounds[b + 1] && !failed; i++) {
-            /* checked as read (only the live groups are): in flat, not empty, in its first byte's group */
-            if (starts[i] < 0 || starts[i] >= ends[i] || ends[i] > num_flat || flat[starts[i]] != b) {
-                bad = failed = 1;
-                break;
-            }
-            int32_t s = firsts[b];
-            for (int32_t p = starts[i] + 1; p < ends[i] && s != DEAD; p++) {
-                const int32_t *row = row_of(&rows, s, &saved);
-                if (!row) {
-                    failed = 1;
-                    break;
-                }
-                s = row[flat[p]];
-            }
-            if (!failed && s != DEAD)
-                out[count++] = owners[i];
-        }
-    }
-    PyEval_RestoreThread(saved);
-    if (bad)
-        PyErr_SetString(PyExc_ValueError, "walk_cuts: a suffix lies outside flat or outside its first byte's group");
-    if (!failed)
-        found = count;
-done:
     while (got)
         PyBuffer_Release(&views[--got]);
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
@@ -481,7 +409,6 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
     {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
     {"walk_loop_bits", walk_loop_bits, METH_VARARGS, "walk_bits() reading the subtrees of nodes reached in a loop state from their lexicographic slices."},
-    {"walk_cuts", walk_cuts, METH_VARARGS, "Owners of the loop suffixes, grouped by first byte, that the machine accepts from a state."},
     {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };

@@ -22,7 +22,7 @@ from .token_facts import TokenFacts, typed_array
 
 # how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
-_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256, "cuts": 32}
+_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256}
 
 # The loop nearly every JSON grammar meets: a string's body as the JSON Schema emitter writes it
 # (every printable ASCII byte but `"` and `\`, and every whole non-ASCII character; an escape
@@ -269,29 +269,6 @@ class VocabTrie:
         empty = np.fromiter((not x for x in suffixes), dtype=bool, count=len(suffixes))
         return VocabTrie(suffixes, empty), owners, owners[empty]
 
-    def loop_cut_groups(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple[np.ndarray, ...] | None:
-        """The non-empty suffixes of `loop_suffixes` as slices of the vocabulary's bytes, grouped
-        by first byte, for `_walk.walk_cuts`: (the vocabulary's bytes, suffix starts, suffix ends,
-        owners (int32 each), group bounds (int64, 257), and the tokens whose suffix is empty);
-        cached. None when the cuts cannot be read
-        off the bytes (`TokenFacts.loop_cuts`). Where a loop leaves too many tokens for a trie of
-        their suffixes to pay for its build (a URI's `[^ "#%<>]`: 100k tokens hold a space or a
-        quote), this costs two passes over them in C (~0.5 ms for 100k, less than one full walk),
-        and a state reads only the groups its row keeps alive."""
-        return self._cached(("cuts", loop_bytes, multibyte, skip_first), lambda: self._loop_cut_groups(loop_bytes, multibyte, skip_first)) or None
-
-    def _loop_cut_groups(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple[np.ndarray, ...]:
-        ids, cuts = self._outside_cuts(loop_bytes, multibyte, skip_first)
-        if cuts is None or len(self.facts.flat) >= 2**31:
-            return ()  # cached too (a None would be built again on every ask)
-        facts = self.facts
-        # a counting sort in C (the empty suffixes are `loop_suffix_entries`'s); read-only bytes
-        starts, ends, owners, bounds = _loops.cut_groups(facts.flat, facts.starts, facts.lengths, np.ascontiguousarray(ids, dtype=np.int64), cuts)
-        int32 = (np.frombuffer(a, dtype=np.int32) for a in (starts, ends, owners))
-        empty = ids[cuts == facts.lengths[ids]].astype(np.int64)
-        empty.setflags(write=False)
-        return (facts.flat, *int32, np.frombuffer(bounds, dtype=np.int64), empty)
-
     def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool) -> np.ndarray:
         """The tokens a string-like state allows without looking at them, as a packed bitmask
         (`pack_bits`; read-only, cached): made only of loop bytes (`loop_inside`), entering the
@@ -333,8 +310,8 @@ class VocabTrie:
 
     def loop_suffix_entries(self, loop_bytes: bytes, multibyte: bool, skip_first: bool, first: np.ndarray, by_char: bool, empty: np.ndarray) -> np.ndarray:
         """The tokens `empty` whose suffix is empty (after their first character, they stay on
-        the loop: the last item of `loop_suffixes` or of `loop_cut_groups`, which the loop kind
-        decides) and that enter it (`entering`), as a packed bitmask (read-only, cached): allowed
+        the loop: the last item of `loop_suffixes`) and that enter it (`entering`), as a packed
+        bitmask (read-only, cached): allowed
         unseen like `loop_entries`; only the others' suffixes are walked."""
 
         def build() -> np.ndarray:
