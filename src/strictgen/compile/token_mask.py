@@ -146,7 +146,7 @@ class TokenMasker:
         trie = self.trie
         lex_tokens, lex_bounds = trie.lex_order
         facts = trie.facts
-        inside = trie.inside_by_first_byte(loop_key, multibyte)[0]
+        inside = trie.packed_inside(loop_key, multibyte)
         _walk.walk_loop_bits(*self._walk_args(state, trie, first_bytes), packed, t, loop_key, inside, lex_tokens, lex_bounds,
                              facts.flat, facts.starts, facts.lengths, multibyte)
 
@@ -247,7 +247,7 @@ class TokenMasker:
         rest = trie.loop_rest(loop_key, multibyte, ~walk_first if outside > MAX_REST_FRACTION * trie.num_text_tokens else None)
         return self._live_bits(state, rest, ~walk_first, packed)
 
-    # the machine's utf8_target by state, as `_counted_allowed` has asked it (created on first use)
+    # the machine's utf8_target by state, as the string shortcuts have asked it (made on first use)
     _utf8_targets: dict[int, int | None] | None = None
 
     def _utf8_target(self, state: int) -> int | None:
