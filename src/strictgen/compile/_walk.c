@@ -25,14 +25,17 @@
  * the plain mask of a state needs no id list, no bool vector and no packing then.
  * The GIL is released while walking and taken back only for the callback.
  *
- * walk_cuts(machine, resolve, flat, starts, ends, owners, bounds, state, out) -> n
- *   The walk of the tokens a wide loop state does not loop on (token_mask.py), read as what is
- *   left of each after its run of loop bytes: suffix i is flat[starts[i]:ends[i]] (int32 offsets,
- *   never empty) of token owners[i] (int32), the suffixes grouped by first byte, byte b's group
- *   being [bounds[b], bounds[b + 1]) (int64, 257). From `state`, only the groups of the bytes its
- *   row keeps alive are read, each suffix stepped byte by byte; `out` (int64) receives the owners
- *   of the live suffixes. Unlike a trie of the suffixes it costs nothing to build (a sort of the
- *   cuts), which matters when they are many and a loop kind is met a few times only.
+ * walk_loop_bits(..., out, loop_state, loop_bytes, inside, lex_tokens, lex_bounds, flat, starts, lengths, multibyte)
+ *   walk_bits() for a walk that may reach a state looping on a set of bytes (a key's "any other
+ *   name" once a known name's first letters are left behind): at a node reached in loop_state,
+ *   its subtree's tokens (lex_tokens[lex_bounds[2n] : lex_bounds[2n + 1]], int32; the trie's
+ *   `lex_order`) are read, not walked: those made of loop bytes (`inside`, an int32 bitmask like
+ *   out; token_mask.py's loop_inside) stay on the loop and are set unseen, the others have the
+ *   rest of their bytes (flat, starts, lengths: the vocabulary's, uint8/int64/int64) stepped from
+ *   loop_state. Only at nodes entered by one of `loop_bytes` (the bytes loop_state loops on, a
+ *   bytes object), below which tokens are mostly loop bytes; with `multibyte` (inside counts
+ *   whole non-ASCII characters) at every node that ends on a character boundary instead, where
+ *   such a token's rest is whole characters too.
  */
 #include "_machine.h"
 
@@ -125,9 +128,77 @@ static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
     return 0;
 }
 
+/* What walk_loop_bits adds: the loop state and the arrays its subtrees are read with. */
+typedef struct {
+    int32_t state;
+    int multibyte;
+    uint8_t is_loop[256]; /* the bytes the state loops on */
+    const uint32_t *inside;
+    const int32_t *lex, *bounds;
+    const uint8_t *flat;
+    const int64_t *starts, *lengths;
+    Py_ssize_t num_inside, num_lex, num_flat, num_tokens;
+} Loop;
+
+/* Node `n`, `read` bytes deep, reached the loop state: set the bits of its subtree's tokens that
+ * the machine accepts (those made of loop bytes unseen, the others' rest stepped from the loop
+ * state); returns how many, -1 with a Python error set (a row that failed), or -2 (an array out
+ * of range: the caller raises). Called without the GIL. */
+static Py_ssize_t loop_subtree(Rows *rows, const Loop *loop, int32_t n, Py_ssize_t read, uint32_t *bits, uint64_t num_bits, PyThreadState **saved) {
+    int32_t lo = loop->bounds[2 * (Py_ssize_t)n], hi = loop->bounds[2 * (Py_ssize_t)n + 1];
+    if (lo < 0 || lo > hi || hi > loop->num_lex)
+        return -2;
+    Py_ssize_t found = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        int32_t tok = loop->lex[i];
+        if (tok < 0 || (uint64_t)tok >= num_bits || (Py_ssize_t)tok >= loop->num_inside || (Py_ssize_t)tok >= loop->num_tokens)
+            return -2;
+        uint32_t bit = (uint32_t)1 << (tok & 31);
+        if (!(loop->inside[tok >> 5] & bit)) { /* not made of loop bytes: its rest, from the loop state */
+            int64_t p = loop->starts[tok] + read, end = loop->starts[tok] + loop->lengths[tok];
+            if (loop->starts[tok] < 0 || p > end || end > loop->num_flat)
+                return -2;
+            int32_t s = loop->state;
+            for (; p < end && s != DEAD; p++) {
+                const int32_t *row = row_of(rows, s, saved);
+                if (!row)
+                    return -1;
+                s = row[loop->flat[p]];
+            }
+            if (s == DEAD)
+                continue;
+        }
+        bits[tok >> 5] |= bit;
+        found++;
+    }
+    return found;
+}
+
+/* Whether node `n`, `read` bytes deep, ends on a character boundary: its prefix, read off the
+ * first token of its slice, does not stop inside a multi-byte character. Only there do the rests
+ * of tokens made of loop bytes and whole characters stay on a loop that takes every character
+ * (a prefix that is not UTF-8 has no such token below it, whatever this says). -2: an array out
+ * of range. Called without the GIL. */
+static int at_char_boundary(const Loop *loop, int32_t n, Py_ssize_t read) {
+    int32_t lo = loop->bounds[2 * (Py_ssize_t)n];
+    if (lo < 0 || lo >= loop->num_lex || read < 1)
+        return -2;
+    int32_t tok = loop->lex[lo];
+    if (tok < 0 || (Py_ssize_t)tok >= loop->num_tokens || loop->starts[tok] < 0 || loop->lengths[tok] < read || loop->starts[tok] + read > loop->num_flat)
+        return -2;
+    const uint8_t *prefix = loop->flat + loop->starts[tok];
+    Py_ssize_t last = read - 1; /* where the last character starts: at most 3 continuation bytes back */
+    for (int k = 0; k < 3 && last > 0 && (prefix[last] & 0xC0) == 0x80; k++)
+        last--;
+    uint8_t b = prefix[last];
+    int width = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    return last + width == read;
+}
+
 /* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
- * a Python error set. Called with the GIL; releases it while walking. */
-static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int as_bits) {
+ * a Python error set. `loop` (NULL: none) reads the subtrees of nodes reached in its state
+ * (walk_loop_bits; as_bits only). Called with the GIL; releases it while walking. */
+static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int as_bits, const Loop *loop) {
     const int32_t *nodes = (const int32_t *)views[NODES].buf;
     const uint8_t *node_byte = (const uint8_t *)views[NODE_BYTE].buf;
     const int64_t *tokens = (const int64_t *)views[TOKENS].buf;
@@ -159,6 +230,7 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
     int cur = 0, failed = 0, first_level = 1, out_of_range = 0, out_of_memory = 0, bad_trie = 0;
     f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
     f.state[cur][0] = state;
+    Py_ssize_t read = 0; /* the bytes read to reach this level's nodes */
     PyThreadState *saved = PyEval_SaveThread();
     while (width && !failed) {
         Py_ssize_t next_width = 0;
@@ -166,6 +238,22 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
             int32_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
             Py_ssize_t lo = 0, hi = num_roots;
+            if (loop && !first_level && s == loop->state) {
+                /* only where the tokens below are mostly loop bytes: after a loop byte (after a
+                 * non-ASCII byte of a loop that does not take every character, the tokens below
+                 * are mostly more such characters, which the walk steps once per shared prefix),
+                 * or on any character boundary of a loop that takes every character */
+                int boundary = loop->multibyte ? at_char_boundary(loop, n, read) : loop->is_loop[node_byte[n]];
+                Py_ssize_t got = boundary < 0 ? -2 : boundary ? loop_subtree(rows, loop, n, read, bits, num_bits, &saved) : 0;
+                if (got < 0) {
+                    bad_trie = got == -2;
+                    failed = 1;
+                    break;
+                }
+                found += got;
+                if (boundary)
+                    continue;
+            }
             if (!first_level) {
                 const int32_t *record = nodes + 4 * (Py_ssize_t)n;
                 lo = record[0], hi = record[1];
@@ -208,6 +296,7 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
         cur = 1 - cur;
         width = next_width;
         first_level = 0;
+        read++;
     }
     PyEval_RestoreThread(saved);
     frontiers_free(&f);
@@ -222,97 +311,58 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
     return failed ? -1 : found;
 }
 
-static PyObject *walk_into(PyObject *args, int as_bits) {
-    PyObject *machine, *resolve, *objs[NUM_ARRAYS];
-    int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOiO", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
-                          &state, &objs[OUT]))
+/* The arrays walk_loop_bits reads after walk_bits' (Loop's), in argument order. */
+enum { INSIDE, LEX, LEX_BOUNDS, FLAT, STARTS, LENGTHS, NUM_LOOP_ARRAYS };
+static const struct {
+    const char *name;
+    Py_ssize_t itemsize;
+} LOOP_ARRAYS[NUM_LOOP_ARRAYS] = {
+    {"inside", 4}, {"lex_tokens", 4}, {"lex_bounds", 4}, {"flat", 1}, {"starts", 8}, {"lengths", 8},
+};
+
+static PyObject *walk_into(PyObject *args, int as_bits, int with_loop) {
+    PyObject *machine, *resolve, *objs[NUM_ARRAYS], *loop_objs[NUM_LOOP_ARRAYS];
+    int state, loop_state = 0, multibyte = 0;
+    const char *loop_bytes = NULL;
+    Py_ssize_t num_loop_bytes = 0;
+    if (with_loop ? !PyArg_ParseTuple(args, "OOOOOOiOiy#OOOOOOp", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
+                                      &state, &objs[OUT], &loop_state, &loop_bytes, &num_loop_bytes, &loop_objs[INSIDE], &loop_objs[LEX],
+                                      &loop_objs[LEX_BOUNDS], &loop_objs[FLAT], &loop_objs[STARTS], &loop_objs[LENGTHS], &multibyte)
+                  : !PyArg_ParseTuple(args, "OOOOOOiO", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS],
+                                      &state, &objs[OUT]))
         return NULL;
     Rows rows;
     if (rows_get(&rows, machine, resolve, state) < 0)
         return NULL;
-    Py_buffer views[NUM_ARRAYS];
-    int got = 0;
+    if (with_loop && (loop_state <= DEAD || loop_state >= machine_api->num_states(rows.machine))) {
+        PyErr_SetString(PyExc_ValueError, "loop state out of range");
+        return NULL;
+    }
+    Py_buffer views[NUM_ARRAYS], loop_views[NUM_LOOP_ARRAYS];
+    int got = 0, loop_got = 0;
     Py_ssize_t found = -1;
     while (got < NUM_ARRAYS && buffer_of(objs[got], &views[got], got == OUT && as_bits ? 4 : ARRAYS[got].itemsize,
                                          ARRAYS[got].writable, ARRAYS[got].name) == 0)
         got++;
-    if (got == NUM_ARRAYS)
-        found = walk_levels(&rows, views, (int32_t)state, as_bits);
-    while (got)
-        PyBuffer_Release(&views[--got]);
-    return found < 0 ? NULL : PyLong_FromSsize_t(found);
-}
-
-/* walk_cuts: see the file's docstring. Called with the GIL; releases it while stepping. */
-static PyObject *walk_cuts(PyObject *self, PyObject *args) {
-    PyObject *machine, *resolve, *objs[6];
-    int state;
-    if (!PyArg_ParseTuple(args, "OOOOOOOiO", &machine, &resolve, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &state, &objs[5]))
-        return NULL;
-    static const struct {
-        const char *name;
-        Py_ssize_t itemsize;
-        int writable;
-    } SPEC[6] = {{"flat", 1, 0}, {"starts", 4, 0}, {"ends", 4, 0}, {"owners", 4, 0}, {"bounds", 8, 0}, {"out", 8, 1}};
-    Rows rows;
-    if (rows_get(&rows, machine, resolve, state) < 0)
-        return NULL;
-    Py_buffer views[6];
-    int got = 0;
-    Py_ssize_t found = -1;
-    while (got < 6 && buffer_of(objs[got], &views[got], SPEC[got].itemsize, SPEC[got].writable, SPEC[got].name) == 0)
-        got++;
-    if (got < 6)
-        goto done;
-    const uint8_t *flat = (const uint8_t *)views[0].buf;
-    const int32_t *starts = (const int32_t *)views[1].buf, *ends = (const int32_t *)views[2].buf, *owners = (const int32_t *)views[3].buf;
-    const int64_t *bounds = (const int64_t *)views[4].buf;
-    int64_t *out = (int64_t *)views[5].buf;
-    Py_ssize_t num_flat = views[0].shape[0], n = views[1].shape[0];
-    int ok = views[2].shape[0] == n && views[3].shape[0] == n && views[4].shape[0] == 257 && views[5].shape[0] >= n && bounds[0] == 0 && bounds[256] == n;
-    for (int b = 0; ok && b < 256; b++)
-        ok = bounds[b] <= bounds[b + 1];
-    if (!ok) {
-        PyErr_SetString(PyExc_ValueError, "walk_cuts: the suffix arrays do not fit together");
-        goto done;
+    while (with_loop && got == NUM_ARRAYS && loop_got < NUM_LOOP_ARRAYS &&
+           buffer_of(loop_objs[loop_got], &loop_views[loop_got], LOOP_ARRAYS[loop_got].itemsize, 0, LOOP_ARRAYS[loop_got].name) == 0)
+        loop_got++;
+    if (got == NUM_ARRAYS && !with_loop) {
+        found = walk_levels(&rows, views, (int32_t)state, as_bits, NULL);
+    } else if (loop_got == NUM_LOOP_ARRAYS) {
+        Loop loop = {(int32_t)loop_state, multibyte, {0}, (const uint32_t *)loop_views[INSIDE].buf, (const int32_t *)loop_views[LEX].buf,
+                     (const int32_t *)loop_views[LEX_BOUNDS].buf, (const uint8_t *)loop_views[FLAT].buf, (const int64_t *)loop_views[STARTS].buf,
+                     (const int64_t *)loop_views[LENGTHS].buf, loop_views[INSIDE].shape[0] * 32, loop_views[LEX].shape[0],
+                     loop_views[FLAT].shape[0], loop_views[STARTS].shape[0]};
+        for (Py_ssize_t i = 0; i < num_loop_bytes; i++)
+            loop.is_loop[(uint8_t)loop_bytes[i]] = 1;
+        if (loop_views[LEX_BOUNDS].shape[0] != 2 * views[NODE_BYTE].shape[0] || loop_views[LENGTHS].shape[0] != loop.num_tokens)
+            PyErr_SetString(PyExc_ValueError, "walk_loop_bits: lex_bounds or lengths do not match the trie");
+        else
+            found = walk_levels(&rows, views, (int32_t)state, as_bits, &loop);
     }
-    PyThreadState *saved = PyEval_SaveThread();
-    const int32_t *first_row = row_of(&rows, (int32_t)state, &saved);
-    int failed = first_row == NULL;
-    int32_t firsts[256];
-    if (!failed)
-        memcpy(firsts, first_row, sizeof(firsts));
-    Py_ssize_t count = 0;
-    int bad = 0;
-    for (int b = 0; b < 256 && !failed; b++) {
-        if (firsts[b] == DEAD)
-            continue;
-        for (Py_ssize_t i = bounds[b]; i < bounds[b + 1] && !failed; i++) {
-            /* checked as read (only the live groups are): in flat, not empty, in its first byte's group */
-            if (starts[i] < 0 || starts[i] >= ends[i] || ends[i] > num_flat || flat[starts[i]] != b) {
-                bad = failed = 1;
-                break;
-            }
-            int32_t s = firsts[b];
-            for (int32_t p = starts[i] + 1; p < ends[i] && s != DEAD; p++) {
-                const int32_t *row = row_of(&rows, s, &saved);
-                if (!row) {
-                    failed = 1;
-                    break;
-                }
-                s = row[flat[p]];
-            }
-            if (!failed && s != DEAD)
-                out[count++] = owners[i];
-        }
-    }
-    PyEval_RestoreThread(saved);
-    if (bad)
-        PyErr_SetString(PyExc_ValueError, "walk_cuts: a suffix lies outside flat or outside its first byte's group");
-    if (!failed)
-        found = count;
-done:
+    while (loop_got)
+        PyBuffer_Release(&loop_views[--loop_got]);
     while (got)
         PyBuffer_Release(&views[--got]);
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
@@ -349,14 +399,16 @@ static PyObject *set_bits(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *walk(PyObject *self, PyObject *args) { return walk_into(args, 0); }
+static PyObject *walk(PyObject *self, PyObject *args) { return walk_into(args, 0, 0); }
 
-static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(args, 1); }
+static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(args, 1, 0); }
+
+static PyObject *walk_loop_bits(PyObject *self, PyObject *args) { return walk_into(args, 1, 1); }
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
     {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
-    {"walk_cuts", walk_cuts, METH_VARARGS, "Owners of the loop suffixes, grouped by first byte, that the machine accepts from a state."},
+    {"walk_loop_bits", walk_loop_bits, METH_VARARGS, "walk_bits() reading the subtrees of nodes reached in a loop state from their lexicographic slices."},
     {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from .disk_masks import StoredMasks
 
 
-MAX_SUFFIX_TOKENS = 20_000  # more suffixes than this are walked as slices grouped by first byte (no trie to build)
+# more suffixes than this are not worth a trie of their own (built once per loop kind): the state
+# walks the vocabulary instead, reading what comes back to the loop unseen (`_live_loop_bits`)
+MAX_SUFFIX_TOKENS = 20_000
 MIN_INSIDE_FRACTION = 0.2  # string-like shortcuts pay when at least this share of tokens is skipped
 # a counted string's tokens outside its loop are one trie per loop up to this share of the
 # vocabulary (a JSON string body's 4%: 2 ms to build), else one per set of entering first bytes
@@ -133,6 +135,21 @@ class TokenMasker:
         _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed)
         return packed
 
+    def _live_loop_bits(self, state: int, first_bytes: np.ndarray | None, packed: np.ndarray, t: int, loop_key: bytes, multibyte: bool) -> None:
+        """`_live_bits` over the vocabulary for a walk that may reach t, which loops on the bytes
+        `loop_key` (and, with `multibyte`, on every whole character): below a node reached in t,
+        the tokens made of loop bytes stay on t and are set unseen, and only the others' rest is
+        stepped (`_walk.walk_loop_bits`). A key's first letters of known names lead off t, and
+        the tokens starting with them, nearly all of which come back to t a byte later ("n" of
+        "name": "nx..." is any other key), cost a walk of thousands of nodes otherwise; a loop
+        that leaves too many tokens for a trie of their suffixes is walked this way whole."""
+        trie = self.trie
+        lex_tokens, lex_bounds = trie.lex_order
+        facts = trie.facts
+        inside = trie.packed_inside(loop_key, multibyte)
+        _walk.walk_loop_bits(*self._walk_args(state, trie, first_bytes), packed, t, loop_key, inside, lex_tokens, lex_bounds,
+                             facts.flat, facts.starts, facts.lengths, multibyte)
+
     def _walk_args(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None) -> tuple:
         roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
         return (
@@ -153,8 +170,10 @@ class TokenMasker:
         whose other bytes are all in B stays on t: it is allowed without looking at it (one cached
         set per kind of string, `VocabTrie.loop_entries`). The rest is walked: tokens with another
         first byte from here, and, from t, only the distinct suffixes left after each token's run
-        of loop bytes (`",`, `":`, `"}` end thousands of tokens; where they are too many for a
-        trie, as slices grouped by first byte, of which t's row keeps a few groups alive). When t
+        of loop bytes (`",`, `":`, `"}` end thousands of tokens). Where those are too many for a
+        trie of them to pay for its build (a URI's `[^ "#%<>]` leaves 100k tokens, each holding a
+        space or a quote), one walk of the vocabulary reads the subtrees that come back to t
+        unseen instead, and needs nothing built per loop kind but its inside tokens. When t
         also loops on every non-ASCII character, tokens may enter t through one too: from t
         itself, or from a state whose every such character leads to t (a key's first character).
         Other states walk the whole trie."""
@@ -168,42 +187,31 @@ class TokenMasker:
                 if counted is not None:
                     return counted
                 continue
-            multibyte = machine.utf8_target(t) == t  # a free string body loops on every character
+            multibyte = self._utf8_target(t) == t  # a free string body loops on every character
             inside_count = trie.loop_inside_count(loop_key, multibyte)
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
                 continue  # too little to skip: the full walk is as good
+            if trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:  # too many suffixes for a trie
+                packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
+                self._live_loop_bits(state, None, packed, t, loop_key, multibyte)
+                return packed
             skip_first = t != state
-            # the suffixes as a trie when few (shared prefixes; built once per kind, which many
-            # suffixes would not repay), else as slices grouped by first byte (a sort to build)
-            many = trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS
-            if many:
-                groups = trie.loop_cut_groups(loop_key, multibyte, skip_first)
-                if groups is None:
-                    continue  # their cuts cannot be read off the bytes: the full walk
-                empty = groups[-1]
-            else:
-                suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first)
+            # the suffixes as a trie (shared prefixes), built once per kind
+            suffixes, owner, empty = trie.loop_suffixes(loop_key, multibyte, skip_first)
             first = machine.compute_row(state) == t
             if multibyte and t == state:
                 first = first | _UTF8_LEADS  # tokens may start with a whole character too
             if skip_first:
-                packed, _, by_char = self._entering(state, t, first, loop_key, multibyte)
+                packed, _, by_char = self._entering(state, t, first, loop_key, multibyte, loops=True)
             else:  # from t itself a token with another first byte is its own suffix: walked below, from here
                 packed, by_char = trie.loop_entries(loop_key, multibyte, first, False).copy(), False
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
             packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
-            tokens = self._live_cut_owners(t, groups) if many else owner[self._live_tokens(t, suffixes)]
+            tokens = owner[self._live_tokens(t, suffixes)]
             _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)] if skip_first else tokens)
             return packed
         return self._live_bits(state)
-
-    def _live_cut_owners(self, t: int, groups: tuple) -> np.ndarray:
-        """The tokens whose non-empty loop suffix is valid from t, from the suffixes grouped by
-        first byte (`VocabTrie.loop_cut_groups`)."""
-        flat, starts, ends, owners, bounds, _ = groups
-        out = np.empty(len(owners), dtype=np.int64)
-        return out[: _walk.walk_cuts(*self.machine.walk_source(), flat, starts, ends, owners, bounds, t, out)]
 
     def _counted_allowed(self, state: int, t: int) -> np.ndarray | None:
         """The mask of a state before a counted string (`maxLength`), or None when t is not one.
@@ -225,7 +233,7 @@ class TokenMasker:
         length = len(chain) if len(chain) <= trie.depth else None  # None: longer than any token
         # multi-byte characters count one place each, for as many places as a token has characters
         places = min(len(chain), trie.max_multibyte_chars)
-        multibyte = all(machine.utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
+        multibyte = all(self._utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
         if multibyte and length is not None and length <= trie.max_multibyte_chars:
             multibyte = bool((machine.compute_row(chain[-1])[0xC2:0xF5] == DEAD).all())  # no character past the end
         inside_count = trie.loop_inside_count(loop_key, multibyte)
@@ -239,22 +247,42 @@ class TokenMasker:
         rest = trie.loop_rest(loop_key, multibyte, ~walk_first if outside > MAX_REST_FRACTION * trie.num_text_tokens else None)
         return self._live_bits(state, rest, ~walk_first, packed)
 
-    def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None):
+    # the machine's utf8_target by state, as the string shortcuts have asked it (made on first use)
+    _utf8_targets: dict[int, int | None] | None = None
+
+    def _utf8_target(self, state: int) -> int | None:
+        """`machine.utf8_target(state)`, remembered: a counted string asks it of every place of its
+        chain (up to the most characters a token holds: 36 on DeepSeek) at every mask along the
+        string, and each answer costs ~2-3 us (every form of character stepped); the machine's
+        rows never change once made, so neither does the answer. Dropped when it grows large."""
+        memo = self._utf8_targets
+        if memo is None or len(memo) >= 1 << 16:
+            memo = self._utf8_targets = {}
+        got = memo.get(state, -1)
+        if got == -1:
+            got = memo[state] = self.machine.utf8_target(state)
+        return got
+
+    def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None, loops: bool = False):
         """What both string shortcuts share: the tokens that enter t from `state` and stay on its
         loop bytes (and whole characters, with `multibyte`), at most `length` characters long,
         allowed unseen; every token whose first byte does not enter t walked. From a key's first
         character on, whole characters enter t too (`by_char`): then only the tokens cut inside
-        their first character are walked among those. Returns (the packed mask so far, the first
-        bytes walked, by_char)."""
+        their first character are walked among those. `loops`: t loops on its bytes (not a
+        counted string's chain), so the walk reads what comes back to t unseen too
+        (`_live_loop_bits`). Returns (the packed mask so far, the first bytes walked, by_char)."""
         trie = self.trie
-        by_char = multibyte and t != state and self.machine.utf8_target(state) == t
+        by_char = multibyte and t != state and self._utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
         packed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
         if length is not None:
             packed &= trie.at_most_chars(length)
         if by_char:
             self._live_bits(state, trie.split_lead_trie, None, packed)
-        self._live_bits(state, trie, walk_first, packed)
+        if loops:
+            self._live_loop_bits(state, walk_first, packed, t, loop_key, multibyte)
+        else:
+            self._live_bits(state, trie, walk_first, packed)
         return packed, walk_first, by_char
 
     def _compute(self, state: int) -> np.ndarray:

@@ -22,7 +22,7 @@ from .token_facts import TokenFacts, typed_array
 
 # how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
-_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256, "cuts": 32}
+_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256}
 
 # The loop nearly every JSON grammar meets: a string's body as the JSON Schema emitter writes it
 # (every printable ASCII byte but `"` and `\`, and every whole non-ASCII character; an escape
@@ -131,6 +131,16 @@ class VocabTrie:
         # what the C walk reads of a node, side by side (one cache line, not four arrays): 4 int32
         # per flat node id, its children's flat ids [start, end) and its slice of node_tokens
         self.walk_nodes = walk_nodes
+
+    @functools.cached_property
+    def lex_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the text tokens in the lexicographic order of their bytes, int32; each node's subtree
+        as a slice [lo, hi) of them, int32, 2 per flat node id). A walk that reaches a state
+        looping on a set of bytes reads the tokens below that node from their slice instead of
+        visiting its nodes (`TokenMasker._entering`). Built in C (`_vocab.lex_order`: two passes
+        over the nodes, ~1 ms for a vocabulary), with the vocabulary (`prepare_common_loops`)."""
+        tokens, bounds = _vocab.lex_order(self.walk_nodes, self.node_tokens, len(self.roots))
+        return np.frombuffer(tokens, dtype=np.int32), np.frombuffer(bounds, dtype=np.int32)
 
     def _per_depth(self, flat: np.ndarray, shift: bool) -> list[np.ndarray]:
         """`flat` (by flat node id) cut into depths; with `shift`, node ids in it made local to
@@ -259,29 +269,6 @@ class VocabTrie:
         empty = np.fromiter((not x for x in suffixes), dtype=bool, count=len(suffixes))
         return VocabTrie(suffixes, empty), owners, owners[empty]
 
-    def loop_cut_groups(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple[np.ndarray, ...] | None:
-        """The non-empty suffixes of `loop_suffixes` as slices of the vocabulary's bytes, grouped
-        by first byte, for `_walk.walk_cuts`: (the vocabulary's bytes, suffix starts, suffix ends,
-        owners (int32 each), group bounds (int64, 257), and the tokens whose suffix is empty);
-        cached. None when the cuts cannot be read
-        off the bytes (`TokenFacts.loop_cuts`). Where a loop leaves too many tokens for a trie of
-        their suffixes to pay for its build (a URI's `[^ "#%<>]`: 100k tokens hold a space or a
-        quote), this costs two passes over them in C (~0.5 ms for 100k, less than one full walk),
-        and a state reads only the groups its row keeps alive."""
-        return self._cached(("cuts", loop_bytes, multibyte, skip_first), lambda: self._loop_cut_groups(loop_bytes, multibyte, skip_first)) or None
-
-    def _loop_cut_groups(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple[np.ndarray, ...]:
-        ids, cuts = self._outside_cuts(loop_bytes, multibyte, skip_first)
-        if cuts is None or len(self.facts.flat) >= 2**31:
-            return ()  # cached too (a None would be built again on every ask)
-        facts = self.facts
-        # a counting sort in C (the empty suffixes are `loop_suffix_entries`'s); read-only bytes
-        starts, ends, owners, bounds = _loops.cut_groups(facts.flat, facts.starts, facts.lengths, np.ascontiguousarray(ids, dtype=np.int64), cuts)
-        int32 = (np.frombuffer(a, dtype=np.int32) for a in (starts, ends, owners))
-        empty = ids[cuts == facts.lengths[ids]].astype(np.int64)
-        empty.setflags(write=False)
-        return (facts.flat, *int32, np.frombuffer(bounds, dtype=np.int64), empty)
-
     def loop_entries(self, loop_bytes: bytes, multibyte: bool, first: np.ndarray, by_char: bool) -> np.ndarray:
         """The tokens a string-like state allows without looking at them, as a packed bitmask
         (`pack_bits`; read-only, cached): made only of loop bytes (`loop_inside`), entering the
@@ -308,10 +295,19 @@ class VocabTrie:
         # a counting sort in C on the key 2 * first byte + starts whole (`_loops.by_first`)
         ids, bounds = _loops.by_first(inside, self.first_bytes, self.starts_whole_char)
         bounds = np.frombuffer(bounds, dtype=np.int64)
-        out = (pack_bits(inside, len(self._token_bytes)), np.frombuffer(ids, dtype=np.int64), bounds[0:512:2].copy(), bounds[1:512:2].copy(), bounds[2:513:2].copy())
+        out = (self.packed_inside(loop_bytes, multibyte), np.frombuffer(ids, dtype=np.int64), bounds[0:512:2].copy(), bounds[1:512:2].copy(), bounds[2:513:2].copy())
         for a in out:
             a.setflags(write=False)
         return out
+
+    def packed_inside(self, loop_bytes: bytes, multibyte: bool) -> np.ndarray:
+        """`loop_inside` as a packed bitmask (read-only, cached; the first item of
+        `inside_by_first_byte`): what a walk with the loop tests tokens against, which needs no
+        grouping by first byte (~0.3 ms more per loop kind)."""
+        kept = self._kept.get(("by_first", loop_bytes, multibyte))
+        if kept is not None:
+            return kept[0]
+        return self._cached(("packed", loop_bytes, multibyte), lambda: pack_bits(self.loop_inside(loop_bytes, multibyte), len(self._token_bytes)))
 
     def entering(self, first: np.ndarray, by_char: bool, tokens: np.ndarray | None = None) -> np.ndarray:
         """Per token (of `tokens`, or of the vocabulary): it enters a loop by its first byte (where
@@ -323,8 +319,8 @@ class VocabTrie:
 
     def loop_suffix_entries(self, loop_bytes: bytes, multibyte: bool, skip_first: bool, first: np.ndarray, by_char: bool, empty: np.ndarray) -> np.ndarray:
         """The tokens `empty` whose suffix is empty (after their first character, they stay on
-        the loop: the last item of `loop_suffixes` or of `loop_cut_groups`, which the loop kind
-        decides) and that enter it (`entering`), as a packed bitmask (read-only, cached): allowed
+        the loop: the last item of `loop_suffixes`) and that enter it (`entering`), as a packed
+        bitmask (read-only, cached): allowed
         unseen like `loop_entries`; only the others' suffixes are walked."""
 
         def build() -> np.ndarray:
@@ -420,6 +416,12 @@ class VocabTrie:
             for skip_first in (False, True):
                 self._kept[("suffixes", loop_bytes, multibyte, skip_first)] = self._loop_suffixes(loop_bytes, multibyte, skip_first)
             self._kept[("rest", loop_bytes, multibyte)] = self.subtrie(~inside)  # a counted string's (maxLength)
+        self._prepare_lex_order()
+
+    def _prepare_lex_order(self) -> None:
+        """Build `lex_order` now (~1-4 ms), with the vocabulary's other tables, not in the first
+        fill that walks a loop (it is built again from the trie, not stored: as quick as reading it)."""
+        self.__dict__.setdefault("lex_order", VocabTrie.lex_order.func(self))
 
     def _common_loop_arrays(self) -> dict[str, np.ndarray]:
         """The kept splits of `prepare_common_loops` as named arrays, under "loops.<i>." for
@@ -514,6 +516,7 @@ class VocabTrie:
         out._start(facts.flat, facts.starts, facts.lengths, excluded, None)
         out._set_tables(*tables)
         out._restore_common_loops(arrays)
+        out._prepare_lex_order()
         return out
 
 
