@@ -4,11 +4,16 @@ Moore's rounds run that far (what a rule's horizon classes read instead of refin
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from strictgen import regular
+from strictgen.deadline import compile_deadline
+from strictgen.errors import CompileTimeoutError
 
 from .test_core import FAST, RefNFA, moore_classes, nfas, same_partition
 
@@ -53,3 +58,14 @@ def test_a_counters_history():
     born = np.frombuffer(splits[0], dtype=np.int32).tolist()
     assert born[n - 1] == 0 and sorted(born[: n - 1]) == [0, *range(1, n - 1)]
     assert len(set(classes_after(splits, 5))) == 7  # 0..5 letters left apart, the rest one class
+
+
+def test_past_the_deadline_minimising_is_a_clear_error():
+    k = 10  # (a|b)* a (a|b){k}: 2**(k + 1) states
+    ref = RefNFA(k + 2, [(0, 0x61, 0x62, 0), (0, 0x61, 0x61, 1)] + [(i, 0x61, 0x62, i + 1) for i in range(1, k + 1)], [])
+    dfa = regular.determinize(ref.core(), 0, k + 1)
+    assert dfa.num_states == 2 ** (k + 1)
+    with compile_deadline(0.001):
+        time.sleep(0.01)
+        with pytest.raises(CompileTimeoutError):
+            regular.minimal_with_splits(dfa)
