@@ -66,8 +66,9 @@ class LazyRules:
         self._build = build
         self.lock = threading.Lock()
 
-    def dfa(self, index: int) -> tuple[str, regular.DFA]:
-        """(name, the minimal, trimmed DFA) of run-time rule `index` (callers hold `lock`)."""
+    def dfa(self, index: int) -> tuple[str, regular.DFA, tuple[bytes, bytes] | None]:
+        """(name, the minimal, trimmed DFA, the history of its classes: `regular.minimal_with_splits`)
+        of run-time rule `index`, a RuleDFA's fields (callers hold `lock`)."""
         if index < len(self.names):  # a deferred static rule
             name, dfa = self.names[index], self._build(self.names[index])
         else:
@@ -79,7 +80,7 @@ class LazyRules:
             name = f"lazy{index}"
             dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in a rule built at run time")
         # members of families are productive by construction (a family hands out live keys only)
-        return name, regular.minimal(dfa, self.productive + b"\x01" * len(self.calls.lazy))
+        return (name, *regular.minimal_with_splits(dfa, self.productive + b"\x01" * len(self.calls.lazy)))
 
 
 def resolving_call(fn, args: tuple, add):

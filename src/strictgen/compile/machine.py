@@ -93,12 +93,12 @@ class PushdownMachine:
             core = self._core._core
             try:
                 with deadline.compile_deadline(lazy.timeout), user_errors("grammar"), collector_paused():  # as at compile time
-                    name, dfa = lazy.dfa(index)
+                    rule = RuleDFA(*lazy.dfa(index))
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            core.add_rule(index, _rule_part(dfa), not self.merge_frames or keeps_identity(name))
-            self.added[index] = RuleDFA(name, dfa)
+            core.add_rule(index, _rule_part(rule.dfa), not self.merge_frames or keeps_identity(rule.name))
+            self.added[index] = rule
 
     def all_rules(self) -> list[RuleDFA] | None:
         """Every rule's automaton by index, the rules the compile deferred built now (under the

@@ -44,6 +44,11 @@ class DfaCache:
         got = self._map.peek(id(node))
         return got[0] if got is not None and got[1][0] is node else None
 
+    def same_lookup(self):
+        """`get_same` as one dict read for walks over every node: a function of id(node) giving an
+        entry (dfa, keep) or None; the entry is this node's only where keep[0] is the node."""
+        return self._map.peek
+
     def put_same(self, node, dfa: regular.DFA) -> None:
         """Keep `dfa` for the object `node` (held, so that its id stays its own), from the second
         time it is offered: a piece of one compile only is never held (held IR is heap that every

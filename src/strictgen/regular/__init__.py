@@ -2,10 +2,11 @@
 
 One face for both layers (DESIGN.md §1): an `NFA` is built edge by edge (byte ranges, epsilon
 edges, call edges for the pushdown machine's rules); `determinize` turns it into a `DFA`, lazily
-row by row on the way (`lazy`); DFAs are trimmed, minimised (Hopcroft) and combined (`product`:
-intersection and difference). Questions about languages (`find_member`: is an intersection of
-languages and complements empty, and if not, a shortest member) search the product on the fly
-and stop at the first witness, without building whole DFAs.
+row by row on the way (`lazy`); DFAs are trimmed, minimised (Hopcroft, or Moore's rounds with
+their history of splits) and combined (`product`: intersection and difference). Questions about
+languages (`find_member`: is an intersection of languages and complements empty, and if not, a
+shortest member) search the product on the fly and stop at the first witness, without building
+whole DFAs.
 
 Every operation takes the compile deadline (`strictgen.deadline`) and a state budget: past the
 deadline it raises CompileTimeoutError, past the budget GrammarTooLargeError with the caller's
@@ -30,7 +31,7 @@ from ._regular import lazy as _lazy
 from ._regular import lower as _lower
 from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "lower", "minimal", "minimize", "product", "refine"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "lower", "minimal", "minimal_with_splits", "minimize", "product", "refine"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -88,6 +89,19 @@ def refine(dfa: DFA, rounds: int) -> tuple[bytes, int]:
 def minimal(dfa: DFA, productive: bytes | None = None) -> DFA:
     """Trim (calls only of the rules flagged in `productive`), then minimise."""
     return minimize(dfa.trim(productive))
+
+
+def minimal_with_splits(dfa: DFA, productive: bytes | None = None) -> tuple[DFA, tuple[bytes, bytes] | None]:
+    """Trim (as `minimal`), then minimise by Moore's rounds to their fixpoint: (the DFA `minimal`
+    gives, the history of its splits or None). The history is two int32 arrays by state, the round
+    that split the state's class off and the state it split from (-1 for the initial classes of
+    (accepting, callees)); the classes after any round r follow from it (each state's first
+    ancestor split off by round r), so a rule's horizon classes need no refinement of their own."""
+    try:
+        got, born, parent = dfa.trim(productive).minimize_rounds(deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, "automaton too large to minimise")
+    return got, None if born is None else (born, parent)
 
 
 def product(a: DFA, b: DFA, difference: bool = False, max_states: int = -1, too_large: str = "automaton too large") -> DFA:

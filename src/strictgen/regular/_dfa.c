@@ -142,9 +142,37 @@ DFA *dfa_subset(const DFA *d, const int32_t *kept, int32_t m, const int32_t *new
     return out;
 }
 
-/* For each state: can it reach acceptance by bytes and calls of productive rules? (ok[n]) */
-static uint8_t *dfa_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t nprod, uint8_t **call_ok_out) {
+/* Each state's targets (>= 0) where its row changes target, in class order: one scan of the table
+ * that trimming's three passes (predecessors counted and filled, the numbering walk) then read
+ * instead of the whole rows. (start[n + 1] into targets, malloc'd; 0 or -1 on error.) */
+static int row_runs(const DFA *d, int32_t **start_out, Vec *targets) {
     int32_t n = d->n, k = d->k;
+    int32_t *start = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!start) {
+        vec_no_memory();
+        return -1;
+    }
+    for (int32_t s = 0; s < n; s++) {
+        const int32_t *row = d->table + (Py_ssize_t)s * k;
+        start[s] = (int32_t)targets->len;
+        if (vec_reserve(targets, targets->len + k) < 0) {
+            free(start);
+            return -1;
+        }
+        int32_t *at = targets->data + targets->len;
+        for (int32_t c = 0, prev = -1; c < k; c++)
+            if (row[c] != prev && (prev = row[c]) >= 0)
+                *at++ = prev;
+        targets->len = at - targets->data;
+    }
+    start[n] = (int32_t)targets->len;
+    *start_out = start;
+    return 0;
+}
+
+/* For each state: can it reach acceptance by bytes and calls of productive rules? (ok[n]) */
+static uint8_t *dfa_can_finish(const DFA *d, const int32_t *run_start, const int32_t *run_tgt, const uint8_t *productive, Py_ssize_t nprod, uint8_t **call_ok_out) {
+    int32_t n = d->n;
     Py_ssize_t ncalls = d->call_start[n];
     uint8_t *ok = (uint8_t *)calloc((size_t)n + 1, 1);
     uint8_t *call_ok = (uint8_t *)calloc((size_t)ncalls + 1, 1);
@@ -156,13 +184,11 @@ static uint8_t *dfa_can_finish(const DFA *d, const uint8_t *productive, Py_ssize
         int32_t callee = d->call_callee[j];
         call_ok[j] = !productive || (callee < nprod && productive[callee]);
     }
-    /* predecessor lists (a state once per distinct target) */
+    /* predecessor lists (a state once per run of a target) */
     Py_ssize_t total = 0;
     for (int32_t s = 0; s < n; s++) {
-        const int32_t *row = d->table + (Py_ssize_t)s * k;
-        for (int32_t c = 0; c < k; c++)
-            if (row[c] >= 0 && (c == 0 || row[c] != row[c - 1]))
-                pstart[row[c] + 1]++, total++;
+        for (int32_t i = run_start[s]; i < run_start[s + 1]; i++)
+            pstart[run_tgt[i] + 1]++, total++;
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++)
             if (call_ok[j])
                 pstart[d->call_ret[j] + 1]++, total++;
@@ -176,10 +202,8 @@ static uint8_t *dfa_can_finish(const DFA *d, const uint8_t *productive, Py_ssize
     int32_t *fill = work; /* reused below as the work stack */
     memcpy(fill, pstart, sizeof(int32_t) * (size_t)n);
     for (int32_t s = 0; s < n; s++) {
-        const int32_t *row = d->table + (Py_ssize_t)s * k;
-        for (int32_t c = 0; c < k; c++)
-            if (row[c] >= 0 && (c == 0 || row[c] != row[c - 1]))
-                preds[fill[row[c]]++] = s;
+        for (int32_t i = run_start[s]; i < run_start[s + 1]; i++)
+            preds[fill[run_tgt[i]]++] = s;
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++)
             if (call_ok[j])
                 preds[fill[d->call_ret[j]]++] = s;
@@ -243,14 +267,15 @@ int dfa_start_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t npr
  * acceptance; calls of unproductive rules dropped (productive as for dfa_start_can_finish).
  * Start stays 0; an empty language gives one dead, non-accepting state. A new reference. */
 DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
-    uint8_t *call_ok;
-    uint8_t *ok = dfa_can_finish(d, productive, nprod, &call_ok);
-    if (!ok)
-        return NULL;
-    int32_t n = d->n, k = d->k;
-    int32_t *new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    uint8_t *call_ok = NULL, *ok = NULL;
+    int32_t *run_start = NULL, *new_id = NULL, *order = NULL;
+    Vec runs = {0};
     DFA *out = NULL;
+    if (row_runs(d, &run_start, &runs) < 0 || !(ok = dfa_can_finish(d, run_start, runs.data, productive, nprod, &call_ok)))
+        goto done;
+    int32_t n = d->n;
+    new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     if (!new_id || !order) {
         vec_no_memory();
         goto done;
@@ -262,9 +287,9 @@ DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
         order[m] = 0, new_id[0] = m++;
         for (int32_t i = 0; i < m; i++) {
             int32_t s = order[i];
-            for (int32_t c = 0; c < k; c++) {
-                int32_t t = d->table[(Py_ssize_t)s * k + c];
-                if (t >= 0 && ok[t] && new_id[t] < 0)
+            for (int32_t r = run_start[s]; r < run_start[s + 1]; r++) { /* the classes' targets in order */
+                int32_t t = runs.data[r];
+                if (ok[t] && new_id[t] < 0)
                     order[m] = t, new_id[t] = m++;
             }
             for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
@@ -287,7 +312,8 @@ DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
     }
     out = dfa_subset(d, order, m, new_id, call_ok);
 done:
-    free(ok), free(call_ok), free(new_id), free(order);
+    free(ok), free(call_ok), free(new_id), free(order), free(run_start);
+    vec_free(&runs);
     return out;
 }
 

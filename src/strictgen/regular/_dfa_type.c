@@ -97,6 +97,28 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     return (PyObject *)out;
 }
 
+/* minimize_rounds(deadline=0): (the minimal DFA of a trimmed DFA, by Moore's rounds; the round
+ * each of its states' class split off and the state it split from, as int32 bytes, or None, None) */
+static PyObject *DFA_minimize_rounds(DFA *d, PyObject *args) {
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "|d", &deadline))
+        return NULL;
+    DFA *out;
+    int32_t *born, *parent;
+    PyThreadState *ts = let_go_if(cells(d));
+    out = dfa_minimize_rounds(d, deadline, &born, &parent);
+    take_back(ts);
+    if (!out)
+        return NULL;
+    PyObject *got;
+    if (born)
+        got = Py_BuildValue("(Ny#y#)", out, (const char *)born, (Py_ssize_t)sizeof(int32_t) * out->n, (const char *)parent, (Py_ssize_t)sizeof(int32_t) * out->n);
+    else
+        got = Py_BuildValue("(NOO)", out, Py_None, Py_None);
+    free(born), free(parent);
+    return got;
+}
+
 /* product(other, difference=False, max_states=-1, deadline=0) */
 static PyObject *DFA_product(DFA *a, PyObject *args) {
     DFA *b;
@@ -130,7 +152,7 @@ static PyObject *DFA_refine(DFA *d, PyObject *args) {
         return NULL;
     int32_t *cls;
     PyThreadState *ts = let_go_if(cells(d));
-    cls = dfa_refine(d, rounds, deadline, &stable);
+    cls = dfa_refine(d, rounds, deadline, &stable, NULL, NULL);
     take_back(ts);
     if (!cls)
         return NULL;
@@ -270,6 +292,7 @@ static PyMethodDef DFA_methods[] = {
     {"can_finish", (PyCFunction)DFA_can_finish, METH_VARARGS, "can_finish(productive=None): can the start reach acceptance?"},
     {"product", (PyCFunction)DFA_product, METH_VARARGS, "product(other, difference=False, max_states=-1, deadline=0)."},
     {"shortest", (PyCFunction)DFA_shortest, METH_NOARGS, "A shortest accepted byte string, or None."},
+    {"minimize_rounds", (PyCFunction)DFA_minimize_rounds, METH_VARARGS, "minimize_rounds(deadline=0): (minimal DFA by Moore's rounds, born, parent) (see _minimize.c)."},
     {"refine", (PyCFunction)DFA_refine, METH_VARARGS, "refine(rounds, deadline=0): (Moore classes as int32 bytes, stable round or -1)."},
     {"table256", (PyCFunction)DFA_table256, METH_NOARGS, "n x 256 int32 next states (-1 dead), as bytes."},
     {"compact", (PyCFunction)DFA_compact, METH_VARARGS, "compact(base=0): (n x k int32 next states + base (-1 dead), 256-byte classmap)."},

@@ -2,6 +2,56 @@
  * edges. See _regular.h. */
 #include "_regular.h"
 
+/* The quotient of d by the blocks blk[s] (equivalent states share a block; 0 <= blk < nblocks),
+ * numbered breadth first from the start's block: the numbering Hopcroft and Moore both give, so
+ * either minimisation yields the same DFA. In new_id (nblocks entries, or NULL) each block's
+ * state, -1 for a block the start does not reach. A new reference (d itself when it is the
+ * quotient already). */
+static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out) {
+    int32_t n = d->n, k = d->k;
+    DFA *result = NULL;
+    int32_t *new_id = new_id_out ? new_id_out : (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
+    int32_t *rep = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
+    int32_t *order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
+    int32_t *state_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!new_id || !rep || !order || !state_id) {
+        vec_no_memory();
+        goto done;
+    }
+    for (int32_t b = 0; b < nblocks; b++)
+        new_id[b] = -1, rep[b] = -1;
+    for (int32_t s = n - 1; s >= 0; s--) /* any member stands for its block: the first one */
+        rep[blk[s]] = s;
+    int32_t m = 0;
+    order[m] = blk[0], new_id[blk[0]] = m++;
+    for (int32_t i = 0; i < m; i++) {
+        int32_t s = rep[order[i]];
+        for (int32_t c = 0; c < k; c++) {
+            int32_t t = d->table[(Py_ssize_t)s * k + c];
+            if (t >= 0 && new_id[blk[t]] < 0)
+                order[m] = blk[t], new_id[blk[t]] = m++;
+        }
+        for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
+            int32_t t = d->call_ret[j];
+            if (new_id[blk[t]] < 0)
+                order[m] = blk[t], new_id[blk[t]] = m++;
+        }
+    }
+    for (int32_t i = 0; i < m; i++) /* representatives as old states */
+        order[i] = rep[order[i]];
+    int same = m == n; /* already minimal and numbered breadth first: the DFA itself */
+    for (int32_t s = 0; s < n; s++) {
+        state_id[s] = new_id[blk[s]];
+        same = same && state_id[s] == s;
+    }
+    result = same ? dfa_ref(d) : dfa_subset(d, order, m, state_id, NULL);
+done:
+    if (new_id != new_id_out)
+        free(new_id);
+    free(rep), free(order), free(state_id);
+    return result;
+}
+
 /* Hopcroft's partition refinement on the partial automaton; letters are the byte classes and one
  * letter per callee (a call edge is a transition to its return state). Every initial block starts
  * in the work list, which makes the "smaller half" rule exact without a sink state. States that
@@ -30,7 +80,6 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     int32_t *touched = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *key = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *istart = NULL, *isrc = NULL, *iletter = NULL, *lstart = NULL, *lsrc = NULL, *lcount = NULL, *used = NULL, *cur = NULL;
-    int32_t *new_id = NULL, *order = NULL;
     if (!callee_letter || !blk || !elems || !loc || !bfirst || !bend || !bmarked || !inwork || !work || !touched || !key) {
         vec_no_memory();
         goto done;
@@ -186,58 +235,12 @@ DFA *dfa_minimize(DFA *d, double deadline) {
             }
         }
     }
-    /* the quotient, numbered breadth first from the start's block */
-    new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
-    order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
-    if (!new_id || !order) {
-        vec_no_memory();
-        goto done;
-    }
-    for (int32_t b = 0; b < nblocks; b++)
-        new_id[b] = -1;
-    int32_t m = 0;
-    order[m] = blk[0], new_id[blk[0]] = m++;
-    for (int32_t i = 0; i < m; i++) {
-        int32_t s = elems[bfirst[order[i]]];
-        for (int32_t c = 0; c < k; c++) {
-            int32_t t = d->table[(Py_ssize_t)s * k + c];
-            if (t >= 0 && new_id[blk[t]] < 0)
-                order[m] = blk[t], new_id[blk[t]] = m++;
-        }
-        for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
-            int32_t t = d->call_ret[j];
-            if (new_id[blk[t]] < 0)
-                order[m] = blk[t], new_id[blk[t]] = m++;
-        }
-    }
-    {
-        /* representatives as old states; map every old state to its new id */
-        int32_t *reps = (int32_t *)malloc(sizeof(int32_t) * ((size_t)m + 1));
-        int32_t *state_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-        if (!reps || !state_id) {
-            free(reps), free(state_id);
-            vec_no_memory();
-            goto done;
-        }
-        for (int32_t i = 0; i < m; i++)
-            reps[i] = elems[bfirst[order[i]]];
-        int same = m == n; /* already minimal and numbered breadth first: the DFA itself */
-        for (int32_t s = 0; s < n; s++) {
-            state_id[s] = new_id[blk[s]];
-            same = same && state_id[s] == s;
-        }
-        if (same) {
-            result = dfa_ref(d);
-        } else {
-            result = dfa_subset(d, reps, m, state_id, NULL);
-        }
-        free(reps), free(state_id);
-    }
+    result = quotient(d, blk, nblocks, NULL);
 done:
     interner_free(&keys);
     vec_free(&keybuf);
     free(callee_letter), free(blk), free(elems), free(loc), free(bfirst), free(bend), free(bmarked), free(inwork), free(work), free(touched), free(key);
-    free(istart), free(isrc), free(iletter), free(lstart), free(lsrc), free(lcount), free(used), free(cur), free(new_id), free(order);
+    free(istart), free(isrc), free(iletter), free(lstart), free(lsrc), free(lcount), free(used), free(cur);
     return result;
 }
 
@@ -277,11 +280,6 @@ static void interner_clear(Interner *t) {
         memset(t->slots, 0xff, sizeof(int32_t) * (size_t)(t->mask + 1));
 }
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* refine(rounds): Moore's refinement from the initial partition (accepting, callees), at most
  * `rounds` rounds: each state's class (n int32, malloc'd), and in *stable_out the round after
  * which nothing changed, or -1.
@@ -290,8 +288,14 @@ static int cmp_i64(const void *a, const void *b) {
  * round before (the others keep their signature), so a long counter, which splits one state a
  * round, costs its splits rather than rounds x states x letters. Within a block, the states not
  * recomputed share one signature (that of any of them); recomputed states with another signature
- * move to new blocks. Blocks live in one array (elems, ordered by block; pos is the inverse). */
-int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out) {
+ * move to new blocks. Blocks live in one array (elems, ordered by block; pos is the inverse).
+ *
+ * rounds < 0: until nothing changes (then the classes are those of the minimal DFA). With `parent`
+ * and `born` (room for n each), the history of the splits: a class keeps its id when it splits
+ * (for the part that stays), so every id ever made is a class at the end; born[c] is the round
+ * that split class c off parent[c] (0 and -1 for the initial classes). The classes after round
+ * r are then each final class's first ancestor born by round r. */
+int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born) {
     int32_t n = d->n, k = d->k;
     size_t N = (size_t)n + 1;
     int32_t *result = NULL;
@@ -302,34 +306,34 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
     int32_t *pred_start = (int32_t *)calloc(N + 1, sizeof(int32_t)), *pred = NULL;
     int32_t *run_start = (int32_t *)malloc(sizeof(int32_t) * (N + 1)), *runs = NULL;
     uint8_t *mark = (uint8_t *)calloc(N, 1);
-    int64_t *order = (int64_t *)malloc(sizeof(int64_t) * N);
-    Vec sig = {0}, cand = {0}, changed = {0}, next_changed = {0}, touched = {0};
+    int32_t *members = (int32_t *)malloc(sizeof(int32_t) * N);
+    /* by signature id (a round interns at most one per candidate and one per touched block) */
+    int32_t *gcount = (int32_t *)calloc(2 * N + 1, sizeof(int32_t)), *gat = (int32_t *)malloc(sizeof(int32_t) * (2 * N + 1));
+    int32_t *gblock = (int32_t *)malloc(sizeof(int32_t) * (2 * N + 1));
+    Vec sig = {0}, cand = {0}, changed = {0}, next_changed = {0}, touched = {0}, gids = {0};
     Interner t = {0};
     int added;
-    if (!cls || !elems || !pos || !bstart || !bend || !mcount || !keep || !sigid || !pred_start || !run_start || !mark || !order) {
+    if (!cls || !elems || !pos || !bstart || !bend || !mcount || !keep || !sigid || !pred_start || !run_start || !mark || !members || !gcount || !gat || !gblock) {
         vec_no_memory();
         goto done;
     }
-    { /* every row as runs of equal targets */
-        Py_ssize_t total = 0;
+    { /* every row as runs of equal targets, in one pass over the table */
+        Vec r = {0};
         for (int32_t s = 0; s < n; s++) {
             const int32_t *row = d->table + (Py_ssize_t)s * k;
-            run_start[s] = (int32_t)total;
-            for (int32_t c = 0; c < k; c++)
-                total += c == 0 || row[c] != row[c - 1];
+            run_start[s] = (int32_t)(r.len / 2);
+            if (vec_reserve(&r, r.len + 2 * (Py_ssize_t)k) < 0) {
+                vec_free(&r);
+                goto done;
+            }
+            int32_t *out = r.data + r.len, *at = out;
+            for (int32_t c = 0, prev = INT32_MIN; c < k; c++)
+                if (row[c] != prev)
+                    *at++ = c, *at++ = prev = row[c];
+            r.len += at - out;
         }
-        run_start[n] = (int32_t)total;
-        runs = (int32_t *)malloc(sizeof(int32_t) * (2 * (size_t)total + 1));
-        if (!runs) {
-            vec_no_memory();
-            goto done;
-        }
-        for (int32_t s = 0, at = 0; s < n; s++) {
-            const int32_t *row = d->table + (Py_ssize_t)s * k;
-            for (int32_t c = 0; c < k; c++)
-                if (c == 0 || row[c] != row[c - 1])
-                    runs[at++] = c, runs[at++] = row[c];
-        }
+        run_start[n] = (int32_t)(r.len / 2);
+        runs = r.data; /* owned from here: freed with the rest */
     }
     for (int32_t s = 0; s < n; s++) { /* the initial partition */
         sig.len = 0;
@@ -344,6 +348,8 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
         cls[s] = id;
     }
     int32_t nblocks = (int32_t)t.start.len;
+    for (int32_t b = 0; parent && b < nblocks; b++)
+        parent[b] = -1, born[b] = 0;
     for (int32_t b = 0; b <= nblocks; b++)
         bstart[b] = 0;
     for (int32_t s = 0; s < n; s++)
@@ -386,7 +392,7 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
     }
     memset(mcount, 0, sizeof(int32_t) * N);
     long stable = -1;
-    for (long r = 1; r <= rounds; r++) {
+    for (long r = 1; rounds < 0 || r <= rounds; r++) {
         if (past(deadline))
             goto done;
         if (nblocks == n) { /* every state apart already: round r changes nothing */
@@ -434,42 +440,47 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
         for (Py_ssize_t i = 0; i < touched.len; i++) {
             int32_t b = touched.data[i], m = mcount[b], lo = bstart[b];
             mcount[b] = 0;
-            for (int32_t j = 0; j < m; j++)
-                order[j] = ((int64_t)sigid[elems[lo + j]] << 32) | (int64_t)elems[lo + j];
-            qsort(order, (size_t)m, sizeof(int64_t), cmp_i64);
+            /* the recomputed states by signature, in the order first met (counting, not sorting:
+             * round 1 groups every state) */
+            gids.len = 0;
+            for (int32_t j = 0; j < m; j++) {
+                int32_t s = elems[lo + j], id = sigid[s];
+                members[j] = s;
+                if (gcount[id]++ == 0 && vec_push(&gids, id) < 0)
+                    goto done;
+            }
             int32_t stay = keep[b];
             if (stay < 0) { /* every state was recomputed: the largest group keeps the block */
                 int32_t best = 0;
-                for (int32_t j = 0, e; j < m; j = e) {
-                    for (e = j; e < m && (order[e] >> 32) == (order[j] >> 32); e++)
-                        ;
-                    if (e - j > best)
-                        best = e - j, stay = (int32_t)(order[j] >> 32);
-                }
+                for (Py_ssize_t g = 0; g < gids.len; g++)
+                    if (gcount[gids.data[g]] > best)
+                        best = gcount[gids.data[g]], stay = gids.data[g];
             }
             int32_t w = lo;
-            for (int32_t j = 0, e; j < m; j = e) {
-                int32_t id = (int32_t)(order[j] >> 32);
-                for (e = j; e < m && (order[e] >> 32) == id; e++)
-                    ;
+            for (Py_ssize_t g = 0; g < gids.len; g++) { /* each other group a new block, from lo on */
+                int32_t id = gids.data[g];
                 if (id == stay)
                     continue;
                 int32_t nb = nblocks++;
-                bstart[nb] = w;
-                for (int32_t q = j; q < e; q++) {
-                    int32_t s = (int32_t)(order[q] & 0xffffffff);
-                    elems[w] = s, pos[s] = w++, cls[s] = nb;
+                if (parent)
+                    parent[nb] = b, born[nb] = (int32_t)r;
+                gblock[id] = nb, gat[id] = bstart[nb] = w;
+                w += gcount[id];
+                bend[nb] = w;
+            }
+            bstart[b] = gat[stay] = w; /* the staying group last, before the states not recomputed */
+            gblock[stay] = b;
+            for (int32_t j = 0; j < m; j++) {
+                int32_t s = members[j], id = sigid[s], at = gat[id]++;
+                elems[at] = s, pos[s] = at;
+                if (id != stay) {
+                    cls[s] = gblock[id];
                     if (vec_push(&next_changed, s) < 0)
                         goto done;
                 }
-                bend[nb] = w;
             }
-            bstart[b] = w;
-            for (int32_t j = 0; j < m; j++) {
-                int32_t s = (int32_t)(order[j] & 0xffffffff);
-                if ((int32_t)(order[j] >> 32) == stay)
-                    elems[w] = s, pos[s] = w++;
-            }
+            for (Py_ssize_t g = 0; g < gids.len; g++)
+                gcount[gids.data[g]] = 0;
         }
         for (Py_ssize_t i = 0; i < cand.len; i++)
             mark[cand.data[i]] = 0;
@@ -484,8 +495,50 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
     result = cls, cls = NULL;
 done:
     free(cls), free(elems), free(pos), free(bstart), free(bend), free(mcount), free(keep), free(sigid);
-    free(pred_start), free(pred), free(run_start), free(runs), free(mark), free(order);
-    vec_free(&sig), vec_free(&cand), vec_free(&changed), vec_free(&next_changed), vec_free(&touched);
+    free(pred_start), free(pred), free(run_start), free(runs), free(mark), free(members), free(gcount), free(gat), free(gblock);
+    vec_free(&sig), vec_free(&cand), vec_free(&changed), vec_free(&next_changed), vec_free(&touched), vec_free(&gids);
     interner_free(&t);
+    return result;
+}
+
+/* The minimal DFA of a trimmed d by Moore's refinement to its fixpoint (the same DFA as
+ * dfa_minimize), and the history of its splits by state of the result (see dfa_refine): in
+ * *born_out and *parent_out (malloc'd, n of the result each) the round each state's class split
+ * off and the state it split from, or NULL for both where some class is unreachable (never after
+ * a trim). What this buys over Hopcroft: the classes of every round come with it, where horizon
+ * classes (compile/automaton.py) took one more refinement after minimising. */
+DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born_out, int32_t **parent_out) {
+    int32_t n = d->n;
+    long stable;
+    DFA *result = NULL;
+    int32_t *parent = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)), *born = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    int32_t *new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)), *cls = NULL;
+    int32_t *b2 = NULL, *p2 = NULL;
+    *born_out = *parent_out = NULL;
+    if (!parent || !born || !new_id) {
+        vec_no_memory();
+        goto done;
+    }
+    if (!(cls = dfa_refine(d, -1, deadline, &stable, parent, born)))
+        goto done;
+    int32_t nblocks = 0;
+    for (int32_t s = 0; s < n; s++)
+        if (cls[s] >= nblocks)
+            nblocks = cls[s] + 1;
+    b2 = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1)), p2 = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
+    if (!b2 || !p2) {
+        vec_no_memory();
+        goto done;
+    }
+    if (!(result = quotient(d, cls, nblocks, new_id)))
+        goto done;
+    if (result->n == nblocks) { /* else some class is unreachable: no history */
+        for (int32_t b = 0; b < nblocks; b++)
+            b2[new_id[b]] = born[b], p2[new_id[b]] = parent[b] < 0 ? -1 : new_id[parent[b]];
+        *born_out = b2, *parent_out = p2;
+        b2 = p2 = NULL;
+    }
+done:
+    free(parent), free(born), free(new_id), free(cls), free(b2), free(p2);
     return result;
 }

@@ -13,8 +13,9 @@
  *         computes every reachable row.                                                 (_lazy.c)
  *   DFA   n states x k byte classes (-1 = dead), accepting flags, call edges sorted by callee.
  *         Storage, tables, trim (co-reachability, calls only to productive rules)       (_dfa.c);
- *         minimize (Hopcroft on the partial automaton, call edges as extra letters) and refine
- *         (Moore rounds, for horizon classes)                                       (_minimize.c);
+ *         minimize (Hopcroft on the partial automaton, call edges as extra letters; or Moore's
+ *         rounds to their fixpoint, keeping the history of splits) and refine (Moore rounds, for
+ *         horizon classes)                                                          (_minimize.c);
  *         product (and / and-not), shortest member, and `find_member`, which searches a product
  *         of several Lazy automata (each taken positively or complemented) breadth first and
  *         stops at the first member, a shortest one: emptiness without whole DFAs.  (_search.c)
@@ -173,7 +174,8 @@ DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod);
 /* ---- minimisation and refinement (_minimize.c) ---- */
 
 DFA *dfa_minimize(DFA *d, double deadline);
-int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable); /* n classes, malloc'd */
+int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable, int32_t *parent, int32_t *born); /* n classes, malloc'd */
+DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born, int32_t **parent); /* Moore: minimal, with its splits */
 
 /* ---- products and search (_search.c); a found string goes to `out`, a byte an int ---- */
 

@@ -1,0 +1,123 @@
+"""Where the bench's first pass spends its rule automata, in thread CPU time, split by when they
+are built: in compiles (every bench schema compiled with a fresh compiler) or in fills (rules a
+document enters first: deferred rules and family members, lazy_rules.py). Phases: the rule's NFA
+(lowering, pieces) and its subset construction (`rule.build`, determinising inside it:
+`rule.determinize`), trimming, minimising, the C machine's tables (`rule.tabling`) and horizon
+classes (`rule.horizon`); `add_rule` is a whole build inside a fill. Counts states before and
+after minimising, and the fills' CPU in all. Runs on trees with or without
+`regular.minimal_with_splits` (minimising by Moore's rounds; before it, `regular.minimal`).
+With --no-minimise, rule DFAs are only trimmed (what skipping minimisation would cost and save:
+compare `compile_mask_walks.py` for masks and states).
+
+    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise]"""
+
+import argparse
+import sys
+import time
+from collections import Counter
+
+import strictgen as sg
+import strictgen.compile.automaton as automaton
+import strictgen.compile.machine as machine
+from strictgen import bench, regular
+
+SPENT: Counter = Counter()
+CALLS: Counter = Counter()
+WHEN = ["compile"]
+RULE_FILES = ("automaton.py", "lazy_rules.py")
+
+
+def add(label: str, seconds: float) -> None:
+    SPENT[f"{WHEN[0]}.{label}"] += seconds
+    CALLS[f"{WHEN[0]}.{label}"] += 1
+
+
+def timed(owner, name: str, label: str) -> None:
+    inner = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        t0 = time.thread_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            add(label, time.thread_time() - t0)
+
+    setattr(owner, name, wrapper)
+
+
+def patch_minimising(skip: bool) -> None:
+    """Time trim and minimise apart where rules are minimised (called from automaton.py or
+    lazy_rules.py; the pieces of the front end and the builder are left alone)."""
+    name = "minimal_with_splits" if hasattr(regular, "minimal_with_splits") else "minimal"
+    inner = getattr(regular, name)
+
+    def minimised(dfa, productive=None):
+        if not sys._getframe(1).f_code.co_filename.endswith(RULE_FILES):
+            return inner(dfa, productive)
+        t0 = time.thread_time()
+        trimmed = dfa.trim(productive)
+        add("rule.trim", time.thread_time() - t0)
+        SPENT[f"{WHEN[0]}.states trimmed"] += trimmed.num_states
+        if skip:
+            return (trimmed, None) if name == "minimal_with_splits" else trimmed
+        t0 = time.thread_time()
+        got = inner(trimmed, productive)  # trimming a trimmed DFA again costs a little
+        add("rule.minimise", time.thread_time() - t0)
+        SPENT[f"{WHEN[0]}.states minimal"] += (got[0] if isinstance(got, tuple) else got).num_states
+        return got
+
+    setattr(regular, name, minimised)
+    determinize = regular.determinize
+
+    def determinized(*args, **kwargs):
+        t0 = time.thread_time()
+        try:
+            return determinize(*args, **kwargs)
+        finally:
+            if sys._getframe(1).f_code.co_filename.endswith(RULE_FILES):
+                add("rule.determinize", time.thread_time() - t0)
+
+    regular.determinize = determinized
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vocab", default="qwen")
+    ap.add_argument("--no-minimise", action="store_true")
+    args = ap.parse_args()
+    patch_minimising(args.no_minimise)
+    timed(automaton, "_rule_dfa", "rule.build")
+    timed(machine, "_rule_part", "rule.tabling")
+    timed(machine, "horizon_classes", "rule.horizon")
+    timed(machine.PushdownMachine, "_add_lazy_rule", "add_rule")
+    vocab = bench.load_vocab(args.vocab)
+    tok = vocab.build_info()
+    eos = tok.eos_token_ids[0]
+    mask = sg.allocate_token_bitmask(1, tok.vocab_size)
+    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(bench.WARMUP_SCHEMA))
+    SPENT.clear(), CALLS.clear()
+    fill_s = 0.0
+    for case in bench.load_cases(bench.default_schemas_dir()):
+        WHEN[0] = "compile"
+        try:
+            grammar = sg.GrammarCompiler(tok).compile_json_schema(case.schema_text)
+            sg.GrammarMatcher(grammar)
+        except sg.StrictgenError:
+            continue
+        WHEN[0] = "fill"
+        for doc in case.documents:
+            matcher = sg.GrammarMatcher(grammar)
+            for token in list(vocab.encode(doc)) + [eos]:
+                t0 = time.thread_time()
+                matcher.fill_next_token_bitmask(mask)
+                fill_s += time.thread_time() - t0
+                if not matcher.accept_token(token):
+                    break
+    print(f"fills, thread CPU: {fill_s * 1e3:.1f} ms")
+    for key in sorted(SPENT):
+        value = SPENT[key]
+        print(f"  {key:28s} {value:9.0f}" if "states" in key else f"  {key:28s} {value * 1e3:9.1f} ms  ({CALLS[key]} calls)")
+
+
+if __name__ == "__main__":
+    main()

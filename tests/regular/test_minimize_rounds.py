@@ -1,0 +1,71 @@
+"""Minimising by Moore's rounds (`regular.minimal_with_splits`): the same DFA as Hopcroft's
+`minimal`, and a history of splits from which the classes after any round follow, equal to
+Moore's rounds run that far (what a rule's horizon classes read instead of refining again)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strictgen import regular
+from strictgen.deadline import compile_deadline
+from strictgen.errors import CompileTimeoutError
+
+from .test_core import FAST, RefNFA, moore_classes, nfas, same_partition
+
+
+def classes_after(splits: tuple[bytes, bytes], rounds: int) -> list[int]:
+    """Each state's class after `rounds` rounds, read off the history: its first ancestor split off by then."""
+    born, parent = (np.frombuffer(a, dtype=np.int32) for a in splits)
+    out = []
+    for s in range(len(born)):
+        while born[s] > rounds:
+            s = int(parent[s])
+        out.append(s)
+    return out
+
+
+def same_dfa(a: regular.DFA, b: regular.DFA) -> bool:
+    return a.num_states == b.num_states and a.compact() == b.compact() and a.accepting() == b.accepting() and a.call_arrays() == b.call_arrays()
+
+
+@FAST
+@given(nfas(max_states=6, calls=True), st.booleans())
+def test_moore_minimal_is_hopcrofts_with_every_round_inside(ref, productive_calls):
+    dfa = regular.determinize(ref.core(), 0, ref.n - 1)
+    productive = bytes([1, productive_calls, 1])  # callee 1 unproductive unless drawn: its calls trimmed away
+    want = regular.minimal(dfa, productive)
+    got, splits = regular.minimal_with_splits(dfa, productive)
+    assert same_dfa(got, want)
+    assert splits is not None  # a trimmed DFA reaches every class
+    born = np.frombuffer(splits[0], dtype=np.int32)
+    for rounds in range(int(born.max()) + 2):
+        want_classes, _ = moore_classes(got, rounds)
+        assert same_partition(classes_after(splits, rounds), want_classes), rounds
+    assert len(set(classes_after(splits, int(born.max())))) == got.num_states  # the last split leaves every state apart
+
+
+def test_a_counters_history():
+    """a^0..a^40 then end: the state with k letters left splits off in round k."""
+    n = 42
+    ref = RefNFA(n, [(i, 0x61, 0x61, i + 1) for i in range(n - 1)], [])
+    got, splits = regular.minimal_with_splits(regular.determinize(ref.core(), 0, n - 1))
+    assert got.num_states == n
+    born = np.frombuffer(splits[0], dtype=np.int32).tolist()
+    assert born[n - 1] == 0 and sorted(born[: n - 1]) == [0, *range(1, n - 1)]
+    assert len(set(classes_after(splits, 5))) == 7  # 0..5 letters left apart, the rest one class
+
+
+def test_past_the_deadline_minimising_is_a_clear_error():
+    k = 10  # (a|b)* a (a|b){k}: 2**(k + 1) states
+    ref = RefNFA(k + 2, [(0, 0x61, 0x62, 0), (0, 0x61, 0x61, 1)] + [(i, 0x61, 0x62, i + 1) for i in range(1, k + 1)], [])
+    dfa = regular.determinize(ref.core(), 0, k + 1)
+    assert dfa.num_states == 2 ** (k + 1)
+    with compile_deadline(0.001):
+        time.sleep(0.01)
+        with pytest.raises(CompileTimeoutError):
+            regular.minimal_with_splits(dfa)
