@@ -119,3 +119,24 @@ def test_unique_items_still_vetoes_repeats_inside_merged_grammars(compiler):
     g = compiler.compile_json_schema(schema)
     assert sg.GrammarMatcher(g).accept_string("[[1,2],[3]]")
     assert not sg.GrammarMatcher(g).accept_string("[[1,2],[3,3]]")
+
+
+def test_frames_merge_in_big_rules_with_ranged_tails(compiler):
+    """Futures are signed from byte ranges read off each rule's classes, only for the states near
+    return frames (_futures.c): a rule of 200+ states whose return tails read a class with gaps
+    (`[0-9a-f]`, several byte runs in one class) still merges its frames with root's, and the
+    merged machine reads the same language as the plain one."""
+    tail = '")" [0-9a-f] [0-9a-f]?'
+    long = "y" * 200
+    g = compiler.compile_grammar(f'root ::= a | "(" root {tail}\na ::= "x{long}" | "(" root {tail}\n')
+    assert any(r.num_states > 200 for r in g.automaton.rules)
+    plain = PushdownMachine(g.automaton, merge_frames=False)
+    data = b"(" * 8
+    assert len(g.machine.stacks(g.machine.step_bytes(g.machine.start, data))) == 2
+    assert len(plain.stacks(plain.step_bytes(plain.start, data))) == 2 * 2**8
+    for text in [b"((x" + long.encode() + b")a)9f", b"(x" + long.encode() + b")0", b"((x" + long.encode() + b")g)1", b"(x)0"]:
+        got = [m.step_bytes(m.start, text) for m in (g.machine, plain)]
+        assert (got[0] == DEAD) == (got[1] == DEAD)
+        assert (got[0] != DEAD and g.machine.accepting[got[0]]) == (got[1] != DEAD and plain.accepting[got[1]])
+    ok = g.machine.step_bytes(g.machine.start, b"((x" + long.encode() + b")a)9f")
+    assert ok != DEAD and g.machine.accepting[ok]

@@ -58,11 +58,49 @@ static int32_t intern_future(Machine *m, const int32_t *sig, Py_ssize_t len, int
     return frame;
 }
 
+/* The rule's classmap as runs of bytes of one class: runs[3k..3k+2] = (lo, hi, class), in byte
+ * order; their count. A row's byte ranges are then read per run, not per byte. */
+static int class_runs(const RulePart *p, int32_t *runs) {
+    int count = 0;
+    for (int b = 0; b < 256; b++) {
+        if (count && (int32_t)p->classmap[b] == runs[3 * count - 1])
+            runs[3 * count - 2] = b;
+        else
+            runs[3 * count] = b, runs[3 * count + 1] = b, runs[3 * count + 2] = p->classmap[b], count++;
+    }
+    return count;
+}
+
+/* State i's transitions as (lo, hi, local target) byte-range triples, appended to `ranges` the
+ * first time it is asked for (e_start[i] < 0 until then; e_len[i] its triples' int count): only
+ * the states near return frames are ever walked, so most states of a big rule are never ranged.
+ * `runs`: class_runs's. 0, or -1 on error. */
+static int state_ranges(const RulePart *p, int width, const int32_t *runs, int num_runs, int32_t i, Vec *ranges, int32_t *e_start, int32_t *e_len) {
+    if (e_start[i] >= 0)
+        return 0;
+    Py_ssize_t from = ranges->len;
+    if (vec_reserve(ranges, from + 3 * (Py_ssize_t)num_runs) < 0)
+        return -1;
+    int32_t *out = ranges->data + from, len = 0, run = -1;
+    const int32_t *row = p->table + (Py_ssize_t)i * width;
+    for (int k = 0; k < 3 * num_runs; k += 3) {
+        int32_t t = row[runs[k + 2]];
+        if (t >= 0 && t == run)
+            out[len - 2] = runs[k + 1];
+        else if (t >= 0)
+            out[len] = runs[k], out[len + 1] = runs[k + 1], out[len + 2] = t, len += 3;
+        run = t;
+    }
+    ranges->len = from + len;
+    e_start[i] = (int32_t)from, e_len[i] = len;
+    return 0;
+}
+
 /* The signature of local state `s` in m->sig_scratch (see the file's comment); 0 if its future
  * is longer than MAX_FUTURE_STATES, 1 if found, -1 on error. `num` (n entries of -1) numbers
- * the states met, `order` lists them; both are left as they were given. `ranges[e_start[i]:
- * e_start[i + 1]]` are state i's (lo, hi, target) triples. */
-static int signature(Machine *m, const RulePart *p, int32_t s, const int32_t *ranges, const int32_t *e_start, int32_t *num, int32_t *order) {
+ * the states met, `order` lists them; both are left as they were given. The states' byte ranges
+ * come from state_ranges (`runs`, `ranges`, `e_start`, `e_len`), computed as the walk meets them. */
+static int signature(Machine *m, const RulePart *p, int width, const int32_t *runs, int num_runs, int32_t s, Vec *ranges, int32_t *e_start, int32_t *e_len, int32_t *num, int32_t *order) {
     Vec *sig = &m->sig_scratch;
     sig->len = 0;
     int32_t met = 1, status = 1;
@@ -70,22 +108,27 @@ static int signature(Machine *m, const RulePart *p, int32_t s, const int32_t *ra
     num[s] = 0;
     for (int32_t q = 0; q < met && status == 1; q++) {
         int32_t i = order[q];
-        int32_t edges = (e_start[i + 1] - e_start[i]) / 3, calls = p->call_start[i + 1] - p->call_start[i];
+        if (state_ranges(p, width, runs, num_runs, i, ranges, e_start, e_len) < 0) {
+            status = -1;
+            break;
+        }
+        int32_t edges = e_len[i] / 3, calls = p->call_start[i + 1] - p->call_start[i];
         if (vec_reserve(sig, sig->len + 3 + 3 * edges + 2 * calls) < 0) {
             status = -1;
             break;
         }
         sig->data[sig->len++] = p->accepting[i] != 0;
         sig->data[sig->len++] = edges;
-        for (int32_t e = e_start[i]; e < e_start[i + 1] && status == 1; e += 3) {
-            int32_t t = ranges[e + 2];
+        const int32_t *edge = ranges->data + e_start[i];
+        for (int32_t e = 0; e < e_len[i] && status == 1; e += 3) {
+            int32_t t = edge[e + 2];
             if (num[t] < 0) {
                 if (met == MAX_FUTURE_STATES)
                     status = 0;
                 else
                     num[order[met] = t] = met, met++;
             }
-            sig->data[sig->len++] = ranges[e], sig->data[sig->len++] = ranges[e + 1], sig->data[sig->len++] = num[t];
+            sig->data[sig->len++] = edge[e], sig->data[sig->len++] = edge[e + 1], sig->data[sig->len++] = num[t];
         }
         sig->data[sig->len++] = calls;
         for (int32_t c = p->call_start[i]; c < p->call_start[i + 1] && status == 1; c++) {
@@ -110,36 +153,25 @@ int machine_canon_frames(Machine *m, const RulePart *p, int width, int32_t b0) {
         m->canon[b0 + i] = b0 + (int32_t)i;
     if (p->keep || p->num_calls == 0)
         return 0;
-    /* each state's transitions as byte ranges (lo, hi, local target), and which states calls return to */
+    /* the states' byte ranges, made as walks meet them (state_ranges), and which states calls return to */
     Vec ranges = {NULL, 0, 0};
-    int32_t *e_start = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n + 1));
+    int32_t *e_start = (int32_t *)malloc(sizeof(int32_t) * (size_t)n), *e_len = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
     int32_t *num = (int32_t *)malloc(sizeof(int32_t) * (size_t)n), *order = (int32_t *)malloc(sizeof(int32_t) * MAX_FUTURE_STATES);
     uint8_t *is_ret = (uint8_t *)calloc((size_t)n, 1);
     Py_ssize_t interned = m->sig_start.len; /* to roll back to on error: no frame of this rule is appended then */
-    int status = e_start && num && order && is_ret ? 0 : -1;
+    int status = e_start && e_len && num && order && is_ret ? 0 : -1;
     if (status < 0)
         PyErr_NoMemory();
-    for (Py_ssize_t i = 0; status == 0 && i < n; i++) {
-        num[i] = -1;
-        e_start[i] = (int32_t)ranges.len;
-        int32_t run = -1;
-        for (int b = 0; b < 256 && status == 0; b++) {
-            int32_t t = p->table[i * width + p->classmap[b]];
-            if (t >= 0 && t == run)
-                ranges.data[ranges.len - 2] = b;
-            else if (t >= 0 && (vec_push(&ranges, b) < 0 || vec_push(&ranges, b) < 0 || vec_push(&ranges, t) < 0))
-                status = -1;
-            run = t;
-        }
-    }
-    if (status == 0)
-        e_start[n] = (int32_t)ranges.len;
+    for (Py_ssize_t i = 0; status == 0 && i < n; i++)
+        num[i] = e_start[i] = -1;
     for (Py_ssize_t c = 0; status == 0 && c < p->num_calls; c++)
         is_ret[p->ret[c]] = 1;
+    int32_t runs[3 * 256];
+    int num_runs = class_runs(p, runs);
     for (int32_t s = 0; status == 0 && s < n; s++) {
         if (!is_ret[s] || m->flags[b0 + s] & FINAL_ONLY) /* FINAL_ONLY: never pushed (tail calls) */
             continue;
-        int got = signature(m, p, s, ranges.data, e_start, num, order);
+        int got = signature(m, p, width, runs, num_runs, s, &ranges, e_start, e_len, num, order);
         int32_t frame = got == 1 ? intern_future(m, m->sig_scratch.data, m->sig_scratch.len, b0 + s) : got == 0 ? b0 + s : -1;
         if (frame < 0)
             status = -1;
@@ -157,6 +189,6 @@ int machine_canon_frames(Machine *m, const RulePart *p, int width, int32_t b0) {
             m->sig_slots[j] = id;
         }
     }
-    free(ranges.data), free(e_start), free(num), free(order), free(is_ret);
+    free(ranges.data), free(e_start), free(e_len), free(num), free(order), free(is_ret);
     return status;
 }
