@@ -47,6 +47,19 @@ def test_size_bound_evicts_and_refuses_what_cannot_fit():
     assert lru.size == 5
 
 
+def test_evicted_hears_of_each_entry_either_bound_drops():
+    dropped = []
+    lru = BoundedLRU(2, max_size=10, size_of=len, evicted=lambda k, v: dropped.append((k, v)))
+    lru.put("a", "aa")
+    lru.put("b", "bb")
+    lru.put("c", "cc")  # the entry bound: a goes
+    lru.put("d", "dddddddd")  # the size bound: b goes (2 + 8 fits in 10)
+    assert dropped == [("a", "aa"), ("b", "bb")]
+    lru.pop("d")
+    lru.clear()  # a pop and a clear are the caller's own: not reported
+    assert len(dropped) == 2 and "c" not in lru and lru.peek("d") is None
+
+
 def test_both_bounds_hold_at_once():
     lru = BoundedLRU(3, max_size=1000, size_of=len)
     for i in range(10):

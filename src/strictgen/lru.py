@@ -19,15 +19,15 @@ V = TypeVar("V")
 
 
 class _Evicting(cachetools.LRUCache):
-    """An LRUCache that reports each key its bounds drop (BoundedLRU keeps its mirror in step)."""
+    """An LRUCache that reports each entry its bounds drop (BoundedLRU keeps its mirror in step)."""
 
-    def __init__(self, maxsize: int, getsizeof: Callable | None, dropped: Callable[[Hashable], object]):
+    def __init__(self, maxsize: int, getsizeof: Callable | None, dropped: Callable[[Hashable, object], object]):
         super().__init__(maxsize, getsizeof)
         self._dropped = dropped
 
     def popitem(self):
         key, value = super().popitem()
-        self._dropped(key)
+        self._dropped(key, value)
         return key, value
 
 
@@ -35,9 +35,12 @@ class BoundedLRU(Generic[V]):
     """At most `entries` values (0: none kept), and with `size_of` at most `max_size` summed over
     them; the least recently used go first. `get` and `put` are atomic. `peek(key, default=None)`
     reads without the lock and without aging the entry, one dict read in C: for hot paths, where
-    an entry read as older than it is only means that it may be evicted and built again."""
+    an entry read as older than it is only means that it may be evicted and built again.
+    `evicted(key, value)`, when given, is told of each entry the bounds drop (under the map's lock:
+    it must not call back into the map), so that an index over the values can follow them."""
 
-    def __init__(self, entries: int, max_size: int | None = None, size_of: Callable[[V], int] | None = None):
+    def __init__(self, entries: int, max_size: int | None = None, size_of: Callable[[V], int] | None = None,
+                 evicted: Callable[[Hashable, V], object] | None = None):
         if entries < 0:
             raise ValueError("a BoundedLRU's bound on entries is not negative")
         if (max_size is None) != (size_of is None):
@@ -49,9 +52,15 @@ class BoundedLRU(Generic[V]):
         self._plain: dict = {}
         # cachetools bounds one sum: the sizes when they are given (entries are bounded in put),
         # else the count
-        self._map = _Evicting(max_size if size_of else entries, size_of, self._plain.pop)
+        self._evicted = evicted
+        self._map = _Evicting(max_size if size_of else entries, size_of, self._drop)
         self._lock = threading.Lock()
         self.peek: Callable[..., V | None] = self._plain.get
+
+    def _drop(self, key: Hashable, value: V) -> None:
+        self._plain.pop(key, None)
+        if self._evicted is not None:
+            self._evicted(key, value)
 
     def get(self, key: Hashable, default: V | None = None) -> V | None:
         """The value of `key` (now the most recently used), or `default`."""

@@ -181,6 +181,13 @@ def test_a_dfa_cache_knows_what_its_entries_keep_and_forgets_what_it_evicts():
     cache.put("c", c, kc)  # evicts a, the least recently used
     assert cache.kept_ids() == {id(x) for x in kb + kc}
     assert cache.get("a") is None and cache.get("c") is c
+    kd = (object(), kc[0])  # replacing an entry forgets its old keep; an object kept twice stays until both go
+    cache.put("b", b, kd)
+    assert cache.kept_ids() == {id(x) for x in kc + kd}
+    cache.put("e", a, ())  # evicts c: kc[0] is still kept by b's new entry
+    assert cache.kept_ids() == {id(x) for x in kd}
+    cache.clear()
+    assert cache.kept_ids() == set()
 
 
 def _rule_free_grammar_accepts(root: Expr, data: bytes) -> bool:

@@ -17,9 +17,11 @@ class DfaCache:
 
     def __init__(self, entries: int, cells: int = 1 << 24):
         self.entries, self.cells = entries, cells
-        self._map: BoundedLRU[tuple] = BoundedLRU(entries, cells, lambda entry: entry[0].num_states * entry[0].num_classes)
+        self._map: BoundedLRU[tuple] = BoundedLRU(entries, cells, lambda entry: entry[0].num_states * entry[0].num_classes, self._forget)
         self._lock = threading.Lock()  # over a put and the kept ids it changes
-        self._kept_ids: frozenset[int] | None = None
+        # id -> how many entries' keeps hold that object: followed on each put and eviction, so a
+        # compile's question (which bodies did an earlier compile build?) costs no walk of the cache
+        self._kept_counts: dict[int, int] = {}
         self._offered: set[int] = set()  # put_same: ids offered once
 
     def get(self, key) -> regular.DFA | None:
@@ -30,12 +32,23 @@ class DfaCache:
         """(dfa, keep) for `key`, or None."""
         return self._map.get(key)
 
-    def kept_ids(self) -> frozenset[int]:
-        """The ids of every object the entries' `keep`s hold (recomputed only after a change)."""
-        with self._lock:
-            if self._kept_ids is None:
-                self._kept_ids = frozenset(id(x) for _, keep in self._map.values() for x in keep or ())
-            return self._kept_ids
+    def kept_ids(self):
+        """The ids of every object the entries' `keep`s hold: a live, read-only view (a set-like
+        `keys()` view; ask `in` of it, and copy it to keep a snapshot)."""
+        return self._kept_counts.keys()
+
+    def _count(self, keep, step: int) -> None:
+        counts = self._kept_counts
+        for x in keep or ():
+            n = counts.get(id(x), 0) + step
+            if n:
+                counts[id(x)] = n
+            else:
+                del counts[id(x)]
+
+    def _forget(self, key, entry) -> None:
+        """The map's bounds dropped `entry` (called inside `put`, which holds the lock)."""
+        self._count(entry[1], -1)
 
     def get_same(self, node) -> regular.DFA | None:
         """The automaton put for this very object (`put_same`), or None. Without the lock or the
@@ -69,11 +82,14 @@ class DfaCache:
         with self._lock:
             self._map.clear()
             self._offered.clear()
-            self._kept_ids = None
+            self._kept_counts.clear()
 
     def put(self, key, dfa: regular.DFA, keep=None) -> None:
         if dfa.num_states * dfa.num_classes > self.cells // 8:
             return  # one automaton would crowd out the rest
         with self._lock:
-            self._map.put(key, (dfa, keep))
-            self._kept_ids = None
+            old = self._map.pop(key)  # a replaced entry is forgotten here (the map reports evictions only)
+            if old is not None:
+                self._count(old[1], -1)
+            if self._map.put(key, (dfa, keep)):
+                self._count(keep, 1)
