@@ -27,7 +27,7 @@ import torch
 from strictgen.bench import default_schemas_dir, load_cases, load_vocab, one_torch_thread
 
 
-def _protocol():
+def batch_protocol():
     """This checkout's bench/batch.py, whichever strictgen is imported."""
     path = Path(__file__).resolve().parents[1] / "src" / "strictgen" / "bench" / "batch.py"
     spec = importlib.util.spec_from_file_location("batch_protocol", path)
@@ -42,8 +42,9 @@ def main() -> int:
     ap.add_argument("--batches", default="16,64")
     ap.add_argument("--steps", type=int, default=32, help="timed steps per batch size (0: one whole pass over the workload)")
     ap.add_argument("--limit", type=int, default=30, help="the first K bench schemas")
+    ap.add_argument("--forward-ms", type=float, default=0.0, help="an untimed pause per step standing for the model's forward pass")
     args = ap.parse_args()
-    batch = _protocol()
+    batch = batch_protocol()
     vocab = load_vocab("qwen")
     info = vocab.build_info()
     cases = load_cases(default_schemas_dir(), args.limit)
@@ -58,7 +59,7 @@ def main() -> int:
         for size in sizes:
             compiler = engine.new_compiler()
             grammars = {i: engine.compile(compiler, texts[i]) for i in sorted({i for i, _ in workload})}
-            run = batch.run_steps(engine, grammars, workload, size, args.steps, logits, base, "fresh")
+            run = batch.run_steps(engine, grammars, workload, size, args.steps, logits, base, "fresh", args.forward_ms / 1e3)
             ms = sorted(t * 1e3 for t in run.times["fill"])
             out[str(size)] = {"fill_mean_ms": round(sum(ms) / len(ms), 2), "fill_p50_ms": round(ms[len(ms) // 2], 2),
                               "fill_p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),
