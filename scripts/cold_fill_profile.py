@@ -7,7 +7,10 @@ parts of a fill, per step:
 - `walk`: first-time masks (`TokenMasker._compute`), less the rule builds inside them;
 - `key`: horizon keys of the missed states (`TokenMasker.horizon_key`);
 - `classes`: the horizon classes of rules built since the last mask (`HorizonKeys.sync`);
+- `gc`: Python's cyclic collector, run in the fill's threads;
 - `rest`: the fill's wall time less those (the C copies of hits, Python per missed row, waits).
+
+Builds and classes in the prefetch's thread (runtime/prefetch.py) are summed apart (`ahead_ms`).
 
     PYTHONPATH=<tree>/src .venv/bin/python scripts/cold_fill_profile.py [--batches 16,128] [--steps 32] [--threads 1] [--worst 5]
 
@@ -20,6 +23,7 @@ size the totals and the `--worst` steps by fill time, each with its parts in ms.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -34,7 +38,7 @@ from strictgen.compile.machine import HorizonKeys, PushdownMachine
 from strictgen.compile.token_mask import TokenMasker
 
 
-PARTS = ("build", "walk", "key", "classes")
+PARTS = ("build", "walk", "key", "classes", "gc")
 
 
 class Timers:
@@ -44,6 +48,7 @@ class Timers:
     def __init__(self):
         self.local = threading.local()
         self.lock = threading.Lock()
+        self.ahead: dict[str, float] = {}  # seconds in the prefetch's thread, never reset
         self.reset()
 
     def reset(self) -> None:
@@ -51,13 +56,35 @@ class Timers:
             self.seconds: dict[str, float] = {}
             self.counts: dict[str, int] = {}
 
+    def collections(self, phase: str, info: dict) -> None:
+        """gc.callbacks: the cyclic collector's runs, timed as part `gc` of whichever thread ran
+        them (taken out of the part that encloses them)."""
+        if phase == "start":
+            self.local.gc_start = time.perf_counter()
+            return
+        spent = time.perf_counter() - getattr(self.local, "gc_start", time.perf_counter())
+        stack = getattr(self.local, "stack", None)
+        if stack:
+            stack[-1] += spent
+        key = "gc" if not threading.current_thread().name.startswith("strictgen-prefetch") else None
+        with self.lock:
+            if key is None:
+                self.ahead["gc"] = self.ahead.get("gc", 0.0) + spent
+            else:
+                self.seconds[key] = self.seconds.get(key, 0.0) + spent
+
     def wrap(self, cls, name: str, part: str) -> None:
         original = getattr(cls, name)
         timers = self
 
         def timed(*args, **kwargs):
-            if threading.current_thread().name.startswith("strictgen-prefetch"):
-                return original(*args, **kwargs)  # built ahead, beside the fills: not a fill's part
+            if threading.current_thread().name.startswith("strictgen-prefetch"):  # built ahead: not a fill's part
+                t0 = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    with timers.lock:
+                        timers.ahead[part] = timers.ahead.get(part, 0.0) + time.perf_counter() - t0
             stack = getattr(timers.local, "stack", None)
             if stack is None:
                 stack = timers.local.stack = []
@@ -91,6 +118,7 @@ def main() -> int:
     timers.wrap(TokenMasker, "_compute", "walk")
     timers.wrap(TokenMasker, "horizon_key", "key")
     timers.wrap(HorizonKeys, "sync", "classes")
+    gc.callbacks.append(timers.collections)
     batch = batch_protocol()
     import strictgen as sg
 
@@ -139,7 +167,9 @@ def main() -> int:
             steps = Profiled.steps
             total = {p: round(sum(s.get(p, 0.0) for s in steps), 1) for p in ("fill", *PARTS, "rest", "accept_build")}
             worst = sorted(range(len(steps)), key=lambda i: -steps[i]["fill"])[: args.worst]
-            out[str(size)] = {"total_ms": total, "worst": [{"step": i, **steps[i]} for i in worst]}
+            ahead = {p: round(t * 1e3, 1) for p, t in timers.ahead.items()}
+            timers.ahead.clear()
+            out[str(size)] = {"total_ms": total, "ahead_ms": ahead, "worst": [{"step": i, **steps[i]} for i in worst]}
     print(json.dumps(out, indent=1))
     return 0
 

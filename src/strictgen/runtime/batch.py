@@ -96,8 +96,8 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
     askers: dict[object, list[GrammarMatcher]] = {}
     for m in matchers:
         askers.setdefault(m.compiled.masker, []).append(m)
-    for masker, rows in askers.items():  # grammars meeting new states: their deferred rules built ahead (prefetch.py)
-        PREFETCHER.start(masker, rows)
+    for masker, rows in askers.items():  # the rules these new states may call next, built ahead (prefetch.py)
+        PREFETCHER.start(masker, rows, [state for other, state in states if other is masker])
     missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
     by_grammar: dict[object, list[tuple]] = {}
     for (masker, key), state in missing.items():
