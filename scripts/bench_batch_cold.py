@@ -1,7 +1,7 @@
 """What a cold batch fill costs a fresh request (issue 28): strictgen's cold steps of
 `strictgen bench --batch` with fresh rows, fill timed per step in wall and process CPU time.
 
-    PYTHONPATH=<tree>/src .venv/bin/python scripts/bench_batch_cold.py [--batches 16,64] [--steps 32] [--limit 30]
+    PYTHONPATH=<tree>/src .venv/bin/python scripts/bench_batch_cold.py [--batches 16,64] [--steps 32] [--limit 30] [--forward-ms 0]
 
 The protocol is this checkout's `src/strictgen/bench/batch.py` (loaded from its file, so an older
 strictgen on the path runs the same protocol: it uses only strictgen's public API): every row
@@ -10,7 +10,9 @@ timed fills meet the first masks and the rules the compile deferred of every tok
 (`--steps 0`: every document whole). strictgen's batch fill sizes its own pool (the CPUs). Per batch size it prints
 the fill's mean / p50 / p99 ms per step and the process CPU seconds all fills took (on a loaded
 machine the wall figures wait for a core; the CPU seconds less so). Compare trees by interleaved
-runs; to see where a cold fill goes, run it under `py-spy record --format raw`.
+runs; to see where a cold fill goes, run it under `py-spy record --format raw`, or run
+scripts/cold_fill_profile.py. `--forward-ms`: an untimed pause per step standing for the model's
+forward pass (the rules the compile deferred are built there: runtime/prefetch.py).
 """
 
 from __future__ import annotations
