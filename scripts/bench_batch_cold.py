@@ -1,7 +1,7 @@
 """What a cold batch fill costs a fresh request (issue 28): strictgen's cold steps of
 `strictgen bench --batch` with fresh rows, fill timed per step in wall and process CPU time.
 
-    PYTHONPATH=<tree>/src .venv/bin/python scripts/bench_batch_cold.py [--batches 16,64] [--steps 32] [--limit 30]
+    PYTHONPATH=<tree>/src .venv/bin/python scripts/bench_batch_cold.py [--batches 16,64] [--steps 32] [--limit 30] [--forward-ms 0]
 
 The protocol is this checkout's `src/strictgen/bench/batch.py` (loaded from its file, so an older
 strictgen on the path runs the same protocol: it uses only strictgen's public API): every row
@@ -10,7 +10,9 @@ timed fills meet the first masks and the rules the compile deferred of every tok
 (`--steps 0`: every document whole). strictgen's batch fill sizes its own pool (the CPUs). Per batch size it prints
 the fill's mean / p50 / p99 ms per step and the process CPU seconds all fills took (on a loaded
 machine the wall figures wait for a core; the CPU seconds less so). Compare trees by interleaved
-runs; to see where a cold fill goes, run it under `py-spy record --format raw`.
+runs; to see where a cold fill goes, run it under `py-spy record --format raw`, or run
+scripts/cold_fill_profile.py. `--forward-ms`: an untimed pause per step standing for the model's
+forward pass (the rules the compile deferred are built there: runtime/prefetch.py).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import torch
 from strictgen.bench import default_schemas_dir, load_cases, load_vocab, one_torch_thread
 
 
-def _protocol():
+def batch_protocol():
     """This checkout's bench/batch.py, whichever strictgen is imported."""
     path = Path(__file__).resolve().parents[1] / "src" / "strictgen" / "bench" / "batch.py"
     spec = importlib.util.spec_from_file_location("batch_protocol", path)
@@ -42,8 +44,9 @@ def main() -> int:
     ap.add_argument("--batches", default="16,64")
     ap.add_argument("--steps", type=int, default=32, help="timed steps per batch size (0: one whole pass over the workload)")
     ap.add_argument("--limit", type=int, default=30, help="the first K bench schemas")
+    ap.add_argument("--forward-ms", type=float, default=0.0, help="an untimed pause per step standing for the model's forward pass")
     args = ap.parse_args()
-    batch = _protocol()
+    batch = batch_protocol()
     vocab = load_vocab("qwen")
     info = vocab.build_info()
     cases = load_cases(default_schemas_dir(), args.limit)
@@ -58,7 +61,7 @@ def main() -> int:
         for size in sizes:
             compiler = engine.new_compiler()
             grammars = {i: engine.compile(compiler, texts[i]) for i in sorted({i for i, _ in workload})}
-            run = batch.run_steps(engine, grammars, workload, size, args.steps, logits, base, "fresh")
+            run = batch.run_steps(engine, grammars, workload, size, args.steps, logits, base, "fresh", args.forward_ms / 1e3)
             ms = sorted(t * 1e3 for t in run.times["fill"])
             out[str(size)] = {"fill_mean_ms": round(sum(ms) / len(ms), 2), "fill_p50_ms": round(ms[len(ms) // 2], 2),
                               "fill_p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),

@@ -142,8 +142,10 @@ def test_batch_bench_strictgen_only(two_schemas, tmp_path, capsys):
     assert "| 3 | warm | strictgen |" in table and "| fill CPU |" in table
     out = tmp_path / "batch.json"
     assert cli_main(["bench", "--batch", "2", "--batch-steps", "3", "--no-peers", "--schemas", str(two_schemas),
-                     "--tokenizer", "smollm2", "--json", str(out), "-q"]) == 0
-    assert json.loads(out.read_text())["meta"]["batches"] == [2] and "| 2 | cold | strictgen |" in capsys.readouterr().out
+                     "--tokenizer", "smollm2", "--json", str(out), "-q", "--batch-forward-ms", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(out.read_text())["meta"]["batches"] == [2] and "| 2 | cold | strictgen |" in printed
+    assert json.loads(out.read_text())["meta"]["forward_ms"] == 1 and "1 ms untimed pause per step" in printed
 
 
 def test_batch_bench_fresh_rows_time_every_token(two_schemas):

@@ -206,6 +206,7 @@ def test_rules_built_in_batch_fills_are_built_once(monkeypatch):
 
     from strictgen.bench import load_vocab
     from strictgen.compile.lazy_rules import LazyRules
+    from strictgen.runtime.prefetch import PREFETCHER
 
     path = Path("../shared/data/bench/Github_medium---o55361.json")
     if not path.is_file():
@@ -220,6 +221,7 @@ def test_rules_built_in_batch_fills_are_built_once(monkeypatch):
         return build(self, index)
 
     monkeypatch.setattr(LazyRules, "dfa", counted)
+    monkeypatch.setattr(PREFETCHER, "enabled", False)  # the rules built inside the fills, not ahead (test_prefetch.py)
     vocab = load_vocab("qwen")
     info = vocab.build_info()
     data = json.loads(path.read_text())

@@ -79,6 +79,9 @@ def add_arguments(parser) -> None:
                         help="--batch: rows start at their documents' beginnings, every token timed (fresh, default), "
                              "or part-way in, the prefixes fed untimed (spread)")
     parser.add_argument("--threads", type=int, default=None, help="threads of each engine's batch API (--batch; default: CPUs)")
+    parser.add_argument("--batch-forward-ms", type=float, default=0.0,
+                        help="--batch: an untimed pause per step standing for the model's forward pass, where an engine's "
+                             "background work may run (default 0: steps back to back)")
 
 
 def main(args) -> int:

@@ -16,7 +16,10 @@ The protocol of issue 28, on CPU torch here and on CUDA logits where a GPU is pr
 - when a request has accepted its EOS, the next request of the workload takes its row before the
   next step, with a fresh matcher (not timed), as in continuous batching;
 - per step, each engine's own batch API is timed: fill (the whole batch's masks), apply (to a
-  (B, V) float32 logits tensor, reset before each step without timing) and accept;
+  (B, V) float32 logits tensor, reset before each step without timing) and accept; steps follow
+  each other at once, or (`forward_ms`, `--batch-forward-ms`) after an untimed pause that stands
+  for the model's forward pass, where a real server's CPU is free for an engine's background work
+  (strictgen builds the rules a compile deferred there: runtime/prefetch.py);
 - *cold*: a fresh compiler, the grammars compiled before the steps (not timed), so the fills meet
   states for the first time; *warm*: the same request sequence again on the same compiled grammars.
 
@@ -225,7 +228,8 @@ class StepTimes:
     finished: int  # requests that reached their EOS inside the timed steps
 
 
-def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: int, logits, base, rows: str = "fresh") -> StepTimes:
+def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: int, logits, base, rows: str = "fresh",
+              forward_s: float = 0.0) -> StepTimes:
     """`steps` decoding steps of `batch` rows (0: until one pass over the workload has ended),
     the rows started as `rows` says (module docstring); seconds per step for fill, apply, accept,
     and the fill's process CPU time (every thread of it: what a loaded machine does not inflate
@@ -279,6 +283,8 @@ def run_steps(engine: BatchEngine, grammars: list, workload, batch: int, steps: 
                 matchers[r] = engine.matcher(grammars[req.case])
                 serial[r], issued = issued, issued + 1
                 unfinished += serial[r] < len(workload)
+        if forward_s:
+            time.sleep(forward_s)  # the model's forward pass (untimed), where an engine's background work may run
     return StepTimes(times, untimed, fed, finished)
 
 
@@ -347,9 +353,11 @@ def run_batch_bench(
     threads: int | None = None,
     device: str = "cpu",
     log: Callable[[str], None] | None = None,
+    forward_ms: float = 0.0,
 ) -> dict[str, Any]:
     """Run the batch benchmark; results per engine, batch size and phase (ms per step). `rows`:
-    "fresh" or "spread" (module docstring); `steps` 0: one whole pass over the workload."""
+    "fresh" or "spread" (module docstring); `steps` 0: one whole pass over the workload;
+    `forward_ms`: an untimed pause per step standing for the model's forward pass."""
     import torch
 
     if rows not in ROW_STARTS:
@@ -383,7 +391,7 @@ def run_batch_bench(
             compiler = engine.new_compiler()  # cold: nothing of this compiler's cache is warm yet
             grammars = {i: engine.compile(compiler, texts[i]) for i in usable}
             for phase in PHASES:  # warm: the same requests again on the same grammars
-                run = run_steps(engine, grammars, workload, batch, steps, logits, base, rows)
+                run = run_steps(engine, grammars, workload, batch, steps, logits, base, rows, forward_ms / 1e3)
                 times = run.times
                 figures = {part: _summary(times[part]) for part in (*PARTS, "fill_cpu")}
                 figures["total"] = _summary([sum(parts) for parts in zip(*(times[p] for p in PARTS))])
@@ -392,7 +400,7 @@ def run_batch_bench(
                 results.setdefault(name, {}).setdefault(str(batch), {})[phase] = figures
                 say(f"{name} batch {batch} {phase}: " + ", ".join(f"{p} {figures[p]['mean']:.2f}" for p in (*PARTS, "total")) + " ms/step")
     return {
-        "meta": {"batches": batches, "steps": steps, "rows": rows, "threads": threads, "device": device, "tokenizer": tokenizer,
+        "meta": {"batches": batches, "steps": steps, "rows": rows, "threads": threads, "forward_ms": forward_ms, "device": device, "tokenizer": tokenizer,
                  "schemas": len(usable), "documents": len(workload), "torch": torch.__version__},
         "engines": results,
         "unavailable": unavailable,
@@ -407,7 +415,8 @@ def format_batch_table(result: dict[str, Any]) -> str:
     meta = result["meta"]
     steps = f"{meta['steps']} steps" if meta["steps"] else "steps until one pass over the workload ended"
     lines = [f"batch bench: {meta['schemas']} schemas, {meta['documents']} documents, {steps}, rows {meta.get('rows', 'spread')}, "
-             f"{meta['threads']} threads, {meta['device']}, torch {meta['torch']} (ms per step, mean; fill p99)",
+             f"{meta['threads']} threads, {meta['device']}, torch {meta['torch']}"
+             + (f", {meta['forward_ms']:g} ms untimed pause per step" if meta.get("forward_ms") else "") + " (ms per step, mean; fill p99)",
              "| batch | phase | engine | fill | fill p99 | fill CPU | apply | accept | total |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     engines = result["engines"]
     for batch in map(str, meta["batches"]):
@@ -451,7 +460,8 @@ def main_batch(args) -> int:
     log = None if args.quiet else (lambda s: print(s, flush=True, file=sys.stderr))
     with one_torch_thread(True):  # torch's apply ops on one thread, as the single-row bench: see there
         result = run_batch_bench(batches, schemas=args.schemas, tokenizer=args.tokenizer, engines=engines, limit=args.limit,
-                                 steps=args.batch_steps, rows=args.batch_rows, threads=args.threads, device=device, log=log)
+                                 steps=args.batch_steps, rows=args.batch_rows, threads=args.threads, device=device, log=log,
+                                 forward_ms=args.batch_forward_ms)
     if args.json_out:
         Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json_out).write_text(json.dumps(result, indent=1))

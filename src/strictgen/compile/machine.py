@@ -172,6 +172,12 @@ class PushdownMachine:
 
         return forced_text(self, state, limit)
 
+    def build_rule(self, index: int) -> None:
+        """Build deferred rule `index` now, exactly as the first walk entering it would (once, under
+        the grammar's lock and the compile's limits; a failure is kept and raised again to the
+        walk that enters it): what builds rules ahead of the fills (runtime/prefetch.py) calls."""
+        self._add_lazy_rule(index)
+
 
 def _rule_part(dfa) -> tuple:
     """A rule's arrays as the C machine takes them (`RulePart` in _machine.h), its DFA's own:

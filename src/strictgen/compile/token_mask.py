@@ -115,6 +115,22 @@ class TokenMasker:
             self._shared.put(key, got)
         return got
 
+    def deferred_rules(self) -> list[int]:
+        """The rules the compile deferred that are not built yet, nearest the root first (the
+        compile's order, which is roughly the order a document enters them). Members of families
+        are not among them: they are known only once a walk meets them."""
+        machine = self.machine
+        lazy = machine.automaton.lazy
+        if lazy is None:
+            return []
+        return [r for r in range(len(machine.automaton.rules), len(lazy.names)) if r not in machine.added]
+
+    def build_rule(self, index: int) -> None:
+        """Build deferred rule `index` and the horizon classes its states' keys need, ahead of the
+        first mask that enters it (runtime/prefetch.py): that mask then pays neither."""
+        self.machine.build_rule(index)
+        self._horizon.sync()
+
     def _live_tokens(self, state: int, trie: VocabTrie, first_bytes: np.ndarray | None = None) -> np.ndarray:
         """Ids of the tokens of `trie` whose bytes are valid from `state` (a sub-trie's ids are the
         vocabulary's; a suffix trie's are suffix indices).

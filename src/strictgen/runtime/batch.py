@@ -25,6 +25,7 @@ import numpy as np
 
 from strictgen.compile import _mask_store
 from strictgen.runtime.matcher import GrammarMatcher
+from strictgen.runtime.prefetch import PREFETCHER
 
 MASK_WORKERS = max(2, os.cpu_count() or 2)  # threads computing first-time masks, the caller's included
 
@@ -92,6 +93,11 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
     lock, while the other workers walk states of other grammars instead of waiting for that lock."""
     # distinct states in the batch's order, by masker (grammars compiled alike may share one)
     states = dict.fromkeys((m.compiled.masker, m.state) for m in matchers)
+    askers: dict[object, list[GrammarMatcher]] = {}
+    for m in matchers:
+        askers.setdefault(m.compiled.masker, []).append(m)
+    for masker, rows in askers.items():  # the rules these new states may call next, built ahead (prefetch.py)
+        PREFETCHER.start(masker, rows, [state for other, state in states if other is masker])
     missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
     by_grammar: dict[object, list[tuple]] = {}
     for (masker, key), state in missing.items():
@@ -162,11 +168,12 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
     if not count:
         return []
     row_list = range(count) if rows is None else rows.tolist()
-    if count == 1:
-        return [matchers[0].fill_next_token_bitmask(target, index=row_list[0])]
-    if target.dtype != np.int32 or target.strides[1] != target.itemsize:  # not a bitmask C can write: row by row
-        return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, row_list)]
-    return _fill_rows(matchers, target, rows, threads)
+    with PREFETCHER:  # no rule build starts in the background while the batch fills
+        if count == 1:
+            return [matchers[0].fill_next_token_bitmask(target, index=row_list[0])]
+        if target.dtype != np.int32 or target.strides[1] != target.itemsize:  # not a bitmask C can write: row by row
+            return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, row_list)]
+        return _fill_rows(matchers, target, rows, threads)
 
 
 def fill_next_token_bitmask_batch_async(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
