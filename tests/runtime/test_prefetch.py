@@ -152,3 +152,23 @@ def test_row_by_row_fills_start_no_prefetch(qwen, prefetcher):
     matcher.fill_next_token_bitmask(sg.allocate_token_bitmask(1, qwen.vocab_size))
     sg.fill_next_token_bitmask_batch([matcher], sg.allocate_token_bitmask(1, qwen.vocab_size))
     assert prefetcher.idle(30) and grammar.masker.deferred_rules() == todo
+
+
+def test_an_unexpected_error_drops_the_job_not_the_prefetch(qwen, prefetcher, monkeypatch):
+    """An error that is not a build's own (those are kept for the request) ends that job's turn,
+    not the thread's service: the next start builds again (before, the dead thread stayed
+    registered, so nothing started again and `idle` waited forever)."""
+    builds = _counting_builds(monkeypatch)
+    grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema(schema("an_unexpected_error"))
+    matcher = sg.GrammarMatcher(grammar)
+    step = Prefetch.step
+
+    def slip(self, wanted=None):
+        raise RuntimeError("a slip")
+
+    monkeypatch.setattr(Prefetch, "step", slip)
+    prefetcher.start(grammar.masker, [matcher], [grammar.machine.start])
+    assert prefetcher.idle(30) and not builds
+    monkeypatch.setattr(Prefetch, "step", step)
+    prefetcher.start(grammar.masker, [matcher], [grammar.machine.start])
+    assert prefetcher.idle(30) and builds.get("strictgen-prefetch")

@@ -199,6 +199,14 @@ class Prefetcher:
         return since >= IDLE_S or since + statistics.median(self._builds) <= statistics.median(self._gaps)
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:  # whatever ended it (an error no build should raise included), the next start makes another
+            with self._lock:
+                if self._thread is threading.current_thread():
+                    self._thread = None
+
+    def _serve(self) -> None:
         while True:
             with self._lock:
                 while self._jobs and not self._room():
@@ -209,7 +217,10 @@ class Prefetcher:
                 job = self._jobs.popleft()
                 wanted = job.wanted()  # under the lock that `start` adds matchers under
             t0 = time.monotonic()
-            more = job.step(wanted)
+            try:
+                more = job.step(wanted)
+            except Exception:  # not a build's own error (those are kept for the request): drop the job, not the thread;
+                more = False  # a fill that enters the rule builds it itself and meets the error in its request's path
             with self._lock:
                 if job.built:
                     self._builds.append(time.monotonic() - t0)
