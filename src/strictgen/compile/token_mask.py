@@ -135,18 +135,22 @@ class TokenMasker:
         _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed)
         return packed
 
-    def _live_loop_bits(self, state: int, first_bytes: np.ndarray | None, packed: np.ndarray, t: int, loop_key: bytes, multibyte: bool) -> None:
+    def _live_loop_bits(self, state: int, first_bytes: np.ndarray | None, packed: np.ndarray, t: int, loop_key: bytes, multibyte: bool,
+                        inside: np.ndarray | None = None) -> None:
         """`_live_bits` over the vocabulary for a walk that may reach t, which loops on the bytes
         `loop_key` (and, with `multibyte`, on every whole character): below a node reached in t,
         the tokens made of loop bytes stay on t and are set unseen, and only the others' rest is
         stepped (`_walk.walk_loop_bits`). A key's first letters of known names lead off t, and
         the tokens starting with them, nearly all of which come back to t a byte later ("n" of
         "name": "nx..." is any other key), cost a walk of thousands of nodes otherwise; a loop
-        that leaves too many tokens for a trie of their suffixes is walked this way whole."""
+        that leaves too many tokens for a trie of their suffixes is walked this way whole.
+        `inside`: the packed tokens that stay on t (default: `packed_inside(loop_key, multibyte)`;
+        `_char_inside` for a loop that takes all but a few characters, with `multibyte`)."""
         trie = self.trie
         lex_tokens, lex_bounds = trie.lex_order
         facts = trie.facts
-        inside = trie.packed_inside(loop_key, multibyte)
+        if inside is None:
+            inside = trie.packed_inside(loop_key, multibyte)
         _walk.walk_loop_bits(*self._walk_args(state, trie, first_bytes), packed, t, loop_key, inside, lex_tokens, lex_bounds,
                              facts.flat, facts.starts, facts.lengths, multibyte)
 
@@ -193,7 +197,8 @@ class TokenMasker:
                 continue  # too little to skip: the full walk is as good
             if trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:  # too many suffixes for a trie
                 packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
-                self._live_loop_bits(state, None, packed, t, loop_key, multibyte)
+                inside = None if multibyte else self._char_inside(t, loop_key)
+                self._live_loop_bits(state, None, packed, t, loop_key, multibyte or inside is not None, inside)
                 return packed
             skip_first = t != state
             # the suffixes as a trie (shared prefixes), built once per kind
@@ -246,6 +251,37 @@ class TokenMasker:
         outside = trie.num_text_tokens - inside_count
         rest = trie.loop_rest(loop_key, multibyte, ~walk_first if outside > MAX_REST_FRACTION * trie.num_text_tokens else None)
         return self._live_bits(state, rest, ~walk_first, packed)
+
+    def _char_inside(self, t: int, loop_key: bytes) -> np.ndarray | None:
+        """For a state t that loops on its bytes `loop_key` and on most but not all whole
+        characters (`[^:\\s]+`: a few Unicode spaces leave it, so `utf8_target` has no answer):
+        the packed tokens that stay on t, made of loop bytes and whole characters that step t
+        back to t (`VocabTrie.char_loop_inside`), or None when most characters leave t. Each of
+        the vocabulary's distinct characters is stepped from t once (`_walk.char_targets`: ~3 row
+        reads each; remembered by t); the walk then reads the slices of the ~55k non-ASCII tokens
+        that stay rather than stepping each of them node by node (~1 ms a mask on DeepSeek, that)."""
+        memo = self._leaving_chars
+        if memo is None or len(memo) >= 1 << 12:
+            memo = self._leaving_chars = {}
+        if t not in memo:
+            memo[t] = self._leaving(t)
+        leaving = memo[t]
+        return None if leaving is None else self.trie.char_loop_inside(loop_key, leaving)
+
+    def _leaving(self, t: int) -> np.ndarray | None:
+        """The vocabulary's characters (`VocabTrie.char_table` indices) that do not step t back
+        to t, or None when most of them leave (no shortcut then): already when most lead bytes
+        are dead from t (`[a-z]+`), which costs one row read, not a step of every character."""
+        if 2 * int((self.machine.compute_row(t)[0xC2:0xF5] != DEAD).sum()) <= 0xF5 - 0xC2:
+            return None
+        chars = self.trie.char_table[0]
+        targets = np.empty(len(chars) // 4, dtype=np.int32)
+        _walk.char_targets(*self.machine.walk_source(), t, chars, targets)
+        leaving = np.flatnonzero(targets != t)
+        return leaving if 2 * len(leaving) <= len(targets) else None
+
+    # the characters leaving each loop state `_char_inside` has asked about (made on first use)
+    _leaving_chars: dict[int, np.ndarray | None] | None = None
 
     # the machine's utf8_target by state, as the string shortcuts have asked it (made on first use)
     _utf8_targets: dict[int, int | None] | None = None
