@@ -169,7 +169,7 @@ def test_a_loop_left_by_a_few_spaces_reads_its_characters_unseen_and_equals_the_
     inside = masker._char_inside(m.state, loop_key)
     assert inside is not None
     chars = qwen.trie.char_table[0].reshape(-1, 4)
-    left = {bytes(c).rstrip(b"\0").decode() for c in chars[masker._leaving_chars[m.state]]}
+    left = {bytes(c).rstrip(b"\0").decode() for c in chars[masker._leaving(m.state)]}
     assert "\u00a0" in left and "\u3000" in left and "é" not in left and len(left) < 40  # spaces leave, letters loop
     assert np.array_equal(masker._allowed(m.state), masker._live_bits(m.state))
     # far more tokens inside than the bytes alone give: the non-ASCII ones that loop
