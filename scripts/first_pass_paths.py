@@ -94,7 +94,11 @@ def main(vocab_name: str) -> None:
               f"rest {rest[s].sum() / 1e3:6.1f}; rest per mask {rest[s].mean():6.1f} us)")
     p99 = np.percentile(us, 99)
     tail = r[:, 0] >= p99
-    print(f"masks at or over the fills' p99: {tail.sum()}, of which {(tail & (r[:, 1] + r[:, 2] < 1)).sum()} built no rule and no split")
+    unbuilt = tail & (r[:, 1] + r[:, 2] < 1)
+    print(f"masks at or over the fills' p99: {tail.sum()}, of which {unbuilt.sum()} built no rule and no split:")
+    for name in sorted(set(paths[unbuilt].tolist())):  # the tail this lane's walks own
+        s = unbuilt & (paths == name)
+        print(f"  {name:40s} {s.sum():5d} masks, {r[s, 0].mean():6.0f} us each on average")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The walk that reads what comes back to a loop state unseen (`TokenMasker._live_loop_bits`,
 `_walk.walk_loop_bits`): from a key's start, the tokens beginning with a known name's first letters
 mostly come back to "any other key" a byte later, and below such a node the walk reads the
-subtree's tokens from their lexicographic slice instead of visiting its nodes. Its masks must be
+subtree's tokens from their lexicographic slice instead of visiting its nodes; a loop that takes
+all but a few characters reads the tokens of the characters that loop so too (`_char_inside`). Its masks must be
 the plain definition's: a token is allowed iff the machine accepts its bytes from the state."""
 
 import json
@@ -53,8 +54,10 @@ def test_key_starts_walk_the_loop_and_equal_the_plain_walk(qwen, loop_walks, pre
 
 
 # a small vocabulary over a few bytes: letters of the names, quotes, escapes, a colon, a space,
-# a two-byte character and a lone lead byte (a byte-fallback piece)
-PIECES = [b"n", b"a", b"m", b"e", b"x", b'"', b"\\", b":", b" ", b"\xc3\xa9", b"\xc3", b"}", b","]
+# whole characters of 2-4 bytes, two of them spaces (which leave `[^:\s]`), lone lead and
+# continuation bytes (byte-fallback pieces)
+PIECES = [b"n", b"a", b"m", b"e", b"x", b'"', b"\\", b":", b" ", b"\xc3\xa9", b"\xc3", b"}", b",", "中".encode(), "😀".encode(),
+          "\u00a0".encode(), "\u3000".encode(), b"\xe4\xb8", b"\x80"]
 
 
 @st.composite
@@ -124,12 +127,57 @@ def test_whole_vocabulary_loop_walks_follow_the_definition(monkeypatch, tokens, 
     monkeypatch.setattr(token_mask, "MAX_SUFFIX_TOKENS", -1)
     info = sg.TokenizerInfo(tokens, special_token_ids=[0], eos_token_ids=[0])
     grammar = sg.GrammarCompiler(info).compile_json_schema(schema)
-    text = data.draw(st.text("namexé :", max_size=6))
+    text = data.draw(st.text("namexé :中\u00a0", max_size=6))
     m = sg.GrammarMatcher(grammar)
     m.accept_string('"')
-    for char in json.dumps(text)[1:-1]:
+    for char in json.dumps(text, ensure_ascii=data.draw(st.booleans()))[1:-1]:
         if not m.accept_string(char):
             break
     got = grammar.masker._allowed(m.state)
     ids = range(1, len(tokens))
     assert _bits(got, ids) == _definition(grammar, m.state, ids)
+    if m.state != DEAD and grammar.machine.group(m.state, m.state):
+        _check_char_inside(grammar, m.state, ids)
+
+
+def _check_char_inside(grammar, t: int, ids) -> None:
+    """The character inside set of loop state t (`TokenMasker._char_inside`: `[^:\\s]+` loops on
+    every character but a few spaces), against its definition: the tokens each of whose
+    characters (or, where not UTF-8, bytes) steps t back to t."""
+    inside = grammar.masker._char_inside(t, grammar.machine.group(t, t))
+    if inside is None:
+        return
+    step, tokens = grammar.machine.step_bytes, grammar.masker.trie.token_bytes
+
+    def stays(data: bytes) -> bool:
+        try:
+            parts = [c.encode() for c in data.decode()]
+        except UnicodeDecodeError:
+            parts = [bytes([b]) for b in data]
+        return all(step(t, p) == t for p in parts)
+
+    assert _bits(inside, ids) == {i for i in ids if stays(tokens[i])}
+
+
+def test_a_loop_left_by_a_few_spaces_reads_its_characters_unseen_and_equals_the_plain_walk(qwen):
+    """`[^:\\s]+` loops on every character but a few Unicode spaces: its inside set holds the
+    tokens made of the characters that loop (`_char_inside`), read as slices by the walk."""
+    grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "string", "pattern": "^[^:\\s]+$"})
+    m = sg.GrammarMatcher(grammar)
+    assert m.accept_string('"ab')
+    masker, loop_key = grammar.masker, grammar.machine.group(m.state, m.state)
+    inside = masker._char_inside(m.state, loop_key)
+    assert inside is not None
+    chars = qwen.trie.char_table[0].reshape(-1, 4)
+    left = {bytes(c).rstrip(b"\0").decode() for c in chars[masker._leaving(m.state)]}
+    assert "\u00a0" in left and "\u3000" in left and "é" not in left and len(left) < 40  # spaces leave, letters loop
+    assert np.array_equal(masker._allowed(m.state), masker._live_bits(m.state))
+    # far more tokens inside than the bytes alone give: the non-ASCII ones that loop
+    assert int(np.unpackbits(inside.view(np.uint8)).sum()) > qwen.trie.loop_inside_count(loop_key) + 20_000
+
+
+def test_a_loop_most_characters_leave_takes_no_character_shortcut(qwen):
+    grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "string", "pattern": "^[a-z]+$"})
+    m = sg.GrammarMatcher(grammar)
+    assert m.accept_string('"ab')
+    assert grammar.masker._char_inside(m.state, grammar.machine.group(m.state, m.state)) is None

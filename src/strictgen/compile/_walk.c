@@ -36,6 +36,14 @@
  *   bytes object), below which tokens are mostly loop bytes; with `multibyte` (inside counts
  *   whole non-ASCII characters) at every node that ends on a character boundary instead, where
  *   such a token's rest is whole characters too.
+ *
+ * char_targets(machine, resolve, state, chars, out) -> None
+ *   the state each of a vocabulary's distinct multi-byte characters leads to from `state` (DEAD
+ *   where the machine rejects it): chars, uint8, 4 per character (its UTF-8 bytes, zero-padded;
+ *   the first byte tells the width, `VocabTrie.char_table`); out, int32, one per character. A
+ *   loop that takes all but a few characters (`[^:\s]+`: a few Unicode spaces leave it) has its
+ *   inside set made of whole characters from this (`TokenMasker._char_inside`): ~3 row reads a
+ *   character, and rows shared by characters with one lead byte are read from the cache.
  */
 #include "_machine.h"
 
@@ -399,6 +407,52 @@ static PyObject *set_bits(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* char_targets(machine, resolve, state, chars, out): see the top comment. */
+static PyObject *char_targets(PyObject *self, PyObject *args) {
+    PyObject *machine, *resolve, *chars_obj, *out_obj;
+    int state;
+    if (!PyArg_ParseTuple(args, "OOiOO", &machine, &resolve, &state, &chars_obj, &out_obj))
+        return NULL;
+    Rows rows;
+    if (rows_get(&rows, machine, resolve, state) < 0)
+        return NULL;
+    Py_buffer chars, out;
+    if (buffer_of(chars_obj, &chars, 1, 0, "chars") < 0)
+        return NULL;
+    if (buffer_of(out_obj, &out, 4, 1, "out") < 0) {
+        PyBuffer_Release(&chars);
+        return NULL;
+    }
+    Py_ssize_t n = out.shape[0];
+    int failed = 0;
+    if (chars.shape[0] != 4 * n) {
+        PyErr_SetString(PyExc_ValueError, "char_targets: chars needs 4 bytes per character of out");
+        failed = 1;
+    }
+    const uint8_t *c = (const uint8_t *)chars.buf;
+    int32_t *target = (int32_t *)out.buf;
+    PyThreadState *saved = PyEval_SaveThread();
+    for (Py_ssize_t i = 0; i < n && !failed; i++, c += 4) {
+        int width = c[0] >= 0xF0 ? 4 : c[0] >= 0xE0 ? 3 : c[0] >= 0xC0 ? 2 : 1;
+        int32_t s = (int32_t)state;
+        for (int k = 0; k < width && s != DEAD; k++) {
+            const int32_t *row = row_of(&rows, s, &saved);
+            if (!row) {
+                failed = 1;
+                break;
+            }
+            s = row[c[k]];
+        }
+        target[i] = s;
+    }
+    PyEval_RestoreThread(saved);
+    PyBuffer_Release(&chars);
+    PyBuffer_Release(&out);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *walk(PyObject *self, PyObject *args) { return walk_into(args, 0, 0); }
 
 static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(args, 1, 0); }
@@ -409,6 +463,7 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, "Ids of the tokens whose bytes the machine accepts from a state."},
     {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
     {"walk_loop_bits", walk_loop_bits, METH_VARARGS, "walk_bits() reading the subtrees of nodes reached in a loop state from their lexicographic slices."},
+    {"char_targets", char_targets, METH_VARARGS, "The state each distinct multi-byte character leads to from a state."},
     {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };

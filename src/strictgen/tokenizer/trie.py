@@ -22,7 +22,7 @@ from .token_facts import TokenFacts, typed_array
 
 # how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
-_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256}
+_SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256, "char_inside": 256}
 
 # The loop nearly every JSON grammar meets: a string's body as the JSON Schema emitter writes it
 # (every printable ASCII byte but `"` and `\`, and every whole non-ASCII character; an escape
@@ -226,6 +226,35 @@ class VocabTrie:
         lead = (self.first_bytes >= 0xC2) & (self.first_bytes <= 0xF4)
         return self.subtrie(lead & ~self.starts_whole_char)
 
+    @functools.cached_property
+    def char_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The vocabulary's distinct whole multi-byte characters: (their bytes, uint8, 4 per
+        character, zero-padded; the tokens holding each, int32, character i's in
+        [bounds[i], bounds[i + 1]); bounds, int64). Built in C (`_vocab.chars`, ~5 ms) with the
+        vocabulary (`prepare_common_loops`): loops that take all but a few characters read it
+        (`char_loop_inside`)."""
+        facts = self.facts
+        chars, by_char, bounds = _vocab.chars(facts.flat, facts.starts, facts.lengths, facts.char_width)
+        return np.frombuffer(chars, dtype=np.uint8), np.frombuffer(by_char, dtype=np.int32), np.frombuffer(bounds, dtype=np.int64)
+
+    def char_loop_inside(self, loop_bytes: bytes, leaving: np.ndarray) -> np.ndarray:
+        """`packed_inside(loop_bytes, True)` for a state that loops on every whole character but
+        `leaving` (indices into `char_table`): the tokens made of loop bytes and whole characters,
+        less those holding a leaving one (packed, read-only, cached). `[^:\\s]+` loops on every
+        character but a few Unicode spaces: its inside set is then ~all of the vocabulary's
+        non-ASCII tokens, which a walk reads as slices (`TokenMasker._live_loop_bits`) rather than
+        stepping them node by node."""
+
+        def build() -> np.ndarray:
+            _, by_char, bounds = self.char_table
+            keep = self.loop_inside(loop_bytes, True).copy()
+            starts, ends = bounds[leaving], bounds[leaving + 1]
+            held = np.concatenate([by_char[a:b] for a, b in zip(starts.tolist(), ends.tolist())]) if len(leaving) else by_char[:0]
+            keep[held] = False
+            return pack_bits(keep, len(self._token_bytes))
+
+        return self._cached(("char_inside", loop_bytes, np.asarray(leaving, dtype=np.int64).tobytes()), build)
+
     def loop_suffixes(self, loop_bytes: bytes, multibyte: bool, skip_first: bool) -> tuple["VocabTrie", np.ndarray, np.ndarray]:
         """For the tokens outside `loop_inside(loop_bytes, multibyte)`: what is left of each after
         its longest leading run of loop bytes (or, with `multibyte`, whole non-ASCII characters),
@@ -419,9 +448,11 @@ class VocabTrie:
         self._prepare_lex_order()
 
     def _prepare_lex_order(self) -> None:
-        """Build `lex_order` now (~1-4 ms), with the vocabulary's other tables, not in the first
-        fill that walks a loop (it is built again from the trie, not stored: as quick as reading it)."""
+        """Build `lex_order` (~1-4 ms) and `char_table` (~5 ms) now, with the vocabulary's other
+        tables, not in the first fill that walks a loop (they are built again, not stored: as
+        quick as reading them)."""
         self.__dict__.setdefault("lex_order", VocabTrie.lex_order.func(self))
+        self.__dict__.setdefault("char_table", VocabTrie.char_table.func(self))
 
     def _common_loop_arrays(self) -> dict[str, np.ndarray]:
         """The kept splits of `prepare_common_loops` as named arrays, under "loops.<i>." for
