@@ -31,13 +31,28 @@ class _Evicting(cachetools.LRUCache):
         return key, value
 
 
+def _dropper(plain: dict, evicted: Callable | None) -> Callable[[Hashable, object], None]:
+    """What the map calls for each entry its bounds drop: the mirror forgets it, and `evicted`
+    hears of it. A closure over those two, not a method of the BoundedLRU: the map must not refer
+    back to its owner (a cycle, which only the cyclic collector frees, per cache made)."""
+    if evicted is None:
+        return lambda key, value: plain.pop(key, None)
+
+    def drop(key, value) -> None:
+        plain.pop(key, None)
+        evicted(key, value)
+
+    return drop
+
+
 class BoundedLRU(Generic[V]):
     """At most `entries` values (0: none kept), and with `size_of` at most `max_size` summed over
     them; the least recently used go first. `get` and `put` are atomic. `peek(key, default=None)`
     reads without the lock and without aging the entry, one dict read in C: for hot paths, where
     an entry read as older than it is only means that it may be evicted and built again.
     `evicted(key, value)`, when given, is told of each entry the bounds drop (under the map's lock:
-    it must not call back into the map), so that an index over the values can follow them."""
+    it must not call back into the map), so that an index over the values can follow them; a
+    bound method of the map's owner would make a reference cycle: pass what it updates instead."""
 
     def __init__(self, entries: int, max_size: int | None = None, size_of: Callable[[V], int] | None = None,
                  evicted: Callable[[Hashable, V], object] | None = None):
@@ -52,15 +67,9 @@ class BoundedLRU(Generic[V]):
         self._plain: dict = {}
         # cachetools bounds one sum: the sizes when they are given (entries are bounded in put),
         # else the count
-        self._evicted = evicted
-        self._map = _Evicting(max_size if size_of else entries, size_of, self._drop)
+        self._map = _Evicting(max_size if size_of else entries, size_of, _dropper(self._plain, evicted))
         self._lock = threading.Lock()
         self.peek: Callable[..., V | None] = self._plain.get
-
-    def _drop(self, key: Hashable, value: V) -> None:
-        self._plain.pop(key, None)
-        if self._evicted is not None:
-            self._evicted(key, value)
 
     def get(self, key: Hashable, default: V | None = None) -> V | None:
         """The value of `key` (now the most recently used), or `default`."""

@@ -17,11 +17,13 @@ class DfaCache:
 
     def __init__(self, entries: int, cells: int = 1 << 24):
         self.entries, self.cells = entries, cells
-        self._map: BoundedLRU[tuple] = BoundedLRU(entries, cells, lambda entry: entry[0].num_states * entry[0].num_classes, self._forget)
-        self._lock = threading.Lock()  # over a put and the kept ids it changes
         # id -> how many entries' keeps hold that object: followed on each put and eviction, so a
         # compile's question (which bodies did an earlier compile build?) costs no walk of the cache
-        self._kept_counts: dict[int, int] = {}
+        counts: dict[int, int] = {}
+        self._kept_counts = counts
+        self._map: BoundedLRU[tuple] = BoundedLRU(entries, cells, lambda entry: entry[0].num_states * entry[0].num_classes,
+                                                  lambda key, entry: _count(counts, entry[1], -1))
+        self._lock = threading.Lock()  # over a put and the kept ids it changes
         self._offered: set[int] = set()  # put_same: ids offered once
 
     def get(self, key) -> regular.DFA | None:
@@ -36,19 +38,6 @@ class DfaCache:
         """The ids of every object the entries' `keep`s hold: a live, read-only view (a set-like
         `keys()` view; ask `in` of it, and copy it to keep a snapshot)."""
         return self._kept_counts.keys()
-
-    def _count(self, keep, step: int) -> None:
-        counts = self._kept_counts
-        for x in keep or ():
-            n = counts.get(id(x), 0) + step
-            if n:
-                counts[id(x)] = n
-            else:
-                del counts[id(x)]
-
-    def _forget(self, key, entry) -> None:
-        """The map's bounds dropped `entry` (called inside `put`, which holds the lock)."""
-        self._count(entry[1], -1)
 
     def get_same(self, node) -> regular.DFA | None:
         """The automaton put for this very object (`put_same`), or None. Without the lock or the
@@ -90,6 +79,16 @@ class DfaCache:
         with self._lock:
             old = self._map.pop(key)  # a replaced entry is forgotten here (the map reports evictions only)
             if old is not None:
-                self._count(old[1], -1)
+                _count(self._kept_counts, old[1], -1)
             if self._map.put(key, (dfa, keep)):
-                self._count(keep, 1)
+                _count(self._kept_counts, keep, 1)
+
+
+def _count(counts: dict[int, int], keep, step: int) -> None:
+    """Add `step` to the count of each object `keep` holds (an entry put: 1; dropped: -1)."""
+    for x in keep or ():
+        n = counts.get(id(x), 0) + step
+        if n:
+            counts[id(x)] = n
+        else:
+            del counts[id(x)]
