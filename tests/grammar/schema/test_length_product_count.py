@@ -69,3 +69,14 @@ def test_a_product_proven_too_big_is_not_built(monkeypatch):
 
     monkeypatch.setattr(emit_strings, "dfa_size", no_product)
     assert not emit_strings._length_product_small(atoms, atoms[0])
+
+
+def test_huge_bounds_end_quickly():
+    """maxLength 2**31 is common in real schemas: the listing and the naming stop at their caps."""
+    letters = regular_dfa(string_language((Matches("^a*$"),)))
+    assert 1000 < product_states(letters, 0, 2**31, 1000) <= 1001  # the layers repeat at once; a new name each
+    assert product_states(letters, 0, 10**18, 1000) is None  # out of range: nothing to prove with
+    pairs = regular_dfa(string_language((Matches("^(?:ab)*$"),)))
+    assert product_states(pairs, 0, 2**31, 1000) is None  # layers alternate: the listing stops at its cap
+    short = regular_dfa(string_language((Matches("^[ab]{1,3}$"),)))
+    assert product_states(short, 0, 2**31, 1000) is None  # names repeat (3 characters at most): unproven

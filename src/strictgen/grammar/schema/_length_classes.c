@@ -11,7 +11,7 @@
  *   weights    bytes, uint64 per move: the sum of its bytes' weights
  * The reachable (state, layer) pairs are listed from layer 0 up (until a layer repeats the one before),
  * then named from layer hi down; the count stops once the distinct names pass stop_past. -1 where
- * more than `cap` pairs are listed. */
+ * more than `cap` pairs are listed or named, or where hi is out of range. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -60,10 +60,9 @@ static PyObject *classes_count(PyObject *self, PyObject *args) {
     Py_ssize_t lo, hi, stop_past, cap;
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*nnnn", &lv, &ac, &of, &tg, &wt, &lo, &hi, &stop_past, &cap))
         return NULL;
-    if (hi < 0 || cap < 0 || hi > (PY_SSIZE_T_MAX / 8) / (lv.len + 1)) {
+    if (hi < 0 || cap < 0 || hi > (PY_SSIZE_T_MAX / 8) / (lv.len + 1)) {  /* nothing to prove with */
         PyBuffer_Release(&lv), PyBuffer_Release(&ac), PyBuffer_Release(&of), PyBuffer_Release(&tg), PyBuffer_Release(&wt);
-        PyErr_SetString(PyExc_ValueError, "count: a bound out of range");
-        return NULL;
+        return PyLong_FromLong(-1);
     }
     Py_ssize_t n = lv.len;
     const int8_t *level = lv.buf;
@@ -73,7 +72,8 @@ static PyObject *classes_count(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t most = n * (hi + 1) < cap ? n * (hi + 1) : cap;  /* pairs that can be listed */
     int32_t *rows = malloc(sizeof(int32_t) * (size_t)(most + n + 1)), *seeds = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    Py_ssize_t *start = malloc(sizeof(Py_ssize_t) * (size_t)(hi + 2));
+    /* a layer before the first repeat holds a state, but for one empty layer: at most most + 2 listed */
+    Py_ssize_t *start = malloc(sizeof(Py_ssize_t) * (size_t)((hi < most + n ? hi : most + n) + 3));
     Py_ssize_t *stamp = malloc(sizeof(Py_ssize_t) * (size_t)n), *next_stamp = malloc(sizeof(Py_ssize_t) * (size_t)n);
     uint64_t *names = calloc((size_t)n, sizeof(uint64_t)), *names_next = calloc((size_t)n, sizeof(uint64_t));
     name_set found = {NULL, 0, 0};
@@ -119,7 +119,9 @@ static PyObject *classes_count(PyObject *self, PyObject *args) {
         }
     }
     start[fixed + 1] = total;
-    /* names, from the last layer down; a state's continuations are named before it (by level) */
+    /* names, from the last layer down; a state's continuations are named before it (by level).
+     * At most `cap` states are named: names that keep repeating prove nothing (-1) */
+    Py_ssize_t named = 0;
     for (Py_ssize_t k = hi; k >= 0; k--) {
         Py_ssize_t layer = k < fixed ? k : fixed;
         for (int8_t v = 0; v <= 3; v++)
@@ -137,6 +139,7 @@ static PyObject *classes_count(PyObject *self, PyObject *args) {
                         h += s * weights[e], alive = 1;
                 }
                 names[q] = alive ? mixed(h) : 0;
+                named++;
                 if (alive && set_add(&found, names[q]) < 0) {
                     PyErr_NoMemory();
                     goto done;
@@ -144,6 +147,10 @@ static PyObject *classes_count(PyObject *self, PyObject *args) {
             }
         if (found.used > stop_past)
             break;
+        if (++named > cap) {  /* a layer counts too: empty ones may repeat up to hi */
+            result = PyLong_FromLong(-1);
+            goto done;
+        }
         uint64_t *swap = names_next;
         names_next = names, names = swap;
     }

@@ -184,7 +184,7 @@ def product_states(dfa: regular.DFA, lo: int, hi: int | None, stop_past: int) ->
     """States of the minimal DFA of `dfa`'s language cut to lo..hi characters, at most: exact
     unless two residuals' names collide, and the count stops once it passes `stop_past`; None
     where it does not apply (no upper bound, not whole UTF-8 characters, over 20 * stop_past pairs
-    listed).
+    listed or named before the count passes stop_past).
 
     With a finite bound the product is acyclic and layered (k = characters read, counted by lead
     bytes; a pattern state `q` reached after k characters leaves `q`'s strings of lo-k..hi-k
