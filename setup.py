@@ -6,7 +6,8 @@ strictgen.compile._machine the pushdown machine's lazy determinisation (the rows
 strictgen.compile._mask_store the token masks by state that batch and draft fills copy without the GIL,
 strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
 emptiness) beneath grammar/ and compile/, strictgen.grammar.schema._rule_sizes the size terms of a
-schema grammar's rules (which rules stay calls). An extension of several files keeps its algorithms apart
+schema grammar's rules (which rules stay calls), strictgen.grammar.schema._length_classes the states of a
+pattern's minimal DFA under a length bound (counted without building it). An extension of several files keeps its algorithms apart
 from its Python bindings, with a header between them.
 """
 
@@ -34,5 +35,6 @@ setup(
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._rule_sizes", ["src/strictgen/grammar/schema/_rule_sizes.c"], extra_compile_args=["-O2"]),
+        Extension("strictgen.grammar.schema._length_classes", ["src/strictgen/grammar/schema/_length_classes.c"], extra_compile_args=["-O2"]),
     ]
 )

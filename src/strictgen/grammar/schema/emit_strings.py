@@ -21,7 +21,7 @@ from ..ir import NOTHING, CharSet, Expr, Intersect, Literal, RuleRef, Spelled, r
 from ..json_escapes import json_escaped
 from ..json_value import json_string
 from .ir import AmongStrings, Length
-from .length_product import length_product
+from .length_product import length_product, product_exceeds
 from .strings import ANY_CHAR, string_language
 
 if TYPE_CHECKING:
@@ -102,9 +102,10 @@ def _length_product_small(atoms: tuple, length: Length) -> bool:
     (Else it is built at run time, length_product.)
 
     The estimate (~4 product states per pattern state and count) is only a cheap pass: past
-    it the raw-character product is built, since most patterns and formats collapse far below
-    it (email with maxLength 1024: 11,436 states for an estimate of 618,496); the core stops
-    that at its own state budget."""
+    it the minimal product's states are counted layer by layer, which proves most products too
+    big without building them (`product_exceeds`); the rest are built, since most patterns and
+    formats collapse far below the estimate (email with maxLength 1024: 11,436 states for an
+    estimate of 618,496); the core stops that at its own state budget."""
     rest = tuple(a for a in atoms if type(a) is not Length)
     lang = string_language(atoms)
     if not isinstance(lang, Intersect):
@@ -115,6 +116,8 @@ def _length_product_small(atoms: tuple, length: Length) -> bool:
     count = max(length.lo, length.hi or 0)
     if 4 * states * count <= MAX_LENGTH_PRODUCT:
         return True
+    if product_exceeds(regular_dfa(string_language(rest)), length.lo, length.hi, MAX_LENGTH_PRODUCT):
+        return False  # proven without building the product (most of the time here went to minimising it)
     try:
         product = dfa_size(lang)
     except CompileTimeoutError:
