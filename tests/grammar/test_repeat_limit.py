@@ -60,3 +60,26 @@ def test_counted_repeat_refused_early_exactly_where_the_build_would_be(name, mon
     for copies in (edge - 1, edge + 1):
         assert _outcome(item, copies, True, monkeypatch) == _outcome(item, copies, False, monkeypatch), copies
     assert _outcome(item, 40 * edge, True, monkeypatch) == refusal  # at once, not after 40x the limit
+
+
+@pytest.mark.parametrize("bounds", [(0, 2**31), (2**31, None), (3, 10**18)])
+def test_a_repeat_bound_past_int32_is_a_clear_refusal(bounds):
+    """A lowering program's cells are int32: a bound past them was an OverflowError out of the
+    compile (a schema's `maxLength: 1e18` with a pattern reached it); it is the state limit's refusal."""
+    expr = Repeat(lit("ab"), *bounds)
+    builder = NFABuilder({"r": expr}, {}, shared_nodes([expr]), BuildMemo())
+    with pytest.raises(GrammarTooLargeError, match="grammar too large: a repeat of"):
+        builder.regular_dfa(expr)
+
+
+def test_a_huge_max_length_with_a_pattern_compiles_or_is_refused_clearly(qwen):
+    import strictgen as sg
+
+    compiler = sg.GrammarCompiler(qwen)
+    schema = {"type": "string", "pattern": "^[a-z]+( [a-z]+)*$", "maxLength": 1e18}
+    try:
+        grammar = compiler.compile_json_schema(schema)
+    except sg.StrictgenError as exc:
+        assert "too large" in str(exc)
+    else:
+        assert sg.GrammarMatcher(grammar).accept_string('"ab cd"')

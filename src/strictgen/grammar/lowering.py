@@ -13,6 +13,7 @@ import array
 from typing import TYPE_CHECKING
 
 from strictgen import regular
+from strictgen.errors import GrammarTooLargeError
 from strictgen.regular.utf8 import utf8_sequences
 
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
@@ -24,6 +25,7 @@ LIT, BYTES, EDGES, SEQ, ALT, REPEAT, CALL, EMBED, SHARED, TEMPLATE = range(1, 11
 
 COMPOSITE = (Seq, Alt, Repeat, RuleRef)  # what costs a walk to build; the rest is a few edges
 _COMPOSITE_TYPES = frozenset(COMPOSITE)
+MAX_COPIES = 2**31 - 1  # a repeat's bounds are int32 cells of the program (the C lowering reads them so)
 
 
 class Unlowerable(Exception):
@@ -136,6 +138,8 @@ class Program:
             ops.extend(builder.charset_ops(expr))
         elif t is Repeat:
             head = len(ops)
+            if max(expr.min, expr.max or 0) > MAX_COPIES:  # the program's int32 cells hold no such count (nor could an automaton the copies)
+                raise GrammarTooLargeError(f"grammar too large: a repeat of {max(expr.min, expr.max or 0)} copies (more than {MAX_COPIES})")
             ops.extend((REPEAT, expr.min, -1 if expr.max is None else expr.max, 0))
             copies = expr.min + (1 if expr.max is None else expr.max - expr.min)
             if copies > 1:
