@@ -54,6 +54,7 @@ def main() -> None:
         (automaton.rule_facts, "productive_rules", "aut.facts"), (automaton.rule_facts, "check_left_recursion", "aut.facts"),
         (compiled.automaton, "compile_automaton", "automaton"), (automaton, "_rule_dfa", "aut.rule_dfas"),
         (automaton.regular, "determinize", "core.determinize"), (automaton.regular, "minimal", "core.trim+minimize"),
+        (automaton.regular, "minimal_with_splits", "core.trim+minimize"),
         (automaton, "shared_nodes", "aut.shared_nodes"), (compiled, "PushdownMachine", "machine"), (compiled, "TokenMasker", "masker"),
     ]:
         timed(module, name, label)
