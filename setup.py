@@ -21,7 +21,7 @@ BINDINGS_H = "src/strictgen/regular/_bindings.h"  # what the regular core's two 
 # one file per algorithm family, the Python types apart (_regular.c, _dfa_type.c)
 REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its files
-MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; its storage; merged frames
+MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_byte_steps.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; steps without rows; its storage; merged frames
 MASK_STORE_H = "src/strictgen/compile/_mask_store.h"  # the store of masks, between its two files
 MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_row_state.c", "src/strictgen/compile/_draft_walk.c"]  # the store; the batch copy; the draft walks
 

@@ -320,44 +320,55 @@ static PyObject *Machine_chain(Machine *m, PyObject *args) {
     int s, limit;
     const char *loop;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "iy#i", &s, &loop, &n, &limit))
+    int32_t state;
+    if (!PyArg_ParseTuple(args, "iy#i", &s, &loop, &n, &limit) || check_state(m, s, &state) < 0)
         return NULL;
     if (n == 0) {
         PyErr_SetString(PyExc_ValueError, "chain() needs at least one loop byte");
         return NULL;
     }
-    PyObject *chain = PyList_New(0);
-    int32_t cur = s;
-    for (int step = 0; chain; step++) {
-        PyObject *x = PyLong_FromLong(cur);
-        if (!x || PyList_Append(chain, x) < 0) {
-            Py_XDECREF(x);
-            Py_CLEAR(chain);
-            break;
+    Vec states = {NULL, 0, 0};
+    int parted = machine_chain(m, state, (const uint8_t *)loop, n, limit, &states);
+    PyObject *chain = NULL;
+    if (parted == 1) {
+        chain = Py_None;
+        Py_INCREF(chain);
+    } else if (parted == 0 && (chain = PyList_New(states.len))) {
+        for (Py_ssize_t i = 0; i < states.len && chain; i++) {
+            PyObject *x = PyLong_FromLong(states.data[i]);
+            if (!x)
+                Py_CLEAR(chain);
+            else
+                PyList_SET_ITEM(chain, i, x);
         }
-        Py_DECREF(x);
-        const int32_t *row;
-        if (step == limit)
-            break;
-        if (row_arg(m, cur, &row) < 0) {
-            Py_CLEAR(chain);
-            break;
-        }
-        int32_t next = row[(uint8_t)loop[0]];
-        int same = 1, all_dead = 1;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            same &= row[(uint8_t)loop[i]] == next;
-            all_dead &= row[(uint8_t)loop[i]] == 0;
-        }
-        if (all_dead)
-            break;
-        if (!same) {
-            Py_DECREF(chain);
-            Py_RETURN_NONE;
-        }
-        cur = next;
     }
+    vec_free(&states);
     return chain;
+}
+
+/* utf8_chain(states): how many places j in a row, from the first, every valid multi-byte
+ * character steps states[j] to states[j + 1] (a list of states, as chain() returns them): the
+ * counted string's UTF-8 question for all its places in one call. */
+static PyObject *Machine_utf8_chain(Machine *m, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "utf8_chain() takes a list of states");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int32_t *states = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    if (!states) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t got = 0;
+    for (Py_ssize_t i = 0; i < n && got == 0; i++) {
+        long s = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        got = (s == -1 && PyErr_Occurred()) || check_state(m, s, &states[i]) < 0 ? -1 : 0;
+    }
+    Py_DECREF(seq);
+    if (got == 0)
+        got = utf8_chain(m, states, n);
+    free(states);
+    return got < 0 ? NULL : PyLong_FromSsize_t(got);
 }
 
 /* add_rule(rule, arrays, keep=False): append lazy rule `rule`'s frames (its arrays as for the constructor),
@@ -393,6 +404,7 @@ static PyMethodDef Machine_methods[] = {
     {"widest", (PyCFunction)Machine_widest, METH_VARARGS, "widest(state, limit): [(target, bytes)] of the row, most bytes first."},
     {"group", (PyCFunction)Machine_group, METH_VARARGS, "group(state, target): the bytes leading from state to target."},
     {"chain", (PyCFunction)Machine_chain, METH_VARARGS, "chain(state, loop, limit): the states the loop bytes step along together, or None."},
+    {"utf8_chain", (PyCFunction)Machine_utf8_chain, METH_O, "utf8_chain(states): how many places in a row every character steps to the next."},
     {"add_rule", (PyCFunction)Machine_add_rule, METH_VARARGS, "add_rule(rule, arrays, keep=False): append a rule built at run time."},
     {NULL, NULL, 0, NULL},
 };

@@ -27,7 +27,8 @@
  *           a walk on another thread had to keep the old array alive), and a reader without the GIL
  *           finds item i from i alone (`chunk_item`).
  *
- * _pushdown.c holds the algorithm (stacks, closures, states, rows, the UTF-8 question),
+ * _pushdown.c holds the algorithm (stacks, closures, states, rows), _byte_steps.c the questions the
+ * string shortcuts ask (the UTF-8 target, a counter's chain) answered by stepping a few bytes without rows,
  * _rule_tables.c the rules' tables appended to the storage, and _futures.c the canonical return
  * frames, all taking and returning C values; _machine.c the Python type (argument parsing and checks, the methods that
  * read rows, the module). A function that fails returns a negative number with a Python exception
@@ -94,6 +95,8 @@ typedef struct {
     Py_ssize_t sig_mask;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
     Vec mark, work, found;
+    /* utf8_target's answers by state, each + 1 (0: not asked yet), as far as asked (_byte_steps.c) */
+    Vec utf8_memo;
     int32_t stamp;
     int32_t start;
 } Machine;
@@ -156,7 +159,19 @@ int machine_begin(Machine *m);
 void machine_free_arrays(Machine *m);
 int32_t machine_start_state(Machine *m); /* its closure computed on first use */
 int compute_row(Machine *m, int32_t state); /* the row of a state, once */
+/* The state of the union of the closures of each stack's next frame (targets[i] < 0: that stack
+ * is dead), interned; -1 on error. `stacks` must not point into state_pool. */
+int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k);
+/* The stacks of `state` but the empty one, their top frames' DFA rows and class maps; how many. */
+Py_ssize_t top_frames(Machine *m, int32_t state, int32_t *stacks, const int32_t **dfa_rows, const uint8_t **cmaps);
+/* The one state every valid multi-byte UTF-8 character leads to from `state` (remembered), 0 if
+ * none, -1 on error; computes no row (_byte_steps.c). */
 int32_t utf8_target(Machine *m, int32_t state);
+/* How many places j in a row, from the first, every multi-byte character steps states[j] to states[j + 1]. */
+Py_ssize_t utf8_chain(Machine *m, const int32_t *states, Py_ssize_t n);
+/* The states the loop bytes step along together from `state` (a counter), appended to `out`; 1 when
+ * they part ways first (see Machine.chain), -1 on error; computes no row. */
+int machine_chain(Machine *m, int32_t state, const uint8_t *loop, Py_ssize_t n, int limit, Vec *out);
 int32_t machine_sub_state(Machine *m, int32_t state, const uint8_t *keep); /* some of a state's stacks */
 /* One rule's arrays as its DFA gives them (regular.DFA's compact(), accepting(), call_arrays()),
  * numbered locally: n frames, `table` n x width next frames (-1: dead) by the byte classes of

@@ -200,7 +200,7 @@ static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
 
 /* The state of the union of the closures of each stack's next node (-1 for a stack whose
  * target is dead), interned; -1 on error. */
-static int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k) {
+int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k) {
     m->found.len = 0;
     for (Py_ssize_t i = 0; i < k; i++) {
         if (targets[i] < 0)
@@ -225,6 +225,22 @@ static int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *tar
 }
 
 #define LOCAL_STACKS 8
+
+/* The stacks of `state` but the empty one (copied: interning may move state_pool), with their top
+ * frames' DFA rows and byte class maps, in the arrays given (room for the state's stacks); how many. */
+Py_ssize_t top_frames(Machine *m, int32_t state, int32_t *stacks, const int32_t **dfa_rows, const uint8_t **cmaps) {
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < m->state_len.data[state]; i++) {
+        int32_t n = m->state_pool.data[m->state_start.data[state] + i];
+        if (n != 0) {
+            int32_t frame = m->node_frame.data[n];
+            stacks[k] = n;
+            cmaps[k] = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
+            dfa_rows[k++] = m->frame_row[frame];
+        }
+    }
+    return k;
+}
 
 /* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row
  * and byte classes are `dfa_row` and `cmap`: a byte's target is its class's, so each class is
@@ -278,15 +294,7 @@ int compute_row(Machine *m, int32_t state) {
             return -1;
         }
     }
-    for (Py_ssize_t i = 0; i < len; i++) {
-        int32_t n = m->state_pool.data[m->state_start.data[state] + i];
-        if (n != 0) {
-            int32_t frame = m->node_frame.data[n];
-            stacks[k] = n;
-            cmaps[k] = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
-            dfa_rows[k++] = m->frame_row[frame];
-        }
-    }
+    k = top_frames(m, state, stacks, dfa_rows, cmaps);
     int failed = 0;
     Py_ssize_t width = k + 1;
     if (k == 1) /* one stack (most states): its own path */
@@ -356,66 +364,6 @@ int compute_row(Machine *m, int32_t state) {
     /* a walk on another thread (without the GIL) that sees the index entry must see the row */
     __atomic_store_n(chunk_item(m->index_chunks, INDEX_CHUNK_BITS, state, 1), (int32_t)m->num_rows++, __ATOMIC_RELEASE);
     return 0;
-}
-
-/* ---- questions the token masks ask about a state ---- */
-
-/* Valid multi-byte UTF-8 (RFC 3629): lead bytes, the range of the first continuation byte, and
- * how many continuation bytes follow the lead in all. */
-static const uint8_t UTF8_FORMS[8][5] = {
-    {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2}, {0xED, 0xED, 0x80, 0x9F, 2},
-    {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3}, {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3},
-};
-
-/* Add the states that bytes lo..hi lead to from each of `from` to `to` (distinct); 1 if one is
- * dead, -1 on error, else 0. */
-static int spread(Machine *m, const Vec *from, uint8_t lo, uint8_t hi, Vec *to) {
-    to->len = 0;
-    for (Py_ssize_t i = 0; i < from->len; i++) {
-        if (compute_row(m, from->data[i]) < 0)
-            return -1;
-        const int32_t *row = computed_row(m, from->data[i]);
-        for (int b = lo; b <= hi; b++) {
-            if (row[b] == 0)
-                return 1;
-            Py_ssize_t j = 0;
-            while (j < to->len && to->data[j] != row[b])
-                j++;
-            if (j == to->len && vec_push(to, row[b]) < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-/* The one state every valid multi-byte UTF-8 character leads to from `state`, 0 if there is none
- * (some character is dead, or characters end in different states), -1 on error. */
-int32_t utf8_target(Machine *m, int32_t state) {
-    Vec a = {NULL, 0, 0}, b = {NULL, 0, 0};
-    int32_t reached = 0;
-    int status = 0;
-    for (int f = 0; f < 8 && status == 0; f++) {
-        a.len = 0;
-        if (vec_push(&a, state) < 0) {
-            status = -1;
-            break;
-        }
-        Vec *from = &a, *to = &b;
-        status = spread(m, from, UTF8_FORMS[f][0], UTF8_FORMS[f][1], to);
-        for (int k = 0; k < UTF8_FORMS[f][4] && status == 0; k++) {
-            Vec *t = from;
-            from = to;
-            to = t;
-            status = k ? spread(m, from, 0x80, 0xBF, to) : spread(m, from, UTF8_FORMS[f][2], UTF8_FORMS[f][3], to);
-        }
-        if (status == 0 && (to->len != 1 || (reached && to->data[0] != reached)))
-            status = 1;
-        if (status == 0)
-            reached = to->data[0];
-    }
-    free(a.data);
-    free(b.data);
-    return status < 0 ? -1 : status ? 0 : reached;
 }
 
 /* The start state, its closure computed on first use (NeedRule while the root's start calls a

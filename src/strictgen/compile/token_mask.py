@@ -216,7 +216,7 @@ class TokenMasker:
                 if counted is not None:
                     return counted
                 continue
-            multibyte = self._utf8_target(t) == t  # a free string body loops on every character
+            multibyte = machine.utf8_target(t) == t  # a free string body loops on every character
             inside_count = trie.loop_inside_count(loop_key, multibyte)
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
                 continue  # too little to skip: the full walk is as good
@@ -263,7 +263,7 @@ class TokenMasker:
         length = len(chain) if len(chain) <= trie.depth else None  # None: longer than any token
         # multi-byte characters count one place each, for as many places as a token has characters
         places = min(len(chain), trie.max_multibyte_chars)
-        multibyte = all(self._utf8_target(chain[j]) == chain[j + 1] for j in range(places - 1))
+        multibyte = machine.utf8_chain(chain[:places]) == places - 1
         if multibyte and length is not None and length <= trie.max_multibyte_chars:
             multibyte = bool((machine.compute_row(chain[-1])[0xC2:0xF5] == DEAD).all())  # no character past the end
         inside_count = trie.loop_inside_count(loop_key, multibyte)
@@ -309,22 +309,6 @@ class TokenMasker:
     # `_char_inside` by loop state, as asked (made on first use)
     _char_insides: dict[int, np.ndarray | None] | None = None
 
-    # the machine's utf8_target by state, as the string shortcuts have asked it (made on first use)
-    _utf8_targets: dict[int, int | None] | None = None
-
-    def _utf8_target(self, state: int) -> int | None:
-        """`machine.utf8_target(state)`, remembered: a counted string asks it of every place of its
-        chain (up to the most characters a token holds: 36 on DeepSeek) at every mask along the
-        string, and each answer costs ~2-3 us (every form of character stepped); the machine's
-        rows never change once made, so neither does the answer. Dropped when it grows large."""
-        memo = self._utf8_targets
-        if memo is None or len(memo) >= 1 << 16:
-            memo = self._utf8_targets = {}
-        got = memo.get(state, -1)
-        if got == -1:
-            got = memo[state] = self.machine.utf8_target(state)
-        return got
-
     def _entering(self, state: int, t: int, first: np.ndarray, loop_key: bytes, multibyte: bool, length: int | None = None, loops: bool = False):
         """What both string shortcuts share: the tokens that enter t from `state` and stay on its
         loop bytes (and whole characters, with `multibyte`), at most `length` characters long,
@@ -334,7 +318,7 @@ class TokenMasker:
         counted string's chain), so the walk reads what comes back to t unseen too
         (`_live_loop_bits`). Returns (the packed mask so far, the first bytes walked, by_char)."""
         trie = self.trie
-        by_char = multibyte and t != state and self._utf8_target(state) == t
+        by_char = multibyte and t != state and self.machine.utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
         packed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
         if length is not None:
