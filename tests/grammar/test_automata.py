@@ -25,6 +25,7 @@ from strictgen.grammar.ir import (
     Spelled,
     Seq,
     alt,
+    children,
     intersect,
     lit,
     repeat,
@@ -330,7 +331,7 @@ def test_shared_nodes_are_the_nodes_met_twice(dag):
 
 
 def test_shared_nodes_walk_deep_and_wide_irs():
-    """A chain 100,000 deep (no recursion in C to overflow) and a node used 10,000 times."""
+    """Chains 100,000 deep (no recursion in C to overflow) and a node used 10,000 times."""
     from strictgen.grammar import automata
 
     automata.forget_kept_automata()
@@ -343,3 +344,52 @@ def test_shared_nodes_walk_deep_and_wide_irs():
     assert automata.shared_nodes([wide]) == {id(leaf)}
     twice = automata.shared_nodes([deep, deep])  # a root met twice: its children are met twice
     assert len(twice) == 2 and twice == reference_shared_nodes([deep, deep], lambda i: None)
+    assert automata._refers_to_no_rule(deep, {}) is True
+    refers = RuleRef("r")
+    for _ in range(100_000):
+        refers = Seq((lit("y"), refers))
+    known: dict[int, bool] = {}
+    assert automata._refers_to_no_rule(refers, known) is False
+    assert len(known) == 100_000 and not any(known.values())
+
+
+def reference_refers_to_no_rule(expr, known: dict[int, bool]) -> bool:
+    """automata._refers_to_no_rule's definition, as it was written in Python: a depth-first walk
+    that marks a composite node True once its children are, and on a rule reference (or a node
+    known False) marks every node on the way to it False and stops."""
+    if type(expr) is RuleRef:
+        return False
+    got = known.get(id(expr))
+    if got is not None:
+        return got
+    stack = [(expr, iter(children(expr)))]
+    while stack:
+        node, parts = stack[-1]
+        for part in parts:
+            if type(part) is RuleRef or known.get(id(part)) is False:
+                for above, _ in stack:
+                    known[id(above)] = False
+                return False
+            if id(part) not in known and children(part):
+                stack.append((part, iter(children(part))))
+                break
+        else:
+            known[id(node)] = True
+            stack.pop()
+    return True
+
+
+@SETTINGS
+@given(ir_dags(), st.data())
+def test_rule_freedom_is_its_definition_with_the_same_memo(dag, data):
+    """The C walk answers as the Python one and leaves the same entries, in the same order, in
+    the memo that later questions of the compile read (asked of several nodes in turn)."""
+    from strictgen.grammar import automata
+
+    roots, kept = dag
+    asked = data.draw(st.lists(st.sampled_from(roots + kept), min_size=1, max_size=5))
+    known_c: dict[int, bool] = {}
+    known_py: dict[int, bool] = {}
+    for node in asked:
+        assert automata._refers_to_no_rule(node, known_c) == reference_refers_to_no_rule(node, known_py)
+        assert list(known_c.items()) == list(known_py.items())
