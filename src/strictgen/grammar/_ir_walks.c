@@ -216,6 +216,13 @@ done:
     return out;
 }
 
+static int composite(PyObject *t, PyObject *const *types) {
+    for (int i = 0; i < NTYPES; i++)
+        if (t == types[i])
+            return 1;
+    return 0;
+}
+
 /* known.get(id(x)) as a borrowed Py_True / Py_False, or NULL when absent (0), or -1 with an exception */
 static int known_get(PyObject *known, PyObject *x, PyObject **out) {
     PyObject *key = PyLong_FromVoidPtr(x);
@@ -279,6 +286,8 @@ static PyObject *rule_free(PyObject *self, PyObject *args) {
             PyObject *part = kid(&f->k, f->next++), *pt = (PyObject *)Py_TYPE(part);
             if (pt == types[RULEREF] || pt == types[LAZY])
                 goto refers;
+            if (!composite(pt, types))
+                continue; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
             if (known_get(known, part, &got) < 0)
                 goto done;
             if (got == Py_False)
