@@ -18,9 +18,9 @@ import numpy as np
 from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
+from . import _ir_walks
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
-from . import _ir_walks
 from .build_memo import BuildMemo
 from .json_spelling import spell
 from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
