@@ -7,9 +7,14 @@ classes (`rule.horizon`); `add_rule` is a whole build inside a fill. Counts stat
 after minimising, and the fills' CPU in all. Runs on trees with or without
 `regular.minimal_with_splits` (minimising by Moore's rounds; before it, `regular.minimal`).
 With --no-minimise, rule DFAs are only trimmed (what skipping minimisation would cost and save:
-compare `compile_mask_walks.py` for masks and states).
+compare `compile_mask_walks.py` for masks and states). With --lowering, a rule's NFA is split
+further, each part timed without the parts inside it: `lower.pieces` (the automata of embedded
+pieces, products and spellings that the walk asks for, all their work inside), `lower.c` (the C
+lowering, `regular.lower`, of the rule's own program), `lower.key` (the rule's cache key and what
+it reaches), and `lower.walk`, the rest of `rule.build` but determinising: the Python walk that
+writes the program and asks for decisions.
 
-    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise]"""
+    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise] [--lowering]"""
 
 import argparse
 import sys
@@ -19,6 +24,7 @@ from collections import Counter
 import strictgen as sg
 import strictgen.compile.automaton as automaton
 import strictgen.compile.machine as machine
+import strictgen.grammar.automata as automata
 from strictgen import bench, regular
 
 SPENT: Counter = Counter()
@@ -43,6 +49,42 @@ def timed(owner, name: str, label: str) -> None:
             add(label, time.thread_time() - t0)
 
     setattr(owner, name, wrapper)
+
+
+OPEN: list[list[float]] = []  # the exclusive timers running: [time spent in the timers inside]
+
+
+def exclusive(owner, name: str, label: str) -> None:
+    """Time `owner.name` without the time of the exclusive timers inside it, and pass through
+    the calls made inside a `lower.pieces` one (a piece's automata are all its own)."""
+    inner = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        if OPEN and OPEN[-1][1] == "lower.pieces":
+            return inner(*args, **kwargs)
+        OPEN.append([0.0, label])
+        t0 = time.thread_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent = time.thread_time() - t0
+            inside = OPEN.pop()[0]
+            add(label, spent - inside)
+            if OPEN:
+                OPEN[-1][0] += spent
+
+    setattr(owner, name, wrapper)
+
+
+def patch_lowering() -> None:
+    """The parts of a rule build (see the docstring); determinising is timed apart already."""
+    exclusive(automaton, "_rule_dfa", "lower.walk")
+    exclusive(automaton, "_rule_key", "lower.key")
+    exclusive(automaton, "_reach", "lower.key")
+    exclusive(automata.NFABuilder, "embedded_dfa", "lower.pieces")
+    exclusive(automata.NFABuilder, "regular_dfa", "lower.pieces")
+    exclusive(automata.regular, "lower", "lower.c")
+    exclusive(automata.regular, "determinize", "lower.determinize")
 
 
 def patch_minimising(skip: bool) -> None:
@@ -84,7 +126,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--vocab", default="qwen")
     ap.add_argument("--no-minimise", action="store_true")
+    ap.add_argument("--lowering", action="store_true")
     args = ap.parse_args()
+    if args.lowering:
+        patch_lowering()
     patch_minimising(args.no_minimise)
     timed(automaton, "_rule_dfa", "rule.build")
     timed(machine, "_rule_part", "rule.tabling")

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import StrictgenError
-from strictgen.grammar.automata import Language, dfa_size, regular_dfa
+from strictgen.grammar.automata import Language, dfa_size, regular_dfa, table_key
 from strictgen.grammar.ir import (
     Alt,
     ByteSet,
@@ -22,8 +22,10 @@ from strictgen.grammar.ir import (
     Literal,
     Repeat,
     RuleRef,
+    Spelled,
     Seq,
     alt,
+    children,
     intersect,
     lit,
     repeat,
@@ -95,6 +97,29 @@ def _combine(children):
 
 exprs = st.recursive(leaves, _combine, max_leaves=8)
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def reference_table_key(dfa) -> tuple[bytes, bytes, bytes]:
+    """table_key's definition, byte by byte: each byte's column of the 256-wide table, the
+    distinct columns numbered in the order bytes first meet them."""
+    wide = dfa.table256()
+    n = dfa.num_states
+    rows = [wide[s * 1024 : (s + 1) * 1024] for s in range(n)]  # int32 cells
+    columns: dict[bytes, int] = {}
+    canonical = bytearray(256)
+    for b in range(256):
+        column = b"".join(row[4 * b : 4 * b + 4] for row in rows)
+        canonical[b] = columns.setdefault(column, len(columns))
+    return b"".join(columns), bytes(canonical), dfa.accepting()
+
+
+@SETTINGS
+@given(exprs, exprs)
+def test_table_keys_are_the_byte_by_byte_key_and_tell_tables_apart(one, other):
+    a, b = regular_dfa(one), regular_dfa(other)
+    assert table_key(a) == reference_table_key(a)
+    same_table = a.num_states == b.num_states and a.table256() == b.table256() and a.accepting() == b.accepting()
+    assert (table_key(a) == table_key(b)) == same_table
 
 
 @SETTINGS
@@ -237,3 +262,134 @@ def test_a_piece_is_kept_for_its_own_object_only():
     for w in WORDS:
         s = kept.step(0, w)
         assert (s >= 0 and kept.is_accepting(s)) == matches(piece, w), w
+
+
+def reference_shared_nodes(rules, kept) -> set[int]:
+    """shared_nodes' definition: a depth-first walk from the rules, a child met a second time
+    shared; a node whose kept entry holds it is not walked into."""
+    seen: set[int] = set()
+    shared: set[int] = set()
+    work = list(rules)
+    while work:
+        e = work.pop()
+        if isinstance(e, (Seq, Alt, Intersect)):
+            kids = e.items
+        elif isinstance(e, (Repeat, Spelled)):
+            kids = (e.item,)
+        elif isinstance(e, Difference):
+            kids = (e.base, e.minus)
+        else:
+            continue
+        got = kept(id(e))
+        if got is not None and got[1][0] is e:
+            continue
+        for child in kids:
+            if id(child) in seen:
+                shared.add(id(child))
+            else:
+                seen.add(id(child))
+                work.append(child)
+    return shared
+
+
+@st.composite
+def ir_dags(draw):
+    """Roots over a DAG of IR nodes: each node made of earlier ones (so pieces recur), some of
+    the composite ones kept as if an earlier compile had built them."""
+    nodes: list[Expr] = [lit("a"), lit("b"), ByteSet(((0x61, 0x62),)), RuleRef("r")]
+    for _ in range(draw(st.integers(1, 14))):
+        pick = st.integers(0, len(nodes) - 1).map(nodes.__getitem__)
+        kind = draw(st.sampled_from(["seq", "alt", "repeat", "intersect", "difference", "spelled"]))
+        if kind in ("seq", "alt", "intersect"):
+            items = tuple(draw(st.lists(pick, min_size=1, max_size=4)))
+            nodes.append({"seq": Seq, "alt": Alt, "intersect": Intersect}[kind](items))
+        elif kind == "repeat":
+            nodes.append(Repeat(draw(pick), draw(st.integers(0, 2)), draw(st.sampled_from([None, 3]))))
+        elif kind == "spelled":
+            nodes.append(Spelled(draw(pick)))
+        else:
+            nodes.append(Difference(draw(pick), draw(pick)))
+    roots = draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=4))
+    kept = draw(st.lists(st.sampled_from(nodes[4:]), max_size=3))
+    return roots, kept
+
+
+@SETTINGS
+@given(ir_dags())
+def test_shared_nodes_are_the_nodes_met_twice(dag):
+    from strictgen.grammar import automata
+
+    roots, kept = dag
+    automata.forget_kept_automata()
+    some_dfa = regular_dfa(lit("a"))
+    try:
+        for node in kept:
+            automata._pieces.put(id(node), some_dfa, (node,))
+        assert automata.shared_nodes(roots) == reference_shared_nodes(roots, automata._pieces.same_lookup())
+    finally:
+        automata.forget_kept_automata()
+
+
+def test_shared_nodes_walk_deep_and_wide_irs():
+    """Chains 100,000 deep (no recursion in C to overflow) and a node used 10,000 times."""
+    from strictgen.grammar import automata
+
+    automata.forget_kept_automata()
+    leaf = lit("x")
+    deep = leaf
+    for _ in range(100_000):
+        deep = Seq((deep, lit("y")))
+    wide = Alt(tuple(Seq((leaf, lit("z"))) for _ in range(10_000)))
+    assert automata.shared_nodes([deep]) == set()
+    assert automata.shared_nodes([wide]) == {id(leaf)}
+    twice = automata.shared_nodes([deep, deep])  # a root met twice: its children are met twice
+    assert len(twice) == 2 and twice == reference_shared_nodes([deep, deep], lambda i: None)
+    assert automata._refers_to_no_rule(deep, {}) is True
+    refers = RuleRef("r")
+    for _ in range(100_000):
+        refers = Seq((lit("y"), refers))
+    known: dict[int, bool] = {}
+    assert automata._refers_to_no_rule(refers, known) is False
+    assert len(known) == 100_000 and not any(known.values())
+
+
+def reference_refers_to_no_rule(expr, known: dict[int, bool]) -> bool:
+    """automata._refers_to_no_rule's definition, as it was written in Python: a depth-first walk
+    that marks a composite node True once its children are, and on a rule reference (or a node
+    known False) marks every node on the way to it False and stops."""
+    if type(expr) is RuleRef:
+        return False
+    got = known.get(id(expr))
+    if got is not None:
+        return got
+    stack = [(expr, iter(children(expr)))]
+    while stack:
+        node, parts = stack[-1]
+        for part in parts:
+            if type(part) is RuleRef or known.get(id(part)) is False:
+                for above, _ in stack:
+                    known[id(above)] = False
+                return False
+            if id(part) not in known and children(part):
+                stack.append((part, iter(children(part))))
+                break
+        else:
+            known[id(node)] = True
+            stack.pop()
+    return True
+
+
+@SETTINGS
+@given(ir_dags(), st.data())
+def test_rule_freedom_is_its_definition_with_the_same_memo(dag, data):
+    """The C walk answers as the Python one and leaves the same entries, in the same order, in
+    the memo that later questions of the compile read (asked of several nodes in turn)."""
+    from strictgen.grammar import automata
+
+    roots, kept = dag
+    asked = data.draw(st.lists(st.sampled_from(roots + kept), min_size=1, max_size=5))
+    known_c: dict[int, bool] = {}
+    known_py: dict[int, bool] = {}
+    for node in asked:
+        assert automata._refers_to_no_rule(node, known_c) == reference_refers_to_no_rule(node, known_py)
+        assert list(known_c.items()) == list(known_py.items())

@@ -18,6 +18,7 @@ import numpy as np
 from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
+from . import _ir_walks
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
 from .build_memo import BuildMemo
@@ -27,40 +28,17 @@ from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership question may visit
+_COMPOSITE_KINDS = (Seq, Alt, Intersect, Repeat, Spelled, Difference)  # the node types _ir_walks.c walks into, in its order
+_REFERENCE_KINDS = (*_COMPOSITE_KINDS, RuleRef, Lazy)  # and those that refer to rules
 
 
 def shared_nodes(rules) -> set[int]:
     """ids of composite expressions used in more than one place (the IR may be a DAG). Not inside
     the pieces whose automata an earlier compile kept (`_pieces`): the builder embeds those whole,
-    so what they share inside never matters (sharing only saves building). One loop without calls
-    but the cache's dict read (`children` inlined, leaves never queued): a schema's IR has tens of
-    thousands of nodes, and this walk was 6% of the bench's compile time."""
-    seen: set[int] = set()
-    shared: set[int] = set()
-    work: list[Expr] = list(rules)
-    kept = _pieces.same_lookup()
-    while work:
-        e = work.pop()
-        t = type(e)
-        if t is Seq or t is Alt or t is Intersect:
-            kids = e.items
-        elif t is Repeat or t is Spelled:
-            kids = (e.item,)
-        elif t is Difference:
-            kids = (e.base, e.minus)
-        else:
-            continue  # a leaf: no children
-        got = kept(id(e))
-        if got is not None and got[1][0] is e:
-            continue
-        for child in kids:
-            i = id(child)
-            if i in seen:
-                shared.add(i)
-            else:
-                seen.add(i)
-                work.append(child)
-    return shared
+    so what they share inside never matters (sharing only saves building). A walk of every node of
+    every rule, in C (`_ir_walks.c`): in Python it was ~0.4 µs a node, 5% of the bench's
+    compile time."""
+    return _ir_walks.shared(list(rules), _COMPOSITE_KINDS, _pieces.same_lookup())
 
 
 class NFABuilder:
@@ -430,9 +408,11 @@ class NFABuilder:
     def lowering_memo(self) -> LoweringMemo:
         return self._memo.lowering
 
-    def kept_piece(self, expr: Expr) -> regular.DFA | None:
-        """The automaton an earlier compile kept for this very piece, or None."""
-        return _pieces.get_same(expr)
+    def kept_lookup(self):
+        """The pieces an earlier compile kept, as a function of id(node) giving an entry
+        (dfa, (node,)) or None; the entry is this node's only where it holds that node
+        (`DfaCache.same_lookup`: one dict read, asked at every composite node of a walk)."""
+        return _pieces.same_lookup()
 
     def templated(self, key: tuple) -> bool:
         """Has this builder's compile made the template `key` (`_copy`) in Python?"""
@@ -460,31 +440,10 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
     """Is `expr` free of rule references and run-time calls (its language its value alone)?
     `known`: answers by composite node id so far, both ways: a node whose walk finds a reference
     is known False with every node on the way to it, so the pieces around a reference, asked one
-    after another as they are embedded, are not walked again. Iterative (an explicit stack), so
-    it adds no Python frames to the builder's recursion that asks it."""
-    if type(expr) is RuleRef or type(expr) is Lazy:
-        return False
-    got = known.get(id(expr))
-    if got is not None:
-        return got
-    stack = [(expr, iter(children(expr)))]
-    while stack:
-        node, parts = stack[-1]
-        for part in parts:
-            t = type(part)
-            if t is RuleRef or t is Lazy or known.get(id(part)) is False:
-                for above, _ in stack:
-                    known[id(above)] = False
-                return False
-            if id(part) not in known:
-                sub = children(part)
-                if sub:  # a composite not asked yet (leaves read bytes only)
-                    stack.append((part, iter(sub)))
-                    break
-        else:
-            known[id(node)] = True
-            stack.pop()
-    return True
+    after another as they are embedded, are not walked again. In C (`_ir_walks.c`, a walk with
+    its own stack, so no Python frames are added to the builder's recursion that asks it): in
+    Python it was ~1 µs a node, 1.5% of the bench's first-pass fill CPU."""
+    return _ir_walks.rule_free(expr, known, _REFERENCE_KINDS)
 
 
 # Rule-free pieces recur across compiles as the same objects: the front end's cached pieces
@@ -526,22 +485,17 @@ def spelled_dfa(raw: regular.DFA) -> regular.DFA:
 def table_key(dfa: regular.DFA) -> tuple[bytes, bytes, bytes]:
     """(columns, classmap, accepting) that stand for the 256-wide table and acceptance of a DFA
     without calls, whatever byte classes it was built with: bytes whose columns are equal share a
-    class, numbered as bytes first meet them, so equal tables give equal keys."""
+    class, numbered as bytes first meet them, so equal tables give equal keys. One slice of the
+    transposed table a class, not a numpy column a byte (the byte map is translated in C): that
+    loop was 2-3% of a median compile."""
     table, classmap = dfa.compact()
-    columns = np.frombuffer(table, dtype=np.int32).reshape(dfa.num_states, -1).T.copy()
-    found: dict[bytes, int] = {}
-    kept: list[bytes] = []
-    number: dict[int, int] = {}  # class -> canonical class
-    canonical = bytearray(256)
-    for b, c in enumerate(classmap):
-        got = number.get(c)
-        if got is None:
-            column = columns[c].tobytes()
-            got = number[c] = found.setdefault(column, len(found))
-            if got == len(kept):
-                kept.append(column)
-        canonical[b] = got
-    return b"".join(kept), bytes(canonical), dfa.accepting()
+    columns = np.frombuffer(table, dtype=np.int32).reshape(dfa.num_states, -1).T.tobytes()  # column by column
+    size = 4 * dfa.num_states
+    found: dict[bytes, int] = {}  # a column's bytes -> its canonical class, in the order met
+    canonical = bytearray(256)  # a class -> its canonical class
+    for c in dict.fromkeys(classmap):  # the classes in the order bytes first meet them
+        canonical[c] = found.setdefault(columns[c * size : (c + 1) * size], len(found))
+    return b"".join(found), classmap.translate(canonical), dfa.accepting()
 
 
 class Language:

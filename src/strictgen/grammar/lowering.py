@@ -79,6 +79,8 @@ class Program:
         self._fragments: dict[int, int] = {}  # shared node id -> offset of its program here
         self._templates: dict[tuple, int | None] = {}  # key -> offset of its program here; None: being written
         self._open: list[list] = []  # the templates being written: [offset, self-contained so far]
+        self._shared = builder.shared_ids  # ids of the nodes used in more than one place
+        self._kept = builder.kept_lookup()  # id -> (dfa, (node,)) of pieces an earlier compile kept: asked at every composite node
 
     def _ref(self, op: int, ident: int, at: int) -> None:
         """A reference to the program at `at`, written earlier: a template being written that
@@ -92,7 +94,7 @@ class Program:
         at = self._fragments.get(id(expr))
         if at is not None:
             self._ref(SHARED, self.memo.fragment_ids[id(expr)], at)
-        elif id(expr) in self.builder.shared_ids:
+        elif id(expr) in self._shared:
             ids = self.memo.fragment_ids
             head = len(self.ops)
             at = self._fragments[id(expr)] = head + 4
@@ -121,15 +123,15 @@ class Program:
             ops.extend(expr.data)
             return
         if t in _COMPOSITE_TYPES:
-            kept = builder.kept_piece(expr)
-            if kept is not None:
-                self._embed(kept)
+            kept = self._kept(id(expr))
+            if kept is not None and kept[1][0] is expr:
+                self._embed(kept[0])
                 return
         if t is Seq or t is Alt:
             ops.extend((SEQ if t is Seq else ALT, len(expr.items)))
-            shared = builder.shared_ids
+            shared, build, here = self._shared, self.build, self.build_here
             for item in expr.items:
-                (self.build if id(item) in shared else self.build_here)(item)
+                (build if id(item) in shared else here)(item)
         elif t is ByteSet:
             ops.extend((BYTES, len(expr.ranges)))
             for lo, hi in expr.ranges:
