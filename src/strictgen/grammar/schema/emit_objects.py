@@ -20,7 +20,7 @@ from ..automata import regular_dfa
 from ..ir import NOTHING, Expr, RuleRef, Seq, difference, intersect, literal_trie, seq
 from ..json_escapes import spelled_string
 from ..json_value import json_container, json_string
-from .counting import counting_language
+from .counting import MAX_DP_STATES, counting_language, suffix_body
 from .emit_strings import spelled
 from .ir import TRUE, ObjectConstraints
 from .key_sets import keep_called, key_set_object, submasks
@@ -153,6 +153,9 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
                                                   clauses_hold=clauses_hold if clauses else None,
                                                   clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned))))
 
+    if not (lo or hi is not None or exists or clauses) and 2 * (n + 1) <= MAX_DP_STATES:
+        return _named(em, distinct, seq(open_, em.ws, _members_in_order(em, slots, extras, close_first, close_more)))
+
     def trans(state):
         k, c, first, sat, present = state
         out = []
@@ -180,6 +183,35 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
         return (k, c, not first, bin(sat).count("1"))
 
     return _named(em, distinct, seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress)))
+
+
+def _members_in_order(em: SchemaEmitter, slots: list, extras: list, close_first: Expr, close_more: Expr) -> Expr:
+    """The members of an object without counts, presence clauses or existential members, in the
+    fixed order: the counting construction's language (emit_object's `trans` from state
+    (0, 0, True, 0, 0)), whose states are then only (slot k, no member yet?), so they are listed
+    from the last slot back instead of explored: the same moves and `suffix_body`, hence the same
+    expression, without the exploration's tuples and calls (most objects of real schemas are these).
+    (k, True) is reached only while every slot before k is optional, (k, False) only after a member."""
+    n, comma = len(slots), em.comma
+    firsts = next((k for k, (_, req, _) in enumerate(slots) if req), n)  # slots (k, True) reaches: k <= firsts
+    exprs: dict = {}
+    for first in (False, True):
+        if first and firsts < n:
+            continue
+        state = (n, first)
+        moves = [(m if first else Seq((comma, m)), (n, False)) for m, _ in extras]
+        exprs[state] = suffix_body(state, moves, close_first if first else close_more, exprs)
+    for k in range(n - 1, -1, -1):
+        variants, req, _ = slots[k]
+        for first in (False, True):
+            if (first and k > firsts) or (not first and k == 0):
+                continue
+            state = (k, first)
+            moves = [(m if first else Seq((comma, m)), (k + 1, False)) for m, _ in variants]
+            if not req:
+                moves.append((None, (k + 1, first)))
+            exprs[state] = suffix_body(state, moves, None, exprs)
+    return exprs[(0, True)]
 
 
 def _named(em: SchemaEmitter, distinct: bool, body: Expr) -> Expr:
