@@ -74,11 +74,12 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
             continue
         key = spelled_string(k)
         variants = [(seq(key, em.colon, em.ref(vf)), 0)]
-        applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
-        for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
-            f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
-            if not em.is_empty(f):
-                variants.append((seq(key, em.colon, em.ref(f)), mask))
+        if exists:
+            applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
+            for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
+                f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
+                if not em.is_empty(f):
+                    variants.append((seq(key, em.colon, em.ref(f)), mask))
         slots.append((variants, k in o.required, k))
     extras = _additional(em, o, names, exists)
     open_, close_more, close_first = em.open_close("{", "}")
@@ -97,6 +98,8 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
         # ones can be compiled once and called (see schema.rule_sizes.call_big_rules)
         slots = [([(em.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
         extras = [(em.rule_of(m), b) for m, b in extras]
+    elif 2 * (n + 1) <= MAX_DP_STATES:  # no counts, presence clauses or existential members, in the fixed order
+        return _named(em, distinct, seq(open_, em.ws, _members_in_order(em, slots, extras, close_first, close_more)))
     slot_keys = {sl[2] for sl in slots}
     take_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], True) in cl) for sl in slots]
     skip_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], False) in cl) for sl in slots]
@@ -152,9 +155,6 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
                                                   lo=lo, hi=hi, extras=bool(extras), pieces=pieces, exact=not exists,
                                                   clauses_hold=clauses_hold if clauses else None,
                                                   clause_members=sum(1 << j for j in range(n) if slots[j][2] in mentioned))))
-
-    if not (lo or hi is not None or exists or clauses) and 2 * (n + 1) <= MAX_DP_STATES:
-        return _named(em, distinct, seq(open_, em.ws, _members_in_order(em, slots, extras, close_first, close_more)))
 
     def trans(state):
         k, c, first, sat, present = state
@@ -276,12 +276,11 @@ def _refuse_undoable_exists(em: SchemaEmitter, o: ObjectConstraints, exists: lis
     only for such a member: most objects have none, and the trie was ~a quarter of emit_object
     on objects with many properties.)"""
     normalized, named = em.normalized, None
-    regions = key_regions(normalized, o)
     for e in exists:
         if e.kind == "name" or e.schema is TRUE:
             continue
-        if named is None:
-            named = literal_trie(names)
+        if named is None:  # (emit_object asked key_regions already: asking again refuses nothing new)
+            named, regions = literal_trie(names), key_regions(normalized, o)
         keys = difference(key_set(e), named)
         if any(
             not em.is_empty(normalized.and_(vf, e.schema))
@@ -302,11 +301,12 @@ def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exist
     """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
     normalized = em.normalized
     members: list[tuple[Expr, int]] = []
-    named = literal_trie(names)
+    named = None  # the listed names' trie, built when a region needs it (none do under additionalProperties: false)
     for vf, keys in key_regions(em.normalized, o):
         if keys is None and not names:
             key_expr = json_string()
         else:
+            named = literal_trie(names) if named is None else named
             key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
         members.append((seq(key_expr, em.colon, em.ref(vf)), 0))
         for sub in submasks((1 << len(exists)) - 1, nonempty=True):
@@ -315,6 +315,7 @@ def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exist
             if em.is_empty(f):
                 continue
             lang = intersect(keys if keys is not None else ANY_STRING, *(key_set(e) for e in chosen))
+            named = literal_trie(names) if named is None else named
             key_expr = json_string(spelled(difference(lang, named)))
             members.append((seq(key_expr, em.colon, em.ref(f)), sub))
     return members
