@@ -2,7 +2,8 @@
 
     python scripts/schema_grammar_digest.py --save before.jsonl      # on the tree before a change
     python scripts/schema_grammar_digest.py --compare before.jsonl   # after it: lists every difference
-    (--step N --offset K: every Nth maskbench-dev schema from the Kth; --only TEXT: names containing TEXT)
+    (--step N --offset K: every Nth maskbench-dev schema from the Kth; --only TEXT: names containing TEXT;
+     --names FILE: only the maskbench-dev schemas FILE names, comma- or line-separated, every one)
     python scripts/schema_grammar_digest.py --cpu --step 4              # front-end CPU seconds instead
 
 For each schema of the JSON-Schema-Test-Suite (draft 2020-12, its remotes as documents=), of
@@ -164,8 +165,13 @@ def outcome(schema, options: dict, limit_s: float) -> str:
 def selected(args: argparse.Namespace):
     """The corpus schemas --only, --step and --offset select."""
     seen = 0
+    names = set(Path(args.names).read_text().replace(",", "\n").split()) if args.names else None
     for name, schema, extra in corpus():
         if args.only not in name:
+            continue
+        if names is not None:
+            if name.startswith("maskbench-dev/") and name.removeprefix("maskbench-dev/").removesuffix(".json") in names:
+                yield name, schema, extra
             continue
         if name.startswith("maskbench-dev/"):
             seen += 1
@@ -198,6 +204,7 @@ def main() -> int:
     ap.add_argument("--compare")
     ap.add_argument("--limit-s", type=float, default=20.0)
     ap.add_argument("--only", default="", help="names containing this text")
+    ap.add_argument("--names", help="a file naming the maskbench-dev schemas to take (and nothing else)")
     ap.add_argument("--step", type=int, default=1, help="every Nth maskbench-dev schema")
     ap.add_argument("--offset", type=int, default=0, help="... from this one")
     ap.add_argument("--cpu", action="store_true", help="front-end CPU seconds of maskbench-dev and bench, no digest")

@@ -198,15 +198,19 @@ def lit(text: str | bytes) -> Literal:
 def seq(*items: Expr) -> Expr:
     flat: list[Expr] = []
     for item in items:
-        if isinstance(item, Seq):
+        t = type(item)
+        if t is Seq:
             flat.extend(item.items)
-        elif isinstance(item, Alt) and not item.items:
+        elif t is Literal:
+            if item.data:
+                flat.append(item)
+        elif t is Alt and not item.items:
             return NOTHING
-        elif not (isinstance(item, Literal) and not item.data):
+        else:
             flat.append(item)
     merged: list[Expr] = []
     for item in flat:  # join adjacent literals
-        if merged and isinstance(item, Literal) and isinstance(merged[-1], Literal):
+        if merged and type(item) is Literal and type(merged[-1]) is Literal:
             merged[-1] = Literal(merged[-1].data + item.data)
         else:
             merged.append(item)

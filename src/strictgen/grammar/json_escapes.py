@@ -166,8 +166,14 @@ def spelled_text(text: str, escapes: str = "all") -> Expr:
 
 
 def spelled_string(text: str) -> Expr:
-    """The quoted JSON string `text` in every spelling."""
-    return seq(lit('"'), spelled_text(text), lit('"'))
+    """The quoted JSON string `text` in every spelling. (A body that is a Seq of escape choices
+    is what `seq` would write between the quotes, built without its loops: seq's output has no
+    nested Seq and no adjacent literals, and no literal at either end joins a quote. Every
+    object key of a schema is spelled here.)"""
+    body = spelled_text(text)
+    if type(body) is Seq and body.items and type(body.items[0]) is not Literal and type(body.items[-1]) is not Literal:
+        return Seq((Literal(b'"'), *body.items, Literal(b'"')))
+    return seq(lit('"'), body, lit('"'))
 
 
 def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:

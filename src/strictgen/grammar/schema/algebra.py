@@ -463,15 +463,26 @@ def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> boo
 
 
 def dnfs_disjoint(alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int, context: Conjunct | None = None) -> bool:
-    """No value in both DNFs (and in the context conjunct, when given)."""
-    for x in a:
-        for y in b:
+    """No value in both DNFs (and in the context conjunct, when given). Each conjunct is met
+    with the context once, when first needed (the same meets, in the same order, as one per
+    pair: a pair's proof then asks the same objects, whose value formulas are kept by identity)."""
+    met: dict[tuple[int, int], Conjunct | None] = {}
+
+    def in_context(side: int, i: int, c: Conjunct) -> Conjunct | None:
+        got = met.get((side, i), met)
+        if got is met:
+            got = met[side, i] = conjunct_meet(context, c, alg)
+        return got
+
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
             if context is not None and x.values is None and y.values is None:
-                x2, y2 = conjunct_meet(context, x, alg), conjunct_meet(context, y, alg)
+                x2, y2 = in_context(0, i, x), in_context(1, j, y)
                 if x2 is None or y2 is None:
                     continue
-                x, y = x2, y2
-            if not _conj_disjoint(alg, x, y, f, g, depth):
+                if not _conj_disjoint(alg, x2, y2, f, g, depth):
+                    return False
+            elif not _conj_disjoint(alg, x, y, f, g, depth):
                 return False
     return True
 
@@ -523,7 +534,7 @@ def _arr_disjoint(alg: FormulaAlgebra, a: ArrayConstraints, b: ArrayConstraints,
 
 
 def _obj_disjoint(alg: FormulaAlgebra, a: ObjectConstraints, b: ObjectConstraints, depth: int) -> bool:
-    if a.meet(b) is None:
+    if not a.meets(b):
         return True
     # a member required on one side must exist in a common instance: its value must satisfy
     # the schemas both sides give that key

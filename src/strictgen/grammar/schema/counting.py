@@ -11,7 +11,7 @@ from strictgen.errors import GrammarTooLargeError
 
 from ..ir import NOTHING, Alt, Expr, Repeat, Seq, alt
 
-__all__ = ["MAX_DP_STATES", "counting_language"]
+__all__ = ["MAX_DP_STATES", "counting_language", "suffix_body"]
 
 MAX_DP_STATES = 20_000  # states of one array/object counting construction
 
@@ -39,21 +39,29 @@ def counting_language(start, trans, closing, progress) -> Expr:
                     raise GrammarTooLargeError(f"array/object constraints need more than {MAX_DP_STATES} states")
     exprs: dict = {}
     for s in sorted(order, key=progress, reverse=True):
-        loops = []
-        exits: list[Expr] = []
-        for item, t in edges[s]:
-            if t == s:
-                loops.append(item)
-                continue
-            nxt = exprs[t]
-            if nxt is NOTHING or nxt == NOTHING:
-                continue
-            exits.append(nxt if item is None else Seq((item, nxt)))
-        c = closing(s)
-        if c is not None:
-            exits.append(c)
-        body: Expr = exits[0] if len(exits) == 1 else Alt(tuple(exits))
-        if loops and exits:
-            body = Seq((Repeat(alt(*loops), 0, None), body))
-        exprs[s] = body
+        exprs[s] = suffix_body(s, edges[s], closing(s), exprs)
     return exprs[start]
+
+
+def suffix_body(state, moves, close, exprs: dict) -> Expr:
+    """The suffix language of `state` of a counting construction: its `moves` ((item, next state),
+    item None for a silent move; a self-loop becomes a Repeat), the text `close` that may end it
+    there (None: it may not), and `exprs`, the suffix languages of the other states it moves to.
+    counting_language's step, and that of a construction whose states are known without exploring
+    them (schema.emit_objects' members in the fixed order), so both write the same expression."""
+    loops = []
+    exits: list[Expr] = []
+    for item, t in moves:
+        if t == state:
+            loops.append(item)
+            continue
+        nxt = exprs[t]
+        if nxt is NOTHING or nxt == NOTHING:
+            continue
+        exits.append(nxt if item is None else Seq((item, nxt)))
+    if close is not None:
+        exits.append(close)
+    body: Expr = exits[0] if len(exits) == 1 else Alt(tuple(exits))
+    if loops and exits:
+        body = Seq((Repeat(alt(*loops), 0, None), body))
+    return body

@@ -20,7 +20,7 @@ from ..automata import regular_dfa
 from ..ir import NOTHING, Expr, RuleRef, Seq, difference, intersect, literal_trie, seq
 from ..json_escapes import spelled_string
 from ..json_value import json_container, json_string
-from .counting import counting_language
+from .counting import MAX_DP_STATES, counting_language, suffix_body
 from .emit_strings import spelled
 from .ir import TRUE, ObjectConstraints
 from .key_sets import keep_called, key_set_object, submasks
@@ -74,11 +74,12 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
             continue
         key = spelled_string(k)
         variants = [(seq(key, em.colon, em.ref(vf)), 0)]
-        applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
-        for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
-            f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
-            if not em.is_empty(f):
-                variants.append((seq(key, em.colon, em.ref(f)), mask))
+        if exists:
+            applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
+            for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
+                f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
+                if not em.is_empty(f):
+                    variants.append((seq(key, em.colon, em.ref(f)), mask))
         slots.append((variants, k in o.required, k))
     extras = _additional(em, o, names, exists)
     open_, close_more, close_first = em.open_close("{", "}")
@@ -97,6 +98,8 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
         # ones can be compiled once and called (see schema.rule_sizes.call_big_rules)
         slots = [([(em.rule_of(m), b) for m, b in variants], req, k) for variants, req, k in slots]
         extras = [(em.rule_of(m), b) for m, b in extras]
+    elif 2 * (n + 1) <= MAX_DP_STATES:  # no counts, presence clauses or existential members, in the fixed order
+        return _named(em, distinct, seq(open_, em.ws, _members_in_order(em, slots, extras, close_first, close_more)))
     slot_keys = {sl[2] for sl in slots}
     take_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], True) in cl) for sl in slots]
     skip_sat = [sum(1 << i for i, cl in enumerate(clauses) if (sl[2], False) in cl) for sl in slots]
@@ -182,6 +185,35 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
     return _named(em, distinct, seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress)))
 
 
+def _members_in_order(em: SchemaEmitter, slots: list, extras: list, close_first: Expr, close_more: Expr) -> Expr:
+    """The members of an object without counts, presence clauses or existential members, in the
+    fixed order: the counting construction's language (emit_object's `trans` from state
+    (0, 0, True, 0, 0)), whose states are then only (slot k, no member yet?), so they are listed
+    from the last slot back instead of explored: the same moves and `suffix_body`, hence the same
+    expression, without the exploration's tuples and calls (most objects of real schemas are these).
+    (k, True) is reached only while every slot before k is optional, (k, False) only after a member."""
+    n, comma = len(slots), em.comma
+    firsts = next((k for k, (_, req, _) in enumerate(slots) if req), n)  # slots (k, True) reaches: k <= firsts
+    exprs: dict = {}
+    for first in (False, True):
+        if first and firsts < n:
+            continue
+        state = (n, first)
+        moves = [(m if first else Seq((comma, m)), (n, False)) for m, _ in extras]
+        exprs[state] = suffix_body(state, moves, close_first if first else close_more, exprs)
+    for k in range(n - 1, -1, -1):
+        variants, req, _ = slots[k]
+        for first in (False, True):
+            if (first and k > firsts) or (not first and k == 0):
+                continue
+            state = (k, first)
+            moves = [(m if first else Seq((comma, m)), (k + 1, False)) for m, _ in variants]
+            if not req:
+                moves.append((None, (k + 1, first)))
+            exprs[state] = suffix_body(state, moves, None, exprs)
+    return exprs[(0, True)]
+
+
 def _named(em: SchemaEmitter, distinct: bool, body: Expr) -> Expr:
     """The object `body`, as a called rule the matcher keeps the names of distinct in when
     `distinct` (compile/distinct_names.py), else as it is."""
@@ -244,12 +276,11 @@ def _refuse_undoable_exists(em: SchemaEmitter, o: ObjectConstraints, exists: lis
     only for such a member: most objects have none, and the trie was ~a quarter of emit_object
     on objects with many properties.)"""
     normalized, named = em.normalized, None
-    regions = key_regions(normalized, o)
     for e in exists:
         if e.kind == "name" or e.schema is TRUE:
             continue
-        if named is None:
-            named = literal_trie(names)
+        if named is None:  # (emit_object asked key_regions already: asking again refuses nothing new)
+            named, regions = literal_trie(names), key_regions(normalized, o)
         keys = difference(key_set(e), named)
         if any(
             not em.is_empty(normalized.and_(vf, e.schema))
@@ -270,11 +301,12 @@ def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exist
     """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
     normalized = em.normalized
     members: list[tuple[Expr, int]] = []
-    named = literal_trie(names)
+    named = None  # the listed names' trie, built when a region needs it (none do under additionalProperties: false)
     for vf, keys in key_regions(em.normalized, o):
         if keys is None and not names:
             key_expr = json_string()
         else:
+            named = literal_trie(names) if named is None else named
             key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))
         members.append((seq(key_expr, em.colon, em.ref(vf)), 0))
         for sub in submasks((1 << len(exists)) - 1, nonempty=True):
@@ -283,6 +315,7 @@ def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exist
             if em.is_empty(f):
                 continue
             lang = intersect(keys if keys is not None else ANY_STRING, *(key_set(e) for e in chosen))
+            named = literal_trie(names) if named is None else named
             key_expr = json_string(spelled(difference(lang, named)))
             members.append((seq(key_expr, em.colon, em.ref(f)), sub))
     return members

@@ -347,6 +347,15 @@ class KeyRule:
     pointer: str = field(default="", compare=False)
     atoms: tuple = ()
 
+    def __hash__(self) -> int:
+        """The dataclass hash (of the compared fields, in order), computed once: objects' rule
+        tuples are deduplicated at every meet, and oneOf's disjointness proofs meet thousands."""
+        got = self.__dict__.get("_hash")
+        if got is None:
+            got = hash((self.kind, self.schema, self.name, self.pattern, self.names, self.patterns, self.evaluates, self.atoms))
+            object.__setattr__(self, "_hash", got)
+        return got
+
 
 @dataclass(frozen=True)
 class ObjectConstraints:
@@ -361,9 +370,8 @@ class ObjectConstraints:
     where: tuple = field(default=(), compare=False)
 
     def meet(self, o: "ObjectConstraints") -> "ObjectConstraints | None":
-        lo = max(self.min, o.min)
-        hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
-        if hi is not None and lo > hi:
+        lo, hi, required = self._common(o)
+        if not self._admits(o, lo, hi, required):
             return None
         if self.key_atoms is None:
             keys = o.key_atoms
@@ -373,15 +381,8 @@ class ObjectConstraints:
             keys = str_meet(self.key_atoms, o.key_atoms)
             if keys is None:
                 keys = (AmongStrings(frozenset()),)
-        required = self.required | o.required
-        rules = tuple(dict.fromkeys(self.rules + o.rules))
-        if hi is not None and len(required) > hi:
-            return None
-        for r in rules:  # a required member whose name is forbidden
-            if r.kind == "name" and r.schema is FALSE and r.name in required:
-                return None
         return ObjectConstraints(
-            rules,
+            tuple(dict.fromkeys(self.rules + o.rules)),
             required,
             lo,
             hi,
@@ -391,6 +392,22 @@ class ObjectConstraints:
             tuple(dict.fromkeys(self.clauses + o.clauses)),
             self.where + o.where,
         )
+
+    def meets(self, o: "ObjectConstraints") -> bool:
+        """Is `meet` an object (not None)? Its tests without building it: oneOf's disjointness
+        proofs ask this of thousands of pairs."""
+        return self._admits(o, *self._common(o))
+
+    def _common(self, o: "ObjectConstraints") -> tuple[int, int | None, frozenset]:
+        """The member count bounds and the required names of the meet."""
+        hi = self.max if o.max is None else (o.max if self.max is None else min(self.max, o.max))
+        return max(self.min, o.min), hi, self.required | o.required
+
+    def _admits(self, o: "ObjectConstraints", lo: int, hi: int | None, required: frozenset) -> bool:
+        if hi is not None and (lo > hi or len(required) > hi):
+            return False
+        # a required member whose name is forbidden
+        return not any(r.kind == "name" and r.schema is FALSE and r.name in required for r in self.rules + o.rules)
 
     @property
     def trivial(self) -> bool:

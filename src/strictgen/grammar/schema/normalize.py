@@ -75,6 +75,10 @@ _NO_CONTENT = frozenset(
     "title description default examples example $comment deprecated readOnly writeOnly".split()
 )
 
+# json.dumps(kept, ensure_ascii=False, separators=(",", ":")) without a new encoder each call
+# (content() writes one text per subschema object: a tenth of its time was the encoder's set-up)
+_CONTENT_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
 
 class SchemaSource:
     """The raw schema documents of one compile and how they read: the root and the `documents=`,
@@ -182,7 +186,7 @@ class SchemaSource:
         if got is None:
             try:
                 kept = {k: v for k, v in schema.items() if k not in _NO_CONTENT}
-                got = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+                got = _CONTENT_TEXT.encode(kept)
             except (TypeError, ValueError):
                 got = f"id:{id(schema)}"
             self._contents[id(schema)] = got

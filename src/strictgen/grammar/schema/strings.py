@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 
+from strictgen import regular
 from strictgen.errors import CompileTimeoutError, StrictgenError
 
-from ..automata import Language
+from ..automata import MAX_SEARCH_STATES, Language
 from ..ir import (
     MAX_CODEPOINT,
     NOTHING,
+    Alt,
     ByteSet,
     CharSet,
     Expr,
@@ -104,24 +106,65 @@ class StringLanguages:
     def key_cells(self, patterns: list[str], limit: int) -> list[int] | None:
         """The masks of the pattern combinations that some key matches exactly (None: more than
         `limit`): the key space is split pattern by pattern, and empty cells are dropped, so
-        patterns that rarely overlap (anchored names, prefixes) cost one cell each, not 2**n."""
+        patterns that rarely overlap (anchored names, prefixes) cost one cell each, not 2**n.
+        A cell is the conjunction of its patterns, each in or out (`_CellQuestions`: each
+        pattern lowered once, not once per cell and per pattern after it)."""
         key = tuple(patterns)
         if key in self._cells:
             return self._cells[key]
-        cells: list[tuple[int, Expr]] = [(0, ANY_STRING)]
+        cells: list[tuple[int, tuple[tuple[int, bool], ...]]] = [(0, ())]
         self._cells[key] = None
+        questions = _CellQuestions()
         for i, p in enumerate(patterns):
-            lang = pattern_language(p)
+            questions.add(pattern_language(p))
             cells = [
-                (mask | bit << i, part)
-                for mask, cell in cells
-                for bit, part in ((1, intersect(cell, lang)), (0, difference(cell, lang)))
-                if not self.raw_is_empty(part)
+                (mask | bit << i, signs + ((i, bool(bit)),))
+                for mask, signs in cells
+                for bit in (1, 0)
+                if not questions.is_empty(signs + ((i, bool(bit)),))
             ]
             if len(cells) > limit:
                 return None
         got = self._cells[key] = sorted(mask for mask, _ in cells)
         return got
+
+
+class _CellQuestions:
+    """Is a cell of key patterns empty: the keys (any string) inside some patterns and outside
+    others. The regular core's view of each pattern is made once and asked in every cell (as
+    `Language` asks an intersection: the positive patterns' operands and the negated ones'
+    languages searched together), where `raw_is_empty` on the cell's expression lowered every
+    pattern of it again for each question (a quarter of the slowest compiles' front end). A
+    pattern the core cannot take (too big) makes its cells undecided, counted not empty, as
+    raw_is_empty counts them."""
+
+    def __init__(self):
+        self.operands: list[tuple[list, list] | None] = []  # per pattern: (operands inside, operands outside)
+        self.every_string = Language(ANY_STRING).operands
+
+    def add(self, lang: Expr) -> None:
+        try:
+            inside = Language(lang).operands
+            outside = [(lazy, not positive) for lazy, positive in Language(Alt((lang,))).operands]  # the whole language, negated
+            self.operands.append((inside, outside))
+        except CompileTimeoutError:
+            raise
+        except StrictgenError:
+            self.operands.append(None)
+
+    def is_empty(self, signs: tuple[tuple[int, bool], ...]) -> bool:
+        asked = list(self.every_string)
+        for i, inside in signs:
+            parts = self.operands[i]
+            if parts is None:
+                return False
+            asked += parts[0] if inside else parts[1]
+        try:
+            return regular.find_member(asked, MAX_SEARCH_STATES) is None
+        except CompileTimeoutError:
+            raise
+        except StrictgenError:
+            return False
 
 
 def pattern_region(patterns: list[str], mask: int) -> Expr:

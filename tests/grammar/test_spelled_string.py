@@ -1,0 +1,19 @@
+"""json_escapes.spelled_string builds the quoted key without `seq`'s loops where the body is a Seq
+of escape choices: the expression must be the one `seq` writes, for any text (hypothesis: ASCII,
+characters JSON must escape, multi-byte and astral characters)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strictgen.grammar.ir import lit, seq
+from strictgen.grammar.json_escapes import spelled_string, spelled_text
+
+TEXTS = st.text(st.sampled_from(list('ab"\\/\n\x00\x1féß日😀 ~')), max_size=12) | st.text(max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXTS)
+def test_spelled_string_is_the_quoted_seq(text):
+    assert spelled_string(text) == seq(lit('"'), spelled_text(text), lit('"'))
