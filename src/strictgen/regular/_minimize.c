@@ -72,6 +72,13 @@ static void partition_free(Partition *p) {
     free(p->lcount), free(p->lstart), free(p->cur), free(p->used), free(p->lsrc), free(p->snap);
 }
 
+/* Whether the 8 entries from t are all -1 (missing edges): one AND tells, where a branch on each
+ * entry (most are -1, the rest anywhere) was mispredicted often enough to cost a quarter of the
+ * set-up. */
+static inline int eight_missing(const int32_t *t) {
+    return (t[0] & t[1] & t[2] & t[3] & t[4] & t[5] & t[6] & t[7]) < 0;
+}
+
 /* The initial blocks (accepting, the callees called), numbered in order of first appearance,
  * and the in-edges. -1 (with MemoryError) when out of memory. */
 static int partition_init(Partition *p, const DFA *d) {
@@ -129,8 +136,16 @@ static int partition_init(Partition *p, const DFA *d) {
         int32_t b = p->blk[s];
         p->elems[p->bend[b]] = s, p->loc[s] = p->bend[b]++;
     }
-    Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < (Py_ssize_t)n * k; i++)
+    Py_ssize_t total = 0, cells = (Py_ssize_t)n * k, i = 0;
+    for (; i + 8 <= cells; i += 8) {
+        const int32_t *t = d->table + i;
+        if (eight_missing(t))
+            continue;
+        for (int j = 0; j < 8; j++)
+            if (t[j] >= 0)
+                p->istart[t[j] + 1]++, total++;
+    }
+    for (; i < cells; i++)
         if (d->table[i] >= 0)
             p->istart[d->table[i] + 1]++, total++;
     for (Py_ssize_t j = 0; j < ncalls; j++)
@@ -151,7 +166,15 @@ static int partition_init(Partition *p, const DFA *d) {
     memcpy(fill, p->istart, sizeof(int32_t) * (size_t)n);
     for (int32_t s = 0; s < n; s++) {
         const int32_t *row = d->table + (Py_ssize_t)s * k;
-        for (int32_t c = 0; c < k; c++)
+        int32_t c = 0;
+        for (; c + 8 <= k; c += 8) {
+            if (eight_missing(row + c))
+                continue;
+            for (int32_t j = c; j < c + 8; j++)
+                if (row[j] >= 0)
+                    p->isrc[fill[row[j]]] = s, p->iletter[fill[row[j]]++] = j;
+        }
+        for (; c < k; c++)
             if (row[c] >= 0)
                 p->isrc[fill[row[c]]] = s, p->iletter[fill[row[c]]++] = c;
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
