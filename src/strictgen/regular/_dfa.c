@@ -160,9 +160,14 @@ static int row_runs(const DFA *d, int32_t **start_out, Vec *targets) {
             return -1;
         }
         int32_t *at = targets->data + targets->len;
-        for (int32_t c = 0, prev = -1; c < k; c++)
+        for (int32_t c = 0, prev = -1; c < k; c++) {
+            if (prev < 0 && c + 8 <= k && eight_missing(row + c)) {
+                c += 7;
+                continue;
+            }
             if (row[c] != prev && (prev = row[c]) >= 0)
                 *at++ = prev;
+        }
         targets->len = at - targets->data;
     }
     start[n] = (int32_t)targets->len;

@@ -72,13 +72,6 @@ static void partition_free(Partition *p) {
     free(p->lcount), free(p->lstart), free(p->cur), free(p->used), free(p->lsrc), free(p->snap);
 }
 
-/* Whether the 8 entries from t are all -1 (missing edges): one AND tells, where a branch on each
- * entry (most are -1, the rest anywhere) was mispredicted often enough to cost a quarter of the
- * set-up. */
-static inline int eight_missing(const int32_t *t) {
-    return (t[0] & t[1] & t[2] & t[3] & t[4] & t[5] & t[6] & t[7]) < 0;
-}
-
 /* The initial blocks (accepting, the callees called), numbered in order of first appearance,
  * and the in-edges. -1 (with MemoryError) when out of memory. */
 static int partition_init(Partition *p, const DFA *d) {
