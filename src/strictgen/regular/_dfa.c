@@ -125,9 +125,14 @@ DFA *dfa_subset(const DFA *d, const int32_t *kept, int32_t m, const int32_t *new
     Py_ssize_t at = 0;
     for (int32_t i = 0; i < m; i++) {
         int32_t s = kept[i];
+        const int32_t *row = d->table + (Py_ssize_t)s * d->k;
+        int32_t *to = out->table + (Py_ssize_t)i * d->k;
         for (int32_t c = 0; c < d->k; c++) {
-            int32_t t = d->table[(Py_ssize_t)s * d->k + c];
-            out->table[(Py_ssize_t)i * d->k + c] = t >= 0 ? new_id[t] : -1;
+            if (c + 8 <= d->k && eight_missing(row + c)) {
+                memcpy(to + c, row + c, 8 * sizeof(int32_t)), c += 7;
+                continue;
+            }
+            to[c] = row[c] >= 0 ? new_id[row[c]] : -1;
         }
         out->acc[i] = d->acc[s];
         out->call_start[i] = (int32_t)at;
