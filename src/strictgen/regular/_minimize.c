@@ -104,9 +104,14 @@ static int partition_init(Partition *p, const DFA *d) {
         if (callee_letter[d->call_callee[j]] < 0)
             callee_letter[d->call_callee[j]] = letters++;
     p->letters = letters;
+    int32_t plain[2] = {-1, -1}; /* the block of (not) accepting states without calls: most states */
     for (int32_t s = 0; s < n; s++) { /* the key: accepting flag then the callees (sorted) */
         int added;
         Py_ssize_t a = d->call_start[s], b = d->call_start[s + 1];
+        if (a == b && d->acc[s] <= 1 && plain[d->acc[s]] >= 0) {
+            p->blk[s] = plain[d->acc[s]];
+            continue;
+        }
         keybuf.len = 0;
         if (vec_reserve(&keybuf, 1 + (b - a)) < 0)
             goto done;
@@ -115,6 +120,8 @@ static int partition_init(Partition *p, const DFA *d) {
             keybuf.data[keybuf.len++] = d->call_callee[j];
         if ((p->blk[s] = intern(&keys, keybuf.data, keybuf.len, -1, &added)) < 0)
             goto done;
+        if (a == b && d->acc[s] <= 1)
+            plain[d->acc[s]] = p->blk[s];
     }
     int32_t nblocks = p->nblocks = (int32_t)keys.start.len;
     for (int32_t b = 0; b < nblocks; b++) /* counting sort of the states by block */
