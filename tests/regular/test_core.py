@@ -327,3 +327,24 @@ def test_empty_languages():
     assert regular.find_member([(regular.lazy(nfa, s, f), True)]) is None
     assert regular.find_member([(regular.lazy(nfa, s, f), False)]) == b""
     assert regular.minimal(dfa).num_states == 1
+
+
+@FAST
+@given(nfas(max_states=6, calls=True), st.lists(st.binary(max_size=6), max_size=6))
+def test_a_lazy_determinised_twice_or_after_use_gives_the_same_dfa(ref, words):
+    """Determinising hands the rows made in subset order to the DFA as its table (no copy); the
+    Lazy makes them again when asked after (the same DFA), and a Lazy whose rows were made out of
+    order (asked before: its subsets are numbered as met) copies them (the same minimal DFA)."""
+    def table(d):
+        return d.num_states, d.compact(), d.accepting(), d.call_arrays()
+
+    fresh = regular.lazy(ref.core(), 0, ref.n - 1)
+    first = fresh.determinize()
+    assert [fresh.accepts(w) for w in words] == [dfa_accepts(first, w) for w in words] == [accepts(ref, w) for w in words]
+    assert table(fresh.determinize()) == table(first)
+    used = regular.lazy(ref.core(), 0, ref.n - 1)
+    for w in reversed(words):  # rows made in the order these words need them (subsets numbered so)
+        used.accepts(w)
+    other = used.determinize()
+    assert other.num_states == first.num_states
+    assert table(regular.minimal(other)) == table(regular.minimal(first))

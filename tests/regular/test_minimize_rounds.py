@@ -69,3 +69,53 @@ def test_past_the_deadline_minimising_is_a_clear_error():
         time.sleep(0.01)
         with pytest.raises(CompileTimeoutError):
             regular.minimal_with_splits(dfa)
+
+
+@st.composite
+def tables(draw):
+    """A random partial DFA over 3 letters of up to 40 states, with a counter-like spine (long
+    chains make many rounds) and random back edges (many blocks split in one round)."""
+    n = draw(st.integers(2, 40))
+    rows = [[-1] * 256 for _ in range(n)]
+    for s in range(n - 1):
+        rows[s][ord("a")] = s + 1
+    for s in range(n):
+        for letter in b"bc":
+            if draw(st.booleans()):
+                rows[s][letter] = draw(st.integers(0, n - 1))
+    accepting = [draw(st.integers(0, 3)) == 0 for _ in range(n - 1)] + [True]
+    return regular.from_table(rows, accepting)
+
+
+@FAST
+@given(tables())
+def test_splitter_rounds_are_moores_on_bigger_tables(dfa):
+    """Moore's rounds by splitters (the heaviest part of each split left out) against plain Python
+    Moore rounds, round by round, and the minimal DFA against Hopcroft's."""
+    _, want_stable = moore_classes(dfa, dfa.num_states + 1)
+    for rounds in range(want_stable + 1):
+        raw, stable = dfa.refine(rounds)
+        want, want_stable_here = moore_classes(dfa, rounds)
+        assert same_partition(list(memoryview(raw).cast("i")), want), rounds
+        assert stable == want_stable_here, rounds
+    trimmed = dfa.trim()
+    got, splits = regular.minimal_with_splits(dfa)
+    assert same_dfa(got, regular.minimize(trimmed))
+    born = np.frombuffer(splits[0], dtype=np.int32)
+    for rounds in range(int(born.max()) + 2):
+        assert same_partition(classes_after(splits, rounds), moore_classes(got, rounds)[0]), rounds
+
+
+def test_a_shifting_window_minimises_in_few_passes():
+    """(a|b)*a(a|b){k}: every state apart, after k rounds that each halve every block. Moore's
+    signatures re-signed the whole DFA every round; splitters read each edge O(log) times. Checked
+    by the result (the work bound is regular_micro's to time)."""
+    k = 8
+    ref = RefNFA(k + 2, [(0, 0x61, 0x62, 0), (0, 0x61, 0x61, 1)] + [(i, 0x61, 0x62, i + 1) for i in range(1, k + 1)], [])
+    dfa = regular.determinize(ref.core(), 0, k + 1)
+    got, splits = regular.minimal_with_splits(dfa)
+    assert got.num_states == dfa.num_states == 2 ** (k + 1)
+    born = np.frombuffer(splits[0], dtype=np.int32)
+    assert int(born.max()) == k  # the accepting flag tells one letter; each round one more
+    for rounds in (0, 1, 4, k - 1, k):
+        assert len(set(classes_after(splits, rounds))) == len(set(moore_classes(got, rounds)[0])), rounds

@@ -29,7 +29,7 @@ from . import rule_facts
 from .lazy_rules import CallIndex, LazyRules
 from .rule_facts import LeftRecursionError
 
-__all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "compile_automaton", "horizon_classes", "nullable_rules", "recursive_rules"]
+__all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "apart_within", "compile_automaton", "horizon_classes", "nullable_rules", "recursive_rules"]
 
 MAX_MINIMIZE_STATES = 50_000  # horizon classes are looked for in rule DFAs up to this size
 # Determinised states of called rules a compile builds ahead (after the root and what it must),
@@ -52,6 +52,11 @@ class RuleDFA:
     @property
     def num_states(self) -> int:
         return self.dfa.num_states
+
+    @cached_property
+    def last_split(self) -> int:
+        """The last of Moore's rounds that split a class (from `splits`, which must be known)."""
+        return int(np.frombuffer(self.splits[0], dtype=np.int32).max())
 
     @cached_property
     def accepting(self) -> list[bool]:
@@ -99,21 +104,30 @@ def horizon_classes(rule: RuleDFA, horizon: int) -> np.ndarray | None:
     them all already; most rules are told apart well within a token's horizon and cost nothing
     here (a refinement of their own took 5% of the bench's first-pass CPU)."""
     n = rule.num_states
-    if n <= horizon + 1 or n > MAX_MINIMIZE_STATES:
-        return None  # a minimal DFA of n states is told apart within n - 1 rounds
+    if n > MAX_MINIMIZE_STATES or apart_within(rule, horizon):
+        return None
     if rule.splits is None:
         raw, _ = regular.refine(rule.dfa, horizon)
         classes = np.frombuffer(raw, dtype=np.int32).astype(np.int64)
         return None if int(classes.max()) + 1 == n else classes
     born, parent = (np.frombuffer(a, dtype=np.int32) for a in rule.splits)
-    if int(born.max()) <= horizon:
-        return None  # every state apart within the horizon: no refinement needed (the common case)
     classes = np.arange(n, dtype=np.int64)  # each state's class after `horizon` rounds: its first ancestor split off by then
     late = born[classes] > horizon
     while late.any():
         classes[late] = parent[classes[late]]
         late = born[classes] > horizon
     return classes
+
+
+def apart_within(rule: RuleDFA, horizon: int) -> bool:
+    """Whether every state of the minimal `rule` is known, without refining, to be told apart from
+    every other by some input of at most `horizon` steps: a minimal DFA of n states is told apart
+    within n - 1 rounds, and a rule minimised by Moore's rounds knows the last round that split
+    anything. True for most rules (then their horizon classes are every state alone); False also
+    where only a refinement would tell."""
+    if rule.num_states <= horizon + 1:
+        return True
+    return rule.splits is not None and rule.last_split <= horizon
 
 
 def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) -> CompiledAutomaton:

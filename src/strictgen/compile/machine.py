@@ -26,7 +26,7 @@ from strictgen.grammar.schema.emit_objects import DISTINCT_MARK
 from strictgen.grammar.schema.unique import UNIQUE_MARK
 
 from . import _machine
-from .automaton import CompiledAutomaton, RuleDFA, horizon_classes, nullable_rules
+from .automaton import CompiledAutomaton, RuleDFA, apart_within, horizon_classes, nullable_rules
 from .guards import collector_paused, user_errors
 from .lazy_rules import ResolvingCore
 
@@ -248,7 +248,10 @@ class HorizonKeys:
     def _add(self, rules) -> None:
         for r, dfa in rules:
             if r < self._static:
-                steps = _steps_per_byte(dfa, self._nullable)
+                # the fewest steps `horizon` bytes take is horizon + 1: a rule apart within those
+                # needs no classes, whatever its steps per byte (most rules; reading the call
+                # edges for the steps cost more than the rest of this)
+                steps = None if apart_within(dfa, self.horizon + 1) else _steps_per_byte(dfa, self._nullable)
                 self.classes[r] = got = None if steps is None else horizon_classes(dfa, steps * self.horizon + 1)
                 self.active = self.active or got is not None
 

@@ -125,9 +125,15 @@ DFA *dfa_subset(const DFA *d, const int32_t *kept, int32_t m, const int32_t *new
     Py_ssize_t at = 0;
     for (int32_t i = 0; i < m; i++) {
         int32_t s = kept[i];
-        for (int32_t c = 0; c < d->k; c++) {
-            int32_t t = d->table[(Py_ssize_t)s * d->k + c];
-            out->table[(Py_ssize_t)i * d->k + c] = t >= 0 ? new_id[t] : -1;
+        const int32_t *row = d->table + (Py_ssize_t)s * d->k;
+        int32_t *to = out->table + (Py_ssize_t)i * d->k;
+        for (int32_t c = 0; c < d->k; c += 8) { /* eight at a time: a run of -1 copied as it is */
+            if (c + 8 <= d->k && eight_missing(row + c)) {
+                memcpy(to + c, row + c, 8 * sizeof(int32_t));
+                continue;
+            }
+            for (int32_t e = c + 8 < d->k ? c + 8 : d->k, j = c; j < e; j++)
+                to[j] = row[j] >= 0 ? new_id[row[j]] : -1;
         }
         out->acc[i] = d->acc[s];
         out->call_start[i] = (int32_t)at;
@@ -160,9 +166,13 @@ static int row_runs(const DFA *d, int32_t **start_out, Vec *targets) {
             return -1;
         }
         int32_t *at = targets->data + targets->len;
-        for (int32_t c = 0, prev = -1; c < k; c++)
-            if (row[c] != prev && (prev = row[c]) >= 0)
-                *at++ = prev;
+        for (int32_t c = 0, prev = -1; c < k; c += 8) { /* eight at a time: a run of -1 skipped */
+            if (prev < 0 && c + 8 <= k && eight_missing(row + c))
+                continue;
+            for (int32_t e = c + 8 < k ? c + 8 : k, j = c; j < e; j++)
+                if (row[j] != prev && (prev = row[j]) >= 0)
+                    *at++ = prev;
+        }
         targets->len = at - targets->data;
     }
     start[n] = (int32_t)targets->len;

@@ -345,10 +345,25 @@ DFA *lazy_determinize(Lazy *L, double deadline) {
     if (!d)
         return NULL;
     memcpy(d->classmap, L->classmap, 256);
-    /* the start closure is subset 0 (interned first) */
+    /* the start closure is subset 0 (interned first). Rows made in subset order (a Lazy used for
+     * nothing before, as regular.determinize's) are the table already: the DFA takes them, and
+     * the Lazy makes a row again if it is asked for one (a big rule's table was copied and its
+     * pages touched twice) */
+    int in_order = L->rows.len == (Py_ssize_t)n * k;
+    for (int32_t s = 0; s < n && in_order; s++)
+        in_order = L->row_of.data[s] == (Py_ssize_t)s * k;
+    if (in_order) {
+        free(d->table);
+        int32_t *rows = (int32_t *)realloc(L->rows.data, sizeof(int32_t) * ((size_t)n * (size_t)k + 1));
+        d->table = rows ? rows : L->rows.data;
+        L->rows.data = NULL, L->rows.len = L->rows.cap = 0;
+        for (int32_t s = 0; s < n; s++)
+            L->row_of.data[s] = -1;
+    }
     Py_ssize_t at = 0;
     for (int32_t s = 0; s < n; s++) {
-        memcpy(d->table + (Py_ssize_t)s * k, L->rows.data + L->row_of.data[s], sizeof(int32_t) * (size_t)k);
+        if (!in_order)
+            memcpy(d->table + (Py_ssize_t)s * k, L->rows.data + L->row_of.data[s], sizeof(int32_t) * (size_t)k);
         d->acc[s] = (uint8_t)L->acc.data[s];
         d->call_start[s] = (int32_t)at;
         for (int32_t j = 0; j < L->call_len.data[s]; j++, at++) {
