@@ -88,6 +88,21 @@ static const int32_t *row_of(Rows *rows, int32_t state, PyThreadState **saved) {
     return row;
 }
 
+/* A node with at most this many children, in a state whose row is not computed, has its children's
+ * bytes stepped (MachineCAPI.step) instead: most states a walk passes below the first byte are met
+ * once, at one node, and need a few of their 256 targets (a row interns the target of every byte
+ * class of the state). */
+#define FEW_CHILDREN 8
+
+/* The targets of bytes[0..n) from `state`, whose row is not computed (see FEW_CHILDREN), with the
+ * GIL taken back for it; 0, or -1 with a Python error set. Called without the GIL. */
+static int few_steps(Rows *rows, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out, PyThreadState **saved) {
+    PyEval_RestoreThread(*saved);
+    int got = machine_api->step(rows->machine, state, bytes, n, out, rows->resolve);
+    *saved = PyEval_SaveThread();
+    return got;
+}
+
 /* The arrays walk() reads (and the one it writes), in argument order after machine and resolve;
  * `nodes` is read as a flat array of 4 int32 per node. */
 enum { NODES, NODE_BYTE, TOKENS, ROOTS, OUT, NUM_ARRAYS };
@@ -285,13 +300,26 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
                 out_of_memory = failed = 1;
                 break;
             }
-            const int32_t *row = row_of(rows, s, &saved);
-            if (!row) {
+            int32_t *next_node = f.node[1 - cur];
+            int32_t *next_state = f.state[1 - cur];
+            const int32_t *row = computed_row(rows->machine, s);
+            if (!row && !first_level && hi - lo <= FEW_CHILDREN) { /* a few children: their bytes stepped, maybe no row */
+                int32_t targets[FEW_CHILDREN];
+                if (few_steps(rows, s, node_byte + lo, hi - lo, targets, &saved) < 0) {
+                    failed = 1;
+                    break;
+                }
+                for (Py_ssize_t j = lo; j < hi; j++)
+                    if (targets[j - lo] != DEAD) {
+                        next_node[next_width] = (int32_t)j;
+                        next_state[next_width++] = targets[j - lo];
+                    }
+                continue;
+            }
+            if (!row && !(row = row_of(rows, s, &saved))) {
                 failed = 1;
                 break;
             }
-            int32_t *next_node = f.node[1 - cur];
-            int32_t *next_state = f.state[1 - cur];
             for (Py_ssize_t j = lo; j < hi; j++) {
                 int32_t c = (int32_t)(first_level ? roots[j] : j);
                 int32_t t = row[node_byte[c]];
