@@ -212,10 +212,10 @@ static int at_char_boundary(const Loop *loop, int32_t n, Py_ssize_t read) {
 /* What a level of the walk needs from the machine, found before the level is expanded and asked
  * under one take of the GIL: a row computed for each state that lacks one, or the targets of a
  * few children's bytes (FEW_CHILDREN), `step_at[i]` their offset in `targets` for entry i of the
- * level (else the entry reads its state's row). Taking the GIL back once per row cost a wait for it at every
- * row while another thread held it (a rule build ahead of a batch fill, runtime/prefetch.py:
- * each take waits up to a switch interval); once per level, a walk of depth d waits at most d
- * times. */
+ * level (else the entry reads its state's row). Taking the GIL back once per row cost a wait at
+ * every row while another thread held it (a rule build ahead of a batch fill,
+ * runtime/prefetch.py: each take waits up to a switch interval); once per level, a walk of depth
+ * d waits at most d times. */
 typedef struct {
     int32_t *step_at, *targets;
     Py_ssize_t cap, targets_cap;
