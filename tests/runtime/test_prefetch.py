@@ -172,3 +172,30 @@ def test_an_unexpected_error_drops_the_job_not_the_prefetch(qwen, prefetcher, mo
     monkeypatch.setattr(Prefetch, "step", step)
     prefetcher.start(grammar.masker, [matcher], [grammar.machine.start])
     assert prefetcher.idle(30) and builds.get("strictgen-prefetch")
+
+
+def test_a_driver_can_turn_the_prefetch_off(qwen, prefetcher, monkeypatch):
+    """`prefetch=False` (a driver whose forward pass runs on the fill's CPU): the batch fills start
+    no prefetch, build the rules they enter themselves, and fill what the grammar compiled whole
+    fills; the same fills with the prefetch on start it."""
+    builds = _counting_builds(monkeypatch)
+    grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema(schema("driver_off"))
+    whole = sg.GrammarCompiler(qwen, defer_rules=False).compile_json_schema(schema("driver_off"))
+    rows = [sg.GrammarMatcher(grammar) for _ in range(2)]
+    reference = sg.GrammarMatcher(whole)
+    mask = sg.allocate_token_bitmask(2, qwen.vocab_size)
+    want = sg.allocate_token_bitmask(1, qwen.vocab_size)
+    text = DOCUMENT.encode()
+    for position in range(0, len(text), 5):
+        sg.fill_next_token_bitmask_batch(rows, mask, prefetch=False)
+        reference.fill_next_token_bitmask(want)
+        assert np.array_equal(mask[0], want[0]) and np.array_equal(mask[1], want[0])
+        assert prefetcher.idle(30)
+        chunk = text[position:position + 5]
+        assert all(m.accept_string(chunk) for m in rows) and reference.accept_string(chunk)
+    assert builds.get("MainThread") and "strictgen-prefetch" not in builds
+    assert not prefetcher._by_masker  # no job was ever made
+    other = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema(schema("driver_on"))
+    sg.fill_next_token_bitmask_batch([sg.GrammarMatcher(other) for _ in range(2)], mask)
+    assert prefetcher._by_masker  # the default: on
+

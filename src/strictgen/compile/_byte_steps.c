@@ -16,7 +16,7 @@
 /* The states that bytes[0..n) lead to from `state` (0: dead) in out: read from its row if it is
  * computed, else stepped without computing it; consecutive bytes whose targets (one per stack) are
  * equal share one union. -1 on error (NeedRule for a rule not built yet: nothing half-done kept). */
-static int step_some(Machine *m, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out) {
+int machine_step_some(Machine *m, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out) {
     const int32_t *row = computed_row(m, state);
     if (row) {
         for (Py_ssize_t i = 0; i < n; i++)
@@ -102,7 +102,7 @@ static const int32_t *continuations(Machine *m, Inside *inside, int32_t state, i
         inside->state[inside->count] = state;
         out = inside->targets[inside->count];
     }
-    if (step_some(m, state, CONTINUATION, 64, out) < 0)
+    if (machine_step_some(m, state, CONTINUATION, 64, out) < 0)
         return NULL;
     if (out != scratch)
         inside->count++;
@@ -131,7 +131,7 @@ static int32_t find_utf8_target(Machine *m, int32_t state) {
     int32_t leads[0xF5 - 0xC2], scratch[64];
     for (int b = 0xC2; b < 0xF5; b++)
         lead_bytes[b - 0xC2] = (uint8_t)b;
-    if (step_some(m, state, lead_bytes, 0xF5 - 0xC2, leads) < 0)
+    if (machine_step_some(m, state, lead_bytes, 0xF5 - 0xC2, leads) < 0)
         return -1;
     Inside *inside = (Inside *)malloc(sizeof(Inside));
     if (!inside) {
@@ -285,7 +285,7 @@ int machine_chain(Machine *m, int32_t state, const uint8_t *loop, Py_ssize_t n, 
             return -1;
         if (step == limit)
             return 0;
-        if (step_some(m, state, loop, n, targets) < 0)
+        if (machine_step_some(m, state, loop, n, targets) < 0)
             return -1;
         int same = 1, all_dead = 1;
         for (Py_ssize_t i = 0; i < n; i++) {

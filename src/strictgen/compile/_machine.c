@@ -429,34 +429,71 @@ static PyTypeObject MachineType = {
     .tp_getset = Machine_getset,
 };
 
+/* After an operation failed: build the lazy rule it needs through `resolve` (NeedRule's args[0])
+ * and say to try again (0), or leave the error set (-1: another error, no resolver, or the build
+ * failed). */
+static int built_needed_rule(PyObject *resolve) {
+    if (resolve == Py_None || !PyErr_ExceptionMatches(NeedRule))
+        return -1;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    PyObject *args = value ? PyObject_GetAttrString(value, "args") : NULL;
+    PyObject *built = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 ? PyObject_CallOneArg(resolve, PyTuple_GET_ITEM(args, 0)) : NULL;
+    Py_XDECREF(args);
+    if (!built && !PyErr_Occurred()) {
+        PyErr_Restore(type, value, traceback);
+        return -1;
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    if (!built)
+        return -1;
+    Py_DECREF(built);
+    return 0;
+}
+
 /* The C API's row(): see MachineCAPI. */
 static const int32_t *capi_row(Machine *m, int32_t state, PyObject *resolve) {
-    while (compute_row(m, state) < 0) {
-        if (resolve == Py_None || !PyErr_ExceptionMatches(NeedRule))
+    while (compute_row(m, state) < 0)
+        if (built_needed_rule(resolve) < 0)
             return NULL;
-        PyObject *type, *value, *traceback;
-        PyErr_Fetch(&type, &value, &traceback);
-        PyErr_NormalizeException(&type, &value, &traceback);
-        PyObject *args = value ? PyObject_GetAttrString(value, "args") : NULL;
-        PyObject *built = args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 ? PyObject_CallOneArg(resolve, PyTuple_GET_ITEM(args, 0)) : NULL;
-        Py_XDECREF(args);
-        if (!built && !PyErr_Occurred()) {
-            PyErr_Restore(type, value, traceback);
-            return NULL;
-        }
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(traceback);
-        if (!built)
-            return NULL;
-        Py_DECREF(built);
-    }
     return computed_row(m, state);
+}
+
+/* The C API's step(): see MachineCAPI. */
+static int capi_step(Machine *m, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out, PyObject *resolve) {
+    Vec *asked = &m->steps_asked;
+    if (state >= asked->len) {
+        Py_ssize_t states = m->state_start.len;
+        if (state >= states) {
+            PyErr_SetString(PyExc_ValueError, "state out of range");
+            return -1;
+        }
+        if (vec_reserve(asked, states) < 0)
+            return -1;
+        memset(asked->data + asked->len, 0, sizeof(int32_t) * (size_t)(states - asked->len));
+        asked->len = states;
+    }
+    if (asked->data[state] >= STEPS_WITHOUT_ROW) { /* asked often: its row pays */
+        const int32_t *row = capi_row(m, state, resolve);
+        if (!row)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = row[bytes[i]];
+        return 0;
+    }
+    asked->data[state]++;
+    while (machine_step_some(m, state, bytes, n, out) < 0)
+        if (built_needed_rule(resolve) < 0)
+            return -1;
+    return 0;
 }
 
 static Py_ssize_t capi_num_states(Machine *m) { return m->state_start.len; }
 
-static MachineCAPI capi = {&MachineType, capi_row, capi_num_states};
+static MachineCAPI capi = {&MachineType, capi_row, capi_num_states, capi_step};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_machine", "The pushdown machine's determinisation, in C.", -1, NULL};
 

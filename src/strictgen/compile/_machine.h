@@ -97,6 +97,8 @@ typedef struct {
     Vec mark, work, found;
     /* utf8_target's answers by state, each + 1 (0: not asked yet), as far as asked (_byte_steps.c) */
     Vec utf8_memo;
+    /* how often a walk stepped each state's bytes without its row, as far as asked (capi_step) */
+    Vec steps_asked;
     int32_t stamp;
     int32_t start;
 } Machine;
@@ -136,7 +138,14 @@ typedef struct {
     PyTypeObject *type;
     const int32_t *(*row)(Machine *m, int32_t state, PyObject *resolve);
     Py_ssize_t (*num_states)(Machine *m);
+    /* The states bytes[0..n) lead to from `state` (0: dead) in out, for a walk at a trie node with
+     * few children: stepped without the row the first STEPS_WITHOUT_ROW times a walk asks this of
+     * a state (most states a walk passes through are met once, at one node, and need a few of
+     * their 256 targets), read from the row (computed) after that; lazy rules resolved as row()
+     * does. 0, or -1 with a Python error set. */
+    int (*step)(Machine *m, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out, PyObject *resolve);
 } MachineCAPI;
+#define STEPS_WITHOUT_ROW 2
 #define MACHINE_CAPI_NAME "strictgen.compile._machine._C_API"
 
 /* `obj` as a contiguous 1-D buffer of `itemsize`-byte items (writable if asked); -1 with
@@ -167,6 +176,9 @@ Py_ssize_t top_frames(Machine *m, int32_t state, int32_t *stacks, const int32_t 
 /* The one state every valid multi-byte UTF-8 character leads to from `state` (remembered), 0 if
  * none, -1 on error; computes no row (_byte_steps.c). */
 int32_t utf8_target(Machine *m, int32_t state);
+/* The states bytes[0..n) lead to from `state` (0: dead) in out, read from its row if computed, else
+ * stepped without computing it (_byte_steps.c); -1 on error (NeedRule: nothing half-done kept). */
+int machine_step_some(Machine *m, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out);
 /* How many places j in a row, from the first, every multi-byte character steps states[j] to states[j + 1]. */
 Py_ssize_t utf8_chain(Machine *m, const int32_t *states, Py_ssize_t n);
 /* The states the loop bytes step along together from `state` (a counter), appended to `out`; 1 when

@@ -8,7 +8,7 @@ void machine_free_arrays(Machine *m) {
                       m->sig_pool.data, m->sig_scratch.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
                       m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
-                      m->work.data, m->found.data, m->utf8_memo.data};
+                      m->work.data, m->found.data, m->utf8_memo.data, m->steps_asked.data};
     for (Py_ssize_t r = 0; m->rule_table && r < m->rule_capacity; r++)
         free(m->rule_table[r]);
     free(m->rule_table);

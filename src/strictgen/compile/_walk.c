@@ -203,6 +203,87 @@ static int at_char_boundary(const Loop *loop, int32_t n, Py_ssize_t read) {
     return last + width == read;
 }
 
+/* A node with at most this many children, in a state whose row is not computed, has its children's
+ * bytes stepped (MachineCAPI.step) instead: most states a walk passes below the first byte are met
+ * once, at one node, and need a few of their 256 targets (a row interns the target of every byte
+ * class of the state). */
+#define FEW_CHILDREN 8
+
+/* What a level of the walk needs from the machine, found before the level is expanded and asked
+ * under one take of the GIL: a row computed for each state that lacks one, or the targets of a
+ * few children's bytes (FEW_CHILDREN), `step_at[i]` their offset in `targets` for entry i of the
+ * level (else the entry reads its state's row). Taking the GIL back once per row cost a wait at
+ * every row while another thread held it (a rule build ahead of a batch fill,
+ * runtime/prefetch.py: each take waits up to a switch interval); once per level, a walk of depth
+ * d waits at most d times. */
+typedef struct {
+    int32_t *step_at, *targets;
+    Py_ssize_t cap, targets_cap;
+} LevelAsks;
+#define NEEDS_ROW -2 /* step_at: the entry's state needs its row computed (-1: nothing to ask) */
+
+/* Whether entry (n, s) of a level is read by the loop's subtree reading, not expanded (see
+ * walk_levels; -2: an array out of range, which the expansion reports). */
+static int loop_reads(const Loop *loop, const uint8_t *node_byte, int32_t n, int32_t s, Py_ssize_t read) {
+    if (!loop || s != loop->state)
+        return 0;
+    return loop->multibyte ? at_char_boundary(loop, n, read) : loop->is_loop[node_byte[n]];
+}
+
+/* Fill `asks` for the level of `width` entries (nodes, states) `read` bytes deep (not the first),
+ * computing what it needs with the GIL taken back once if anything; 0, -1 with a Python error set,
+ * or -3 out of memory. Entries the expansion will refuse (bad records) are left to it. Called
+ * without the GIL. */
+static int ask_level(Rows *rows, LevelAsks *asks, const int32_t *level_node, const int32_t *level_state, Py_ssize_t width,
+                     const int32_t *nodes, const uint8_t *node_byte, Py_ssize_t num_nodes, const Loop *loop, Py_ssize_t read,
+                     PyThreadState **saved) {
+    if (width > asks->cap) {
+        int32_t *grown = (int32_t *)realloc(asks->step_at, sizeof(int32_t) * (size_t)width);
+        if (!grown)
+            return -3;
+        asks->step_at = grown;
+        asks->cap = width;
+    }
+    Py_ssize_t used = 0, rows_missing = 0;
+    for (Py_ssize_t i = 0; i < width; i++) {
+        int32_t n = level_node[i], s = level_state[i];
+        const int32_t *record = nodes + 4 * (Py_ssize_t)n;
+        int32_t lo = record[0], hi = record[1];
+        asks->step_at[i] = -1;
+        if (lo >= hi || lo < 0 || hi > num_nodes || loop_reads(loop, node_byte, n, s, read) != 0 || computed_row(rows->machine, s))
+            continue;
+        if (hi - lo > FEW_CHILDREN) {
+            asks->step_at[i] = NEEDS_ROW;
+            rows_missing = 1;
+            continue;
+        }
+        if (used + FEW_CHILDREN > asks->targets_cap) {
+            Py_ssize_t cap = asks->targets_cap ? 2 * asks->targets_cap : 64 * FEW_CHILDREN;
+            int32_t *grown = (int32_t *)realloc(asks->targets, sizeof(int32_t) * (size_t)cap);
+            if (!grown)
+                return -3;
+            asks->targets = grown;
+            asks->targets_cap = cap;
+        }
+        asks->step_at[i] = (int32_t)used;
+        used += hi - lo;
+    }
+    if (!used && !rows_missing)
+        return 0;
+    PyEval_RestoreThread(*saved);
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < width && !failed; i++) {
+        int32_t s = level_state[i];
+        const int32_t *record = nodes + 4 * (Py_ssize_t)level_node[i];
+        if (asks->step_at[i] >= 0)
+            failed = machine_api->step(rows->machine, s, node_byte + record[0], record[1] - record[0], asks->targets + asks->step_at[i], rows->resolve) < 0;
+        else if (asks->step_at[i] == NEEDS_ROW)
+            failed = !machine_api->row(rows->machine, s, rows->resolve);
+    }
+    *saved = PyEval_SaveThread();
+    return failed ? -1 : 0;
+}
+
 /* Walk from `state`: the tokens under every live node go to `out`; returns how many, or -1 with
  * a Python error set. `loop` (NULL: none) reads the subtrees of nodes reached in its state
  * (walk_loop_bits; as_bits only). Called with the GIL; releases it while walking. */
@@ -239,9 +320,18 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
     f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
     f.state[cur][0] = state;
     Py_ssize_t read = 0; /* the bytes read to reach this level's nodes */
+    LevelAsks asks = {NULL, NULL, 0, 0};
     PyThreadState *saved = PyEval_SaveThread();
     while (width && !failed) {
         Py_ssize_t next_width = 0;
+        if (!first_level) {
+            int asked = ask_level(rows, &asks, f.node[cur], f.state[cur], width, nodes, node_byte, num_nodes, loop, read, &saved);
+            if (asked < 0) {
+                out_of_memory = asked == -3;
+                failed = 1;
+                break;
+            }
+        }
         for (Py_ssize_t i = 0; i < width && !failed; i++) {
             int32_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
@@ -251,7 +341,7 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
                  * non-ASCII byte of a loop that does not take every character, the tokens below
                  * are mostly more such characters, which the walk steps once per shared prefix),
                  * or on any character boundary of a loop that takes every character */
-                int boundary = loop->multibyte ? at_char_boundary(loop, n, read) : loop->is_loop[node_byte[n]];
+                int boundary = loop_reads(loop, node_byte, n, s, read);
                 Py_ssize_t got = boundary < 0 ? -2 : boundary ? loop_subtree(rows, loop, n, read, bits, num_bits, &saved) : 0;
                 if (got < 0) {
                     bad_trie = got == -2;
@@ -285,13 +375,22 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
                 out_of_memory = failed = 1;
                 break;
             }
-            const int32_t *row = row_of(rows, s, &saved);
+            int32_t *next_node = f.node[1 - cur];
+            int32_t *next_state = f.state[1 - cur];
+            if (!first_level && asks.step_at[i] >= 0) { /* a few children: their bytes stepped, maybe no row */
+                const int32_t *targets = asks.targets + asks.step_at[i];
+                for (Py_ssize_t j = lo; j < hi; j++)
+                    if (targets[j - lo] != DEAD) {
+                        next_node[next_width] = (int32_t)j;
+                        next_state[next_width++] = targets[j - lo];
+                    }
+                continue;
+            }
+            const int32_t *row = row_of(rows, s, &saved); /* computed by ask_level but at the first level */
             if (!row) {
                 failed = 1;
                 break;
             }
-            int32_t *next_node = f.node[1 - cur];
-            int32_t *next_state = f.state[1 - cur];
             for (Py_ssize_t j = lo; j < hi; j++) {
                 int32_t c = (int32_t)(first_level ? roots[j] : j);
                 int32_t t = row[node_byte[c]];
@@ -308,6 +407,8 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
     }
     PyEval_RestoreThread(saved);
     frontiers_free(&f);
+    free(asks.step_at);
+    free(asks.targets);
     if (out_of_memory)
         PyErr_NoMemory();
     if (bad_trie)

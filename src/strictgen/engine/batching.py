@@ -196,7 +196,8 @@ class BatchScheduler:
         masked = [item for item, _ in live if item.run.matcher is not None]
         t_mask = time.perf_counter()
         pending = (
-            fill_next_token_bitmask_batch_async([i.run.matcher for i in masked], self._bitmask, [i.seq for i in masked])
+            # no prefetch: llama.cpp's forward pass runs on the cores a build ahead would take (runtime/batch.py)
+            fill_next_token_bitmask_batch_async([i.run.matcher for i in masked], self._bitmask, [i.seq for i in masked], prefetch=False)
             if masked
             else None
         )

@@ -47,7 +47,7 @@ def _executor(kind: str = "mask") -> ThreadPoolExecutor:
         return pool
 
 
-def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: np.ndarray | None, threads: int) -> list[bool]:
+def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: np.ndarray | None, threads: int, prefetch: bool) -> list[bool]:
     """Fill row rows[i] (None: row i) of `target` with matcher i's mask; per row, whether it needs applying.
 
     The whole batch is one C call (`_mask_store.fill_rows`, GIL released for the copies) that reads
@@ -65,7 +65,7 @@ def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: np.
     others = np.flatnonzero(codes == _mask_store.NOT_PLAIN).tolist()
     tracked = [i for i in others if not matchers[i].is_terminated()]
     if len(missed) or tracked:
-        _compute_missing([matchers[i] for i in missed.tolist()] + [matchers[i] for i in tracked], threads)
+        _compute_missing([matchers[i] for i in missed.tolist()] + [matchers[i] for i in tracked], threads, prefetch)
     if len(missed):
         again = np.empty(len(missed), dtype=np.uint8)
         if _mask_store.fill_rows([matchers[i] for i in missed.tolist()], missed if rows is None else rows[missed], target, again):
@@ -78,7 +78,7 @@ def _fill_rows(matchers: Sequence[GrammarMatcher], target: np.ndarray, rows: np.
     return codes.view(bool).tolist()
 
 
-def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
+def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int, prefetch: bool) -> None:
     """Compute the masks of the distinct states of `matchers` (states no cache holds yet).
 
     States that share a horizon key share a mask (`TokenMasker.horizon_key`): one of them is
@@ -93,11 +93,12 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int) -> None:
     lock, while the other workers walk states of other grammars instead of waiting for that lock."""
     # distinct states in the batch's order, by masker (grammars compiled alike may share one)
     states = dict.fromkeys((m.compiled.masker, m.state) for m in matchers)
-    askers: dict[object, list[GrammarMatcher]] = {}
-    for m in matchers:
-        askers.setdefault(m.compiled.masker, []).append(m)
-    for masker, rows in askers.items():  # the rules these new states may call next, built ahead (prefetch.py)
-        PREFETCHER.start(masker, rows, [state for other, state in states if other is masker])
+    if prefetch:  # the rules these new states may call next, built ahead (prefetch.py)
+        askers: dict[object, list[GrammarMatcher]] = {}
+        for m in matchers:
+            askers.setdefault(m.compiled.masker, []).append(m)
+        for masker, rows in askers.items():
+            PREFETCHER.start(masker, rows, [state for other, state in states if other is masker])
     missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
     by_grammar: dict[object, list[tuple]] = {}
     for (masker, key), state in missing.items():
@@ -149,14 +150,21 @@ def _row_numbers(count: int, indices) -> np.ndarray | None:
 
 
 def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
-                                  threads: int | None = None) -> list[bool]:
+                                  threads: int | None = None, prefetch: bool = True) -> list[bool]:
     """Fill row `indices[i]` (default: row i) of `bitmask` with matcher i's next-token mask.
 
     Returns, per matcher, whether some token is disallowed (the row needs applying). First-time
     masks of distinct states are computed by the caller and up to `threads - 1` pool threads
     (default `MASK_WORKERS` in all; 1 computes them in place, which a host with no idle core may
     prefer: docs/performance.md); the batch's cached rows are copied into the bitmask in one C
-    call without the GIL (`_fill_rows`). A batch of one is the matcher's own fill."""
+    call without the GIL (`_fill_rows`). A batch of one is the matcher's own fill.
+
+    `prefetch`: whether the rules the batch's new states may call next are built ahead in the
+    background between fills (runtime/prefetch.py). Right where the model's forward pass leaves
+    the CPU idle (a GPU); a driver whose forward pass runs on the same CPU cores (the embedded
+    engine's llama.cpp batching) passes False: there a build ahead takes cores from the model,
+    and builds rules a document may never enter (2-4x the fills' own builds, measured), while
+    without it a fill builds only the rules it enters."""
     threads = _thread_count(threads)
     count = len(matchers)
     rows = _row_numbers(count, indices)
@@ -173,16 +181,16 @@ def fill_next_token_bitmask_batch(matchers: Sequence[GrammarMatcher], bitmask, i
             return [matchers[0].fill_next_token_bitmask(target, index=row_list[0])]
         if target.dtype != np.int32 or target.strides[1] != target.itemsize:  # not a bitmask C can write: row by row
             return [m.fill_next_token_bitmask(target, index=r) for m, r in zip(matchers, row_list)]
-        return _fill_rows(matchers, target, rows, threads)
+        return _fill_rows(matchers, target, rows, threads, prefetch)
 
 
 def fill_next_token_bitmask_batch_async(matchers: Sequence[GrammarMatcher], bitmask, indices: Sequence[int] | None = None,
-                                        threads: int | None = None) -> "Future[list[bool]]":
+                                        threads: int | None = None, prefetch: bool = True) -> "Future[list[bool]]":
     """Start `fill_next_token_bitmask_batch` in the background; `.result()` waits for it.
 
     The matchers must not advance until the future is done."""
     threads = _thread_count(threads)  # a bad count is the caller's error now, not the future's
-    return _executor("batch").submit(fill_next_token_bitmask_batch, list(matchers), bitmask, indices, threads)
+    return _executor("batch").submit(fill_next_token_bitmask_batch, list(matchers), bitmask, indices, threads, prefetch)
 
 
 def accept_token_batch(matchers: Sequence[GrammarMatcher], token_ids) -> list[bool]:

@@ -13,7 +13,9 @@ before it gets there, a rule it may never enter costs nothing unless its caller 
 No build starts while a batch fill runs (builds hold the GIL). A fill that enters a rule before
 its turn builds it itself, as before (or waits for the build in progress under the grammar's
 lock): prefetching only moves work earlier, never changes a mask. Row-by-row fills (one request)
-never start it.
+never start it, nor batch fills whose driver says `prefetch=False` (`fill_next_token_bitmask_batch`:
+a forward pass on the same CPU cores, as the embedded engine's llama.cpp batching, gains nothing from
+builds moved into it).
 
 The thread is this module's own (not the fill's pool), started when there is work and gone when
 there is none. A grammar's job stops once no matcher that asked for it is alive and unfinished,
