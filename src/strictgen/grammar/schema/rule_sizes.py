@@ -28,8 +28,7 @@ from ..ir import (
     Seq,
     Spelled,
     called_body,
-    cyclic_rules,
-    post_order,
+    post_order_and_cycles,
     remember_references,
 )
 
@@ -51,7 +50,8 @@ def call_big_rules(grammar: Grammar) -> None:
     # every rule's size terms; a rule's references are the rules its terms weigh
     rule_terms, ref_copies = _terms(grammar)
     graph = {n: frozenset(weights) for n, (_, weights) in rule_terms.items()}
-    called = cyclic_rules(graph)
+    # a post-order from every rule, in the grammar's order (rule_terms keeps it), and the rules on cycles
+    order, called = post_order_and_cycles(graph)
     sizes: dict[str, int] = {}
 
     def rule_size(r: str) -> int:
@@ -65,7 +65,6 @@ def call_big_rules(grammar: Grammar) -> None:
         grammar.rules[r] = called_body(r, grammar.rules[r])
         graph[r] = graph[r] | {r}
 
-    order: list[str] = post_order({n: graph[n] for n in grammar.rules})  # post-order from every rule
     inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
     for n in order:
         deadline.check()
@@ -107,7 +106,7 @@ def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Cal
 
     From the C walk (_rule_sizes.c: the IR's nodes numbered once, the terms on flat arrays; the
     Python walk cost ~2.5 us a node, 80-200 ms in the slowest compiles); from the Python one where
-    a repeat bound passes int64 or a size 128 bits, or a rule refers to no rule (cyclic_rules then
+    a repeat bound passes int64 or a size 128 bits, or a rule refers to no rule (post_order_and_cycles then
     says so). The bodies planned are these (the planning replaces a body only after planning it)."""
     names = list(grammar.rules)
     index = {n: i for i, n in enumerate(names)}
