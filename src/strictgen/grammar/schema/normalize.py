@@ -191,7 +191,7 @@ class SchemaSource:
         got = self._contents.get(id(schema))
         if got is None:
             try:
-                kept = {k: v for k, v in schema.items() if k not in _NO_CONTENT}
+                kept = schema if _NO_CONTENT.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NO_CONTENT}
                 got = _CONTENT_TEXT.encode(kept)
             except (TypeError, ValueError):
                 got = f"id:{id(schema)}"
@@ -367,7 +367,9 @@ class Normalizer:
     def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
         """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
         info = f.src
-        ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
+        ptr = self.source.pointers.get(id(schema)) if isinstance(schema, dict) else None  # (src's pointer)
+        if ptr is None:  # a boolean schema, or an object the index did not reach: written from the path
+            ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
         spec = self.source.vocabularies.dialect_spec(schema, info.spec)
