@@ -240,6 +240,8 @@ def alt(*items: Expr) -> Expr:
     """Alternation, flattened and without repeats (first occurrence kept), in linear time: a
     repeat is found by `_shallow_key` (every equal leaf, every equal composite built from equal
     leaves or shared parts; a deeply equal copy may stay, which changes no language)."""
+    if len(items) == 1 and not isinstance(items[0], Alt):  # one alternative (most schemas' conjuncts): itself
+        return items[0]
     flat: dict = {}
     for n, item in enumerate(items):
         if not n & 4095:
