@@ -1,6 +1,7 @@
 """grammar.ir.cyclic_rules (Tarjan's components, iterative, references walked in whatever order
 their sets give) against its definition: a name is on a cycle when it reaches itself through one
-reference or more. And post_order lists every name after the names it refers to, but on cycles."""
+reference or more. And post_order lists every name after the names it refers to, but on cycles;
+post_order_and_cycles gives both from one walk."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import StrictgenError
-from strictgen.grammar.ir import cyclic_rules, post_order
+from strictgen.grammar.ir import cyclic_rules, post_order, post_order_and_cycles
 
 
 def reaches_itself(graph: dict, start) -> bool:
@@ -50,6 +51,14 @@ def test_post_order_puts_callees_first_off_cycles(graph):
                 assert at[y] < at[x], (x, y)
 
 
+@settings(max_examples=200, deadline=None)
+@given(graphs)
+def test_post_order_and_cycles_is_both_from_one_walk(graph):
+    named = {f"r{k}": frozenset(f"r{v}" for v in refs) for k, refs in graph.items()}
+    for g in (graph, named):
+        assert post_order_and_cycles(g) == (post_order(g), cyclic_rules(g))
+
+
 def test_a_long_chain_and_a_reference_to_no_rule():
     chain = {i: frozenset({i + 1}) for i in range(20_000)} | {20_000: frozenset({0})}
     assert cyclic_rules(chain) == set(chain)  # iterative: no recursion limit
@@ -58,3 +67,5 @@ def test_a_long_chain_and_a_reference_to_no_rule():
     assert cyclic_rules(chain) == set()
     with pytest.raises(StrictgenError, match="undefined rule 'b'"):
         cyclic_rules({"a": frozenset({"b"})})
+    with pytest.raises(StrictgenError, match="undefined rule 'b'"):
+        post_order_and_cycles({"a": frozenset({"b"})})

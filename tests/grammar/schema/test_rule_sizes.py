@@ -211,3 +211,51 @@ def test_past_128_bits_or_an_unknown_rule_the_python_walk_decides():
 
 def seq_of(*items):
     return Seq(items)
+
+
+@pytest.mark.parametrize("big_rule,max_depth", [(4000, 24), (60, 2), (400, 3)])
+def test_small_grammars_are_left_as_the_planning_would_leave_them(monkeypatch, big_rule, max_depth):
+    """_rule_sizes.c's `small` (call_big_rules' fast path) says True only where the Python
+    planning calls no rule: on random grammars (cycles, shared pieces, repeats), under bounds low
+    enough that the size and the depth tests both decide some of them; each answer is seen."""
+    from strictgen.grammar.ir import Grammar
+    from strictgen.grammar.schema import rule_sizes
+    from strictgen.grammar.schema._rule_sizes import small as _c_small
+
+    monkeypatch.setattr(rule_sizes, "BIG_RULE", big_rule)
+    monkeypatch.setattr(rule_sizes, "MAX_INLINE_DEPTH", max_depth)
+    monkeypatch.setattr(rule_sizes, "flat_small", lambda *args: False)  # the planning always runs
+    answers = set()
+    for seed in range(150):
+        grammar = _random_grammar(seed)
+        names = list(grammar.rules)
+        index = {n: i for i, n in enumerate(names)}
+        got = rule_sizes.flat_graph(list(grammar.rules.values()), index, rule_sizes._IR_TYPES, names)
+        if got is None:
+            continue
+        small = _c_small(got[0], got[1], index, index[grammar.root], big_rule, max_depth)
+        before = dict(grammar.rules)
+        rule_sizes.call_big_rules(Grammar(grammar.rules, grammar.root))
+        unchanged = all(grammar.rules[n] is before[n] for n in names)
+        assert unchanged or not small, seed
+        answers.add((small, unchanged))
+    assert {(True, True), (False, False)} <= answers
+
+
+def test_small_says_no_past_a_bound_and_on_a_long_chain():
+    """The fast path's own cases: a rule past BIG_RULE, a chain of rules deeper than
+    MAX_INLINE_DEPTH (the root excepted), weights and fixed sizes past int64, a cycle."""
+    from strictgen.grammar.schema._rule_sizes import small
+
+    index = {f"r{i}": i for i in range(40)}
+    chain_w = [{f"r{i + 1}": 1} for i in range(39)] + [{}]
+    assert small([1] * 40, chain_w, index, 0, 4000, 24) is False  # r1..r39: 39 deep
+    assert small([1] * 25, chain_w[:24] + [{}], {f"r{i}": i for i in range(25)}, 0, 4000, 24) is True  # 25 deep at the root only
+    assert small([1] * 26, chain_w[:25] + [{}], {f"r{i}": i for i in range(26)}, 0, 4000, 24) is False  # 25 deep at r1
+    assert small([1 << 70, 1], [{"r1": 1}, {}], index, 0, 4000, 24) is False
+    assert small([1, 5], [{"r1": 1 << 70}, {}], index, 0, 4000, 24) is False
+    assert small([1, 0], [{"r1": 1 << 70}, {}], index, 0, 4000, 24) is True  # a rule of no states, copied
+    cycle = [{"r1": 1000}, {"r0": 1000}]  # on a cycle both are calls: size 1 each, 1 + 1000 each
+    assert small([1, 1], cycle, index, 0, 4000, 24) is True
+    assert small([3001, 1], cycle, index, 0, 4000, 24) is False
+    assert small([1], [{"nope": 1}], index, 0, 4000, 24) is False

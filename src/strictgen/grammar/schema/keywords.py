@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["own_keywords", "unevaluated"]
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+_INTEGERS = NumberConstraints(int_only=True)
 
 
 # ---- local keywords ----
@@ -50,10 +51,11 @@ def own_keywords(norm: Normalizer, f: Formula) -> Conjunct | None:
         ts = set(names)
         null = "null" in ts
         bools = ALL_BOOLS if "boolean" in ts else frozenset()
-        num = NumberConstraints() if "number" in ts else NumberConstraints(int_only=True) if "integer" in ts else None
+        # the parts of TOP (frozen: shared, not made per schema) where a type is allowed
+        num = TOP.num if "number" in ts else _INTEGERS if "integer" in ts else None
         st = () if "string" in ts else None
-        arr = ArrayConstraints() if "array" in ts else None
-        obj = ObjectConstraints() if "object" in ts else None
+        arr = TOP.arr if "array" in ts else None
+        obj = TOP.obj if "object" in ts else None
     if num is not None:
         n = _numeric(norm, f)
         if n is not None:

@@ -103,6 +103,9 @@ def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
     def is_schema(v: Any) -> bool:
         return isinstance(v, (dict, bool))
 
+    def bad(link: Any, kw: str, must: str) -> tuple[str, str, str]:  # the pointer is written only here
+        return kw, f"#{json_pointer(_path(link))}/{kw}", must
+
     stack: list[tuple[Any, Any]] = [(schema, None)]
     while stack:
         node, link = stack.pop()
@@ -111,23 +114,21 @@ def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
         for kw, value in node.items():
             if kw not in _SUBSCHEMA_KEYWORDS:
                 continue
-            where = json_pointer(_path(link))  # only where a subschema keyword is
             if kw in _ONE_SCHEMA or kw == "items":
                 if kw == "items" and isinstance(value, list):
-                    children = list(enumerate(value))
-                    if not all(is_schema(v) for _, v in children):
-                        return kw, f"#{where}/{kw}", "a schema or an array of schemas"
-                    stack.extend((v, ((link, kw), i)) for i, v in children)
+                    if not all(is_schema(v) for v in value):
+                        return bad(link, kw, "a schema or an array of schemas")
+                    stack.extend((v, ((link, kw), i)) for i, v in enumerate(value))
                 elif not is_schema(value):
-                    return kw, f"#{where}/{kw}", "a schema (an object or a boolean)"
+                    return bad(link, kw, "a schema (an object or a boolean)")
                 else:
                     stack.append((value, (link, kw)))
             elif kw in _SCHEMA_MAP:
                 if not isinstance(value, dict) or not all(is_schema(v) for v in value.values()):
-                    return kw, f"#{where}/{kw}", "an object whose values are schemas"
+                    return bad(link, kw, "an object whose values are schemas")
                 stack.extend((v, ((link, kw), k)) for k, v in value.items())
             elif kw in _SCHEMA_LIST:
                 if not isinstance(value, list) or not all(is_schema(v) for v in value):
-                    return kw, f"#{where}/{kw}", "an array of schemas"
+                    return bad(link, kw, "an array of schemas")
                 stack.extend((v, ((link, kw), i)) for i, v in enumerate(value))
     return None

@@ -75,6 +75,9 @@ _NO_CONTENT = frozenset(
     "title description default examples example $comment deprecated readOnly writeOnly".split()
 )
 
+# the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
+_RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
+
 # json.dumps(kept, ensure_ascii=False, separators=(",", ":")) without a new encoder each call
 # (content() writes one text per subschema object: a tenth of its time was the encoder's set-up)
 _CONTENT_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -112,15 +115,18 @@ class SchemaSource:
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
-        self.uses_unevaluated = any("unevaluatedProperties" in d or "unevaluatedItems" in d for d in self._dicts)
-        self.has_recursive_anchor = any(d.get("$recursiveAnchor") is True for d in self._dicts)  # ($recursiveRef is refused)
+        keys = set().union(*self._dicts)  # every key of every object: one C pass, then set look-ups
+        self.uses_unevaluated = "unevaluatedProperties" in keys or "unevaluatedItems" in keys
+        self.has_recursive_anchor = "$recursiveAnchor" in keys and any(
+            d.get("$recursiveAnchor") is True for d in self._dicts
+        )  # ($recursiveRef is refused)
         if isinstance(root, dict):
             spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
             resource = spec.create_resource(root)
             if not isinstance(root.get("$id", ""), str):
                 raise invalid("$id must be a string (a URI reference)", "$id", "")
             uri = resource.id() or ""
-            crawl = self._has_inner_resources(root)
+            crawl = not _RESOURCE_KEYS.isdisjoint(keys) and self._has_inner_resources(root)
             bad = None if crawl else malformed_subschema(root)  # what the crawl would have refused
             if bad is not None:
                 raise self._shape_error(bad, "")
@@ -130,7 +136,7 @@ class SchemaSource:
                 raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
             self.resolver = self.registry.resolver(base_uri=uri)
             self.spec = spec
-            self.scope = DynamicScope(self.registry, any("$dynamicRef" in d for d in self._dicts))
+            self.scope = DynamicScope(self.registry, "$dynamicRef" in keys)
         else:
             self.registry = None
             self.scope = DynamicScope(None, False)
@@ -185,7 +191,7 @@ class SchemaSource:
         got = self._contents.get(id(schema))
         if got is None:
             try:
-                kept = {k: v for k, v in schema.items() if k not in _NO_CONTENT}
+                kept = schema if _NO_CONTENT.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NO_CONTENT}
                 got = _CONTENT_TEXT.encode(kept)
             except (TypeError, ValueError):
                 got = f"id:{id(schema)}"
@@ -361,7 +367,9 @@ class Normalizer:
     def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
         """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
         info = f.src
-        ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
+        ptr = self.source.pointers.get(id(schema)) if isinstance(schema, dict) else None  # (src's pointer)
+        if ptr is None:  # a boolean schema, or an object the index did not reach: written from the path
+            ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
         spec = self.source.vocabularies.dialect_spec(schema, info.spec)

@@ -12,7 +12,7 @@ from typing import Callable
 
 from strictgen import deadline
 
-from ._rule_sizes import copies as flat_copies, graph as flat_graph
+from ._rule_sizes import copies as flat_copies, graph as flat_graph, small as flat_small
 from ..ir import (
     Alt,
     ByteSet,
@@ -28,8 +28,7 @@ from ..ir import (
     Seq,
     Spelled,
     called_body,
-    cyclic_rules,
-    post_order,
+    post_order_and_cycles,
     remember_references,
 )
 
@@ -49,9 +48,14 @@ def call_big_rules(grammar: Grammar) -> None:
     above BIG_RULE. A rule becomes a call through an unproductive self-reference (NOTHING followed
     by the rule), which puts it on a reference cycle without changing its language."""
     # every rule's size terms; a rule's references are the rules its terms weigh
-    rule_terms, ref_copies = _terms(grammar)
+    rule_terms, ref_copies, small = _terms(grammar)
     graph = {n: frozenset(weights) for n, (_, weights) in rule_terms.items()}
-    called = cyclic_rules(graph)
+    if small:  # no rule passes a bound: the planning below would call none (most schemas)
+        for n, e in grammar.rules.items():
+            remember_references(e, graph[n])
+        return
+    # a post-order from every rule, in the grammar's order (rule_terms keeps it), and the rules on cycles
+    order, called = post_order_and_cycles(graph)
     sizes: dict[str, int] = {}
 
     def rule_size(r: str) -> int:
@@ -65,7 +69,6 @@ def call_big_rules(grammar: Grammar) -> None:
         grammar.rules[r] = called_body(r, grammar.rules[r])
         graph[r] = graph[r] | {r}
 
-    order: list[str] = post_order({n: graph[n] for n in grammar.rules})  # post-order from every rule
     inline_depth: dict[str, int] = {}  # rules inlined below a rule, nested (0 for a called rule)
     for n in order:
         deadline.check()
@@ -102,12 +105,14 @@ def call_big_rules(grammar: Grammar) -> None:
 _IR_TYPES = (Seq, Alt, Intersect, RuleRef, Repeat, Difference, Spelled, Lazy, Literal, CharSet)  # _rule_sizes.c's order
 
 
-def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Callable[[str], dict[str, int]]]:
-    """Each rule's size terms (fixed, weights: see `_size_terms`), and its `_ref_copies` by name.
+def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Callable[[str], dict[str, int]], bool]:
+    """Each rule's size terms (fixed, weights: see `_size_terms`), its `_ref_copies` by name, and
+    whether every rule is small (_rule_sizes.c's `small`: the planning would make no call; False
+    where it is not known).
 
     From the C walk (_rule_sizes.c: the IR's nodes numbered once, the terms on flat arrays; the
     Python walk cost ~2.5 us a node, 80-200 ms in the slowest compiles); from the Python one where
-    a repeat bound passes int64 or a size 128 bits, or a rule refers to no rule (cyclic_rules then
+    a repeat bound passes int64 or a size 128 bits, or a rule refers to no rule (post_order_and_cycles then
     says so). The bodies planned are these (the planning replaces a body only after planning it)."""
     names = list(grammar.rules)
     index = {n: i for i, n in enumerate(names)}
@@ -115,14 +120,15 @@ def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Cal
     got = flat_graph(list(bodies.values()), index, _IR_TYPES, names)
     if got is None:
         memo: dict[int, tuple[int, dict[str, int]]] = {}
-        return {n: _size_terms(e, memo) for n, e in bodies.items()}, lambda n: _ref_copies(bodies[n])
+        return {n: _size_terms(e, memo) for n, e in bodies.items()}, lambda n: _ref_copies(bodies[n]), False
     fixed, weights, flat = got
+    small = flat_small(fixed, weights, index, index[grammar.root], BIG_RULE, MAX_INLINE_DEPTH)
 
     def ref_copies(n: str) -> dict[str, int]:
         copies = flat_copies(flat, index[n], names)
         return _ref_copies(bodies[n]) if copies is None else copies
 
-    return {n: (fixed[i], weights[i]) for i, n in enumerate(names)}, ref_copies
+    return {n: (fixed[i], weights[i]) for i, n in enumerate(names)}, ref_copies, small
 
 
 def _ref_copies(e: Expr) -> dict[str, int]:
