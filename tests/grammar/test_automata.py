@@ -3,6 +3,7 @@ direct interpreter of the IR (intersection and difference included) on random ex
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 
@@ -11,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import StrictgenError
-from strictgen.grammar.automata import Language, dfa_size, regular_dfa, table_key
+from strictgen.grammar.automata import Language, NFABuilder, dfa_size, regular_dfa, shared_nodes, table_key
+from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import (
     Alt,
     ByteSet,
@@ -393,3 +395,60 @@ def test_rule_freedom_is_its_definition_with_the_same_memo(dag, data):
     for node in asked:
         assert automata._refers_to_no_rule(node, known_c) == reference_refers_to_no_rule(node, known_py)
         assert list(known_c.items()) == list(known_py.items())
+
+
+def _twin(expr: Expr) -> Expr:
+    """An equal expression made of other objects (every node new)."""
+    twin = copy.deepcopy(expr)
+    assert twin == expr and twin is not expr
+    return twin
+
+
+def _minimal_of(expr: Expr, memo: BuildMemo | None = None):
+    return NFABuilder({}, {}, shared_nodes([expr]), memo).regular_dfa(expr)
+
+
+def test_equal_spelled_strings_share_one_automaton_without_building_the_item():
+    """A spelled string is kept by its IR value and looked up before anything is built: an equal
+    one made of other objects gets the kept DFA, and its item is not lowered or determinised."""
+    piece = Spelled(repeat(alt(lit("ab"), ByteSet(((0x61, 0x63),))), 1, 3))
+    first = _minimal_of(piece)
+    memo = BuildMemo()
+    assert _minimal_of(_twin(piece), memo) is first
+    assert len(memo.dfas) == 1  # the spelled string only: its item was never built
+    for text, ok in ((b"ab", True), (b"\\u0061b", True), (b"\\u0062", True), (b"abab\\u0063", True), (b"d", False), (b"", False)):
+        s = first.step(0, text)
+        assert (s >= 0 and first.is_accepting(s)) == ok, text
+
+
+@pytest.mark.parametrize("piece", [
+    Spelled(repeat(ByteSet(((0x61, 0x63),)), 2, 6)),
+    Difference(repeat(ByteSet(((0x61, 0x63),)), 1, 6), seq(lit("a"), repeat(lit("b")))),
+])
+def test_a_smaller_state_limit_builds_a_kept_value_again(piece, monkeypatch):
+    """The value caches are keyed with the state limit: under a limit a fresh build passes, an
+    equal piece is built again and refused, not answered from what a larger limit kept."""
+    from strictgen.errors import GrammarTooLargeError
+    from strictgen.grammar import automata
+
+    kept = _minimal_of(piece)
+    assert kept.num_states > 3
+    monkeypatch.setattr(automata, "MAX_DFA_STATES", 3)
+    with pytest.raises(GrammarTooLargeError):
+        _minimal_of(_twin(piece))
+    monkeypatch.undo()
+    assert _minimal_of(_twin(piece)) is kept
+
+
+@SETTINGS
+@given(exprs)
+def test_a_piece_kept_by_value_is_the_automaton_a_fresh_build_gives(piece):
+    """Spelled strings, intersections and differences kept by value (looked up before building)
+    are the automata building them afresh gives: the same table, whatever byte classes."""
+    from strictgen.grammar.automata import forget_kept_automata
+
+    for expr in (Spelled(piece), piece):
+        kept = _minimal_of(expr)
+        assert table_key(_minimal_of(_twin(expr))) == table_key(kept)
+        forget_kept_automata()
+        assert table_key(_minimal_of(_twin(expr))) == table_key(kept)

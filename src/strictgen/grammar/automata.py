@@ -297,15 +297,16 @@ class NFABuilder:
         if got is not None:
             self._memo.dfas[id(expr)] = got
             return got
-        if isinstance(expr, (Intersect, Difference)):
-            key = self._memo.keys.key(expr) if self._rule_free(expr) else None
-            got = None if key is None else _products.get(key)
+        if isinstance(expr, _VALUED_KINDS):
+            key = (MAX_DFA_STATES, self._memo.keys.key(expr)) if self._rule_free(expr) else None
+            got = None if key is None else _valued.get(key)
             if got is None:
-                got = self._product_dfa(expr)
+                if isinstance(expr, Spelled):  # every JSON spelling of the item's strings, on its minimal DFA
+                    got = spelled_dfa(self.regular_dfa(expr.item))
+                else:
+                    got = self._product_dfa(expr)
                 if key is not None:
-                    _products.put(key, got)
-        elif isinstance(expr, Spelled):  # every JSON spelling of the item's strings, on its minimal DFA
-            got = spelled_dfa(self.regular_dfa(expr.item))
+                    _valued.put(key, got)
         else:
             nfa, start, final = self.sub_nfa(expr)
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
@@ -428,12 +429,17 @@ class _RecursiveRule(StrictgenError):
 
 _PRODUCT_TOO_LARGE = f"grammar too large: an intersection has more than {MAX_DFA_STATES} states"
 
-# Intersections and differences of rule-free languages (a pattern under a length bound, a format
-# minus an enum) recur across schemas and within one: a front end sizes a product before it
-# emits it. Their minimal DFAs are kept by the expression's value (ir_keys: IR nodes are
-# immutable). Products only: other pieces cost less to build than to key (measured: keying every
-# rule-free piece cost 0.13 s over the bench's 79 schemas and saved 0.18 s of building).
-_products = DfaCache(512)
+# Intersections, differences and spelled strings of rule-free languages (a pattern under a length
+# bound, a format minus an enum, the same enum or pattern spelled again) recur across schemas and
+# within one: a front end sizes a product before it emits it, and each compile makes its own
+# objects. Their minimal DFAs are kept by the expression's value (ir_keys: IR nodes are
+# immutable), looked up before anything is built: a hit skips the operands' or the item's
+# lowering, determinising, minimising and table key. Keyed with the state limit, so that a
+# smaller limit builds again (and refuses what it must). These kinds only: other pieces cost less
+# to build than to key (measured: keying every rule-free piece cost 0.13 s over the bench's 79
+# schemas and saved 0.18 s of building).
+_VALUED_KINDS = (Intersect, Difference, Spelled)
+_valued = DfaCache(1024)
 
 
 def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
@@ -468,17 +474,17 @@ _spelled = DfaCache(SPELLED_CACHE_SIZE)
 def forget_kept_automata() -> None:
     """Drop the automata kept across compiles (pieces, products, spellings): what is built next
     is built from its IR, as a first compile builds it (tests that compare builders ask this)."""
-    for cache in (_pieces, _minimal_pieces, _products, _spelled):
+    for cache in (_pieces, _minimal_pieces, _valued, _spelled):
         cache.clear()
 
 
 def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     """The minimal DFA of every JSON spelling of the strings of `raw` (a minimal raw-UTF-8 DFA)."""
     key = table_key(raw)
-    got = _spelled.get(key)
+    got = _spelled.get((MAX_DFA_STATES, key))  # the limit in the key: a smaller one spells again
     if got is None:
         got = regular.minimal(spell(raw.table256(), key[2], MAX_DFA_STATES))
-        _spelled.put(key, got)
+        _spelled.put((MAX_DFA_STATES, key), got)
     return got
 
 
