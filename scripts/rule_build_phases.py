@@ -109,7 +109,7 @@ def patch_pieces() -> None:
     and how many have the same IR value as one built before in this compile or this run, or the
     same raw table (a spelled string's item: what `spelled_dfa` keys by); time each step."""
     raw_key = automata.table_key
-    for name, label in (("sub_nfa", "piece.sub_nfa"), ("_product_dfa", "piece.product")):
+    for name, label in (("sub_nfa", "piece.sub_nfa"), ("_product_dfa", "piece.product"), ("_calls_nothing", "piece.calls_nothing")):
         timed(automata.NFABuilder, name, label)
     timed(automata, "spell", "piece.spell")
     timed(automata, "table_key", "piece.table_key")

@@ -21,6 +21,8 @@ from strictgen.grammar.ir import (
     Expr,
     Grammar,
     Intersect,
+    Lazy,
+    LazyFamily,
     Literal,
     Repeat,
     RuleRef,
@@ -452,3 +454,53 @@ def test_a_piece_kept_by_value_is_the_automaton_a_fresh_build_gives(piece):
         assert table_key(_minimal_of(_twin(expr))) == table_key(kept)
         forget_kept_automata()
         assert table_key(_minimal_of(_twin(expr))) == table_key(kept)
+
+
+def reference_free_of_calls(x: Expr, rules: dict, called: dict, memo: dict[int, bool]) -> bool:
+    """NFABuilder._free_of_calls as it was written in Python: does x, with the rules it inlines,
+    reach no call? Memo by node, composite nodes and rule references."""
+    if type(x) is RuleRef:
+        if x.name in called:
+            memo[id(x)] = False
+            return False
+        parts = () if rules.get(x.name) is None else (rules[x.name],)
+    elif type(x) is Lazy:
+        memo[id(x)] = False
+        return False
+    else:
+        parts = children(x)
+        if not parts:
+            return True
+    free = True
+    for part in parts:
+        got = memo.get(id(part))
+        if not (reference_free_of_calls(part, rules, called, memo) if got is None else got):
+            free = False
+            break
+    memo[id(x)] = free
+    return free
+
+
+@SETTINGS
+@given(ir_dags(), st.data())
+def test_call_freedom_is_its_definition_with_the_same_memo(dag, data):
+    """The C walk of `_calls_nothing` answers as the Python recursion did and leaves the same
+    memo (asked of several nodes in turn), through inlined rules, calls, Lazy members and
+    undefined rules."""
+    roots, kept = dag
+    lazy = Lazy(LazyFamily(), 0, ())
+    body = data.draw(st.sampled_from([lit("x"), RuleRef("c"), seq(lit("x"), RuleRef("c")), alt(lit("y"), lazy), repeat(RuleRef("d"), 0, 2), Seq(())]))
+    rules = {"r": body, "c": lit("c")} if data.draw(st.booleans()) else {"c": lit("c")}  # "r" undefined, or inlined
+    called = data.draw(st.sampled_from([{}, {"c": 0}, {"r": 0}, {"c": 0, "d": 1}]))
+    called = dict(called)
+    if data.draw(st.booleans()):
+        called[lazy] = 2
+    builder = NFABuilder(rules, called, set())
+    asked = data.draw(st.lists(st.sampled_from(roots + kept + [body, RuleRef("r"), Seq(())]), min_size=1, max_size=5))
+    memo_py: dict[int, bool] = {}
+    for node in asked:
+        want = True if not called else memo_py.get(id(node))
+        if want is None:
+            want = reference_free_of_calls(node, rules, called, memo_py)
+        assert builder._calls_nothing(node) == want
+        assert dict(builder._memo.call_free) == memo_py

@@ -12,7 +12,9 @@
  * borrowed: the IR is immutable and the caller holds the roots.
  *
  * rule_free(expr, known, types) -> bool: automata._refers_to_no_rule (below), ~1 us a node in
- * Python, walked for each piece a rule build embeds (1.5% of the bench's first-pass fill CPU). */
+ * Python, walked for each piece a rule build embeds (1.5% of the bench's first-pass fill CPU).
+ * call_free(expr, known, types, rules, called) -> bool: NFABuilder._free_of_calls, the same walk
+ * through the rules a piece inlines (~3% of the bench's rule builds in Python). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -83,7 +85,7 @@ static int push(Stack *st, PyObject *o) {
     return 0;
 }
 
-static PyObject *attr_items, *attr_item, *attr_base, *attr_minus;
+static PyObject *attr_items, *attr_item, *attr_base, *attr_minus, *attr_name;
 
 /* Is `e`'s kept entry its own (kept(id(e)) = (dfa, (e, ...)))? 1 yes, 0 no, -1 error */
 static int kept_whole(PyObject *kept, PyObject *e) {
@@ -248,58 +250,95 @@ typedef struct {
     Py_ssize_t next;
 } Frame;
 
-/* rule_free(expr, known, types) -> bool: automata._refers_to_no_rule, the same answers and the
- * same entries left in `known` (id -> bool, composite nodes), in the same order: a depth-first
- * walk that marks a node True once all its children are, and on meeting a rule reference or a
- * node known False marks every node on the way to it False and stops. types: shared()'s six,
- * then RuleRef and Lazy. */
-static PyObject *rule_free(PyObject *self, PyObject *args) {
-    PyObject *expr, *known, *types_obj;
-    if (!PyArg_ParseTuple(args, "OO!O!", &expr, &PyDict_Type, &known, &PyTuple_Type, &types_obj))
-        return NULL;
-    if (PyTuple_GET_SIZE(types_obj) != NREFTYPES) {
-        PyErr_SetString(PyExc_ValueError, "rule_free: eight IR types");
-        return NULL;
-    }
-    PyObject *const *types = &PyTuple_GET_ITEM(types_obj, 0), *got;
-    PyObject *t = (PyObject *)Py_TYPE(expr);
-    if (t == types[RULEREF] || t == types[LAZY])
-        Py_RETURN_FALSE;
-    if (known_get(known, expr, &got) < 0)
-        return NULL;
+/* How the free walk meets a node: SKIP (a leaf, or known free), REFERS (a rule reference, or a
+ * node known not free), ENTER (walk its children: `sub` filled), or ERROR with an exception.
+ * rules NULL: rule_free's walk (RuleRef and Lazy refer); else call_free's (a Lazy and a RuleRef
+ * of `called` are calls, known False as they are met; another RuleRef's child is its rule's body,
+ * or none where the rule is undefined). */
+enum { SKIP, REFERS, ENTER, ERROR };
+
+static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub) {
+    PyObject *pt = (PyObject *)Py_TYPE(part), *got;
+    int ref = pt == types[RULEREF];
+    if (!rules && (ref || pt == types[LAZY]))
+        return REFERS;
+    if (!ref && pt != types[LAZY] && !composite(pt, types))
+        return SKIP; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
+    if (known_get(known, part, &got) < 0)
+        return ERROR;
     if (got)
-        return Py_NewRef(got);
+        return got == Py_False ? REFERS : SKIP;
+    if (pt == types[LAZY])
+        return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+    if (ref) {
+        PyObject *name = PyObject_GetAttr(part, attr_name);
+        if (!name)
+            return ERROR;
+        int call = PyDict_Contains(called, name);
+        PyObject *body = call == 0 ? PyDict_GetItemWithError(rules, name) : NULL; /* borrowed: the rules hold it */
+        Py_DECREF(name);
+        if (call < 0 || (call == 0 && !body && PyErr_Occurred()))
+            return ERROR;
+        if (call)
+            return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+        sub->held[0] = Py_XNewRef(body), sub->held[1] = NULL, sub->tuple = 0, sub->n = body ? 1 : 0;
+        return ENTER;
+    }
+    return children(part, types, sub) < 0 ? ERROR : ENTER;
+}
+
+/* The walk of rule_free and call_free: the same answers and the same entries left in `known`
+ * (id -> bool) as the Python walks they replace (rule_free's in the same order too): depth first,
+ * a node marked True once all its children are, and on meeting a reference (or a node known
+ * False) every node on the way to it marked False, the walk stopped there. */
+static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called) {
     Frame *frames = malloc(64 * sizeof(Frame));
     Py_ssize_t nframes = 0, cap = 64;
     PyObject *result = NULL;
     if (!frames)
         return PyErr_NoMemory();
     frames[0].node = expr, frames[0].next = 0;
-    if (children(expr, types, &frames[0].k) < 0)
+    switch (meet(expr, known, types, rules, called, &frames[0].k)) {
+    case ERROR:
         goto done;
+    case REFERS:
+        result = Py_NewRef(Py_False);
+        goto done;
+    case SKIP: /* known True, or a leaf: rule_free walks it as a node without children */
+        if (rules || composite((PyObject *)Py_TYPE(expr), types) || (PyObject *)Py_TYPE(expr) == types[RULEREF]) {
+            result = Py_NewRef(Py_True);
+            goto done;
+        }
+        frames[0].k.held[0] = frames[0].k.held[1] = NULL, frames[0].k.tuple = 0, frames[0].k.n = -1;
+        break;
+    case ENTER: /* _free_of_calls answers a node without children (an empty Seq) without the memo */
+        if (rules && frames[0].k.n == 0 && (PyObject *)Py_TYPE(expr) != types[RULEREF]) {
+            release(&frames[0].k);
+            result = Py_NewRef(Py_True);
+            goto done;
+        }
+    }
     nframes = 1;
     while (nframes) {
         Frame *f = &frames[nframes - 1];
         PyObject *below = NULL; /* a child to walk into */
         Kids sub;
         while (!below && f->next < f->k.n) {
-            PyObject *part = kid(&f->k, f->next++), *pt = (PyObject *)Py_TYPE(part);
-            if (pt == types[RULEREF] || pt == types[LAZY])
-                goto refers;
-            if (!composite(pt, types))
-                continue; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
-            if (known_get(known, part, &got) < 0)
+            PyObject *part = kid(&f->k, f->next++);
+            int how = meet(part, known, types, rules, called, &sub);
+            if (how == ERROR)
                 goto done;
-            if (got == Py_False)
+            if (how == REFERS)
                 goto refers;
-            if (got)
-                continue;
-            if (children(part, types, &sub) < 0)
-                goto done;
-            if (sub.n > 0)
-                below = part;
-            else
-                release(&sub);
+            if (how == ENTER) {
+                if (sub.n > 0)
+                    below = part;
+                else if (sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] && known_set(known, part, Py_True) < 0) { /* an undefined rule */
+                    release(&sub);
+                    goto done;
+                } else
+                    release(&sub);
+            }
         }
         if (below) {
             if (nframes == cap) {
@@ -334,9 +373,39 @@ done:
     return result;
 }
 
+static PyObject *const *eight_types(PyObject *types_obj, const char *who) {
+    if (PyTuple_GET_SIZE(types_obj) != NREFTYPES) {
+        PyErr_Format(PyExc_ValueError, "%s: eight IR types", who);
+        return NULL;
+    }
+    return &PyTuple_GET_ITEM(types_obj, 0);
+}
+
+/* rule_free(expr, known, types) -> bool: automata._refers_to_no_rule. types: shared()'s six,
+ * then RuleRef and Lazy. */
+static PyObject *rule_free(PyObject *self, PyObject *args) {
+    PyObject *expr, *known, *types_obj;
+    if (!PyArg_ParseTuple(args, "OO!O!", &expr, &PyDict_Type, &known, &PyTuple_Type, &types_obj))
+        return NULL;
+    PyObject *const *types = eight_types(types_obj, "rule_free");
+    return types ? walk_free(expr, known, types, NULL, NULL) : NULL;
+}
+
+/* call_free(expr, known, types, rules, called) -> bool: NFABuilder._free_of_calls (does expr,
+ * with the rules it inlines, reach no call?), its memo `known`. rules: name -> body; called: the
+ * rule names and Lazy nodes kept as calls. */
+static PyObject *call_free(PyObject *self, PyObject *args) {
+    PyObject *expr, *known, *types_obj, *rules, *called;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!", &expr, &PyDict_Type, &known, &PyTuple_Type, &types_obj, &PyDict_Type, &rules, &PyDict_Type, &called))
+        return NULL;
+    PyObject *const *types = eight_types(types_obj, "call_free");
+    return types ? walk_free(expr, known, types, rules, called) : NULL;
+}
+
 static PyMethodDef methods[] = {
     {"shared", shared, METH_VARARGS, "shared(roots, types, kept) -> the ids of the nodes used in more than one place (automata.shared_nodes)."},
     {"rule_free", rule_free, METH_VARARGS, "rule_free(expr, known, types) -> does expr refer to no rule? (automata._refers_to_no_rule)"},
+    {"call_free", call_free, METH_VARARGS, "call_free(expr, known, types, rules, called) -> does expr, its rules inlined, reach no call? (NFABuilder._free_of_calls)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -347,7 +416,8 @@ PyMODINIT_FUNC PyInit__ir_walks(void) {
     attr_item = PyUnicode_InternFromString("item");
     attr_base = PyUnicode_InternFromString("base");
     attr_minus = PyUnicode_InternFromString("minus");
-    if (!attr_items || !attr_item || !attr_base || !attr_minus)
+    attr_name = PyUnicode_InternFromString("name");
+    if (!attr_items || !attr_item || !attr_base || !attr_minus || !attr_name)
         return NULL;
     return PyModule_Create(&module);
 }
