@@ -14,7 +14,8 @@ lowering, `regular.lower`, of the rule's own program), `lower.key` (the rule's c
 it reaches), and `lower.walk`, the rest of `rule.build` but determinising: the Python walk that
 writes the program and asks for decisions. With --pieces, the pieces built (missing every cache)
 by kind, their time (`... spent`, all inside), how many have the value of one built before (in
-the compile, in the run) or, for spelled strings, the same raw table; and the pieces' steps.
+the compile, in the run) or, for spelled strings, the same raw table; and the pieces' steps (`piece.content_key`: the builder's content keys of
+products and spelled strings, which a hit must pay before it saves anything).
 
     PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise] [--lowering]"""
 
@@ -28,7 +29,7 @@ import strictgen.compile.automaton as automaton
 import strictgen.compile.machine as machine
 import strictgen.grammar.automata as automata
 from strictgen import bench, regular
-from strictgen.grammar.ir_keys import ContentKeys
+from strictgen.grammar.ir_keys import ContentKey, ContentKeys
 
 SPENT: Counter = Counter()
 CALLS: Counter = Counter()
@@ -96,12 +97,17 @@ KEYS = ContentKeys()
 HELD: list = []  # the pieces keyed, alive for the run (content keys are by node id)
 
 
+def own_key(expr) -> ContentKey:
+    """The content key of `expr` from this script's own hashes (not the builder's, which are timed)."""
+    return ContentKey(expr, KEYS.hash_of(expr))
+
+
 def value_hit(memo, expr):
     """The automaton the tree's cache by value holds for `expr` (`_valued`; before it, products
     only, `_products`), or None."""
     if hasattr(automata, "_valued"):
-        return automata._valued.get((automata.MAX_DFA_STATES, memo.keys.key(expr))) if isinstance(expr, automata._VALUED_KINDS) else None
-    return automata._products.get(memo.keys.key(expr)) if isinstance(expr, (automata.Intersect, automata.Difference)) else None
+        return automata._valued.get((automata.MAX_DFA_STATES, own_key(expr))) if isinstance(expr, automata._VALUED_KINDS) else None
+    return automata._products.get(own_key(expr)) if isinstance(expr, (automata.Intersect, automata.Difference)) else None
 
 
 def patch_pieces() -> None:
@@ -112,6 +118,7 @@ def patch_pieces() -> None:
     for name, label in (("sub_nfa", "piece.sub_nfa"), ("_product_dfa", "piece.product"), ("_calls_nothing", "piece.calls_nothing")):
         timed(automata.NFABuilder, name, label)
     timed(automata, "spell", "piece.spell")
+    timed(ContentKeys, "key", "piece.content_key")
     timed(automata, "table_key", "piece.table_key")
     for name in ("regular_dfa", "embedded_dfa"):
         inner = getattr(automata.NFABuilder, name)
@@ -129,7 +136,7 @@ def patch_pieces() -> None:
             if cached is None and got is not None:
                 kind = f"{WHEN[0]}.{name}.{type(expr).__name__}"
                 HELD.append(expr)
-                key = (name, KEYS.key(expr))
+                key = (name, own_key(expr))
                 PIECES[f"{kind} built"] += 1
                 SPENT[f"{kind} spent"] += spent
                 PIECES[f"{kind} same IR in compile"] += key in SEEN["compile"]
