@@ -17,7 +17,7 @@ by kind, their time (`... spent`, all inside), how many have the value of one bu
 the compile, in the run) or, for spelled strings, the same raw table; and the pieces' steps (`piece.content_key`: the builder's content keys of
 products and spelled strings, which a hit must pay before it saves anything).
 
-    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise] [--lowering]"""
+    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise] [--lowering] [--pieces]"""
 
 import argparse
 import sys
