@@ -28,6 +28,7 @@ import strictgen as sg
 import strictgen.compile.automaton as automaton
 import strictgen.compile.machine as machine
 import strictgen.grammar.automata as automata
+import strictgen.grammar.build_memo as build_memo
 from strictgen import bench, regular
 from strictgen.grammar.ir_keys import ContentKey, ContentKeys
 
@@ -118,7 +119,7 @@ def patch_pieces() -> None:
     for name, label in (("sub_nfa", "piece.sub_nfa"), ("_product_dfa", "piece.product"), ("_calls_nothing", "piece.calls_nothing")):
         timed(automata.NFABuilder, name, label)
     timed(automata, "spell", "piece.spell")
-    timed(ContentKeys, "key", "piece.content_key")
+    timed(getattr(build_memo, "PieceKeys", ContentKeys), "key", "piece.content_key")  # the builder's keys (before PieceKeys: ContentKeys)
     timed(automata, "table_key", "piece.table_key")
     for name in ("regular_dfa", "embedded_dfa"):
         inner = getattr(automata.NFABuilder, name)

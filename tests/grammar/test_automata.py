@@ -504,3 +504,21 @@ def test_call_freedom_is_its_definition_with_the_same_memo(dag, data):
             want = reference_free_of_calls(node, rules, called, memo_py)
         assert builder._calls_nothing(node) == want
         assert dict(builder._memo.call_free) == memo_py
+
+
+@SETTINGS
+@given(ir_dags(), exprs)
+def test_piece_keys_hash_as_content_keys_do(dag, expr):
+    """The builders' keys (build_memo.PieceKeys, hashed in C) are ir_keys.ContentKeys' keys: the
+    same hash for every node asked (DAGs, leaves of every kind, repeats' bounds), equal keys for
+    equal values made of other objects, unequal ones where the values differ."""
+    from strictgen.grammar.build_memo import PieceKeys
+    from strictgen.grammar.ir_keys import ContentKeys
+
+    roots, kept = dag
+    piece_keys, content_keys = PieceKeys(), ContentKeys()
+    for node in [*roots, *kept, expr, Spelled(expr), Repeat(expr, 1, None), Repeat(expr, 1, 2)]:
+        assert piece_keys.key(node) == content_keys.key(node)
+        assert hash(piece_keys.key(node)) == content_keys.hash_of(node)
+        assert PieceKeys().key(_twin(node)) == piece_keys.key(node)
+    assert piece_keys.key(Repeat(expr, 1, None)) != piece_keys.key(Repeat(expr, 1, 2))

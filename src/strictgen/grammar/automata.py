@@ -21,14 +21,14 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, Strictge
 from . import _ir_walks
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
-from .build_memo import BuildMemo
+from .build_memo import WALKED_KINDS, BuildMemo
 from .json_spelling import spell
 from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership question may visit
-_COMPOSITE_KINDS = (Seq, Alt, Intersect, Repeat, Spelled, Difference)  # the node types _ir_walks.c walks into, in its order
+_COMPOSITE_KINDS = WALKED_KINDS  # the node types _ir_walks.c walks into, in its order
 _REFERENCE_KINDS = (*_COMPOSITE_KINDS, RuleRef, Lazy)  # and those that refer to rules
 
 
