@@ -12,9 +12,12 @@ further, each part timed without the parts inside it: `lower.pieces` (the automa
 pieces, products and spellings that the walk asks for, all their work inside), `lower.c` (the C
 lowering, `regular.lower`, of the rule's own program), `lower.key` (the rule's cache key and what
 it reaches), and `lower.walk`, the rest of `rule.build` but determinising: the Python walk that
-writes the program and asks for decisions.
+writes the program and asks for decisions. With --pieces, the pieces built (missing every cache)
+by kind, their time (`... spent`, all inside), how many have the value of one built before (in
+the compile, in the run) or, for spelled strings, the same raw table; and the pieces' steps (`piece.content_key`: the builder's content keys of
+products and spelled strings, which a hit must pay before it saves anything).
 
-    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise] [--lowering]"""
+    PYTHONPATH=<tree>/src python scripts/rule_build_phases.py [--vocab qwen] [--no-minimise] [--lowering] [--pieces]"""
 
 import argparse
 import sys
@@ -25,7 +28,9 @@ import strictgen as sg
 import strictgen.compile.automaton as automaton
 import strictgen.compile.machine as machine
 import strictgen.grammar.automata as automata
+import strictgen.grammar.build_memo as build_memo
 from strictgen import bench, regular
+from strictgen.grammar.ir_keys import ContentKey, ContentKeys
 
 SPENT: Counter = Counter()
 CALLS: Counter = Counter()
@@ -87,6 +92,66 @@ def patch_lowering() -> None:
     exclusive(automata.regular, "determinize", "lower.determinize")
 
 
+PIECES: Counter = Counter()  # --pieces: builds by kind, and how many repeat an earlier one
+SEEN: dict[str, set] = {"run": set(), "compile": set(), "raw": set()}
+KEYS = ContentKeys()
+HELD: list = []  # the pieces keyed, alive for the run (content keys are by node id)
+
+
+def own_key(expr) -> ContentKey:
+    """The content key of `expr` from this script's own hashes (not the builder's, which are timed)."""
+    return ContentKey(expr, KEYS.hash_of(expr))
+
+
+def value_hit(memo, expr):
+    """The automaton the tree's cache by value holds for `expr` (`_valued`; before it, products
+    only, `_products`), or None."""
+    if hasattr(automata, "_valued"):
+        return automata._valued.get((automata.MAX_DFA_STATES, own_key(expr))) if isinstance(expr, automata._VALUED_KINDS) else None
+    return automata._products.get(own_key(expr)) if isinstance(expr, (automata.Intersect, automata.Difference)) else None
+
+
+def patch_pieces() -> None:
+    """Count the pieces `regular_dfa` and `embedded_dfa` build (a miss in every cache), by kind,
+    and how many have the same IR value as one built before in this compile or this run, or the
+    same raw table (a spelled string's item: what `spelled_dfa` keys by); time each step."""
+    raw_key = automata.table_key
+    for name, label in (("sub_nfa", "piece.sub_nfa"), ("_product_dfa", "piece.product"), ("_calls_nothing", "piece.calls_nothing")):
+        timed(automata.NFABuilder, name, label)
+    timed(automata, "spell", "piece.spell")
+    timed(getattr(build_memo, "PieceKeys", ContentKeys), "key", "piece.content_key")  # the builder's keys (before PieceKeys: ContentKeys)
+    timed(automata, "table_key", "piece.table_key")
+    for name in ("regular_dfa", "embedded_dfa"):
+        inner = getattr(automata.NFABuilder, name)
+
+        def counted(self, expr, inner=inner, name=name):
+            memo = self._memo
+            cached = memo.dfas.get(id(expr)) or memo.embedded.get(id(expr)) or automata._minimal_pieces.get_same(expr)
+            if name == "embedded_dfa" and cached is None:
+                cached = automata._pieces.get_same(expr)
+            if name == "regular_dfa" and cached is None:
+                cached = value_hit(memo, expr)
+            t0 = time.thread_time()
+            got = inner(self, expr)
+            spent = time.thread_time() - t0
+            if cached is None and got is not None:
+                kind = f"{WHEN[0]}.{name}.{type(expr).__name__}"
+                HELD.append(expr)
+                key = (name, own_key(expr))
+                PIECES[f"{kind} built"] += 1
+                SPENT[f"{kind} spent"] += spent
+                PIECES[f"{kind} same IR in compile"] += key in SEEN["compile"]
+                PIECES[f"{kind} same IR in run"] += key in SEEN["run"]
+                SEEN["compile"].add(key), SEEN["run"].add(key)
+                if isinstance(expr, automata.Spelled) and id(expr.item) in memo.dfas:
+                    raw = raw_key(memo.dfas[id(expr.item)])
+                    PIECES[f"{kind} same raw table in run"] += raw in SEEN["raw"]
+                    SEEN["raw"].add(raw)
+            return got
+
+        setattr(automata.NFABuilder, name, counted)
+
+
 def patch_minimising(skip: bool) -> None:
     """Time trim and minimise apart where rules are minimised (called from automaton.py or
     lazy_rules.py; the pieces of the front end and the builder are left alone)."""
@@ -127,7 +192,10 @@ def main() -> None:
     ap.add_argument("--vocab", default="qwen")
     ap.add_argument("--no-minimise", action="store_true")
     ap.add_argument("--lowering", action="store_true")
+    ap.add_argument("--pieces", action="store_true")
     args = ap.parse_args()
+    if args.pieces:
+        patch_pieces()
     if args.lowering:
         patch_lowering()
     patch_minimising(args.no_minimise)
@@ -144,6 +212,7 @@ def main() -> None:
     fill_s = 0.0
     for case in bench.load_cases(bench.default_schemas_dir()):
         WHEN[0] = "compile"
+        SEEN["compile"].clear()
         try:
             grammar = sg.GrammarCompiler(tok).compile_json_schema(case.schema_text)
             sg.GrammarMatcher(grammar)
@@ -162,6 +231,8 @@ def main() -> None:
     for key in sorted(SPENT):
         value = SPENT[key]
         print(f"  {key:28s} {value:9.0f}" if "states" in key else f"  {key:28s} {value * 1e3:9.1f} ms  ({CALLS[key]} calls)")
+    for key in sorted(PIECES):
+        print(f"  {key:50s} {PIECES[key]:6d}")
 
 
 if __name__ == "__main__":

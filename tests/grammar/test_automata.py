@@ -3,6 +3,7 @@ direct interpreter of the IR (intersection and difference included) on random ex
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 
@@ -11,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import StrictgenError
-from strictgen.grammar.automata import Language, dfa_size, regular_dfa, table_key
+from strictgen.grammar.automata import Language, NFABuilder, dfa_size, regular_dfa, shared_nodes, table_key
+from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import (
     Alt,
     ByteSet,
@@ -19,6 +21,8 @@ from strictgen.grammar.ir import (
     Expr,
     Grammar,
     Intersect,
+    Lazy,
+    LazyFamily,
     Literal,
     Repeat,
     RuleRef,
@@ -393,3 +397,128 @@ def test_rule_freedom_is_its_definition_with_the_same_memo(dag, data):
     for node in asked:
         assert automata._refers_to_no_rule(node, known_c) == reference_refers_to_no_rule(node, known_py)
         assert list(known_c.items()) == list(known_py.items())
+
+
+def _twin(expr: Expr) -> Expr:
+    """An equal expression made of other objects (every node new)."""
+    twin = copy.deepcopy(expr)
+    assert twin == expr and twin is not expr
+    return twin
+
+
+def _minimal_of(expr: Expr, memo: BuildMemo | None = None):
+    return NFABuilder({}, {}, shared_nodes([expr]), memo).regular_dfa(expr)
+
+
+def test_equal_spelled_strings_share_one_automaton_without_building_the_item():
+    """A spelled string is kept by its IR value and looked up before anything is built: an equal
+    one made of other objects gets the kept DFA, and its item is not lowered or determinised."""
+    piece = Spelled(repeat(alt(lit("ab"), ByteSet(((0x61, 0x63),))), 1, 3))
+    first = _minimal_of(piece)
+    memo = BuildMemo()
+    assert _minimal_of(_twin(piece), memo) is first
+    assert len(memo.dfas) == 1  # the spelled string only: its item was never built
+    for text, ok in ((b"ab", True), (b"\\u0061b", True), (b"\\u0062", True), (b"abab\\u0063", True), (b"d", False), (b"", False)):
+        s = first.step(0, text)
+        assert (s >= 0 and first.is_accepting(s)) == ok, text
+
+
+@pytest.mark.parametrize("piece", [
+    Spelled(repeat(ByteSet(((0x61, 0x63),)), 2, 6)),
+    Difference(repeat(ByteSet(((0x61, 0x63),)), 1, 6), seq(lit("a"), repeat(lit("b")))),
+])
+def test_a_smaller_state_limit_builds_a_kept_value_again(piece, monkeypatch):
+    """The value caches are keyed with the state limit: under a limit a fresh build passes, an
+    equal piece is built again and refused, not answered from what a larger limit kept."""
+    from strictgen.errors import GrammarTooLargeError
+    from strictgen.grammar import automata
+
+    kept = _minimal_of(piece)
+    assert kept.num_states > 3
+    monkeypatch.setattr(automata, "MAX_DFA_STATES", 3)
+    with pytest.raises(GrammarTooLargeError):
+        _minimal_of(_twin(piece))
+    monkeypatch.undo()
+    assert _minimal_of(_twin(piece)) is kept
+
+
+@SETTINGS
+@given(exprs)
+def test_a_piece_kept_by_value_is_the_automaton_a_fresh_build_gives(piece):
+    """Spelled strings, intersections and differences kept by value (looked up before building)
+    are the automata building them afresh gives: the same table, whatever byte classes."""
+    from strictgen.grammar.automata import forget_kept_automata
+
+    for expr in (Spelled(piece), piece):
+        kept = _minimal_of(expr)
+        assert table_key(_minimal_of(_twin(expr))) == table_key(kept)
+        forget_kept_automata()
+        assert table_key(_minimal_of(_twin(expr))) == table_key(kept)
+
+
+def reference_free_of_calls(x: Expr, rules: dict, called: dict, memo: dict[int, bool]) -> bool:
+    """NFABuilder._free_of_calls as it was written in Python: does x, with the rules it inlines,
+    reach no call? Memo by node, composite nodes and rule references."""
+    if type(x) is RuleRef:
+        if x.name in called:
+            memo[id(x)] = False
+            return False
+        parts = () if rules.get(x.name) is None else (rules[x.name],)
+    elif type(x) is Lazy:
+        memo[id(x)] = False
+        return False
+    else:
+        parts = children(x)
+        if not parts:
+            return True
+    free = True
+    for part in parts:
+        got = memo.get(id(part))
+        if not (reference_free_of_calls(part, rules, called, memo) if got is None else got):
+            free = False
+            break
+    memo[id(x)] = free
+    return free
+
+
+@SETTINGS
+@given(ir_dags(), st.data())
+def test_call_freedom_is_its_definition_with_the_same_memo(dag, data):
+    """The C walk of `_calls_nothing` answers as the Python recursion did and leaves the same
+    memo (asked of several nodes in turn), through inlined rules, calls, Lazy members and
+    undefined rules."""
+    roots, kept = dag
+    lazy = Lazy(LazyFamily(), 0, ())
+    body = data.draw(st.sampled_from([lit("x"), RuleRef("c"), seq(lit("x"), RuleRef("c")), alt(lit("y"), lazy), repeat(RuleRef("d"), 0, 2), Seq(())]))
+    rules = {"r": body, "c": lit("c")} if data.draw(st.booleans()) else {"c": lit("c")}  # "r" undefined, or inlined
+    called = data.draw(st.sampled_from([{}, {"c": 0}, {"r": 0}, {"c": 0, "d": 1}]))
+    called = dict(called)
+    if data.draw(st.booleans()):
+        called[lazy] = 2
+    builder = NFABuilder(rules, called, set())
+    asked = data.draw(st.lists(st.sampled_from(roots + kept + [body, RuleRef("r"), Seq(())]), min_size=1, max_size=5))
+    memo_py: dict[int, bool] = {}
+    for node in asked:
+        want = True if not called else memo_py.get(id(node))
+        if want is None:
+            want = reference_free_of_calls(node, rules, called, memo_py)
+        assert builder._calls_nothing(node) == want
+        assert dict(builder._memo.call_free) == memo_py
+
+
+@SETTINGS
+@given(ir_dags(), exprs)
+def test_piece_keys_hash_as_content_keys_do(dag, expr):
+    """The builders' keys (build_memo.PieceKeys, hashed in C) are ir_keys.ContentKeys' keys: the
+    same hash for every node asked (DAGs, leaves of every kind, repeats' bounds), equal keys for
+    equal values made of other objects, unequal ones where the values differ."""
+    from strictgen.grammar.build_memo import PieceKeys
+    from strictgen.grammar.ir_keys import ContentKeys
+
+    roots, kept = dag
+    piece_keys, content_keys = PieceKeys(), ContentKeys()
+    for node in [*roots, *kept, expr, Spelled(expr), Repeat(expr, 1, None), Repeat(expr, 1, 2)]:
+        assert piece_keys.key(node) == content_keys.key(node)
+        assert hash(piece_keys.key(node)) == content_keys.hash_of(node)
+        assert PieceKeys().key(_twin(node)) == piece_keys.key(node)
+    assert piece_keys.key(Repeat(expr, 1, None)) != piece_keys.key(Repeat(expr, 1, 2))

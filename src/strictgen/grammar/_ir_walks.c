@@ -12,7 +12,9 @@
  * borrowed: the IR is immutable and the caller holds the roots.
  *
  * rule_free(expr, known, types) -> bool: automata._refers_to_no_rule (below), ~1 us a node in
- * Python, walked for each piece a rule build embeds (1.5% of the bench's first-pass fill CPU). */
+ * Python, walked for each piece a rule build embeds (1.5% of the bench's first-pass fill CPU).
+ * call_free(expr, known, types, rules, called) -> bool: NFABuilder._free_of_calls, the same walk
+ * through the rules a piece inlines (~3% of the bench's rule builds in Python). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -83,7 +85,7 @@ static int push(Stack *st, PyObject *o) {
     return 0;
 }
 
-static PyObject *attr_items, *attr_item, *attr_base, *attr_minus;
+static PyObject *attr_items, *attr_item, *attr_base, *attr_minus, *attr_name, *attr_min, *attr_max;
 
 /* Is `e`'s kept entry its own (kept(id(e)) = (dfa, (e, ...)))? 1 yes, 0 no, -1 error */
 static int kept_whole(PyObject *kept, PyObject *e) {
@@ -178,15 +180,22 @@ static int visit(PyObject *e, PyObject *const *types, PyObject *kept, PtrSet *se
     return status;
 }
 
+/* The IR types a walk was given: `n` of them (shared()'s six, or those and RuleRef and Lazy) */
+static PyObject *const *ir_types(PyObject *types_obj, Py_ssize_t n, const char *who) {
+    if (PyTuple_GET_SIZE(types_obj) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd IR types", who, n);
+        return NULL;
+    }
+    return &PyTuple_GET_ITEM(types_obj, 0);
+}
+
 static PyObject *shared(PyObject *self, PyObject *args) {
     PyObject *roots, *types_obj, *kept;
     if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &roots, &PyTuple_Type, &types_obj, &kept))
         return NULL;
-    if (PyTuple_GET_SIZE(types_obj) != NTYPES) {
-        PyErr_SetString(PyExc_ValueError, "shared: six IR types");
+    PyObject *const *types = ir_types(types_obj, NTYPES, "shared");
+    if (!types)
         return NULL;
-    }
-    PyObject *const *types = &PyTuple_GET_ITEM(types_obj, 0);
     PtrSet seen = {0}, both = {0};
     Stack work = {0};
     PyObject *out = NULL;
@@ -248,71 +257,126 @@ typedef struct {
     Py_ssize_t next;
 } Frame;
 
-/* rule_free(expr, known, types) -> bool: automata._refers_to_no_rule, the same answers and the
- * same entries left in `known` (id -> bool, composite nodes), in the same order: a depth-first
- * walk that marks a node True once all its children are, and on meeting a rule reference or a
- * node known False marks every node on the way to it False and stops. types: shared()'s six,
- * then RuleRef and Lazy. */
-static PyObject *rule_free(PyObject *self, PyObject *args) {
-    PyObject *expr, *known, *types_obj;
-    if (!PyArg_ParseTuple(args, "OO!O!", &expr, &PyDict_Type, &known, &PyTuple_Type, &types_obj))
-        return NULL;
-    if (PyTuple_GET_SIZE(types_obj) != NREFTYPES) {
-        PyErr_SetString(PyExc_ValueError, "rule_free: eight IR types");
-        return NULL;
+enum { FIRST_FRAMES = 64 };
+
+/* FIRST_FRAMES frames, the first one `expr`'s (its children not yet filled), or NULL with an exception */
+static Frame *frames_new(PyObject *expr) {
+    Frame *frames = malloc(FIRST_FRAMES * sizeof(Frame));
+    if (!frames)
+        return (Frame *)PyErr_NoMemory();
+    frames[0].node = expr, frames[0].next = 0;
+    return frames;
+}
+
+/* frames[nframes++] = a frame of `node`, its children `sub` (released on failure), growing the
+ * frames; 0, or -1 with an exception */
+static int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub) {
+    if (*nframes == *cap) {
+        Frame *more = realloc(*frames, 2 * (size_t)*cap * sizeof(Frame));
+        if (!more) {
+            release(sub);
+            PyErr_NoMemory();
+            return -1;
+        }
+        *frames = more, *cap *= 2;
     }
-    PyObject *const *types = &PyTuple_GET_ITEM(types_obj, 0), *got;
-    PyObject *t = (PyObject *)Py_TYPE(expr);
-    if (t == types[RULEREF] || t == types[LAZY])
-        Py_RETURN_FALSE;
-    if (known_get(known, expr, &got) < 0)
-        return NULL;
+    Frame *f = &(*frames)[(*nframes)++];
+    f->node = node, f->k = *sub, f->next = 0;
+    return 0;
+}
+
+/* How the free walk meets a node: SKIP (a leaf, or known free), REFERS (a rule reference, or a
+ * node known not free), ENTER (walk its children: `sub` filled), or ERROR with an exception.
+ * rules NULL: rule_free's walk (RuleRef and Lazy refer); else call_free's (a Lazy and a RuleRef
+ * of `called` are calls, known False as they are met; another RuleRef's child is its rule's body,
+ * or none where the rule is undefined). */
+enum { SKIP, REFERS, ENTER, ERROR };
+
+static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub) {
+    PyObject *pt = (PyObject *)Py_TYPE(part), *got;
+    int ref = pt == types[RULEREF];
+    if (!rules && (ref || pt == types[LAZY]))
+        return REFERS;
+    if (!ref && pt != types[LAZY] && !composite(pt, types))
+        return SKIP; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
+    if (known_get(known, part, &got) < 0)
+        return ERROR;
     if (got)
-        return Py_NewRef(got);
-    Frame *frames = malloc(64 * sizeof(Frame));
-    Py_ssize_t nframes = 0, cap = 64;
+        return got == Py_False ? REFERS : SKIP;
+    if (pt == types[LAZY])
+        return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+    if (ref) {
+        PyObject *name = PyObject_GetAttr(part, attr_name);
+        if (!name)
+            return ERROR;
+        int call = PyDict_Contains(called, name);
+        PyObject *body = call == 0 ? PyDict_GetItemWithError(rules, name) : NULL; /* borrowed: the rules hold it */
+        Py_DECREF(name);
+        if (call < 0 || (call == 0 && !body && PyErr_Occurred()))
+            return ERROR;
+        if (call)
+            return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+        sub->held[0] = Py_XNewRef(body), sub->held[1] = NULL, sub->tuple = 0, sub->n = body ? 1 : 0;
+        return ENTER;
+    }
+    return children(part, types, sub) < 0 ? ERROR : ENTER;
+}
+
+/* The walk of rule_free and call_free: the same answers and the same entries left in `known`
+ * (id -> bool) as the Python walks they replace (rule_free's in the same order too): depth first,
+ * a node marked True once all its children are, and on meeting a reference (or a node known
+ * False) every node on the way to it marked False, the walk stopped there. */
+static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called) {
+    Frame *frames = frames_new(expr);
+    Py_ssize_t nframes = 0, cap = FIRST_FRAMES;
     PyObject *result = NULL;
     if (!frames)
-        return PyErr_NoMemory();
-    frames[0].node = expr, frames[0].next = 0;
-    if (children(expr, types, &frames[0].k) < 0)
+        return NULL;
+    switch (meet(expr, known, types, rules, called, &frames[0].k)) {
+    case ERROR:
         goto done;
+    case REFERS:
+        result = Py_NewRef(Py_False);
+        goto done;
+    case SKIP: /* known True, or a leaf: rule_free walks it as a node without children */
+        if (rules || composite((PyObject *)Py_TYPE(expr), types) || (PyObject *)Py_TYPE(expr) == types[RULEREF]) {
+            result = Py_NewRef(Py_True);
+            goto done;
+        }
+        frames[0].k.held[0] = frames[0].k.held[1] = NULL, frames[0].k.tuple = 0, frames[0].k.n = -1;
+        break;
+    case ENTER: /* _free_of_calls answers a node without children (an empty Seq) without the memo */
+        if (rules && frames[0].k.n == 0 && (PyObject *)Py_TYPE(expr) != types[RULEREF]) {
+            release(&frames[0].k);
+            result = Py_NewRef(Py_True);
+            goto done;
+        }
+    }
     nframes = 1;
     while (nframes) {
         Frame *f = &frames[nframes - 1];
         PyObject *below = NULL; /* a child to walk into */
         Kids sub;
         while (!below && f->next < f->k.n) {
-            PyObject *part = kid(&f->k, f->next++), *pt = (PyObject *)Py_TYPE(part);
-            if (pt == types[RULEREF] || pt == types[LAZY])
-                goto refers;
-            if (!composite(pt, types))
-                continue; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
-            if (known_get(known, part, &got) < 0)
+            PyObject *part = kid(&f->k, f->next++);
+            int how = meet(part, known, types, rules, called, &sub);
+            if (how == ERROR)
                 goto done;
-            if (got == Py_False)
+            if (how == REFERS)
                 goto refers;
-            if (got)
-                continue;
-            if (children(part, types, &sub) < 0)
-                goto done;
-            if (sub.n > 0)
-                below = part;
-            else
-                release(&sub);
+            if (how == ENTER) {
+                if (sub.n > 0)
+                    below = part;
+                else if (sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] && known_set(known, part, Py_True) < 0) { /* an undefined rule */
+                    release(&sub);
+                    goto done;
+                } else
+                    release(&sub);
+            }
         }
         if (below) {
-            if (nframes == cap) {
-                Frame *more = realloc(frames, 2 * (size_t)cap * sizeof(Frame));
-                if (!more) {
-                    release(&sub);
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                frames = more, cap *= 2;
-            }
-            frames[nframes].node = below, frames[nframes].k = sub, frames[nframes].next = 0;
-            nframes++;
+            if (push_frame(&frames, &nframes, &cap, below, &sub) < 0)
+                goto done;
             continue;
         }
         if (known_set(known, f->node, Py_True) < 0)
@@ -334,9 +398,132 @@ done:
     return result;
 }
 
+/* rule_free(expr, known, types) -> bool: automata._refers_to_no_rule. types: shared()'s six,
+ * then RuleRef and Lazy. */
+static PyObject *rule_free(PyObject *self, PyObject *args) {
+    PyObject *expr, *known, *types_obj;
+    if (!PyArg_ParseTuple(args, "OO!O!", &expr, &PyDict_Type, &known, &PyTuple_Type, &types_obj))
+        return NULL;
+    PyObject *const *types = ir_types(types_obj, NREFTYPES, "rule_free");
+    return types ? walk_free(expr, known, types, NULL, NULL) : NULL;
+}
+
+/* call_free(expr, known, types, rules, called) -> bool: NFABuilder._free_of_calls (does expr,
+ * with the rules it inlines, reach no call?), its memo `known`. rules: name -> body; called: the
+ * rule names and Lazy nodes kept as calls. */
+static PyObject *call_free(PyObject *self, PyObject *args) {
+    PyObject *expr, *known, *types_obj, *rules, *called;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!", &expr, &PyDict_Type, &known, &PyTuple_Type, &types_obj, &PyDict_Type, &rules, &PyDict_Type, &called))
+        return NULL;
+    PyObject *const *types = ir_types(types_obj, NREFTYPES, "call_free");
+    return types ? walk_free(expr, known, types, rules, called) : NULL;
+}
+
+/* One node's content hash, Python's hash((own, tuple(the children's hashes))) where own is (t,)
+ * for a composite node but Repeat, (t, min, max) for a Repeat and (t, x) for a leaf (ir_keys._own):
+ * the very value ContentKeys.hash_of gives. -1 with an exception. */
+static Py_hash_t node_hash(PyObject *x, PyObject *const *types, const Kids *k, PyObject *hashes) {
+    PyObject *t = (PyObject *)Py_TYPE(x), *own = NULL, *kids = NULL, *pair = NULL;
+    Py_hash_t h = -1;
+    if (t == types[REPEAT]) {
+        PyObject *lo = PyObject_GetAttr(x, attr_min), *hi = lo ? PyObject_GetAttr(x, attr_max) : NULL;
+        if (hi)
+            own = PyTuple_Pack(3, t, lo, hi);
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+    } else
+        own = k->n >= 0 || composite(t, types) ? PyTuple_Pack(1, t) : PyTuple_Pack(2, t, x);
+    if (!own)
+        return -1;
+    if (!(kids = PyTuple_New(k->n > 0 ? k->n : 0)))
+        goto done;
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        PyObject *key = PyLong_FromVoidPtr(kid(k, i)), *got;
+        if (!key)
+            goto done;
+        got = PyDict_GetItemWithError(hashes, key);
+        Py_DECREF(key);
+        if (!got) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "content_hash: a child hashed before its parent");
+            goto done;
+        }
+        PyTuple_SET_ITEM(kids, i, Py_NewRef(got));
+    }
+    if ((pair = PyTuple_Pack(2, own, kids)))
+        h = PyObject_Hash(pair);
+done:
+    Py_XDECREF(own);
+    Py_XDECREF(kids);
+    Py_XDECREF(pair);
+    return h;
+}
+
+/* content_hash(expr, hashes, types) -> int: ContentKeys.hash_of (ir_keys.py) in C, each node
+ * hashed once (`hashes`: id -> hash, filled for every node below expr), children before their
+ * parent, walked with its own stack. In Python ~1.5 us a node: a date-time format's spelled string
+ * (~15,000 nodes) cost ~23 ms to key. types: shared()'s six. */
+static PyObject *content_hash(PyObject *self, PyObject *args) {
+    PyObject *expr, *hashes, *types_obj, *got;
+    if (!PyArg_ParseTuple(args, "OO!O!", &expr, &PyDict_Type, &hashes, &PyTuple_Type, &types_obj))
+        return NULL;
+    PyObject *const *types = ir_types(types_obj, NTYPES, "content_hash");
+    if (!types || known_get(hashes, expr, &got) < 0)
+        return NULL;
+    if (got)
+        return Py_NewRef(got);
+    Frame *frames = frames_new(expr);
+    Py_ssize_t nframes = 0, cap = FIRST_FRAMES;
+    PyObject *result = NULL;
+    if (!frames)
+        return NULL;
+    if (children(expr, types, &frames[0].k) < 0)
+        goto done;
+    nframes = 1;
+    while (nframes) {
+        Frame *f = &frames[nframes - 1];
+        PyObject *below = NULL;
+        Kids sub;
+        while (!below && f->next < f->k.n) {
+            PyObject *part = kid(&f->k, f->next++);
+            if (known_get(hashes, part, &got) < 0)
+                goto done;
+            if (got)
+                continue;
+            if (children(part, types, &sub) < 0)
+                goto done;
+            below = part;
+        }
+        if (below) {
+            if (push_frame(&frames, &nframes, &cap, below, &sub) < 0)
+                goto done;
+            continue;
+        }
+        Py_hash_t h = node_hash(f->node, types, &f->k, hashes);
+        PyObject *value = h == -1 ? NULL : PyLong_FromSsize_t(h);
+        if (!value || known_set(hashes, f->node, value) < 0) {
+            Py_XDECREF(value);
+            goto done;
+        }
+        if (nframes == 1)
+            result = value;
+        else
+            Py_DECREF(value);
+        release(&f->k);
+        nframes--;
+    }
+done:
+    while (nframes)
+        release(&frames[--nframes].k);
+    free(frames);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"shared", shared, METH_VARARGS, "shared(roots, types, kept) -> the ids of the nodes used in more than one place (automata.shared_nodes)."},
     {"rule_free", rule_free, METH_VARARGS, "rule_free(expr, known, types) -> does expr refer to no rule? (automata._refers_to_no_rule)"},
+    {"content_hash", content_hash, METH_VARARGS, "content_hash(expr, hashes, types) -> ContentKeys.hash_of(expr), hashes filled by node id"},
+    {"call_free", call_free, METH_VARARGS, "call_free(expr, known, types, rules, called) -> does expr, its rules inlined, reach no call? (NFABuilder._free_of_calls)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -347,7 +534,10 @@ PyMODINIT_FUNC PyInit__ir_walks(void) {
     attr_item = PyUnicode_InternFromString("item");
     attr_base = PyUnicode_InternFromString("base");
     attr_minus = PyUnicode_InternFromString("minus");
-    if (!attr_items || !attr_item || !attr_base || !attr_minus)
+    attr_name = PyUnicode_InternFromString("name");
+    attr_min = PyUnicode_InternFromString("min");
+    attr_max = PyUnicode_InternFromString("max");
+    if (!attr_items || !attr_item || !attr_base || !attr_minus || !attr_name || !attr_min || !attr_max)
         return NULL;
     return PyModule_Create(&module);
 }

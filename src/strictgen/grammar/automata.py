@@ -20,15 +20,15 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, Strictge
 
 from . import _ir_walks
 from .dfa_cache import DfaCache
-from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, children
-from .build_memo import BuildMemo
+from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
+from .build_memo import WALKED_KINDS, BuildMemo
 from .json_spelling import spell
 from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership question may visit
-_COMPOSITE_KINDS = (Seq, Alt, Intersect, Repeat, Spelled, Difference)  # the node types _ir_walks.c walks into, in its order
+_COMPOSITE_KINDS = WALKED_KINDS  # the node types _ir_walks.c walks into, in its order
 _REFERENCE_KINDS = (*_COMPOSITE_KINDS, RuleRef, Lazy)  # and those that refer to rules
 
 
@@ -249,37 +249,13 @@ class NFABuilder:
 
     def _calls_nothing(self, expr: Expr) -> bool:
         """Does `expr`, with the rules it inlines, reach no call edge? (Remembered by node for
-        this `called`; composite nodes only.)"""
+        this `called`, composite nodes and rule references, both ways, as `_refers_to_no_rule`
+        does.) In C (`_ir_walks.call_free`): in Python it was ~3% of the bench's rule builds."""
         if not self.called:
             return True
-        got = self._memo.call_free.get(id(expr))
-        return self._free_of_calls(expr, self._memo.call_free) if got is None else got
-
-    def _free_of_calls(self, x: Expr, memo: dict[int, bool]) -> bool:
-        """`_calls_nothing` of a node not in `memo` yet; stops at the first call found. Recursive
-        per IR level, like the builder that asks it (which bounds the depth an expression may have)."""
-        t = type(x)
-        if t is RuleRef:
-            if x.name in self.called:
-                memo[id(x)] = False
-                return False
-            body = self.rules.get(x.name)
-            parts = () if body is None else (body,)
-        elif t is Lazy:
-            memo[id(x)] = False
-            return False
-        else:
-            parts = children(x)
-            if not parts:
-                return True  # a leaf reads bytes only
-        free = True
-        for part in parts:
-            got = memo.get(id(part))
-            if not (self._free_of_calls(part, memo) if got is None else got):
-                free = False
-                break
-        memo[id(x)] = free
-        return free
+        memo = self._memo.call_free
+        got = memo.get(id(expr))
+        return _ir_walks.call_free(expr, memo, _REFERENCE_KINDS, self.rules, self.called) if got is None else got
 
     def _rule_free(self, expr: Expr) -> bool:
         """Does `expr` refer to no rule and call nothing at run time, so that its language is its
@@ -297,15 +273,16 @@ class NFABuilder:
         if got is not None:
             self._memo.dfas[id(expr)] = got
             return got
-        if isinstance(expr, (Intersect, Difference)):
-            key = self._memo.keys.key(expr) if self._rule_free(expr) else None
-            got = None if key is None else _products.get(key)
+        if isinstance(expr, _VALUED_KINDS):
+            key = (MAX_DFA_STATES, self._memo.keys.key(expr)) if self._rule_free(expr) else None
+            got = None if key is None else _valued.get(key)
             if got is None:
-                got = self._product_dfa(expr)
+                if isinstance(expr, Spelled):  # every JSON spelling of the item's strings, on its minimal DFA
+                    got = spelled_dfa(self.regular_dfa(expr.item))
+                else:
+                    got = self._product_dfa(expr)
                 if key is not None:
-                    _products.put(key, got)
-        elif isinstance(expr, Spelled):  # every JSON spelling of the item's strings, on its minimal DFA
-            got = spelled_dfa(self.regular_dfa(expr.item))
+                    _valued.put(key, got)
         else:
             nfa, start, final = self.sub_nfa(expr)
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
@@ -428,12 +405,17 @@ class _RecursiveRule(StrictgenError):
 
 _PRODUCT_TOO_LARGE = f"grammar too large: an intersection has more than {MAX_DFA_STATES} states"
 
-# Intersections and differences of rule-free languages (a pattern under a length bound, a format
-# minus an enum) recur across schemas and within one: a front end sizes a product before it
-# emits it. Their minimal DFAs are kept by the expression's value (ir_keys: IR nodes are
-# immutable). Products only: other pieces cost less to build than to key (measured: keying every
-# rule-free piece cost 0.13 s over the bench's 79 schemas and saved 0.18 s of building).
-_products = DfaCache(512)
+# Intersections, differences and spelled strings of rule-free languages (a pattern under a length
+# bound, a format minus an enum, the same enum or pattern spelled again) recur across schemas and
+# within one: a front end sizes a product before it emits it, and each compile makes its own
+# objects. Their minimal DFAs are kept by the expression's value (ir_keys: IR nodes are
+# immutable), looked up before anything is built: a hit skips the operands' or the item's
+# lowering, determinising, minimising and table key. Keyed with the state limit, so that a
+# smaller limit builds again (and refuses what it must). These kinds only: other pieces cost less
+# to build than to key (measured: keying every rule-free piece cost 0.13 s over the bench's 79
+# schemas and saved 0.18 s of building).
+_VALUED_KINDS = (Intersect, Difference, Spelled)
+_valued = DfaCache(1024)
 
 
 def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
@@ -468,17 +450,17 @@ _spelled = DfaCache(SPELLED_CACHE_SIZE)
 def forget_kept_automata() -> None:
     """Drop the automata kept across compiles (pieces, products, spellings): what is built next
     is built from its IR, as a first compile builds it (tests that compare builders ask this)."""
-    for cache in (_pieces, _minimal_pieces, _products, _spelled):
+    for cache in (_pieces, _minimal_pieces, _valued, _spelled):
         cache.clear()
 
 
 def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     """The minimal DFA of every JSON spelling of the strings of `raw` (a minimal raw-UTF-8 DFA)."""
     key = table_key(raw)
-    got = _spelled.get(key)
+    got = _spelled.get((MAX_DFA_STATES, key))  # the limit in the key: a smaller one spells again
     if got is None:
         got = regular.minimal(spell(raw.table256(), key[2], MAX_DFA_STATES))
-        _spelled.put(key, got)
+        _spelled.put((MAX_DFA_STATES, key), got)
     return got
 
 
