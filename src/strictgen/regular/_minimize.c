@@ -173,11 +173,14 @@ static int partition_init(Partition *p, const DFA *d) {
     for (int32_t s = 0; s < n; s++) {
         const int32_t *row = d->table + (Py_ssize_t)s * k;
         rows[s] = runs.len;
-        for (int32_t c = 0, first, t; (t = next_run(row, k, &c, &first)) >= 0;) {
-            if (vec_push(&runs, first) < 0 || vec_push(&runs, c) < 0 || vec_push(&runs, t) < 0)
-                goto done;
+        if (vec_reserve(&runs, runs.len + 3 * (Py_ssize_t)k) < 0)
+            goto done;
+        int32_t *at = runs.data + runs.len;
+        for (int32_t c = 0, first, t; (t = next_run(row, k, &c, &first)) >= 0; at += 3) {
+            at[0] = first, at[1] = c, at[2] = t;
             p->istart[t + 1]++, total++, edges += c - first, reads += 1 + (c < k);
         }
+        runs.len = at - runs.data;
     }
     rows[n] = runs.len;
     p->by_runs = reads < edges;
@@ -193,11 +196,13 @@ static int partition_init(Partition *p, const DFA *d) {
     for (int32_t s = 0; s < n; s++)
         p->istart[s + 1] += p->istart[s];
     p->isrc = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1)), p->ifirst = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
-    p->iend = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1)), p->lsrc = (int32_t *)malloc(sizeof(int32_t) * (2 * (size_t)total + 1));
+    if (p->by_runs) /* else no ends: each in-edge is one letter */
+        p->iend = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
+    p->lsrc = (int32_t *)malloc(sizeof(int32_t) * ((p->by_runs ? 2 : 1) * (size_t)total + 1));
     p->odd = (uint8_t *)calloc(N, 1), p->k = k;
     p->lcount = (int32_t *)calloc((size_t)letters + 1, sizeof(int32_t)), p->lstart = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
     p->cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1)), p->used = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
-    if (!p->isrc || !p->ifirst || !p->iend || !p->odd || !p->lsrc || !p->lcount || !p->lstart || !p->cur || !p->used) {
+    if (!p->isrc || !p->ifirst || (p->by_runs && !p->iend) || !p->odd || !p->lsrc || !p->lcount || !p->lstart || !p->cur || !p->used) {
         vec_no_memory();
         goto done;
     }
@@ -206,12 +211,17 @@ static int partition_init(Partition *p, const DFA *d) {
     for (int32_t s = 0; s < n; s++) {
         for (Py_ssize_t i = rows[s]; i < rows[s + 1]; i += 3) {
             int32_t first = runs.data[i], end = runs.data[i + 1], t = runs.data[i + 2];
-            for (int32_t c = first; c < end; c = p->by_runs ? end : c + 1)
-                p->isrc[fill[t]] = s, p->ifirst[fill[t]] = c, p->iend[fill[t]++] = p->by_runs ? end : c + 1;
+            if (p->by_runs)
+                p->isrc[fill[t]] = s, p->ifirst[fill[t]] = first, p->iend[fill[t]++] = end;
+            else
+                for (int32_t c = first; c < end; c++)
+                    p->isrc[fill[t]] = s, p->ifirst[fill[t]++] = c;
         }
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
             int32_t t = d->call_ret[j], letter = callee_letter[d->call_callee[j]];
-            p->isrc[fill[t]] = s, p->ifirst[fill[t]] = letter, p->iend[fill[t]++] = letter + 1;
+            if (p->iend)
+                p->iend[fill[t]] = letter + 1;
+            p->isrc[fill[t]] = s, p->ifirst[fill[t]++] = letter;
         }
     }
     ok = 0;
@@ -236,10 +246,10 @@ static int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *
     int32_t nused = 0, at = 0, k = p->by_runs ? p->k : 0; /* k 0: every letter split by M_a */
     for (int32_t i = 0; i < m; i++)
         for (int32_t j = p->istart[states[i]]; j < p->istart[states[i] + 1]; j++) {
-            int32_t a = p->ifirst[j], e = p->iend[j];
+            int32_t a = p->ifirst[j], e;
             if (p->lcount[a]++ == 0)
                 p->used[nused++] = a;
-            if (e < k && p->lcount[e]++ == 0)
+            if (k && (e = p->iend[j]) < k && p->lcount[e]++ == 0)
                 p->used[nused++] = e;
         }
     if (!nused)
@@ -251,9 +261,9 @@ static int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *
     }
     for (int32_t i = 0; i < m; i++)
         for (int32_t j = p->istart[states[i]]; j < p->istart[states[i] + 1]; j++) {
-            int32_t e = p->iend[j];
+            int32_t e;
             p->lsrc[p->cur[p->ifirst[j]]++] = p->isrc[j];
-            if (e < k)
+            if (k && (e = p->iend[j]) < k)
                 p->lsrc[p->cur[e]++] = p->isrc[j];
         }
     for (int32_t u = 0; u < nused; u++) {
