@@ -71,6 +71,23 @@ def test_past_the_deadline_minimising_is_a_clear_error():
             regular.minimal_with_splits(dfa)
 
 
+def assert_refine_is_moores_every_round(dfa: regular.DFA) -> None:
+    """refine(r) against Python Moore rounds for every r up to the stable round: same partition, same stable round"""
+    _, want_stable = moore_classes(dfa, dfa.num_states + 1)
+    for rounds in range(want_stable + 1):
+        raw, stable = dfa.refine(rounds)
+        want, want_stable_here = moore_classes(dfa, rounds)
+        assert same_partition(list(memoryview(raw).cast("i")), want), rounds
+        assert stable == want_stable_here, rounds
+
+
+def assert_history_is_moores(got: regular.DFA, splits: tuple[bytes, bytes]) -> None:
+    """the classes read off minimal_with_splits' history after every round are Moore's on the minimal DFA"""
+    born = np.frombuffer(splits[0], dtype=np.int32)
+    for rounds in range(int(born.max()) + 2):
+        assert same_partition(classes_after(splits, rounds), moore_classes(got, rounds)[0]), rounds
+
+
 @st.composite
 def tables(draw):
     """A random partial DFA over 3 letters of up to 40 states, with a counter-like spine (long
@@ -92,18 +109,11 @@ def tables(draw):
 def test_splitter_rounds_are_moores_on_bigger_tables(dfa):
     """Moore's rounds by splitters (the heaviest part of each split left out) against plain Python
     Moore rounds, round by round, and the minimal DFA against Hopcroft's."""
-    _, want_stable = moore_classes(dfa, dfa.num_states + 1)
-    for rounds in range(want_stable + 1):
-        raw, stable = dfa.refine(rounds)
-        want, want_stable_here = moore_classes(dfa, rounds)
-        assert same_partition(list(memoryview(raw).cast("i")), want), rounds
-        assert stable == want_stable_here, rounds
+    assert_refine_is_moores_every_round(dfa)
     trimmed = dfa.trim()
     got, splits = regular.minimal_with_splits(dfa)
     assert same_dfa(got, regular.minimize(trimmed))
-    born = np.frombuffer(splits[0], dtype=np.int32)
-    for rounds in range(int(born.max()) + 2):
-        assert same_partition(classes_after(splits, rounds), moore_classes(got, rounds)[0]), rounds
+    assert_history_is_moores(got, splits)
 
 
 def test_a_shifting_window_minimises_in_few_passes():
@@ -119,3 +129,43 @@ def test_a_shifting_window_minimises_in_few_passes():
     assert int(born.max()) == k  # the accepting flag tells one letter; each round one more
     for rounds in (0, 1, 4, k - 1, k):
         assert len(set(classes_after(splits, rounds))) == len(set(moore_classes(got, rounds)[0])), rounds
+
+
+@st.composite
+def run_tables(draw):
+    """A random partial DFA over 8 byte classes whose rows are runs of classes with one target
+    (long runs, and runs of one class that end where the next starts into the same block), up to
+    30 states with a counter-like spine: the partition keeps in-edges as runs when that reads fewer
+    sources (else one per class edge), and both ways must split exactly like Moore's rounds."""
+    n = draw(st.integers(2, 30))
+    longest = draw(st.sampled_from([1, 2, 8]))  # 1: every run one class (the class-edge layout)
+    rows = []
+    for s in range(n):
+        row = []
+        while len(row) < 8:
+            length = min(draw(st.integers(1, longest)), 8 - len(row))
+            target = draw(st.integers(-1, n - 1))
+            row += [target] * length
+        if s + 1 < n and draw(st.integers(0, 3)) == 0:
+            row[draw(st.integers(0, 7))] = s + 1
+        rows.append(row)
+    accepting = [draw(st.integers(0, 3)) == 0 for _ in range(n - 1)] + [True]
+    classmap = bytes(min(b // 4, 7) for b in range(256))
+    return regular.from_table(rows, accepting, classmap)
+
+
+@FAST
+@given(run_tables())
+def test_splitting_by_runs_is_moores_every_round(dfa):
+    """Refining by runs of classes (a run's sources marked once for all its classes, by where runs
+    start and end) against Python Moore rounds over every byte, round by round; minimal_with_splits
+    against Hopcroft's minimal, and its size against Moore's fixpoint on the trimmed DFA."""
+    assert_refine_is_moores_every_round(dfa)
+    trimmed = dfa.trim()
+    if trimmed.num_states == 0:
+        return
+    got, splits = regular.minimal_with_splits(dfa)
+    want_min = regular.minimize(trimmed)
+    assert same_dfa(got, want_min)
+    assert got.num_states == len(set(moore_classes(trimmed, trimmed.num_states + 1)[0]))
+    assert_history_is_moores(got, splits)

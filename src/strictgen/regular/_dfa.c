@@ -169,9 +169,10 @@ static int row_runs(const DFA *d, int32_t **start_out, Vec *targets) {
         for (int32_t c = 0, prev = -1; c < k; c += 8) { /* eight at a time: a run of -1 skipped */
             if (prev < 0 && c + 8 <= k && eight_missing(row + c))
                 continue;
-            for (int32_t e = c + 8 < k ? c + 8 : k, j = c; j < e; j++)
-                if (row[j] != prev && (prev = row[j]) >= 0)
-                    *at++ = prev;
+            for (int32_t e = c + 8 < k ? c + 8 : k, j = c; j < e; j++) { /* without branches: rows change at random */
+                int32_t t = row[j];
+                *at = t, at += (t != prev) & (t >= 0), prev = t;
+            }
         }
         targets->len = at - targets->data;
     }
