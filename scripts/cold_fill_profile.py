@@ -36,9 +36,63 @@ from bench_batch_cold import batch_protocol  # this checkout's bench/batch.py, w
 from strictgen.bench import default_schemas_dir, load_cases, load_vocab, one_torch_thread
 from strictgen.compile.machine import HorizonKeys, PushdownMachine
 from strictgen.compile.token_mask import TokenMasker
+from strictgen.runtime.prefetch import PREFETCHER, rule_size
 
 
 PARTS = ("build", "walk", "key", "classes", "gc")
+
+
+def record_builds_ahead(timers: "Timers") -> None:
+    """Record each build ahead's start, end and estimated size (`TokenMasker.build_rule` in the
+    prefetch's thread; the size is taken before the clock starts)."""
+    original = TokenMasker.build_rule
+
+    def recorded(masker, index):
+        size = rule_size(masker.machine, index)
+        t0 = time.perf_counter()
+        try:
+            return original(masker, index)
+        finally:
+            timers.builds.append((t0, time.perf_counter(), size))
+
+    TokenMasker.build_rule = recorded
+
+
+def overruns(builds: list[tuple], fills: list[float]) -> dict:
+    """How far builds ahead ran into the next fill (ms), and how well the size estimate orders
+    build times (Spearman's rank correlation), with the fitted rate (µs per unit of size)."""
+    import bisect
+
+    over = []
+    for t0, t1, _ in builds:
+        i = bisect.bisect_right(fills, t0)
+        over.append(max(0.0, t1 - fills[i]) * 1e3 if i < len(fills) else 0.0)
+    if not builds:
+        return {"builds": 0}
+    times = [(t1 - t0) * 1e3 for t0, t1, _ in builds]
+    sizes = [s for *_, s in builds]
+
+    def ranks(xs):
+        order = sorted(range(len(xs)), key=xs.__getitem__)
+        out = [0.0] * len(xs)
+        for r, i in enumerate(order):
+            out[i] = float(r)
+        return out
+
+    rt, rs = ranks(times), ranks(sizes)
+    n = len(builds)
+    mean = (n - 1) / 2
+    cov = sum((a - mean) * (b - mean) for a, b in zip(rt, rs))
+    var = sum((a - mean) ** 2 for a in rt)
+    per = sorted(t * 1e3 / max(1, s) for t, s in zip(times, sizes))
+    by_size = sorted(zip(sizes, times, over))
+    thirds = [by_size[i * n // 3:(i + 1) * n // 3] for i in range(3)]
+    return {"builds": n, "overran": sum(o > 0 for o in over), "overrun_ms": round(sum(over), 1), "max_overrun_ms": round(max(over), 1),
+            "build_ms": round(sum(times), 1), "spearman_size_time": round(cov / var, 2) if var else None,
+            "us_per_size_p10_p50_p90": [round(per[int(q * (n - 1))], 2) for q in (0.1, 0.5, 0.9)],
+            "by_size_third": [{"sizes": [part[0][0], part[-1][0]], "build_ms": round(sum(t for _, t, _ in part), 1),
+                               "max_ms": round(max(t for _, t, _ in part), 1), "overrun_ms": round(sum(o for *_, o in part), 1)}
+                              for part in thirds if part]}
 
 
 class Timers:
@@ -49,6 +103,8 @@ class Timers:
         self.local = threading.local()
         self.lock = threading.Lock()
         self.ahead: dict[str, float] = {}  # seconds in the prefetch's thread, never reset
+        self.builds: list[tuple] = []  # (start, end, estimated size) of each build ahead (perf_counter s)
+        self.fills: list[float] = []  # each fill's start
         self.reset()
 
     def reset(self) -> None:
@@ -119,6 +175,7 @@ def main() -> int:
     timers.wrap(TokenMasker, "horizon_key", "key")
     timers.wrap(HorizonKeys, "sync", "classes")
     gc.callbacks.append(timers.collections)
+    record_builds_ahead(timers)
     batch = batch_protocol()
     import strictgen as sg
 
@@ -135,6 +192,7 @@ def main() -> int:
         def fill(self, matchers, mask):
             timers.reset()
             t0 = time.perf_counter()
+            timers.fills.append(t0)
             sg.fill_next_token_bitmask_batch(matchers, mask, threads=args.threads)
             wall = time.perf_counter() - t0
             parts = {p: round(s * 1e3, 2) for p, s in timers.seconds.items()}
@@ -163,13 +221,16 @@ def main() -> int:
             compiler = engine.new_compiler()
             grammars = {i: engine.compile(compiler, texts[i]) for i in sorted({i for i, _ in workload})}
             Profiled.steps = []
+            timers.builds.clear()
+            timers.fills.clear()
             batch.run_steps(engine, grammars, workload, size, args.steps, logits, base, "fresh", args.forward_ms / 1e3)
             steps = Profiled.steps
             total = {p: round(sum(s.get(p, 0.0) for s in steps), 1) for p in ("fill", *PARTS, "rest", "accept_build")}
             worst = sorted(range(len(steps)), key=lambda i: -steps[i]["fill"])[: args.worst]
             ahead = {p: round(t * 1e3, 1) for p, t in timers.ahead.items()}
             timers.ahead.clear()
-            out[str(size)] = {"total_ms": total, "ahead_ms": ahead, "worst": [{"step": i, **steps[i]} for i in worst]}
+            PREFETCHER.idle()  # its last builds recorded before they are read
+            out[str(size)] = {"total_ms": total, "ahead_ms": ahead, "overruns": overruns(list(timers.builds), timers.fills), "worst": [{"step": i, **steps[i]} for i in worst]}
     print(json.dumps(out, indent=1))
     return 0
 
