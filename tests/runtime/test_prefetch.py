@@ -1,8 +1,7 @@
 """Rules a compile deferred, built in the background ahead of the batch fills that enter them
 (runtime/prefetch.py): the masks stay those of rules built ahead, each rule is built once, a
 finished request stops its prefetch, a failed build fails the request that enters the rule, no
-build starts while a batch fill runs, a build predicted to outlast the gap between fills waits
-for a longer one (or an idle batch), and the thread is gone when there is nothing to do."""
+build starts while a batch fill runs, and the thread is gone when there is nothing to do."""
 
 import threading
 import time
@@ -15,7 +14,7 @@ from strictgen.compile import automaton
 from strictgen.compile.lazy_rules import LazyRules
 from strictgen.errors import GrammarTooLargeError
 from strictgen.runtime import batch
-from strictgen.runtime.prefetch import IDLE_S, Prefetch, Prefetcher, rule_size
+from strictgen.runtime.prefetch import Prefetch, Prefetcher
 
 
 
@@ -164,7 +163,7 @@ def test_an_unexpected_error_drops_the_job_not_the_prefetch(qwen, prefetcher, mo
     matcher = sg.GrammarMatcher(grammar)
     step = Prefetch.step
 
-    def slip(self, wanted=None, fits=None):
+    def slip(self, wanted=None):
         raise RuntimeError("a slip")
 
     monkeypatch.setattr(Prefetch, "step", slip)
@@ -200,46 +199,3 @@ def test_a_driver_can_turn_the_prefetch_off(qwen, prefetcher, monkeypatch):
     sg.fill_next_token_bitmask_batch([sg.GrammarMatcher(other) for _ in range(2)], mask)
     assert prefetcher._by_masker  # the default: on
 
-
-
-def test_a_step_builds_only_a_rule_that_fits_and_keeps_the_others(qwen, prefetcher):
-    """`Prefetch.step(fits=...)`: the nearest queued rule whose estimated size fits is built, the
-    bigger ones before it stay queued (not dropped), and a step with room for any builds them."""
-    grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema(schema("fits_the_gap"))
-    matcher = sg.GrammarMatcher(grammar)
-    job = Prefetch(grammar.masker)
-    job.matchers.add(matcher)
-    job.states.append(grammar.machine.start)
-    job.step(fits=lambda size: False)  # reads the state's calls, builds nothing
-    assert not job.built
-    queued = [r for r in grammar.masker.deferred_rules() if r in job._sizes]
-    sizes = {r: rule_size(grammar.machine, r) for r in queued}
-    assert len(set(sizes.values())) > 1, "the queued rules are all alike: the test no longer tells sizes apart"
-    small = min(sizes.values())
-    while job.step(fits=lambda size: size <= small) and job.built:
-        assert job.size <= small
-    left = [r for r in queued if r in grammar.masker.deferred_rules()]
-    assert left and all(sizes[r] > small for r in left)  # the big ones wait, queued
-    while job.step():
-        pass
-    assert not [r for r in queued if r in grammar.masker.deferred_rules()]  # built when room came
-
-
-def test_a_build_predicted_to_outlast_the_gap_waits_for_an_idle_batch(qwen, prefetcher, monkeypatch):
-    """Gaps of 1 ms between fills and builds that take 1 s per unit of size: no rule fits a gap, so
-    the thread builds nothing after the fill until the batch has been idle for IDLE_S, then
-    builds them (the fill that enters one first builds it itself)."""
-    builds = _counting_builds(monkeypatch)
-    grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema(schema("outlasts_the_gap"))
-    matcher = sg.GrammarMatcher(grammar)
-    prefetcher._gaps.extend([0.001] * 16)
-    prefetcher._rates.append(1.0)
-    prefetcher._fill_ended = time.monotonic()
-    with prefetcher:  # as a batch fill holds it
-        prefetcher.start(grammar.masker, [matcher], [grammar.machine.start])
-    ended = time.monotonic()
-    time.sleep(IDLE_S / 5)
-    looked = time.monotonic()
-    early = list(builds.get("strictgen-prefetch", []))
-    assert not early or looked - ended >= IDLE_S  # none before the batch was idle
-    assert prefetcher.idle(30) and builds.get("strictgen-prefetch")
