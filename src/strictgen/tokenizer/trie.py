@@ -23,6 +23,7 @@ from .token_facts import TokenFacts, typed_array
 # how many splits of each kind a trie keeps (the LRU of `_cached`): packed masks are small (a bit
 # per token) and every string of every grammar asks for one; suffix tries and sub-tries are large
 _SPLITS_KEPT = {"entries": 1024, "empty": 1024, "chars": 256, "char_inside": 256}
+INSIDE_COUNTS_KEPT = 4096  # loops whose inside-token count a trie keeps (`loop_inside_count`)
 
 # The loop nearly every JSON grammar meets: a string's body as the JSON Schema emitter writes it
 # (every printable ASCII byte but `"` and `\`, and every whole non-ASCII character; an escape
@@ -90,7 +91,7 @@ class VocabTrie:
         subtrie and from_arrays all end here."""
         self._excluded = excluded
         self._splits: dict[str, BoundedLRU] = {}  # per kind of split (key[0]): an LRU
-        self._inside_counts: dict[tuple[bytes, bool], int] = {}
+        self._inside_counts: BoundedLRU[int] = BoundedLRU(INSIDE_COUNTS_KEPT)
         self._kept: dict[tuple, object] = {}  # the common loops' splits (COMMON_LOOPS), outside the LRUs
         self._lock = threading.Lock()
         self._flat, self._starts, self._lengths = flat, starts, lengths
@@ -363,20 +364,14 @@ class VocabTrie:
         """The packed bitmask of the tokens of at most `length` characters (`char_counts`; cached)."""
         return self._cached(("chars", length), lambda: pack_bits(self.char_counts <= length, len(self._token_bytes)))
 
-    @functools.cached_property
-    def _first_byte_counts(self) -> np.ndarray:
-        """How many text tokens start with each byte value."""
-        return np.bincount(self.first_bytes[self.node_tokens], minlength=256)
-
     def loop_inside_count(self, loop_bytes: bytes, multibyte: bool = False) -> int:
         """How many tokens `loop_inside` holds: whether a shortcut pays is asked of many more
         states than take one, so the counts have their own cache (the masks' LRU churns)."""
         key = (loop_bytes, multibyte)
-        got = self._inside_counts.get(key)
+        got = self._inside_counts.peek(key)
         if got is None:
-            if len(self._inside_counts) >= 4096:
-                self._inside_counts.clear()
-            got = self._inside_counts[key] = int(self.loop_inside(loop_bytes, multibyte).sum())
+            got = int(self.loop_inside(loop_bytes, multibyte).sum())
+            self._inside_counts.put(key, got)
         return got
 
     def loop_inside(self, loop_bytes: bytes, multibyte: bool = False) -> np.ndarray:

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
+from strictgen.lru import BoundedLRU
 
 from ..ir import EMPTY, NOTHING, Expr, Grammar, RuleRef, Seq, alt, called_body, lit, literal_trie, seq
 from ..json_escapes import json_escaped, spelled_string
@@ -252,7 +253,7 @@ def _layout(style: JsonStyle) -> tuple[Expr, Expr, Expr, Expr | None]:
     return ws, seq(ws, lit(","), ws), seq(ws, lit(":"), ws), called_body("ws", style.ws())
 
 
-_CALLED: dict[tuple[str, int], tuple[Expr, Expr]] = {}  # (name, id(body)) -> (body, kept alive; the rule's body)
+_CALLED: BoundedLRU[tuple[Expr, Expr]] = BoundedLRU(256)  # (name, id(body)) -> (body, kept alive; the rule's body)
 
 
 def _called_rule(name: str, body: Expr) -> Expr:
@@ -262,9 +263,7 @@ def _called_rule(name: str, body: Expr) -> Expr:
     if got is not None and got[0] is body:
         return got[1]
     rule = called_body(name, body)
-    if len(_CALLED) >= 256:
-        _CALLED.clear()
-    _CALLED[(name, id(body))] = (body, rule)
+    _CALLED.put((name, id(body)), (body, rule))
     return rule
 
 
