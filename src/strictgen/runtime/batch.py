@@ -95,10 +95,13 @@ def _compute_missing(matchers: Sequence[GrammarMatcher], threads: int, prefetch:
     states = dict.fromkeys((m.compiled.masker, m.state) for m in matchers)
     if prefetch:  # the rules these new states may call next, built ahead (prefetch.py)
         askers: dict[object, list[GrammarMatcher]] = {}
+        new_states: dict[object, list[int]] = {}
         for m in matchers:
             askers.setdefault(m.compiled.masker, []).append(m)
+        for masker, state in states:  # grouped once (a scan of every state per grammar grew with the batch squared)
+            new_states.setdefault(masker, []).append(state)
         for masker, rows in askers.items():
-            PREFETCHER.start(masker, rows, [state for other, state in states if other is masker])
+            PREFETCHER.start(masker, rows, new_states[masker])
     missing = {(masker, masker.horizon_key(state)): state for masker, state in states}
     by_grammar: dict[object, list[tuple]] = {}
     for (masker, key), state in missing.items():
