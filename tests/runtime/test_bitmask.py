@@ -6,9 +6,10 @@ Paths: rows allowing at most FEW_TOKENS tokens are filled and their logits put b
 below include rows of 7 and of 0 allowed tokens); the other rows of the host path (numpy, CPU torch) run here in blocks of rows (BLOCK_BYTES is shrunk below so
 that several blocks, consecutive and gathered, are crossed). The device path without Triton is
 `apply_with_torch_ops`, run here on CPU tensors: it is the code a CUDA device runs, except for the
-pinned upload in front of it. The Triton kernel (runtime/bitmask_triton.py) is untested here: no
-GPU in this project's CI; `test_triton_kernel_in_interpreter` runs it through Triton's CPU
-interpreter where Triton is installed, and skips saying so where it is not.
+pinned upload in front of it. The Triton kernel (runtime/bitmask_triton.py) cannot run on a GPU
+here (no GPU in this project's CI): `test_triton_kernel_in_interpreter` runs the same kernel
+through Triton's CPU interpreter (TRITON_INTERPRET=1). Triton is in the `test` extra for that; where
+it is absent the test skips, saying so.
 """
 
 import os
@@ -220,8 +221,9 @@ KERNEL_CHECK = textwrap.dedent(
 
 
 def test_triton_kernel_in_interpreter():
-    """Triton's interpreter runs the kernel on CPU tensors with numpy; it needs Triton installed
-    (a GPU compiler, not installed in this project's test environment: then this skips)."""
+    """Triton's interpreter runs the kernel on CPU tensors with numpy: the same kernel source that
+    a CUDA device compiles, its block loads and stores and masks, checked bit for bit against a
+    masked fill (Triton is in the `test` extra; without it this skips)."""
     import importlib.util
 
     if importlib.util.find_spec("triton") is None:
