@@ -161,11 +161,11 @@ def product(alg: FormulaAlgebra, factors: list[list[Conjunct]], whole: Formula |
 
 def obj_contradicts(alg: FormulaAlgebra, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
     """A required member whose value schemas from the two sides cannot both hold."""
+    a_rules, a_names, _ = _rules_index(alg, a.rules)
+    b_rules, b_names, _ = _rules_index(alg, b.rules)
     for k in o.required:
-        fa = [r.schema for r in a.rules if r.kind == "name" and r.name == k]
-        fb = [r.schema for r in b.rules if r.kind == "name" and r.name == k]
-        for x in fa:
-            for y in fb:
+        for x in [a_rules[i].schema for i in a_names.get(k, ())]:
+            for y in [b_rules[i].schema for i in b_names.get(k, ())]:
                 if x is TRUE or y is TRUE or x == y:
                     continue
                 key = (x, y)
@@ -264,6 +264,8 @@ def _meet_each(alg: FormulaAlgebra, acc: list[Conjunct], d: list[Conjunct], prun
             m = b if a is TOP else (a if b is TOP else conjunct_meet(a, b, alg))
             if m is not None:
                 nxt[m] = None
+        if len(nxt) > MAX_ALTERNATIVES:  # as soon as it is certain: the rest of acc only adds
+            break
     if len(nxt) > MAX_ALTERNATIVES:
         raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives{where}")
     return list(nxt)
@@ -550,23 +552,30 @@ def value_formula(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> Formul
     """The conjunction of the rules of `o` that apply to the member named `key` (in rule
     order; "name" rules are looked up by key, so an object's K properties cost O(K), not
     O(K^2) rule tests)."""
-    got = alg.tables.rules_by_name.get(id(o.rules))
-    if got is None or got[0] is not o.rules:
-        by_name: dict[str, list[int]] = {}
-        others = []
-        for i, r in enumerate(o.rules):
-            if r.kind == "name":
-                by_name.setdefault(r.name, []).append(i)
-            else:
-                others.append(i)
-        got = alg.tables.rules_by_name[id(o.rules)] = (o.rules, by_name, others)  # holds o.rules: its id stays its own
-    rules, by_name, others = got
+    rules, by_name, others = _rules_index(alg, o.rules)
     picked = by_name.get(key, [])
     if others:
         picked = sorted(picked + [i for i in others if rule_applies(alg.strings, rules[i], key)])
     if o.key_atoms is not None and not alg.strings.member(o.key_atoms, key):
         return FALSE
     return alg.and_(*(rules[i].schema for i in picked))
+
+
+def _rules_index(alg: FormulaAlgebra, rules: tuple[KeyRule, ...]) -> tuple[tuple[KeyRule, ...], dict[str, list[int]], list[int]]:
+    """(rules, the positions of each name's "name" rules, the positions of the other rules),
+    memoised by the tuple's identity: value_formula and obj_contradicts look names up in it
+    rather than scanning an object's rules per name."""
+    got = alg.tables.rules_by_name.get(id(rules))
+    if got is None or got[0] is not rules:
+        by_name: dict[str, list[int]] = {}
+        others = []
+        for i, r in enumerate(rules):
+            if r.kind == "name":
+                by_name.setdefault(r.name, []).append(i)
+            else:
+                others.append(i)
+        got = alg.tables.rules_by_name[id(rules)] = (rules, by_name, others)  # holds the rules: their id stays their own
+    return got
 
 
 def rule_applies(strings: StringLanguages, r: KeyRule, key: str) -> bool:
