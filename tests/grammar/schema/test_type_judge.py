@@ -82,3 +82,34 @@ def test_type_and_enum_does_not_import_jsonschema():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"},
+        {"type": "integer", "minimum": 1},
+        {"const": 1},
+        {"enum": [True, "1", None]},
+        {"type": "number", "multipleOf": 0.5},
+    ],
+)
+def test_the_judges_memo_keeps_values_of_other_types_apart(schema):
+    """SchemaSource.is_valid memoises scalar answers: 1, True and 1.0 are JSON-equal or
+    hash-equal in Python, and some drafts tell them apart."""
+    norm = Normalizer(schema)
+    judge = jv.validator_for(schema, default=jv.Draft202012Validator)(schema)
+    values = [1, True, 1.0, -0.0, 0, False, 1.5, None, "1", 10**30] * 2
+    assert [norm.source.is_valid(norm.root_formula, v) for v in values] == [judge.is_valid(v) for v in values]
+
+
+def test_memoised_answers_still_count_towards_the_check_limit(monkeypatch):
+    from strictgen.errors import GrammarTooLargeError
+    from strictgen.grammar.schema import normalize
+
+    monkeypatch.setattr(normalize, "MAX_ENUM_FILTER", 5)
+    norm = Normalizer({"type": "string", "minLength": 1})
+    for _ in range(5):
+        assert norm.source.is_valid(norm.root_formula, "x")
+    with pytest.raises(GrammarTooLargeError):
+        norm.source.is_valid(norm.root_formula, "x")

@@ -161,6 +161,8 @@ def product(alg: FormulaAlgebra, factors: list[list[Conjunct]], whole: Formula |
 
 def obj_contradicts(alg: FormulaAlgebra, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
     """A required member whose value schemas from the two sides cannot both hold."""
+    if not o.required:
+        return False
     a_rules, a_names, _ = _rules_index(alg, a.rules)
     b_rules, b_names, _ = _rules_index(alg, b.rules)
     for k in o.required:

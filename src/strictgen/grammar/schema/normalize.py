@@ -83,6 +83,9 @@ _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$i
 _CONTENT_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))  # values SchemaSource.is_valid memoises (hashable; the type keeps 1 and True apart)
+
+
 class SchemaSource:
     """The raw schema documents of one compile and how they read: the root and the `documents=`,
     their registry and JSON pointers, each subschema's dialect view, the dynamic scope, and the
@@ -103,6 +106,7 @@ class SchemaSource:
         self.formats = formats
         self.root = root
         self._validators: dict[Formula, Any] = {}
+        self._answers: dict[tuple, bool] = {}  # (src formula, type, scalar value) -> the judge's answer
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
@@ -225,11 +229,19 @@ class SchemaSource:
         self._enum_checks += 1
         if self._enum_checks > MAX_ENUM_FILTER:
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
+        memo_key = (f, type(value), value) if type(value) in _SCALARS else None
+        if memo_key is not None:  # (counted above all the same: the limit refuses as it did)
+            got = self._answers.get(memo_key)
+            if got is not None:
+                return got
         validator = self._validators.get(f)
         if validator is None:
             validator = self._validators[f] = self.validator(f)
         try:
-            return validator.is_valid(value)
+            got = validator.is_valid(value)
+            if memo_key is not None:
+                self._answers[memo_key] = got
+            return got
         except RecursionError:
             raise invalid("the schema refers to itself without end", "$ref", f.src.pointer) from None
         except Exception as e:  # unresolvable reference, bad regex in the judge, ...
