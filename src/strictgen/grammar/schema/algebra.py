@@ -18,7 +18,7 @@ from strictgen.errors import GrammarTooLargeError
 
 from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
-    conjunct_meet, conjunct_of, eval_signature, str_meet, without_evaluation,
+    conjunct_meet, conjunct_of, eval_signature, literal_pattern, str_meet, without_evaluation,
 )
 from .key_space import objects_keys_disjoint
 from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
@@ -466,22 +466,27 @@ def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> boo
     return dnfs_disjoint(alg, a, b, f, g, depth)
 
 
-def dnfs_disjoint(alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int, context: Conjunct | None = None) -> bool:
+def dnfs_disjoint(
+    alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int,
+    context: Conjunct | None = None, met: dict[int, Conjunct | None] | None = None,
+) -> bool:
     """No value in both DNFs (and in the context conjunct, when given). Each conjunct is met
-    with the context once, when first needed (the same meets, in the same order, as one per
-    pair: a pair's proof then asks the same objects, whose value formulas are kept by identity)."""
-    met: dict[tuple[int, int], Conjunct | None] = {}
+    with the context once, when first needed, and kept in `met` (by the conjunct's identity;
+    the caller holds the conjuncts) for the other pairs the caller asks about with the same
+    context: the same meets, in the same order, as one per pair, and a pair's proof then asks
+    the same objects, whose value formulas are kept by identity."""
+    met = {} if met is None else met
 
-    def in_context(side: int, i: int, c: Conjunct) -> Conjunct | None:
-        got = met.get((side, i), met)
+    def in_context(c: Conjunct) -> Conjunct | None:
+        got = met.get(id(c), met)
         if got is met:
-            got = met[side, i] = conjunct_meet(context, c, alg)
+            got = met[id(c)] = conjunct_meet(context, c, alg)
         return got
 
-    for i, x in enumerate(a):
-        for j, y in enumerate(b):
+    for x in a:
+        for y in b:
             if context is not None and x.values is None and y.values is None:
-                x2, y2 = in_context(0, i, x), in_context(1, j, y)
+                x2, y2 = in_context(x), in_context(y)
                 if x2 is None or y2 is None:
                     continue
                 if not _conj_disjoint(alg, x2, y2, f, g, depth):
@@ -518,6 +523,7 @@ def _str_disjoint(alg: FormulaAlgebra, a: tuple, b: tuple) -> bool:
     if m is None:
         return True
     ins = [x.values for x in m if type(x) is AmongStrings]
+    ins += [frozenset((t,)) for x in m if type(x) is Matches and (t := literal_pattern(x.pattern)) is not None]
     if ins:
         common = frozenset.intersection(*ins)
         return not common or not any(alg.strings.member(m, s) for s in common)

@@ -330,11 +330,12 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
         c = _presence_any(objs, exactly_one=True)
         if c is not None:
             return [c]
+    met: dict = {}  # each branch conjunct met with the context, once for all pairs (dnfs holds the conjuncts)
     overlaps = {
         (i, j)
         for i in range(n)
         for j in range(i + 1, n)
-        if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
+        if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context, met)
     }
     if not overlaps:
         return union(dnfs)
