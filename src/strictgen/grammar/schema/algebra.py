@@ -523,10 +523,11 @@ def _str_disjoint(alg: FormulaAlgebra, a: tuple, b: tuple) -> bool:
     if m is None:
         return True
     ins = [x.values for x in m if type(x) is AmongStrings]
-    ins += [frozenset((t,)) for x in m if type(x) is Matches and (t := literal_pattern(x.pattern)) is not None]
     if ins:
         common = frozenset.intersection(*ins)
         return not common or not any(alg.strings.member(m, s) for s in common)
+    if len({literal_pattern(x.pattern) for x in m if type(x) is Matches} - {None}) > 1:
+        return True  # two `^text$` tags: no string is both (told without their languages)
     return alg.strings.is_empty(m)
 
 
