@@ -97,32 +97,29 @@ def _tracker(p: int, n: int, fraction: bool) -> regular.DFA:
     """DFA over `_ALPHA` accepting texts whose value * 10**n is a multiple of p (syntax unchecked).
 
     State phase * p + r: phase 0 reads the integer part (r = its value mod p), phase 1 + t has read
-    t fraction digits (r = value * 10**t mod p); past n fraction digits only zeros can follow."""
+    t fraction digits (r = value * 10**t mod p); past n fraction digits only zeros can follow.
+    Built as one numpy table (a Python row per state cost ~20 ms for allany9's steps)."""
     phases = n + 2 if fraction else 1
     if p * phases > MAX_TRACKER_STATES:
         raise GrammarTooLargeError(f"multipleOf needs a remainder automaton of more than {MAX_TRACKER_STATES} states")
-    trans: list[list[int]] = []
-    accepting: list[bool] = []
-    for phase in range(phases):
-        deadline.check()  # up to MAX_TRACKER_STATES rows are built here, p at a time
+    deadline.check()
+    r = np.arange(p, dtype=np.int64)
+    digits = (10 * r[:, None] + np.arange(10)) % p  # the remainder after reading digit d
+    table = np.full((phases, p, _NSYM + 1), -1, dtype=np.int32)  # the last class: bytes outside _ALPHA
+    table[0, :, _MINUS] = r
+    if fraction:
+        table[0, :, _DOT] = p + r
+    table[0, :, _D0 : _D0 + 10] = digits
+    accepting = np.empty((phases, p), dtype=np.uint8)
+    accepting[0] = r * pow(10, n, p) % p == 0
+    for phase in range(1, phases):
         t = phase - 1
-        weight = pow(10, n - t if phase else n, p)
-        for r in range(p):
-            row = [-1] * _NSYM
-            if phase == 0:
-                row[_MINUS] = r
-                if fraction:
-                    row[_DOT] = p + r
-            for d in range(10):
-                if phase == 0:
-                    row[_D0 + d] = (10 * r + d) % p
-                elif t < n:
-                    row[_D0 + d] = (phase + 1) * p + (10 * r + d) % p
-                elif d == 0:
-                    row[_D0] = phase * p + r
-            trans.append(row + [-1])  # the last class: bytes outside _ALPHA
-            accepting.append(r * weight % p == 0)
-    return regular.from_table(trans, accepting, _CLASSMAP)
+        if t < n:
+            table[phase, :, _D0 : _D0 + 10] = (phase + 1) * p + digits
+        else:
+            table[phase, :, _D0] = phase * p + r
+        accepting[phase] = r * pow(10, n - t, p) % p == 0
+    return regular.from_classes(table.tobytes(), accepting.tobytes(), _CLASSMAP)
 
 
 def _sccs_cyclic(trans: list[list[int]]) -> list[bool]:

@@ -18,7 +18,7 @@ from strictgen.errors import GrammarTooLargeError
 
 from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
-    conjunct_meet, conjunct_of, eval_signature, str_meet, without_evaluation,
+    conjunct_meet, conjunct_of, eval_signature, literal_pattern, str_meet, without_evaluation,
 )
 from .key_space import objects_keys_disjoint
 from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
@@ -161,11 +161,13 @@ def product(alg: FormulaAlgebra, factors: list[list[Conjunct]], whole: Formula |
 
 def obj_contradicts(alg: FormulaAlgebra, o: ObjectConstraints, a: ObjectConstraints, b: ObjectConstraints) -> bool:
     """A required member whose value schemas from the two sides cannot both hold."""
+    if not o.required:
+        return False
+    a_rules, a_names, _ = _rules_index(alg, a.rules)
+    b_rules, b_names, _ = _rules_index(alg, b.rules)
     for k in o.required:
-        fa = [r.schema for r in a.rules if r.kind == "name" and r.name == k]
-        fb = [r.schema for r in b.rules if r.kind == "name" and r.name == k]
-        for x in fa:
-            for y in fb:
+        for x in [a_rules[i].schema for i in a_names.get(k, ())]:
+            for y in [b_rules[i].schema for i in b_names.get(k, ())]:
                 if x is TRUE or y is TRUE or x == y:
                     continue
                 key = (x, y)
@@ -264,6 +266,8 @@ def _meet_each(alg: FormulaAlgebra, acc: list[Conjunct], d: list[Conjunct], prun
             m = b if a is TOP else (a if b is TOP else conjunct_meet(a, b, alg))
             if m is not None:
                 nxt[m] = None
+        if len(nxt) > MAX_ALTERNATIVES:  # as soon as it is certain: the rest of acc only adds
+            break
     if len(nxt) > MAX_ALTERNATIVES:
         raise GrammarTooLargeError(f"schema too complex: more than {MAX_ALTERNATIVES} alternatives{where}")
     return list(nxt)
@@ -462,22 +466,27 @@ def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> boo
     return dnfs_disjoint(alg, a, b, f, g, depth)
 
 
-def dnfs_disjoint(alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int, context: Conjunct | None = None) -> bool:
+def dnfs_disjoint(
+    alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int,
+    context: Conjunct | None = None, met: dict[int, Conjunct | None] | None = None,
+) -> bool:
     """No value in both DNFs (and in the context conjunct, when given). Each conjunct is met
-    with the context once, when first needed (the same meets, in the same order, as one per
-    pair: a pair's proof then asks the same objects, whose value formulas are kept by identity)."""
-    met: dict[tuple[int, int], Conjunct | None] = {}
+    with the context once, when first needed, and kept in `met` (by the conjunct's identity;
+    the caller holds the conjuncts) for the other pairs the caller asks about with the same
+    context: the same meets, in the same order, as one per pair, and a pair's proof then asks
+    the same objects, whose value formulas are kept by identity."""
+    met = {} if met is None else met
 
-    def in_context(side: int, i: int, c: Conjunct) -> Conjunct | None:
-        got = met.get((side, i), met)
+    def in_context(c: Conjunct) -> Conjunct | None:
+        got = met.get(id(c), met)
         if got is met:
-            got = met[side, i] = conjunct_meet(context, c, alg)
+            got = met[id(c)] = conjunct_meet(context, c, alg)
         return got
 
-    for i, x in enumerate(a):
-        for j, y in enumerate(b):
+    for x in a:
+        for y in b:
             if context is not None and x.values is None and y.values is None:
-                x2, y2 = in_context(0, i, x), in_context(1, j, y)
+                x2, y2 = in_context(x), in_context(y)
                 if x2 is None or y2 is None:
                     continue
                 if not _conj_disjoint(alg, x2, y2, f, g, depth):
@@ -517,6 +526,8 @@ def _str_disjoint(alg: FormulaAlgebra, a: tuple, b: tuple) -> bool:
     if ins:
         common = frozenset.intersection(*ins)
         return not common or not any(alg.strings.member(m, s) for s in common)
+    if len({literal_pattern(x.pattern) for x in m if type(x) is Matches} - {None}) > 1:
+        return True  # two `^text$` tags: no string is both (told without their languages)
     return alg.strings.is_empty(m)
 
 
@@ -550,23 +561,30 @@ def value_formula(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> Formul
     """The conjunction of the rules of `o` that apply to the member named `key` (in rule
     order; "name" rules are looked up by key, so an object's K properties cost O(K), not
     O(K^2) rule tests)."""
-    got = alg.tables.rules_by_name.get(id(o.rules))
-    if got is None or got[0] is not o.rules:
-        by_name: dict[str, list[int]] = {}
-        others = []
-        for i, r in enumerate(o.rules):
-            if r.kind == "name":
-                by_name.setdefault(r.name, []).append(i)
-            else:
-                others.append(i)
-        got = alg.tables.rules_by_name[id(o.rules)] = (o.rules, by_name, others)  # holds o.rules: its id stays its own
-    rules, by_name, others = got
+    rules, by_name, others = _rules_index(alg, o.rules)
     picked = by_name.get(key, [])
     if others:
         picked = sorted(picked + [i for i in others if rule_applies(alg.strings, rules[i], key)])
     if o.key_atoms is not None and not alg.strings.member(o.key_atoms, key):
         return FALSE
     return alg.and_(*(rules[i].schema for i in picked))
+
+
+def _rules_index(alg: FormulaAlgebra, rules: tuple[KeyRule, ...]) -> tuple[tuple[KeyRule, ...], dict[str, list[int]], list[int]]:
+    """(rules, the positions of each name's "name" rules, the positions of the other rules),
+    memoised by the tuple's identity: value_formula and obj_contradicts look names up in it
+    rather than scanning an object's rules per name."""
+    got = alg.tables.rules_by_name.get(id(rules))
+    if got is None or got[0] is not rules:
+        by_name: dict[str, list[int]] = {}
+        others = []
+        for i, r in enumerate(rules):
+            if r.kind == "name":
+                by_name.setdefault(r.name, []).append(i)
+            else:
+                others.append(i)
+        got = alg.tables.rules_by_name[id(rules)] = (rules, by_name, others)  # holds the rules: their id stays their own
+    return got
 
 
 def rule_applies(strings: StringLanguages, r: KeyRule, key: str) -> bool:

@@ -229,12 +229,12 @@ def _finite(norm: Normalizer, f: Formula) -> list[Conjunct]:
         kept = tuple(values)
     elif others == ["type"] and isinstance(types, list) and types and all(t in JSON_TYPES for t in types):
         # the common `type` + `enum`: the judge's type check alone, not its O(n) enum scan per value
-        checker = norm.validator(f)
+        has_type = norm.type_judge(f)
         kept_: list = []
         for n, v in enumerate(values):
             if not n & 4095:
                 deadline.check()
-            if any(checker.is_type(v, t) for t in types):
+            if has_type(v, types):
                 kept_.append(v)
         kept = tuple(kept_)
     else:
@@ -330,11 +330,12 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
         c = _presence_any(objs, exactly_one=True)
         if c is not None:
             return [c]
+    met: dict = {}  # each branch conjunct met with the context, once for all pairs (dnfs holds the conjuncts)
     overlaps = {
         (i, j)
         for i in range(n)
         for j in range(i + 1, n)
-        if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context)
+        if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context, met)
     }
     if not overlaps:
         return union(dnfs)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
-    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language",
+    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language", "literal_pattern",
     "keyword_pointer", "eval_signature", "without_evaluation",
 ]
 
@@ -75,6 +75,21 @@ def pattern_language(p: str):
             raise
         a, b = split
         return difference(parse_regex_search("^(?:" + b + ")"), parse_regex_search("^(?:" + a + ")"))
+
+
+_PATTERN_SYNTAX = frozenset("^$\\.*+?()[]{}|")  # ECMA-262's syntax characters
+
+
+def literal_pattern(p: str) -> str | None:
+    """The one string the ECMA-262 pattern `p` matches when it is `^text$` with no syntax
+    character (nor surrogate) in `text` (`^` and `$` match only at the ends without the `m`
+    flag), else None: a tag such as `^Abs$` is decided without building its language."""
+    if len(p) < 2 or p[0] != "^" or p[-1] != "$":
+        return None
+    text = p[1:-1]
+    if any(c in _PATTERN_SYNTAX or "\ud800" <= c <= "\udfff" for c in text):
+        return None
+    return text
 
 
 # ---- formulas -------------------------------------------------------------------------------------

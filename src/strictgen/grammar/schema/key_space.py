@@ -78,9 +78,14 @@ def key_regions(schema: Questions, o: ObjectConstraints) -> list[tuple[Formula, 
     return out
 
 
+def _listed_names(o: ObjectConstraints) -> list[str]:
+    """The member names `o` lists (its order, then its name rules), each once."""
+    return list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
+
+
 def allowed_keys(schema: Questions, o: ObjectConstraints) -> Expr:
     """The raw language of the keys an object of `o` may have (for disjointness checks)."""
-    names = list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
+    names = _listed_names(o)
     allowed = [lit(k) for k in names if not schema.is_empty(schema.value_formula(o, k))]
     named = literal_trie(names)
     for vf, keys in key_regions(schema, o):
@@ -98,4 +103,17 @@ def objects_keys_disjoint(schema: Questions, a: ObjectConstraints, b: ObjectCons
                 return True
     if not ((a.min > 0 or a.required) and (b.min > 0 or b.required)):
         return False
+    if _allow_a_shared_name(schema, a, b):
+        return False
     return empty(intersect(allowed_keys(schema, a), allowed_keys(schema, b)))
+
+
+def _allow_a_shared_name(schema: Questions, a: ObjectConstraints, b: ObjectConstraints) -> bool:
+    """A name both objects list and allow: then their key languages meet (each holds the name),
+    so no language is built. oneOf branches that each require their own tag under one parent's
+    `properties` (helm's 30 assertion kinds: 435 pairs) share every listed name."""
+    b_names = set(_listed_names(b))
+    for k in _listed_names(a):
+        if k in b_names and not schema.is_empty(schema.value_formula(a, k)) and not schema.is_empty(schema.value_formula(b, k)):
+            return True
+    return False

@@ -48,7 +48,7 @@ schema.strings).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
@@ -63,7 +63,7 @@ from .normalized import NormalizedSchema
 from .refs import DynamicScope, base_uri, entered
 from .strings import StringLanguages
 from .vocabularies import Vocabularies
-from .values import FORMAT_MODES, Reporter, escape_pointer, invalid
+from .values import FORMAT_MODES, Reporter, escape_pointer, invalid, plain_type_holds
 
 __all__ = ["Normalizer", "SchemaSource", "MAX_FORMULAS", "MAX_ENUM_FILTER"]
 
@@ -81,6 +81,9 @@ _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$i
 # json.dumps(kept, ensure_ascii=False, separators=(",", ":")) without a new encoder each call
 # (content() writes one text per subschema object: a tenth of its time was the encoder's set-up)
 _CONTENT_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))  # values SchemaSource.is_valid memoises (hashable; the type keeps 1 and True apart)
 
 
 class SchemaSource:
@@ -103,6 +106,7 @@ class SchemaSource:
         self.formats = formats
         self.root = root
         self._validators: dict[Formula, Any] = {}
+        self._answers: dict[tuple, bool] = {}  # (src formula, type, scalar value) -> the judge's answer
         self._enum_checks = 0
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
@@ -225,11 +229,19 @@ class SchemaSource:
         self._enum_checks += 1
         if self._enum_checks > MAX_ENUM_FILTER:
             raise GrammarTooLargeError(f"schema too large: more than {MAX_ENUM_FILTER} enum/const checks")
+        memo_key = (f, type(value), value) if type(value) in _SCALARS else None
+        if memo_key is not None:  # (counted above all the same: the limit refuses as it did)
+            got = self._answers.get(memo_key)
+            if got is not None:
+                return got
         validator = self._validators.get(f)
         if validator is None:
             validator = self._validators[f] = self.validator(f)
         try:
-            return validator.is_valid(value)
+            got = validator.is_valid(value)
+            if memo_key is not None:
+                self._answers[memo_key] = got
+            return got
         except RecursionError:
             raise invalid("the schema refers to itself without end", "$ref", f.src.pointer) from None
         except Exception as e:  # unresolvable reference, bad regex in the judge, ...
@@ -252,13 +264,35 @@ class SchemaSource:
             return invalid(f"{what}: a keyword has a value of the wrong type", keyword, pointer)
         return invalid(f"{what}: {exc}", keyword, pointer)
 
+    def judge_draft(self, f: Formula) -> str:
+        """The draft of the jsonschema judge of the src formula `f` ("draft-07", ...; the base
+        draft of a custom dialect; "" or another name for 2020-12)."""
+        custom = self.vocabularies.dialect(f.src.spec)
+        return custom.base if custom is not None else getattr(f.src.spec, "name", "")
+
+    def type_judge(self, f: Formula) -> Callable[[Any, list[str]], bool]:
+        """`judge(value, types)`: has `value` one of the JSON `types` for the judge of the src
+        formula `f`? Plain JSON values are decided here (values.plain_type_holds, exact per
+        draft), others by the judge's own type checker, made when first needed."""
+        integral_floats = self.judge_draft(f) not in ("draft-03", "draft-04")
+        checker = None
+
+        def judge(value: Any, types: list[str]) -> bool:
+            nonlocal checker
+            got = plain_type_holds(value, types, integral_floats)
+            if got is None:
+                checker = self.validator(f) if checker is None else checker
+                got = any(checker.is_type(value, t) for t in types)
+            return got
+
+        return judge
+
     def validator(self, f: Formula):
         """The jsonschema validator of the src formula `f` (its dialect, its resolver, formats as asserted)."""
         import jsonschema.validators as jv
 
         info = f.src
-        custom = self.vocabularies.dialect(info.spec)
-        name = custom.base if custom is not None else getattr(info.spec, "name", "")
+        name = self.judge_draft(f)
         cls = {
             "draft-03": jv.Draft3Validator,
             "draft-04": jv.Draft4Validator,
@@ -319,7 +353,7 @@ class Normalizer:
         self.uses_unevaluated = source.uses_unevaluated
         self.has_recursive_anchor = source.has_recursive_anchor
         self.view = source.view
-        self.validator = source.validator
+        self.type_judge = source.type_judge
         # the formula algebra
         self.tables = formulas.tables
         self.strings = formulas.strings

@@ -83,6 +83,8 @@ class StringLanguages:
         """Is the conjunction empty? Decided lazily (the core stops at the first member); a
         language too big to decide counts as not empty, which only costs a disjointness proof."""
         got = self._emptiness.get(atoms)
+        if got is None and _denies_itself(atoms):
+            got = self._emptiness[atoms] = True
         if got is None:
             try:
                 got = self.language(atoms).is_empty()
@@ -165,6 +167,14 @@ class _CellQuestions:
             raise
         except StrictgenError:
             return False
+
+
+def _denies_itself(atoms: tuple) -> bool:
+    """Does the conjunction hold some atom set and its negation (`NotAll` of atoms all present)?
+    Then it is empty, told without its language: oneOf's proofs ask x and not x (a date-time
+    string and not a date-time string: ~70 ms of automata)."""
+    present = set(atoms)
+    return any(type(a) is NotAll and present.issuperset(a.atoms) for a in atoms)
 
 
 def pattern_region(patterns: list[str], mask: int) -> Expr:

@@ -16,7 +16,7 @@ from .limits import MAX_SCHEMA_DEPTH, check_schema_bounds
 
 __all__ = [
     "FORMAT_MODES", "Reporter", "RefLoop", "invalid", "escape_pointer", "is_number", "to_fraction",
-    "json_equal", "json_type", "dedupe_values", "value_key", "load_schema", "nonneg_int",
+    "json_equal", "json_type", "plain_type_holds", "dedupe_values", "value_key", "load_schema", "nonneg_int",
 ]
 
 
@@ -104,6 +104,24 @@ def json_type(v: Any) -> str:
     if isinstance(v, dict):
         return "object"
     raise TypeError(f"not a JSON value: {v!r}")
+
+
+_PLAIN_TYPES = {type(None): "null", bool: "boolean", str: "string", list: "array", dict: "object"}
+
+
+def plain_type_holds(v: Any, types: Iterable[str], integral_floats: bool) -> bool | None:
+    """Has `v` one of the JSON `types`, as jsonschema's type checker of a draft says? None when `v`
+    is not a plain JSON value (an int, float, str, list, dict, bool or None itself, no subclass),
+    which only the judge can tell. `integral_floats`: `1.0` is an "integer" (drafts 6 and later;
+    drafts 3 and 4 take only ints). Exact for plain values, so the common `type` + `enum` filters
+    its values without importing jsonschema (~80 ms in a process's first compile)."""
+    t = type(v)
+    if t is int:
+        return "integer" in types or "number" in types
+    if t is float:
+        return "number" in types or (integral_floats and "integer" in types and v.is_integer())
+    name = _PLAIN_TYPES.get(t)
+    return None if name is None else name in types
 
 
 def dedupe_values(values: Iterable[Any]) -> tuple:
