@@ -509,28 +509,34 @@ static PyObject *set_bits(PyObject *self, PyObject *args) {
 }
 
 /* digest(packed): a 64-bit digest of an int32 bitmask's words, for finding a mask computed before
- * by its content (mask_memory.py): four multiply-rotate lanes over 64-bit words, ~1 µs for a
- * 16 KB mask where hashing its bytes in Python costs ~10 µs. Not cryptographic: a match is
- * confirmed word for word (`same_words`). */
+ * by its content (mask_memory.py). An NH sum (each pair of words, offset by keys made from their
+ * place, multiplied into 64 bits and added up, in 8 independent lanes the compiler turns into
+ * vector multiplies), then mixed: ~0.5 µs for a 16 KB mask, where hashing its bytes in Python
+ * costs ~10 µs. Not cryptographic: a match is confirmed word for word (`same_words`). */
+#define DIGEST_LANES 8
+__attribute__((optimize("O3"))) static uint64_t nh_digest(const uint32_t *w, Py_ssize_t n) {
+    uint64_t lane[DIGEST_LANES] = {0};
+    Py_ssize_t i = 0;
+    for (; i + 2 * DIGEST_LANES <= n; i += 2 * DIGEST_LANES)
+        for (int k = 0; k < DIGEST_LANES; k++) {
+            uint32_t key = (uint32_t)(i + 2 * k) * 0x9E3779B9u;
+            lane[k] += (uint64_t)(w[i + 2 * k] + key) * (uint64_t)(w[i + 2 * k + 1] + (key ^ 0x85EBCA6Bu));
+        }
+    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
+    for (; i < n; i++)
+        h = (h ^ w[i]) * 0x9FB21C651E98DF25ull;
+    for (int k = 0; k < DIGEST_LANES; k++) {
+        h = (h ^ lane[k]) * 0x9FB21C651E98DF25ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
 static PyObject *digest(PyObject *self, PyObject *arg) {
     Py_buffer packed;
     if (buffer_of(arg, &packed, 4, 0, "packed") < 0)
         return NULL;
-    const uint32_t *w = (const uint32_t *)packed.buf;
-    Py_ssize_t n = packed.shape[0];
-    uint64_t lane[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 4; k++) {
-            uint64_t v = (uint64_t)w[i + 2 * k] | (uint64_t)w[i + 2 * k + 1] << 32;
-            uint64_t h = (lane[k] ^ v) * 0x9FB21C651E98DF25ull;
-            lane[k] = h ^ (h >> 29);
-        }
-    uint64_t h = (uint64_t)n;
-    for (; i < n; i++)
-        h = (h ^ w[i]) * 0x9FB21C651E98DF25ull;
-    for (int k = 0; k < 4; k++)
-        h = ((h ^ lane[k]) * 0x9E3779B97F4A7C15ull) ^ (h >> 31);
+    uint64_t h = nh_digest((const uint32_t *)packed.buf, packed.shape[0]);
     PyBuffer_Release(&packed);
     return PyLong_FromUnsignedLongLong(h);
 }
