@@ -24,20 +24,18 @@ import numpy as np
 
 from . import _walk
 
-_scratch = threading.local()  # .rows: the thread's free scratch rows, by width
+_scratch = threading.local()  # .row: the thread's free scratch row (None while a mask is computed in it)
 _by_content: weakref.WeakValueDictionary[tuple[int, int], np.ndarray] = weakref.WeakValueDictionary()
 
 
 def blank(width: int) -> np.ndarray:
     """A zeroed int32 row of `width` words to compute one mask into, then handed to `keep`: the
-    thread's scratch row when it is free (a row taken and never kept, as when the computation
-    raised, is simply replaced by a new one)."""
-    rows = getattr(_scratch, "rows", None)
-    if rows is None:
-        rows = _scratch.rows = {}
-    row = rows.pop(width, None)
-    if row is None:
+    thread's scratch row when it is free and of that width (a row taken and never kept, as when
+    the computation raised, is simply replaced by a new one)."""
+    row = getattr(_scratch, "row", None)
+    if row is None or len(row) != width:
         return np.zeros(width, dtype=np.int32)
+    _scratch.row = None
     row.fill(0)
     return row
 
@@ -59,5 +57,5 @@ def keep(row: np.ndarray) -> np.ndarray:
         kept.setflags(write=False)
         if key not in _by_content:  # a digest collision keeps the first array
             _by_content[key] = kept
-    _scratch.rows[len(row)] = row
+    _scratch.row = row
     return kept
