@@ -1,6 +1,7 @@
 """Counts, not times, over the bench's first pass (every bench schema compiled with a fresh
 compiler, each valid document forced token by token as first_pass_fills.py does): the masks
-computed (one trie walk each; states with one horizon key share a mask object), the machine states
+computed (one trie walk each per grammar and horizon key; masks of equal content share one array
+since compile/mask_memory.py, so arrays are not counted), the machine states
 made and the rule DFAs' states. They do not drift with a shared machine's speed, so they tell
 what a compile-side change (minimising or not, refining lazily) moves into the fills. Also one
 sha256 over every mask (refusals and rejections included): two trees that print the same digest
@@ -23,7 +24,7 @@ def main() -> None:
     tok = vocab.build_info()
     eos = tok.eos_token_ids[0]
     mask = sg.allocate_token_bitmask(1, tok.vocab_size)
-    masks: dict[int, object] = {}  # id -> the mask itself, kept so that no id is reused
+    masks: dict[tuple, object] = {}  # (grammar's masker id, horizon key) -> the masker, kept so that no id is reused
     fills = machine_states = dfa_states = refused = 0
     digest = hashlib.sha256()
     for case in bench.load_cases(bench.default_schemas_dir()):
@@ -38,8 +39,7 @@ def main() -> None:
             for token in list(vocab.encode(doc)) + [eos]:
                 matcher.fill_next_token_bitmask(mask)
                 digest.update(mask.tobytes())
-                got = masker.mask(matcher.state)  # cached by now: the object the fill used
-                masks[id(got)] = got
+                masks[(id(masker), masker.horizon_key(matcher.state))] = masker  # one walk per key
                 fills += 1
                 if not matcher.accept_token(token):
                     digest.update(b"rejected")

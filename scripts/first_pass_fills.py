@@ -4,7 +4,8 @@ with a fresh compiler, then each valid document forced through a new matcher tok
 p50 and p99, timed twice (the compile sum too): on the wall clock, as the bench does, and in this thread's CPU time,
 which a loaded machine's preemptions (tens of ms, landing on any fill) do not reach. With
 --warm N, also the best of N more passes over the same grammars, every mask cached by then (the
-per-fill cost of the caches and the matcher); with --json FILE, the figures as JSON.
+per-fill cost of the caches and the matcher); with --json FILE, the figures as JSON. Also counts the
+page faults this thread took inside the first pass's fills (new masks' memory touched first).
 
     PYTHONPATH=<tree>/src python scripts/first_pass_fills.py [--vocab qwen|deepseek|smollm2] [--warm 5] [--json out.json]
 
@@ -13,6 +14,7 @@ drifts (the bench's single-run fill figures move with it)."""
 
 import argparse
 import json
+import resource
 import time
 
 import numpy as np
@@ -36,12 +38,14 @@ def main() -> None:
 
     wall_times: list[float] = []  # per fill of the first pass, seconds
     cpu_times: list[float] = []
+    faults = [0]  # page faults taken inside the first pass's fills (this thread)
 
     def fill(grammar, ids: list[int], record: bool = False) -> tuple[int, float]:
         """A new matcher forced through ids: (fills, seconds in fills)."""
         fills, spent = 0, 0.0
         matcher = sg.GrammarMatcher(grammar)
         for token in ids:
+            f1 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt if record else 0
             c1 = time.thread_time()
             t1 = time.perf_counter()
             matcher.fill_next_token_bitmask(mask)
@@ -49,6 +53,7 @@ def main() -> None:
             c2 = time.thread_time()
             spent += t2 - t1
             if record:
+                faults[0] += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - f1
                 wall_times.append(t2 - t1)
                 cpu_times.append(c2 - c1)
             fills += 1
@@ -74,7 +79,8 @@ def main() -> None:
             fills, fill_s = fills + n, fill_s + spent
             work.append((grammar, ids + [eos]))
     print(f"compile sum {compile_s * 1e3:.1f} ms (thread CPU {compile_cpu_s * 1e3:.1f} ms); fills {fills}, mean {fill_s / fills * 1e6:.1f} us, sum {fill_s * 1e3:.1f} ms")
-    out = {"vocab": args.vocab, "fills": fills, "compile_sum_ms": compile_s * 1e3, "compile_cpu_sum_ms": compile_cpu_s * 1e3}
+    print(f"page faults inside first-pass fills: {faults[0]}")
+    out = {"vocab": args.vocab, "fills": fills, "compile_sum_ms": compile_s * 1e3, "compile_cpu_sum_ms": compile_cpu_s * 1e3, "fill_page_faults": faults[0]}
     for clock, times in (("wall", wall_times), ("cpu", cpu_times)):
         us = np.asarray(times) * 1e6
         out[clock] = {"mean": float(us.mean()), "p50": float(np.percentile(us, 50)), "p99": float(np.percentile(us, 99)), "sum_ms": float(us.sum() / 1e3)}

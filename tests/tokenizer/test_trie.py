@@ -135,6 +135,30 @@ def test_loop_entries_are_the_inside_tokens_that_enter_by_their_first_byte_or_ch
                     assert not got.flags.writeable  # shared by every grammar
 
 
+@pytest.mark.parametrize("name", ["qwen", "deepseek"])
+def test_loop_suffix_entries_are_the_empty_suffixes_that_enter(name):
+    """loop_suffix_entries groups a loop's empty-suffix tokens by first byte once and drops the
+    groups left out (as loop_entries does); it must equal the definition: the tokens of `empty`
+    that enter (`entering`), packed, for any set of first bytes, from the loop or entering it."""
+    info = sg.TokenizerInfo.from_name(name)
+    trie = info.trie
+    rng = np.random.default_rng(11)
+    string_body = bytes(b for b in range(32, 127) if b not in (34, 92))
+    whole = np.flatnonzero(trie.starts_whole_char)  # no real loop's empty suffixes start with a whole character:
+    planted = np.union1d(rng.choice(whole, 500), rng.choice(info.vocab_size - 300, 3000))  # a set that does, under a key of its own
+    cases = [(loop_bytes, multibyte, skip_first, trie.loop_suffixes(loop_bytes, multibyte, skip_first)[2])
+             for loop_bytes, multibyte in ((string_body, True), (bytes(range(48, 58)), False)) for skip_first in (False, True)]
+    for loop_bytes, multibyte, skip_first, empty in cases + [(b"\x01planted", True, True, planted)]:
+        for share in (0.05, 0.6, 1.0):
+            first = rng.random(256) < share
+            for by_char in (False, True):
+                want = np.zeros(info.vocab_size, dtype=bool)
+                want[empty[trie.entering(first, by_char, empty)]] = True
+                got = trie.loop_suffix_entries(loop_bytes, multibyte, skip_first, first, by_char, empty)
+                assert np.array_equal(got, pack_bits(want, info.vocab_size)), (loop_bytes[:4], skip_first, share, by_char)
+                assert not got.flags.writeable  # shared by every grammar
+
+
 def test_arrays_round_trip_and_refuse_what_the_walk_cannot_read(vocab):
     """VocabTrie.from_arrays(trie.arrays()) is the same trie with the same facts, sharing the
     arrays; an array of another type or size, or an index out of range, is a ValueError (the C

@@ -16,7 +16,7 @@ import numpy as np
 from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import VocabTrie, words_for
 
-from . import _mask_store, _walk
+from . import _mask_store, _walk, mask_memory
 from .machine import DEAD, HorizonKeys, PushdownMachine
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ class TokenMasker:
         if got is None and self.stored is not None:
             got = self.stored.find(state)  # a mask another process computed (disk_masks.py)
         if got is None:
-            got = self._compute(state)
+            got = mask_memory.keep(self._compute(state))  # the array holding these words already, if any
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
         got.setflags(write=False)  # shared by every matcher (and a stored one is not ours to change)
         self.store.put(state, got)
@@ -144,10 +144,10 @@ class TokenMasker:
 
     def _live_bits(self, state: int, trie: VocabTrie | None = None, first_bytes: np.ndarray | None = None, packed: np.ndarray | None = None) -> np.ndarray:
         """The same walk over a trie of vocabulary ids (the whole vocabulary by default), setting
-        the valid tokens' bits in a packed mask (a new one by default): no id list, no bool
-        vector, no packing."""
+        the valid tokens' bits in a packed mask (a blank one by default, `mask_memory.blank`):
+        no id list, no bool vector, no packing."""
         if packed is None:
-            packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
+            packed = mask_memory.blank(words_for(self.vocab_size))
         trie = self.trie if trie is None else trie
         _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed)
         return packed
@@ -222,7 +222,7 @@ class TokenMasker:
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
                 continue  # too little to skip: the full walk is as good
             if trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:  # too many suffixes for a trie
-                packed = np.zeros(words_for(self.vocab_size), dtype=np.int32)
+                packed = mask_memory.blank(words_for(self.vocab_size))
                 inside = None if multibyte else self._char_inside(t, loop_key)
                 self._live_loop_bits(state, None, packed, t, loop_key, multibyte or inside is not None, inside)
                 return packed
@@ -235,7 +235,7 @@ class TokenMasker:
             if skip_first:
                 packed, _, by_char = self._entering(state, t, first, loop_key, multibyte, loops=True)
             else:  # from t itself a token with another first byte is its own suffix: walked below, from here
-                packed, by_char = trie.loop_entries(loop_key, multibyte, first, False).copy(), False
+                packed, by_char = mask_memory.blank_copy(trie.loop_entries(loop_key, multibyte, first, False)), False
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
             packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
@@ -323,7 +323,7 @@ class TokenMasker:
         trie = self.trie
         by_char = multibyte and t != state and self.machine.utf8_target(state) == t
         walk_first = ~first & ~_UTF8_LEADS if by_char else ~first
-        packed = trie.loop_entries(loop_key, multibyte, first, by_char).copy()
+        packed = mask_memory.blank_copy(trie.loop_entries(loop_key, multibyte, first, by_char))
         if length is not None:
             packed &= trie.at_most_chars(length)
         if by_char:
@@ -335,8 +335,9 @@ class TokenMasker:
         return packed, walk_first, by_char
 
     def _compute(self, state: int) -> np.ndarray:
+        """The mask of `state`, written into a `mask_memory.blank` row for `mask_memory.keep`."""
         if state == DEAD:
-            return np.zeros(words_for(self.vocab_size), dtype=np.int32)
+            return mask_memory.blank(words_for(self.vocab_size))
         packed = self._allowed(state)
         if self.blocked is not None:
             packed &= self.blocked

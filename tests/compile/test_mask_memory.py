@@ -1,0 +1,124 @@
+"""Where new masks are written and which array keeps them (compile/mask_memory.py): a scratch row
+per thread, one read-only array per distinct content, held weakly; masks unchanged."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import strictgen as sg
+from strictgen.compile import _walk, mask_memory
+
+words = st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(words, words)
+def test_digest_and_same_words_tell_contents_apart(a, b):
+    x, y = np.asarray(a, dtype=np.int32), np.asarray(b, dtype=np.int32)
+    assert _walk.digest(x) == _walk.digest(x.copy())
+    assert _walk.same_words(x, y) == (a == b)
+    if a != b:  # a planted one-bit change moves the digest (not a guarantee in general: a check of these)
+        z = x.copy()
+        z[len(z) // 2] ^= 1 << (len(z) % 31)
+        assert _walk.digest(z) != _walk.digest(x)
+
+
+def test_keep_shares_equal_contents_and_copies_new_ones():
+    row = mask_memory.blank(5)
+    row[:] = [1, 2, 3, 4, 5]
+    first = mask_memory.keep(row)
+    assert first is not row and not first.flags.writeable and first.tolist() == [1, 2, 3, 4, 5]
+    again = mask_memory.blank(5)
+    assert again.tolist() == [0] * 5  # the scratch comes back zeroed
+    again[:] = [1, 2, 3, 4, 5]
+    assert mask_memory.keep(again) is first
+    other = mask_memory.blank(5)
+    other[:] = [1, 2, 3, 4, 6]
+    second = mask_memory.keep(other)
+    assert second is not first and second.tolist() == [1, 2, 3, 4, 6] and first.tolist() == [1, 2, 3, 4, 5]
+
+
+def test_a_digest_collision_keeps_each_content(monkeypatch):
+    monkeypatch.setattr(_walk, "digest", lambda row: 7)  # a planted collision: every row one digest
+    kept = []
+    for value in (1, 2, 1):
+        row = mask_memory.blank(3)
+        row[:] = value
+        kept.append(mask_memory.keep(row))
+    assert [k.tolist() for k in kept] == [[1] * 3, [2] * 3, [1] * 3]
+    assert kept[2] is kept[0] and kept[1] is not kept[0]
+
+
+def test_kept_arrays_are_held_weakly():
+    row = mask_memory.blank(4)
+    row[:] = [9, 8, 7, 123456]
+    kept = mask_memory.keep(row)
+    ref = weakref.ref(kept)
+    del kept
+    gc.collect()
+    assert ref() is None  # nothing outlives the stores that hold a mask
+
+
+def _walk_masks(grammar, texts: list[str]) -> list[np.ndarray]:
+    """The kept mask before each of `texts`, accepted one after another by a new matcher."""
+    matcher, out = sg.GrammarMatcher(grammar), []
+    for text in texts:
+        out.append(grammar.masker.mask(matcher.state))
+        assert matcher.accept_string(text)
+    return out
+
+
+def _fresh_masks(grammar, texts: list[str]) -> list[np.ndarray]:
+    """The same masks computed again (`_compute`, nothing kept or shared), each copied at once."""
+    matcher, out = sg.GrammarMatcher(grammar), []
+    for text in texts:
+        out.append(grammar.masker._compute(matcher.state).copy())
+        assert matcher.accept_string(text)
+    return out
+
+
+def test_masks_are_shared_across_grammars_and_unchanged_by_later_ones(qwen):
+    """One schema compiled by two compilers (two grammars, two maskers): each state's mask is
+    one array for both; a later grammar computing into the scratch leaves every kept mask as it
+    was; each equals the mask computed again on a third compile."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a", "b"],
+              "additionalProperties": False}
+    texts = ['{"a": "', "x", '", "b": ', "12", "}"]
+    first, second = (sg.GrammarCompiler(qwen).compile_json_schema(schema) for _ in range(2))
+    assert first.masker is not second.masker
+    kept = _walk_masks(first, texts)
+    copies = [k.copy() for k in kept]
+    assert all(a is b for a, b in zip(kept, _walk_masks(second, texts)))  # one array per content
+    assert len({id(k) for k in kept}) == len({k.tobytes() for k in kept}) > 2
+    _walk_masks(sg.GrammarCompiler(qwen).compile_regex("[0-9]{2,5}"), ["12", "3"])
+    fresh = _fresh_masks(sg.GrammarCompiler(qwen).compile_json_schema(schema), texts)
+    for got, copy, again in zip(kept, copies, fresh):
+        assert not got.flags.writeable and np.array_equal(got, copy) and np.array_equal(got, again)
+
+
+def test_threads_computing_masks_at_once_get_their_own_masks(qwen):
+    """Four threads walk the masks of four grammars at once (each thread its own scratch): each
+    mask equals the one computed alone afterwards on a fresh compile."""
+    cases = [("[a-z]{1,8}", ["ab", "cde", "f"]), ("[0-9]+x", ["1", "23", "x"]), ("(ab|cd)*e", ["ab", "cd", "e"]),
+             ('"[^"]{0,6}"', ['"', "ab", '"'])]
+    results: dict[int, list[np.ndarray]] = {}
+
+    def run(i: int) -> None:
+        results[i] = _walk_masks(sg.GrammarCompiler(qwen).compile_regex(cases[i][0]), cases[i][1])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, (pattern, texts) in enumerate(cases):
+        fresh = _fresh_masks(sg.GrammarCompiler(qwen).compile_regex(pattern), texts)
+        assert len(results[i]) == len(fresh)
+        for got, again in zip(results[i], fresh):
+            assert np.array_equal(got, again), pattern
