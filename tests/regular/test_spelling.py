@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen import regular
+from strictgen.grammar import json_spelling
 from strictgen.grammar.automata import regular_dfa
 from strictgen.grammar.ir import alt, charset, difference, lit, repeat, seq
 
@@ -94,3 +95,32 @@ def test_plain_ascii_language_is_its_own_spelling():
     table, accepting = raw.table256(), raw.accepting()
     got = regular.json_spellings(table, accepting, 1000, False)
     assert (got.table256(), got.accepting()) == (table, accepting)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages())
+def test_every_spelling_is_minimal_as_built(expr):
+    """With every spelling, the spelled DFA of a minimal raw DFA is minimal without minimising
+    (json_spelling's docstring proves it; `spell` relies on it): `regular.minimal` finds no state
+    to merge or trim and the same language."""
+    raw = regular_dfa(expr)
+    got = regular.json_spellings(raw.table256(), raw.accepting(), 200_000, True)
+    smallest = regular.minimal(got)
+    assert got.num_states == smallest.num_states
+    assert same_language(got, smallest)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages(), st.booleans())
+def test_spell_gives_the_minimal_dfa_in_either_mode(expr, every_spelling):
+    """`json_spelling.spell` hands back a minimal DFA whichever mode it picks (printable ASCII
+    raw only, forced here by a SPELL_ALL_STATES below every size, is minimised: there a raw state
+    can equal an escape state)."""
+    raw = regular_dfa(expr)
+    with pytest.MonkeyPatch.context() as patch:
+        if not every_spelling:
+            patch.setattr(json_spelling, "SPELL_ALL_STATES", -1)
+        got = json_spelling.spell(raw.table256(), raw.accepting(), 200_000)
+    want = regular.json_spellings(raw.table256(), raw.accepting(), 200_000, every_spelling)
+    assert got.num_states == regular.minimal(got).num_states
+    assert same_language(got, regular.minimal(want))

@@ -38,6 +38,8 @@ typedef struct {
     Vec trie_state;
     Interner lows;          /* low-surrogate signatures -> id; pair_state[id] the state after the high */
     Vec pair_state;
+    Interner escs;          /* (8 short targets, \u's trie) -> id; esc_state[id] the state after '\\' */
+    Vec esc_state;
     int32_t *cont_at;     /* (state, k) -> offset of its runs in cont_pool, or -1 */
     Vec cont_pool;        /* per memo entry: count, then (lo, hi, target) triples */
 } Sp;
@@ -334,22 +336,30 @@ static int32_t escapes(Sp *sp, Vec *chars) {
         result = -1;
         goto done;
     }
-    int32_t e = new_state(sp);
-    if (e < 0) {
-        result = e;
+    int32_t key[9];  /* what the state after '\\' leads to: states with equal keys are one */
+    memcpy(key, short_target, sizeof(short_target));
+    key[8] = -1;
+    if (sig.len && (key[8] = trie(sp, sig.data, sig.len, 4)) < 0) {
+        result = key[8];
+        goto done;
+    }
+    int added;
+    int32_t id = table_id(&sp->escs, key, 9, &added), e;
+    if (id < 0)
+        goto done;
+    if (!added) {
+        result = sp->esc_state.data[id];
+        goto done;
+    }
+    if ((e = new_state(sp)) < 0 || vec_push(&sp->esc_state, e) < 0) {
+        result = e < 0 ? e : NOMEM;
         goto done;
     }
     for (int j = 0; j < 8; j++)
         if (short_target[j] >= 0)
             set_edge(sp, e, short_letter[j], short_target[j]);
-    if (sig.len) {
-        int32_t t = trie(sp, sig.data, sig.len, 4);
-        if (t < 0) {
-            result = t;
-            goto done;
-        }
-        set_edge(sp, e, 'u', t);
-    }
+    if (key[8] >= 0)
+        set_edge(sp, e, 'u', key[8]);
     result = e;
 done:
     vec_free(&kept), vec_free(&sig), vec_free(&supp);
@@ -508,8 +518,8 @@ spelled:
     }
 out:
     vec_free(&chars);
-    vec_free(&sp.rows), vec_free(&sp.acc), vec_free(&sp.trie_state), vec_free(&sp.pair_state), vec_free(&sp.cont_pool);
-    interner_free(&sp.tries), interner_free(&sp.lows);
+    vec_free(&sp.rows), vec_free(&sp.acc), vec_free(&sp.trie_state), vec_free(&sp.pair_state), vec_free(&sp.esc_state), vec_free(&sp.cont_pool);
+    interner_free(&sp.tries), interner_free(&sp.lows), interner_free(&sp.escs);
     free(sp.cont_at);
     PyBuffer_Release(&table), PyBuffer_Release(&accepting);
     return result;
