@@ -59,6 +59,10 @@ def test_core_spells_what_the_reference_spells(expr, all_spellings):
     assert same_language(regular.minimal(got), regular.minimal(regular.from_table(*want)))
     # the result comes by byte class, as few as its columns allow (as `dense` would find them)
     assert got.num_classes == regular.dense(got.table256(), got.accepting()).num_classes
+    # read by the raw DFA's own classes (`compact()`, as `json_spelling.spell` hands it), the same DFA
+    compact, classmap = raw.compact()
+    by_class = regular.json_spellings(compact, accepting, 200_000, all_spellings, classmap)
+    assert (by_class.table256(), by_class.accepting(), by_class.num_classes) == (got.table256(), got.accepting(), got.num_classes)
 
 
 @pytest.mark.parametrize("expr", [
@@ -95,6 +99,17 @@ def test_plain_ascii_language_is_its_own_spelling():
     table, accepting = raw.table256(), raw.accepting()
     got = regular.json_spellings(table, accepting, 1000, False)
     assert (got.table256(), got.accepting()) == (table, accepting)
+    got = regular.json_spellings(*raw.compact()[:1], accepting, 1000, False, raw.compact()[1])
+    assert (got.table256(), got.accepting()) == (table, accepting)
+
+
+@pytest.mark.parametrize("classmap, table", [
+    (bytes(256), b"\x00" * 8),  # a table of 2 entries for 1 class and 1 state
+    (bytes(255) + b"\x01", (5).to_bytes(4, "little", signed=True) * 2),  # a target past the states
+])
+def test_malformed_tables_are_refused(classmap, table):
+    with pytest.raises(ValueError):
+        regular.json_spellings(table, b"\x01", 1000, True, classmap)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -120,7 +135,7 @@ def test_spell_gives_the_minimal_dfa_in_either_mode(expr, every_spelling):
     with pytest.MonkeyPatch.context() as patch:
         if not every_spelling:
             patch.setattr(json_spelling, "SPELL_ALL_STATES", -1)
-        got = json_spelling.spell(raw.table256(), raw.accepting(), 200_000)
+        got = json_spelling.spell(raw, 200_000)
     want = regular.json_spellings(raw.table256(), raw.accepting(), 200_000, every_spelling)
     assert got.num_states == regular.minimal(got).num_states
     assert same_language(got, regular.minimal(want))

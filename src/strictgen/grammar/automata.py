@@ -459,7 +459,7 @@ def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     key = table_key(raw)
     got = _spelled.get((MAX_DFA_STATES, key))  # the limit in the key: a smaller one spells again
     if got is None:
-        got = spell(raw.table256(), key[2], MAX_DFA_STATES)  # minimal
+        got = spell(raw, MAX_DFA_STATES)  # minimal
         _spelled.put((MAX_DFA_STATES, key), got)
     return got
 

@@ -39,9 +39,9 @@ SPELL_ALL_STATES = 8_000  # raw automata up to this size get every spelling of e
 SPELLED_FACTOR = 8  # ... unless their spellings need more than this many times their states
 
 
-def spell(table: bytes, accepting: bytes, max_states: int) -> regular.DFA:
-    """A minimal dense DFA (`regular.dense`'s bytes) over UTF-8 strings → the minimal DFA of their
-    JSON string bodies (between the quotes), in every spelling (the work: regular.json_spellings).
+def spell(raw: regular.DFA, max_states: int) -> regular.DFA:
+    """A minimal DFA over UTF-8 strings → the minimal DFA of their JSON string bodies (between the
+    quotes), in every spelling (the work: regular.json_spellings, on the DFA's table by class).
 
     Escapes cost a few states beside every state (hex digits, by the state they lead to), so an
     automaton of more than SPELL_ALL_STATES states (a date-time, a pattern times a long length
@@ -53,12 +53,13 @@ def spell(table: bytes, accepting: bytes, max_states: int) -> regular.DFA:
     it again was ~40% of a spelled string's cost, to remove nothing. With printable ASCII raw only
     a raw state can equal an escape state (one reading only `u`, then four hex digits), so that
     result is minimised."""
-    n = len(accepting)
+    table, classmap = raw.compact()
+    accepting, n = raw.accepting(), raw.num_states
     if n <= SPELL_ALL_STATES:
-        got = regular.json_spellings(table, accepting, min(max_states, SPELLED_FACTOR * n + 5_000), True)
+        got = regular.json_spellings(table, accepting, min(max_states, SPELLED_FACTOR * n + 5_000), True, classmap)
         if got is not None:
             return got
-    got = regular.json_spellings(table, accepting, max_states, False)
+    got = regular.json_spellings(table, accepting, max_states, False, classmap)
     if got is None:
         raise GrammarTooLargeError(f"grammar too large: the JSON spellings of a string need more than {max_states} states")
     return regular.minimal(got)

@@ -153,11 +153,12 @@ def from_classes(table: bytes, accepting: bytes, classmap: bytes) -> DFA:
     return _from_table(table, accepting, classmap)
 
 
-def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True) -> DFA | None:
-    """The DFA (not minimised) of the JSON string bodies that decode into the strings of a dense
-    raw-UTF-8 DFA (`table256()`, `accepting()`), in every spelling (with `all_spellings` False
-    printable ASCII only raw), or None when that needs more than `max_states` states."""
-    got = _spell(table, accepting, max_states, all_spellings, deadline.expires_at())
+def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True, classmap: bytes | None = None) -> DFA | None:
+    """The DFA (not minimised) of the JSON string bodies that decode into the strings of a
+    raw-UTF-8 DFA (`table256()` and `accepting()`, or `compact()`'s table and classmap: read by
+    class, never widened), in every spelling (with `all_spellings` False printable ASCII only
+    raw), or None when that needs more than `max_states` states."""
+    got = _spell(table, accepting, max_states, all_spellings, deadline.expires_at(), classmap)
     if got is False:
         deadline.check()  # raises: the same clock said the deadline has passed
         raise CompileTimeoutError("compiling took longer than its time limit")
