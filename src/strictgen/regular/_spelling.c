@@ -381,9 +381,12 @@ done:
  * about reading) an escape reads it */
 enum { FORBIDDEN = 1, STARTS = 2, NOT_PRINTABLE = 4, APART = 8 };
 
-static int byte_kinds(int b) {
-    return (b < 0x20 || b == 0x22 || b == 0x5C ? FORBIDDEN : 0) | (b < 0x80 || (b >= 0xC2 && b <= 0xF4) ? STARTS : 0) |
-           (b >= 0x7F && b <= 0xF4 ? NOT_PRINTABLE : 0) | (b && strchr(apart, b) ? APART : 0);
+static uint8_t byte_kind[256]; /* each byte's kinds, set once when the module loads */
+
+static void set_byte_kinds(void) {
+    for (int b = 0; b < 256; b++)
+        byte_kind[b] = (uint8_t)((b < 0x20 || b == 0x22 || b == 0x5C ? FORBIDDEN : 0) | (b < 0x80 || (b >= 0xC2 && b <= 0xF4) ? STARTS : 0) |
+                                 (b >= 0x7F && b <= 0xF4 ? NOT_PRINTABLE : 0) | (b && strchr(apart, b) ? APART : 0));
 }
 
 static int same_column(const Sp *sp, Py_ssize_t from, Py_ssize_t to, int32_t a, int32_t b) {
@@ -506,7 +509,7 @@ static PyObject *spell(PyObject *self, PyObject *args) {
     const uint8_t *acc = (const uint8_t *)accepting.buf;
     int kinds[256] = {0}, forbidden = 0; /* plain printable ASCII throughout comes out as itself */
     for (int b = 0; b < 256; b++)
-        kinds[sp.cin[b]] |= byte_kinds(b);
+        kinds[sp.cin[b]] |= byte_kind[b];
     reads = (uint8_t *)calloc((size_t)n, 1);
     sp.cont_at = (int32_t *)malloc(sizeof(int32_t) * (size_t)n * 4);
     if (!reads || !sp.cont_at) {
@@ -544,7 +547,7 @@ static PyObject *spell(PyObject *self, PyObject *args) {
      * escapes) join the all-dead column's group, the only one their raw rows can equal. */
     uint8_t kind[256]; /* FORBIDDEN, APART or neither: an escape's byte is a class of its own */
     for (int32_t j = 0; j < k; j++) {
-        kind[j] = (uint8_t)(byte_kinds(first[j]) & (FORBIDDEN | APART));
+        kind[j] = (uint8_t)(byte_kind[first[j]] & (FORBIDDEN | APART));
         group[j] = kind[j] & FORBIDDEN ? dead : canon[sp.cin[first[j]]];
     }
     for (int32_t s = 0; s < n; s++) { /* a class's bytes share their raw column: its first byte's */
@@ -612,4 +615,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "strictgen.regular._spelling", "Every JSON spelling of a string DFA.", -1, methods};
 
-PyMODINIT_FUNC PyInit__spelling(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__spelling(void) {
+    set_byte_kinds();
+    return PyModule_Create(&module);
+}
