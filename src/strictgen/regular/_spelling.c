@@ -4,7 +4,7 @@
  * spell(table, accepting, max_states, all_spellings, deadline, classmap) -> (table, accepting, classmap) | None | False
  *   table: int32 bytes, k next states per state (-1 dead), state 0 the start, over raw UTF-8, by the
  *   byte classes of classmap (k = its largest class + 1; None: 256 wide), as DFA.compact() gives it.
- *   Result: the DFA, by byte class (classmap None: 256 wide), of the JSON string bodies (between the quotes) decoding into the
+ *   Result: the DFA, by byte class, of the JSON string bodies (between the quotes) decoding into the
  *   language: raw characters except '"', '\\' and U+0000..U+001F, short escapes, \uXXXX in either
  *   case, surrogate pairs. Beside every state between characters sits a trie of escapes that
  *   leads where the escaped character leads; tries are hash-consed by what they lead to.
@@ -48,13 +48,21 @@ typedef struct {
     Vec esc_state;
     int32_t *cont_at;     /* (state, k) -> offset of its runs in cont_pool, or -1 */
     Vec cont_pool;        /* per memo entry: count, then (lo, hi, target) triples */
-    Vec key;              /* scratch: a trie's interning key */
 } Sp;
 
 /* raw state s's next state on byte b */
 static inline int32_t raw_next(const Sp *sp, int32_t s, int b) { return sp->raw[(Py_ssize_t)s * sp->kin + sp->cin[b]]; }
 
-static inline int push3(Vec *v, int32_t lo, int32_t hi, int32_t t);
+static inline int push3(Vec *v, int32_t lo, int32_t hi, int32_t t) {
+    if (v->len >= 3 && v->data[v->len - 1] == t && v->data[v->len - 2] + 1 == lo) { /* merge a run */
+        v->data[v->len - 2] = hi;
+        return 0;
+    }
+    if (vec_reserve(v, v->len + 3) < 0)
+        return NOMEM;
+    v->data[v->len++] = lo, v->data[v->len++] = hi, v->data[v->len++] = t;
+    return 0;
+}
 
 /* (lo - base, hi - base, target) for state s's runs of bytes lo..hi in [from, to], appended to out:
  * a run at a time, not a byte (a state's ASCII was 128 reads and appends) */
@@ -89,11 +97,10 @@ static int32_t new_state(Sp *sp) {
 
 /* b is a byte an escape reads, a class of its own */
 static void set_edge(Sp *sp, int32_t s, int b, int32_t t) { sp->rows.data[(Py_ssize_t)s * sp->k + sp->cls[b]] = t; }
+static const char apart[] = "\"\\/bfnrtu0123456789abcdefABCDEF"; /* the bytes escapes read */
 
 /* The result's classes (into cls; their number): runs of bytes in one input class, cut around the
  * bytes escapes read (each its own class) and after the controls (dead everywhere). */
-static const char apart[] = "\"\\/bfnrtu0123456789abcdefABCDEF"; /* the bytes escapes read */
-
 static int32_t out_classes(const uint8_t *cin, uint8_t *cls) {
     uint8_t cut[257] = {0};
     cut[0] = cut[0x20] = 1;
@@ -105,17 +112,6 @@ static int32_t out_classes(const uint8_t *cin, uint8_t *cls) {
     for (int b = 0; b < 256; b++)
         cls[b] = (uint8_t)(k += cut[b]);
     return k + 1;
-}
-
-static inline int push3(Vec *v, int32_t lo, int32_t hi, int32_t t) {
-    if (v->len >= 3 && v->data[v->len - 1] == t && v->data[v->len - 2] + 1 == lo) { /* merge a run */
-        v->data[v->len - 2] = hi;
-        return 0;
-    }
-    if (vec_reserve(v, v->len + 3) < 0)
-        return NOMEM;
-    v->data[v->len++] = lo, v->data[v->len++] = hi, v->data[v->len++] = t;
-    return 0;
 }
 
 /* (payload lo, hi, target) runs for the k continuation bytes read from `state`, each payload plus
@@ -597,7 +593,7 @@ spelled:
     }
 out:
     free(reads);
-    vec_free(&chars), vec_free(&sp.key);
+    vec_free(&chars);
     vec_free(&sp.rows), vec_free(&sp.acc), vec_free(&sp.trie_state), vec_free(&sp.pair_state), vec_free(&sp.esc_state), vec_free(&sp.cont_pool);
     interner_free(&sp.tries), interner_free(&sp.lows), interner_free(&sp.escs);
     free(sp.cont_at);
