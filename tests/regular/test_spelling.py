@@ -139,3 +139,30 @@ def test_spell_gives_the_minimal_dfa_in_either_mode(expr, every_spelling):
     want = regular.json_spellings(raw.table256(), raw.accepting(), 200_000, every_spelling)
     assert got.num_states == regular.minimal(got).num_states
     assert same_language(got, regular.minimal(want))
+
+
+def columns_by_definition(dfa: regular.DFA) -> tuple[bytes, bytes]:
+    """table_columns written out: every byte's 256-wide column, classes numbered as bytes first
+    meet a new column."""
+    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(dfa.num_states, 256)
+    found: dict[bytes, int] = {}
+    classmap = bytes(found.setdefault(table[:, b].tobytes(), len(found)) for b in range(256))
+    return b"".join(found), classmap
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages(), st.integers(0, 255))
+def test_table_columns_are_the_distinct_columns_by_first_byte(expr, split_at):
+    """The spellings' cache key (`regular.table_columns`, C) is the definition's, also for a DFA
+    whose classes are not the fewest (one class split in two at `split_at`, numbered last) or
+    not numbered by first byte: equal tables, equal keys."""
+    raw = regular_dfa(expr)
+    assert regular.table_columns(raw) == columns_by_definition(raw)
+    table, classmap = raw.compact()
+    k = raw.num_classes
+    split = bytes(k if b >= split_at and c == classmap[split_at] else c for b, c in enumerate(classmap))
+    rows = np.frombuffer(table, dtype=np.int32).reshape(-1, k)
+    wide = np.concatenate([rows, rows[:, [classmap[split_at]]]], axis=1)
+    twin = regular.from_classes(wide.tobytes(), raw.accepting(), split)
+    assert twin.table256() == raw.table256()
+    assert regular.table_columns(twin) == regular.table_columns(raw)

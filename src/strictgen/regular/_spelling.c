@@ -603,10 +603,55 @@ out:
     return result;
 }
 
+/* columns(table, classmap) -> (columns, classmap): a compact table's distinct columns (n int32
+ * each, joined) and the classmap onto them, classes numbered as bytes first meet them, so equal
+ * tables give equal results whatever classes they were built with (the spellings' cache key,
+ * grammar/automata.py's table_key: slicing and hashing the columns in Python was most of it). */
+static PyObject *columns(PyObject *self, PyObject *args) {
+    Py_buffer table, classmap;
+    if (!PyArg_ParseTuple(args, "y*y*", &table, &classmap))
+        return NULL;
+    PyObject *result = NULL;
+    const uint8_t *cm = (const uint8_t *)classmap.buf;
+    int32_t kin = 0, canon[256], id[256], found = 0;
+    for (Py_ssize_t b = 0; b < classmap.len; b++)
+        kin = cm[b] >= kin ? cm[b] + 1 : kin;
+    Py_ssize_t n = kin ? table.len / (Py_ssize_t)(sizeof(int32_t) * (size_t)kin) : 0;
+    if (classmap.len != 256 || n == 0 || n * kin * (Py_ssize_t)sizeof(int32_t) != table.len) {
+        PyErr_SetString(PyExc_ValueError, "columns: a table of n rows by the classes of a 256-byte classmap");
+        goto out;
+    }
+    const int32_t *raw = (const int32_t *)table.buf;
+    if (canonical_columns(raw, n, kin, canon) < 0) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    uint8_t out_map[256];
+    for (int32_t c = 0; c < kin; c++)
+        id[c] = -1;
+    for (int b = 0; b < 256; b++) {
+        int32_t c = canon[cm[b]];
+        out_map[b] = (uint8_t)(id[c] < 0 ? (id[c] = found++) : id[c]);
+    }
+    PyObject *cols = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int32_t) * n * found);
+    if (!cols)
+        goto out;
+    int32_t *to = (int32_t *)PyBytes_AS_STRING(cols);
+    for (int32_t c = 0; c < kin; c++)
+        if (canon[c] == c)
+            for (Py_ssize_t s = 0; s < n; s++)
+                to[(Py_ssize_t)id[c] * n + s] = raw[s * kin + c];
+    result = Py_BuildValue("(Ny#)", cols, (const char *)out_map, (Py_ssize_t)256);
+out:
+    PyBuffer_Release(&table), PyBuffer_Release(&classmap);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"columns", columns, METH_VARARGS, "columns(table, classmap): (the distinct columns joined, the classmap onto them by first byte)."},
     {"spell", spell, METH_VARARGS,
      "spell(table, accepting, max_states, all_spellings, deadline=0, classmap=None): the JSON spellings' DFA as "
-     "(table, accepting, classmap) bytes (classmap None: 256 wide); None past max_states; False past the deadline."},
+     "(table, accepting, classmap) bytes; None past max_states; False past the deadline."},
     {NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "strictgen.regular._spelling", "Every JSON spelling of a string DFA.", -1, methods};
