@@ -8,6 +8,11 @@ REPEATS each, summed over inputs), with the states each phase gives.
     PYTHONPATH=<tree>/src python scripts/spelling_inputs.py --load /tmp/spell-inputs.pkl [--repeats 5]
     PYTHONPATH=<tree>/src python scripts/spelling_inputs.py --load /tmp/spell-inputs.pkl --loop 200
 
+    PYTHONPATH=<tree>/src python scripts/spelling_inputs.py --in-compile
+
+--in-compile times, inside one bench pass (as --save compiles it; thread CPU, summed), the whole
+compile, spelled_dfa and its parts (table_key, spell) and json_escaped (wrapped where the schema
+front end imported it): what a compile pays for spellings, caches cold as in `strictgen bench`.
 --loop N runs spelled_dfa (cache emptied) on every input N times and prints nothing else: a
 workload for perf or py-spy. --max-raw-states N leaves out raw DFAs of more states (past
 json_spelling.SPELL_ALL_STATES they take the printable-ASCII-raw mode, and one such input is most
@@ -45,6 +50,49 @@ def capture(path: str) -> None:
     print(f"{len(inputs)} raw DFAs ({sum(len(a) for _, a in inputs)} states) saved to {path}")
 
 
+def bench_pass() -> float:
+    """Compile every bench schema once with a fresh compiler (as `strictgen bench` does, after one
+    warm-up compile that pays the lazy imports); the thread CPU seconds of the compiles."""
+    tok = bench.load_vocab("qwen").build_info()
+    sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}))
+    total = 0.0
+    for case in bench.load_cases(bench.default_schemas_dir()):
+        t0 = time.thread_time()
+        try:
+            sg.GrammarMatcher(sg.GrammarCompiler(tok).compile_json_schema(case.schema_text))
+        except sg.StrictgenError:
+            pass
+        total += time.thread_time() - t0
+    return total
+
+
+def in_compile() -> None:
+    from strictgen.grammar import json_escapes
+    from strictgen.grammar.schema import emit_strings, emitter, length_product
+
+    spent: dict[str, float] = {}
+
+    def timing(module, name, label):
+        original = getattr(module, name)
+
+        def timed(*args, **kwargs):
+            t0 = time.thread_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.thread_time() - t0
+
+        setattr(module, name, timed)
+
+    timing(automata, "spelled_dfa", "spelled_dfa")
+    timing(automata, "table_key", "table_key")
+    timing(automata, "spell", "spell")
+    for module in (json_escapes, emitter, emit_strings, length_product):
+        timing(module, "json_escaped", "json_escaped")
+    total = bench_pass()
+    print(f"compile {total * 1e3:.0f} ms: " + ", ".join(f"{k} {v * 1e3:.1f} ms ({100 * v / total:.1f}%)" for k, v in spent.items()))
+
+
 def best_of(repeats: int, fn, *args):
     best, got = float("inf"), None
     for _ in range(repeats):
@@ -71,10 +119,14 @@ def main() -> None:
     ap.add_argument("--load")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--loop", type=int, default=0)
+    ap.add_argument("--in-compile", action="store_true")
     ap.add_argument("--max-raw-states", type=int, default=1 << 30, help="leave out bigger raw DFAs (the fallback mode's)")
     args = ap.parse_args()
     if args.save:
         capture(args.save)
+        return
+    if args.in_compile:
+        in_compile()
         return
     with open(args.load, "rb") as f:
         raws = [regular.dense(table, accepting) for table, accepting in pickle.load(f) if len(accepting) <= args.max_raw_states]
