@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strictgen import regular
+from strictgen.grammar import json_spelling
 from strictgen.grammar.automata import regular_dfa
 from strictgen.grammar.ir import alt, charset, difference, lit, repeat, seq
 
@@ -58,6 +59,10 @@ def test_core_spells_what_the_reference_spells(expr, all_spellings):
     assert same_language(regular.minimal(got), regular.minimal(regular.from_table(*want)))
     # the result comes by byte class, as few as its columns allow (as `dense` would find them)
     assert got.num_classes == regular.dense(got.table256(), got.accepting()).num_classes
+    # read by the raw DFA's own classes (`compact()`, as `json_spelling.spell` hands it), the same DFA
+    compact, classmap = raw.compact()
+    by_class = regular.json_spellings(compact, accepting, 200_000, all_spellings, classmap)
+    assert (by_class.table256(), by_class.accepting(), by_class.num_classes) == (got.table256(), got.accepting(), got.num_classes)
 
 
 @pytest.mark.parametrize("expr", [
@@ -94,3 +99,70 @@ def test_plain_ascii_language_is_its_own_spelling():
     table, accepting = raw.table256(), raw.accepting()
     got = regular.json_spellings(table, accepting, 1000, False)
     assert (got.table256(), got.accepting()) == (table, accepting)
+    got = regular.json_spellings(*raw.compact()[:1], accepting, 1000, False, raw.compact()[1])
+    assert (got.table256(), got.accepting()) == (table, accepting)
+
+
+@pytest.mark.parametrize("classmap, table", [
+    (bytes(256), b"\x00" * 8),  # a table of 2 entries for 1 class and 1 state
+    (bytes(255) + b"\x01", (5).to_bytes(4, "little", signed=True) * 2),  # a target past the states
+])
+def test_malformed_tables_are_refused(classmap, table):
+    with pytest.raises(ValueError):
+        regular.json_spellings(table, b"\x01", 1000, True, classmap)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages())
+def test_every_spelling_is_minimal_as_built(expr):
+    """With every spelling, the spelled DFA of a minimal raw DFA is minimal without minimising
+    (json_spelling's docstring proves it; `spell` relies on it): `regular.minimal` finds no state
+    to merge or trim and the same language."""
+    raw = regular_dfa(expr)
+    got = regular.json_spellings(raw.table256(), raw.accepting(), 200_000, True)
+    smallest = regular.minimal(got)
+    assert got.num_states == smallest.num_states
+    assert same_language(got, smallest)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages(), st.booleans())
+def test_spell_gives_the_minimal_dfa_in_either_mode(expr, every_spelling):
+    """`json_spelling.spell` hands back a minimal DFA whichever mode it picks (printable ASCII
+    raw only, forced here by a SPELL_ALL_STATES below every size, is minimised: there a raw state
+    can equal an escape state)."""
+    raw = regular_dfa(expr)
+    with pytest.MonkeyPatch.context() as patch:
+        if not every_spelling:
+            patch.setattr(json_spelling, "SPELL_ALL_STATES", -1)
+        got = json_spelling.spell(raw, 200_000)
+    want = regular.json_spellings(raw.table256(), raw.accepting(), 200_000, every_spelling)
+    assert got.num_states == regular.minimal(got).num_states
+    assert same_language(got, regular.minimal(want))
+
+
+def columns_by_definition(dfa: regular.DFA) -> tuple[bytes, bytes]:
+    """table_columns written out: every byte's 256-wide column, classes numbered as bytes first
+    meet a new column."""
+    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(dfa.num_states, 256)
+    found: dict[bytes, int] = {}
+    classmap = bytes(found.setdefault(table[:, b].tobytes(), len(found)) for b in range(256))
+    return b"".join(found), classmap
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(languages(), st.integers(0, 255))
+def test_table_columns_are_the_distinct_columns_by_first_byte(expr, split_at):
+    """The spellings' cache key (`regular.table_columns`, C) is the definition's, also for a DFA
+    whose classes are not the fewest (one class split in two at `split_at`, numbered last) or
+    not numbered by first byte: equal tables, equal keys."""
+    raw = regular_dfa(expr)
+    assert regular.table_columns(raw) == columns_by_definition(raw)
+    table, classmap = raw.compact()
+    k = raw.num_classes
+    split = bytes(k if b >= split_at and c == classmap[split_at] else c for b, c in enumerate(classmap))
+    rows = np.frombuffer(table, dtype=np.int32).reshape(-1, k)
+    wide = np.concatenate([rows, rows[:, [classmap[split_at]]]], axis=1)
+    twin = regular.from_classes(wide.tobytes(), raw.accepting(), split)
+    assert twin.table256() == raw.table256()
+    assert regular.table_columns(twin) == regular.table_columns(raw)

@@ -13,7 +13,6 @@ that a oneOf's string branches are disjoint never builds a whole product automat
 
 from __future__ import annotations
 
-import numpy as np
 
 from strictgen import deadline, regular
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
@@ -459,7 +458,7 @@ def spelled_dfa(raw: regular.DFA) -> regular.DFA:
     key = table_key(raw)
     got = _spelled.get((MAX_DFA_STATES, key))  # the limit in the key: a smaller one spells again
     if got is None:
-        got = regular.minimal(spell(raw.table256(), key[2], MAX_DFA_STATES))
+        got = spell(raw, MAX_DFA_STATES)  # minimal
         _spelled.put((MAX_DFA_STATES, key), got)
     return got
 
@@ -467,17 +466,9 @@ def spelled_dfa(raw: regular.DFA) -> regular.DFA:
 def table_key(dfa: regular.DFA) -> tuple[bytes, bytes, bytes]:
     """(columns, classmap, accepting) that stand for the 256-wide table and acceptance of a DFA
     without calls, whatever byte classes it was built with: bytes whose columns are equal share a
-    class, numbered as bytes first meet them, so equal tables give equal keys. One slice of the
-    transposed table a class, not a numpy column a byte (the byte map is translated in C): that
-    loop was 2-3% of a median compile."""
-    table, classmap = dfa.compact()
-    columns = np.frombuffer(table, dtype=np.int32).reshape(dfa.num_states, -1).T.tobytes()  # column by column
-    size = 4 * dfa.num_states
-    found: dict[bytes, int] = {}  # a column's bytes -> its canonical class, in the order met
-    canonical = bytearray(256)  # a class -> its canonical class
-    for c in dict.fromkeys(classmap):  # the classes in the order bytes first meet them
-        canonical[c] = found.setdefault(columns[c * size : (c + 1) * size], len(found))
-    return b"".join(found), classmap.translate(canonical), dfa.accepting()
+    class, numbered as bytes first meet them, so equal tables give equal keys (regular.table_columns,
+    in C: slicing and hashing the columns here was a fifth of a spelled string's cost)."""
+    return (*regular.table_columns(dfa), dfa.accepting())
 
 
 class Language:

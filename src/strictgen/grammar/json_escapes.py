@@ -159,6 +159,28 @@ def _spell_set(ranges: tuple[tuple[int, int], ...], escapes: str) -> Expr:
     return alt(*parts) if parts else Alt(())
 
 
+@functools.lru_cache(maxsize=4096)
+def _spell_char(cp: int, escapes: str) -> Expr:
+    """The JSON spellings, under `escapes`, of the character `cp`: itself where it is printable
+    ASCII spelled only raw, else `_spell_set`'s (the same objects)."""
+    if escapes != "all" and 0x20 <= cp <= 0x7E and cp != 0x22 and cp != 0x5C:
+        return lit(chr(cp))
+    return _spell_set(((cp, cp),), escapes)
+
+
+def _spelled_chars(text: str, escapes: str) -> Expr:
+    """`seq` of the spellings of the characters of `text`. With every spelling most characters
+    are an Alt of themselves and their escapes, whose Seq `seq` would return unchanged: that one
+    is built at once (a character at a time through `seq`'s loops was most of spelling an enum)."""
+    parts = [_spell_char(ord(c), escapes) for c in text]  # never an empty Alt: no surrogate decodes
+    if len(parts) > 1 and set(map(type, parts)) == _ALT_ONLY:
+        return Seq(tuple(parts))
+    return seq(*parts)
+
+
+_ALT_ONLY = {Alt}
+
+
 @functools.lru_cache(maxsize=8192)
 def spelled_text(text: str, escapes: str = "all") -> Expr:
     """Every spelling (under `escapes`) of the JSON string body of exactly `text`."""
@@ -189,17 +211,12 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
     memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
     plain = ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE) if escapes != "all" else ()
 
-    def char(cp: int) -> Expr:
-        if any(lo <= cp <= hi for lo, hi in plain):
-            return lit(chr(cp))
-        return _spell_set(((cp, cp),), escapes)
-
     def rec(e: Expr) -> Expr:
         got = memo.get(id(e))
         if got is not None:
             return got
         if isinstance(e, Literal):
-            out = seq(*(char(ord(c)) for c in e.data.decode("utf-8")))
+            out = _spelled_chars(e.data.decode("utf-8"), escapes)
         elif isinstance(e, (ByteSet, CharSet)):
             if isinstance(e, ByteSet) and e.ranges and e.ranges[-1][1] >= 0x80:
                 raise ValueError("json_escaped: a ByteSet above 0x7F is not a character class")
@@ -227,4 +244,4 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
     try:
         return rec(expr)
     finally:
-        del rec, char  # a recursive closure is a reference cycle: emptied here, freed by reference counting
+        del rec  # a recursive closure is a reference cycle: emptied here, freed by reference counting

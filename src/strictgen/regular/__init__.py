@@ -29,9 +29,10 @@ from ._regular import find_member as _find_member
 from ._regular import from_table as _from_table
 from ._regular import lazy as _lazy
 from ._regular import lower as _lower
+from ._spelling import columns as _columns
 from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "lazy", "lower", "minimal", "minimal_with_splits", "minimize", "product", "refine"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "table_columns", "lazy", "lower", "minimal", "minimal_with_splits", "minimize", "product", "refine"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -153,12 +154,20 @@ def from_classes(table: bytes, accepting: bytes, classmap: bytes) -> DFA:
     return _from_table(table, accepting, classmap)
 
 
-def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True) -> DFA | None:
-    """The DFA (not minimised) of the JSON string bodies that decode into the strings of a dense
-    raw-UTF-8 DFA (`table256()`, `accepting()`), in every spelling (with `all_spellings` False
-    printable ASCII only raw), or None when that needs more than `max_states` states."""
-    got = _spell(table, accepting, max_states, all_spellings, deadline.expires_at())
+def json_spellings(table: bytes, accepting: bytes, max_states: int, all_spellings: bool = True, classmap: bytes | None = None) -> DFA | None:
+    """The DFA (not minimised) of the JSON string bodies that decode into the strings of a
+    raw-UTF-8 DFA (`table256()` and `accepting()`, or `compact()`'s table and classmap: read by
+    class, never widened), in every spelling (with `all_spellings` False printable ASCII only
+    raw), or None when that needs more than `max_states` states."""
+    got = _spell(table, accepting, max_states, all_spellings, deadline.expires_at(), classmap)
     if got is False:
         deadline.check()  # raises: the same clock said the deadline has passed
         raise CompileTimeoutError("compiling took longer than its time limit")
     return None if got is None else _from_table(*got)
+
+
+def table_columns(dfa: DFA) -> tuple[bytes, bytes]:
+    """(the distinct columns of `dfa`'s table, n int32 each, joined; the classmap onto them, numbered
+    as bytes first meet them): equal tables give equal pairs whatever byte classes the DFAs were
+    built with (the spellings' cache key, grammar/automata.py's table_key)."""
+    return _columns(*dfa.compact())
