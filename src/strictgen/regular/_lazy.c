@@ -220,9 +220,9 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
         int32_t q = sub[i];
         for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++) {
             int32_t t = L->e_dst[j];
+            if (vec_reserve(pairs, pairs->len + 2 * ((Py_ssize_t)L->e_chi[j] - L->e_clo[j] + 1)) < 0)
+                return NULL;
             for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
-                if (vec_reserve(pairs, pairs->len + 2) < 0)
-                    return NULL;
                 pairs->data[pairs->len++] = c;
                 pairs->data[pairs->len++] = t;
             }
