@@ -238,20 +238,28 @@ nomem:
     return NULL;
 }
 
+/* A mark per state (zeroed) and a work stack for n states: 0, or -1 with MemoryError (nothing kept) */
+static int marks_and_stack(int32_t n, uint8_t **marks, int32_t **stack) {
+    *marks = (uint8_t *)calloc((size_t)n + 1, 1);
+    *stack = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (*marks && *stack)
+        return 0;
+    free(*marks), free(*stack);
+    vec_no_memory();
+    return -1;
+}
+
 /* Can the start state reach acceptance (calls only to rules flagged in `productive`, 0/1 per
  * rule; NULL: every call counts)? Forward from the start, stopping at the first accepting state:
  * the fixed point over a grammar's rules asks this again and again, and most rules finish within
  * a few states. 1, 0, or -1 with an exception. */
 int dfa_start_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
     int32_t n = d->n, k = d->k;
-    uint8_t *seen = (uint8_t *)calloc((size_t)n + 1, 1);
-    int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    uint8_t *seen;
+    int32_t *work;
     int found = 0;
-    if (!seen || !work) {
-        free(seen), free(work);
-        vec_no_memory();
+    if (marks_and_stack(n, &seen, &work) < 0)
         return -1;
-    }
     Py_ssize_t top = 0;
     seen[0] = 1, work[top++] = 0;
     while (top && !found) {
@@ -339,14 +347,11 @@ int dfa_is_trim(const DFA *d, const int32_t *istart, const int32_t *isrc, const 
     for (Py_ssize_t j = 0; productive && j < d->call_start[n]; j++)
         if (d->call_callee[j] >= nprod || !productive[d->call_callee[j]])
             return 0; /* a call trimming drops */
-    uint8_t *ok = (uint8_t *)calloc((size_t)n + 1, 1);
-    int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    uint8_t *ok;
+    int32_t *work;
     int same = 0;
-    if (!ok || !work) {
-        free(ok), free(work);
-        vec_no_memory();
+    if (marks_and_stack(n, &ok, &work) < 0)
         return -1;
-    }
     Py_ssize_t top = 0, finish = 0; /* back from the accepting states over the in-edges */
     for (int32_t s = 0; s < n; s++)
         if (d->acc[s])
