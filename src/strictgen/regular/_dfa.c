@@ -238,20 +238,28 @@ nomem:
     return NULL;
 }
 
+/* A mark per state (zeroed) and a work stack for n states: 0, or -1 with MemoryError (nothing kept) */
+static int marks_and_stack(int32_t n, uint8_t **marks, int32_t **stack) {
+    *marks = (uint8_t *)calloc((size_t)n + 1, 1);
+    *stack = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (*marks && *stack)
+        return 0;
+    free(*marks), free(*stack);
+    vec_no_memory();
+    return -1;
+}
+
 /* Can the start state reach acceptance (calls only to rules flagged in `productive`, 0/1 per
  * rule; NULL: every call counts)? Forward from the start, stopping at the first accepting state:
  * the fixed point over a grammar's rules asks this again and again, and most rules finish within
  * a few states. 1, 0, or -1 with an exception. */
 int dfa_start_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t nprod) {
     int32_t n = d->n, k = d->k;
-    uint8_t *seen = (uint8_t *)calloc((size_t)n + 1, 1);
-    int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    uint8_t *seen;
+    int32_t *work;
     int found = 0;
-    if (!seen || !work) {
-        free(seen), free(work);
-        vec_no_memory();
+    if (marks_and_stack(n, &seen, &work) < 0)
         return -1;
-    }
     Py_ssize_t top = 0;
     seen[0] = 1, work[top++] = 0;
     while (top && !found) {
@@ -328,3 +336,52 @@ done:
     return out;
 }
 
+/* Would dfa_trim give d itself (every call's callee flagged productive, every state reachable and
+ * able to finish, numbered breadth first)? Answered from what a minimisation's set-up has made
+ * (_minimize.c): each state's in-edges' sources (isrc[istart[t]..istart[t + 1]), calls included:
+ * the predecessors trimming would list) and its row's runs ((first, end, target) triples from
+ * runs[rows[s]] to runs[rows[s + 1]], in class order: the targets trimming would scan for).
+ * 1, 0, or -1 with MemoryError. */
+int dfa_is_trim(const DFA *d, const int32_t *istart, const int32_t *isrc, const Py_ssize_t *rows, const int32_t *runs, const uint8_t *productive, Py_ssize_t nprod) {
+    int32_t n = d->n;
+    for (Py_ssize_t j = 0; productive && j < d->call_start[n]; j++)
+        if (d->call_callee[j] >= nprod || !productive[d->call_callee[j]])
+            return 0; /* a call trimming drops */
+    uint8_t *ok;
+    int32_t *work;
+    int same = 0;
+    if (marks_and_stack(n, &ok, &work) < 0)
+        return -1;
+    Py_ssize_t top = 0, finish = 0; /* back from the accepting states over the in-edges */
+    for (int32_t s = 0; s < n; s++)
+        if (d->acc[s])
+            ok[s] = 1, work[top++] = s;
+    while (top) {
+        int32_t t = work[--top];
+        finish++;
+        for (int32_t j = istart[t]; j < istart[t + 1]; j++)
+            if (!ok[isrc[j]])
+                ok[isrc[j]] = 1, work[top++] = isrc[j];
+    }
+    if (finish == n) { /* every state can finish: numbered breadth first from the start, every one met? */
+        memset(ok, 0, (size_t)n);
+        int32_t m = 1;
+        ok[0] = 1, work[0] = 0, same = 1;
+        for (int32_t i = 0; i < m && same; i++) {
+            int32_t s = work[i];
+            for (Py_ssize_t r = rows[s]; r < rows[s + 1] && same; r += 3) {
+                int32_t t = runs[r + 2];
+                if (!ok[t])
+                    same = t == m, ok[t] = 1, work[m++] = t;
+            }
+            for (int32_t j = d->call_start[s]; j < d->call_start[s + 1] && same; j++) {
+                int32_t t = d->call_ret[j];
+                if (!ok[t])
+                    same = t == m, ok[t] = 1, work[m++] = t;
+            }
+        }
+        same = same && m == n;
+    }
+    free(ok), free(work);
+    return same;
+}

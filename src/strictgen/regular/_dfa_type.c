@@ -97,6 +97,17 @@ static PyObject *DFA_minimize(DFA *d, PyObject *args) {
     return (PyObject *)out;
 }
 
+/* (out, born, parent) as minimize_rounds returns them (born and parent freed; out's reference taken) */
+static PyObject *rounds_result(DFA *out, int32_t *born, int32_t *parent) {
+    PyObject *got = NULL;
+    if (out && born)
+        got = Py_BuildValue("(Ny#y#)", out, (const char *)born, (Py_ssize_t)sizeof(int32_t) * out->n, (const char *)parent, (Py_ssize_t)sizeof(int32_t) * out->n);
+    else if (out)
+        got = Py_BuildValue("(NOO)", out, Py_None, Py_None);
+    free(born), free(parent);
+    return got;
+}
+
 /* minimize_rounds(deadline=0): (the minimal DFA of a trimmed DFA, by Moore's rounds; the round
  * each of its states' class split off and the state it split from, as int32 bytes, or None, None) */
 static PyObject *DFA_minimize_rounds(DFA *d, PyObject *args) {
@@ -108,15 +119,25 @@ static PyObject *DFA_minimize_rounds(DFA *d, PyObject *args) {
     PyThreadState *ts = let_go_if(cells(d));
     out = dfa_minimize_rounds(d, deadline, &born, &parent);
     take_back(ts);
-    if (!out)
+    return rounds_result(out, born, parent);
+}
+
+/* trim_minimize_rounds(productive=None, deadline=0): minimize_rounds of trim(productive), without
+ * trimming's own scans where it would keep the DFA as it is */
+static PyObject *DFA_trim_minimize_rounds(DFA *d, PyObject *args) {
+    PyObject *prod = Py_None;
+    Py_buffer pb;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "|Od", &prod, &deadline) || productive_arg(prod, &pb) < 0)
         return NULL;
-    PyObject *got;
-    if (born)
-        got = Py_BuildValue("(Ny#y#)", out, (const char *)born, (Py_ssize_t)sizeof(int32_t) * out->n, (const char *)parent, (Py_ssize_t)sizeof(int32_t) * out->n);
-    else
-        got = Py_BuildValue("(NOO)", out, Py_None, Py_None);
-    free(born), free(parent);
-    return got;
+    DFA *out;
+    int32_t *born, *parent;
+    PyThreadState *ts = let_go_if(cells(d));
+    out = dfa_trim_minimize_rounds(d, (const uint8_t *)pb.buf, pb.len, deadline, &born, &parent);
+    take_back(ts);
+    if (pb.obj)
+        PyBuffer_Release(&pb);
+    return rounds_result(out, born, parent);
 }
 
 /* product(other, difference=False, max_states=-1, deadline=0) */
@@ -293,6 +314,7 @@ static PyMethodDef DFA_methods[] = {
     {"product", (PyCFunction)DFA_product, METH_VARARGS, "product(other, difference=False, max_states=-1, deadline=0)."},
     {"shortest", (PyCFunction)DFA_shortest, METH_NOARGS, "A shortest accepted byte string, or None."},
     {"minimize_rounds", (PyCFunction)DFA_minimize_rounds, METH_VARARGS, "minimize_rounds(deadline=0): (minimal DFA by Moore's rounds, born, parent) (see _minimize.c)."},
+    {"trim_minimize_rounds", (PyCFunction)DFA_trim_minimize_rounds, METH_VARARGS, "trim_minimize_rounds(productive=None, deadline=0): minimize_rounds of trim(productive)."},
     {"refine", (PyCFunction)DFA_refine, METH_VARARGS, "refine(rounds, deadline=0): (Moore classes as int32 bytes, stable round or -1)."},
     {"table256", (PyCFunction)DFA_table256, METH_NOARGS, "n x 256 int32 next states (-1 dead), as bytes."},
     {"compact", (PyCFunction)DFA_compact, METH_VARARGS, "compact(base=0): (n x k int32 next states + base (-1 dead), 256-byte classmap)."},

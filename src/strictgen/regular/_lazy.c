@@ -165,25 +165,19 @@ static int32_t lazy_closure_of(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds)
 static int32_t NO_ROW_[1];
 #define NO_ROW NO_ROW_ /* single_row: the general way must make this row */
 
-/* The row (malloc'd) of a subset of one NFA state q whose byte edges read disjoint classes (an
- * embedded DFA's or a literal's state: most of a rule's): each class goes to the closure of
- * its edge's target, asked in class order as the general way asks (so subsets are numbered
- * alike), without its pairs and sort. NO_ROW when edges overlap; NULL with an exception set. */
-static int32_t *single_row(Lazy *L, int32_t q) {
+/* Into `row` (k entries), the row of a subset of one NFA state q whose byte edges read disjoint
+ * classes (an embedded DFA's or a literal's state: most of a rule's): each class goes to the
+ * closure of its edge's target, asked in class order as the general way asks (so subsets are
+ * numbered alike), without its pairs and sort. `row`, NO_ROW when edges overlap (the row then
+ * holds nothing to keep); NULL with an exception set. */
+static int32_t *single_row(Lazy *L, int32_t q, int32_t *row) {
     int32_t k = L->k;
-    int32_t *row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
-    if (!row) {
-        vec_no_memory();
-        return NULL;
-    }
     for (int32_t c = 0; c < k; c++)
         row[c] = -1;
     for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++)
         for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
-            if (row[c] >= 0) {
-                free(row);
+            if (row[c] >= 0)
                 return NO_ROW;
-            }
             row[c] = L->e_dst[j];
         }
     int32_t last = -1, last_id = -1;
@@ -193,10 +187,8 @@ static int32_t *single_row(Lazy *L, int32_t q) {
             continue;
         if (t != last) {
             last_id = lazy_closure(L, &t, 1);
-            if (last_id == -2) {
-                free(row);
+            if (last_id == -2)
                 return NULL;
-            }
             last = t;
         }
         row[c] = last_id;
@@ -210,12 +202,16 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
     Py_ssize_t n;
     const int32_t *sub = interned(&L->subsets, s, &n);
     Vec *pairs = &L->pairs, *scratch = &L->scratch;
-    int32_t *row;
+    /* the row is written past the end of `rows` and counted in only once complete (a failure
+     * leaves no half row behind); nothing on the way (closures, interning) touches `rows` */
+    if (vec_reserve(&L->rows, L->rows.len + k) < 0)
+        return NULL;
+    int32_t *row = L->rows.data + L->rows.len;
     if (n == 1) {
-        row = single_row(L, sub[0]);
-        if (row == NULL)
+        int32_t *got = single_row(L, sub[0], row);
+        if (got == NULL)
             return NULL;
-        if (row != NO_ROW)
+        if (got != NO_ROW)
             goto calls;
     }
     /* (class, target) pairs, counting-sorted by class */
@@ -224,9 +220,9 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
         int32_t q = sub[i];
         for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++) {
             int32_t t = L->e_dst[j];
+            if (vec_reserve(pairs, pairs->len + 2 * ((Py_ssize_t)L->e_chi[j] - L->e_clo[j] + 1)) < 0)
+                return NULL;
             for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
-                if (vec_reserve(pairs, pairs->len + 2) < 0)
-                    return NULL;
                 pairs->data[pairs->len++] = c;
                 pairs->data[pairs->len++] = t;
             }
@@ -246,13 +242,6 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
     int32_t *sorted = scratch->data;
     for (Py_ssize_t i = 0; i < np_; i++)
         sorted[fill[pairs->data[2 * i]]++] = pairs->data[2 * i + 1];
-    /* the row is written into a local buffer first: interning may not move it, but `rows` is
-     * appended to only once the row is complete, so a failure leaves no half row behind */
-    row = (int32_t *)malloc(sizeof(int32_t) * (size_t)k);
-    if (!row) {
-        vec_no_memory();
-        return NULL;
-    }
     /* `sorted` and `count` live in scratch, which lazy_closure does not touch */
     for (int32_t c = 0; c < k; c++) {
         int32_t a = count[c], b = count[c + 1];
@@ -262,10 +251,8 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
             row[c] = row[c - 1];
         } else {
             int32_t id = lazy_closure(L, sorted + a, b - a);
-            if (id == -2) {
-                free(row);
+            if (id == -2)
                 return NULL;
-            }
             row[c] = id;
         }
     }
@@ -275,20 +262,16 @@ calls: /* (callee, target) pairs of the subset, grouped by callee */
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t q = sub[i];
         for (int32_t j = L->c_start[q]; j < L->c_start[q + 1]; j++) {
-            if (vec_push(pairs, L->c_callee[j]) < 0 || vec_push(pairs, L->c_dst[j]) < 0) {
-                free(row);
+            if (vec_push(pairs, L->c_callee[j]) < 0 || vec_push(pairs, L->c_dst[j]) < 0)
                 return NULL;
-            }
         }
     }
     Py_ssize_t ncalls = pairs->len / 2;
     int32_t off = (int32_t)L->call_pool.len, len = 0;
     if (ncalls) {
         qsort(pairs->data, (size_t)ncalls, 2 * sizeof(int32_t), cmp_pair);
-        if (vec_reserve(scratch, ncalls) < 0) {
-            free(row);
+        if (vec_reserve(scratch, ncalls) < 0)
             return NULL;
-        }
         Py_ssize_t i = 0;
         while (i < ncalls) {
             int32_t callee = pairs->data[2 * i];
@@ -298,27 +281,17 @@ calls: /* (callee, target) pairs of the subset, grouped by callee */
                 j++;
             }
             int32_t id = lazy_closure(L, scratch->data, j - i);
-            if (id == -2) {
-                free(row);
+            if (id == -2)
                 return NULL;
-            }
             if (id >= 0) {
-                if (vec_push(&L->call_pool, callee) < 0 || vec_push(&L->call_pool, id) < 0) {
-                    free(row);
+                if (vec_push(&L->call_pool, callee) < 0 || vec_push(&L->call_pool, id) < 0)
                     return NULL;
-                }
                 len++;
             }
             i = j;
         }
     }
     L->call_off.data[s] = off, L->call_len.data[s] = len;
-    if (vec_reserve(&L->rows, L->rows.len + k) < 0) {
-        free(row);
-        return NULL;
-    }
-    memcpy(L->rows.data + L->rows.len, row, sizeof(int32_t) * (size_t)k);
-    free(row);
     L->row_of.data[s] = (int32_t)L->rows.len;
     L->rows.len += k;
     return L->rows.data + L->row_of.data[s];

@@ -6,36 +6,57 @@
  * numbered breadth first from the start's block: the numbering Hopcroft and Moore both give, so
  * either minimisation yields the same DFA. In new_id (nblocks entries, or NULL) each block's
  * state, -1 for a block the start does not reach. A new reference (d itself when it is the
- * quotient already). */
+ * quotient already). Where blocks merge states, each block's row is written as the walk numbers
+ * its targets (one pass over the rows: the walk and a copy after it read every row twice, a
+ * quarter of minimising the bench's rules). */
 static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out) {
     int32_t n = d->n, k = d->k;
-    DFA *result = NULL;
+    DFA *result = NULL, *out = NULL;
     int32_t *new_id = new_id_out ? new_id_out : (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     int32_t *rep = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     int32_t *order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
-    int32_t *state_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    if (!new_id || !rep || !order || !state_id) {
+    int32_t *state_id = nblocks == n ? (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)) : NULL;
+    if (!new_id || !rep || !order || (nblocks == n && !state_id)) {
         vec_no_memory();
         goto done;
     }
+    if (nblocks < n && !(out = dfa_new(nblocks, k, d->call_start[n]))) /* rows written as numbered; calls at most d's */
+        goto done;
+    if (out)
+        memcpy(out->classmap, d->classmap, 256);
     for (int32_t b = 0; b < nblocks; b++)
         new_id[b] = -1, rep[b] = -1;
     for (int32_t s = n - 1; s >= 0; s--) /* any member stands for its block: the first one */
         rep[blk[s]] = s;
     int32_t m = 0;
+    Py_ssize_t at = 0; /* calls written */
     order[m] = blk[0], new_id[blk[0]] = m++;
     for (int32_t i = 0; i < m; i++) {
         int32_t s = rep[order[i]];
+        const int32_t *row = d->table + (Py_ssize_t)s * k;
+        int32_t *to = out ? out->table + (Py_ssize_t)i * k : NULL;
         for (int32_t c = 0; c < k; c++) {
-            int32_t t = d->table[(Py_ssize_t)s * k + c];
+            int32_t t = row[c];
             if (t >= 0 && new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
+            if (to)
+                to[c] = t >= 0 ? new_id[blk[t]] : -1;
         }
+        if (out)
+            out->acc[i] = d->acc[s], out->call_start[i] = (int32_t)at;
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
             int32_t t = d->call_ret[j];
             if (new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
+            if (out)
+                out->call_callee[at] = d->call_callee[j], out->call_ret[at++] = new_id[blk[t]];
         }
+    }
+    if (out) { /* blocks the start does not reach (never after a trim) have rows unwritten: dropped */
+        out->call_start[m] = (int32_t)at;
+        out->n = m;
+        result = out, out = NULL;
+        goto done;
     }
     for (int32_t i = 0; i < m; i++) /* representatives as old states */
         order[i] = rep[order[i]];
@@ -46,6 +67,11 @@ static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_i
     }
     result = same ? dfa_ref(d) : dfa_subset(d, order, m, state_id, NULL);
 done:
+    if (out) {
+        PyGILState_STATE gil = PyGILState_Ensure();
+        Py_DECREF(out);
+        PyGILState_Release(gil);
+    }
     if (new_id != new_id_out)
         free(new_id);
     free(rep), free(order), free(state_id);
@@ -102,8 +128,10 @@ static inline int32_t next_run(const int32_t *row, int32_t k, int32_t *at, int32
 }
 
 /* The initial blocks (accepting, the callees called), numbered in order of first appearance,
- * and the in-edges. -1 (with MemoryError) when out of memory. */
-static int partition_init(Partition *p, const DFA *d) {
+ * and the in-edges. With `rows_out`, the rows' runs ((first, end, target) in class order, state
+ * s's from (*rows_out)[s] to (*rows_out)[s + 1] in *runs_out) are handed over, not freed. -1 (with
+ * MemoryError) when out of memory. */
+static int partition_init(Partition *p, const DFA *d, Py_ssize_t **rows_out, Vec *runs_out) {
     int32_t n = d->n, k = d->k;
     size_t N = (size_t)n + 1;
     Py_ssize_t ncalls = d->call_start[n];
@@ -225,6 +253,8 @@ static int partition_init(Partition *p, const DFA *d) {
         }
     }
     ok = 0;
+    if (rows_out)
+        *rows_out = rows, *runs_out = runs, rows = NULL, runs = (Vec){0};
 done:
     free(callee_letter), free(rows);
     interner_free(&keys);
@@ -326,7 +356,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     Vec splits = {0};
     uint8_t *inwork = (uint8_t *)calloc((size_t)n + 1, 1);
     int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    if (partition_init(&p, d) < 0 || !inwork || !work) {
+    if (partition_init(&p, d, NULL, NULL) < 0 || !inwork || !work) {
         if (!PyErr_Occurred())
             vec_no_memory();
         goto done;
@@ -359,6 +389,8 @@ done:
     return result;
 }
 
+static int32_t *refine_partition(Partition *pp, int32_t n, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born);
+
 /* refine(rounds): Moore's refinement from the initial partition (accepting, callees), at most
  * `rounds` rounds: each state's class (n int32, malloc'd), and in *stable_out the first round
  * that changed nothing, or -1.
@@ -380,17 +412,25 @@ done:
  * that split class c off parent[c] (0 and -1 for the initial classes). The classes after round
  * r are then each final class's first ancestor born by round r. */
 int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born) {
-    int32_t n = d->n;
-    int32_t *result = NULL;
     Partition p;
+    if (partition_init(&p, d, NULL, NULL) < 0) {
+        partition_free(&p);
+        return NULL;
+    }
+    return refine_partition(&p, d->n, rounds, deadline, stable_out, parent, born);
+}
+
+/* dfa_refine's rounds on p, a partition of n states just made (freed here) */
+static int32_t *refine_partition(Partition *pp, int32_t n, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born) {
+    int32_t *result = NULL;
+    Partition p = *pp;
     Vec splits = {0}, splitters = {0}, next = {0}; /* splitters: (first, end) ranges of copy */
     int32_t *family = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));      /* by block made this round: the block it came from */
     int32_t *largest = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));     /* by that block: its heaviest part */
     int32_t *round_of = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));    /* by block: the round that made it */
     int32_t *copy = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));        /* the round's splitters' states */
-    if (partition_init(&p, d) < 0 || !family || !largest || !round_of || !copy) {
-        if (!PyErr_Occurred())
-            vec_no_memory();
+    if (!family || !largest || !round_of || !copy) {
+        vec_no_memory();
         goto done;
     }
     for (int32_t b = 0; b < p.nblocks; b++) {
@@ -459,6 +499,8 @@ done:
     return result;
 }
 
+static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **born_out, int32_t **parent_out);
+
 /* The minimal DFA of a trimmed d by Moore's refinement to its fixpoint (the same DFA as
  * dfa_minimize), and the history of its splits by state of the result (see dfa_refine): in
  * *born_out and *parent_out (malloc'd, n of the result each) the round each state's class split
@@ -466,6 +508,17 @@ done:
  * a trim). What this buys over Hopcroft: the classes of every round come with it, where horizon
  * classes (compile/automaton.py) took one more refinement after minimising. */
 DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born_out, int32_t **parent_out) {
+    Partition p;
+    *born_out = *parent_out = NULL;
+    if (partition_init(&p, d, NULL, NULL) < 0) {
+        partition_free(&p);
+        return NULL;
+    }
+    return rounds_quotient(d, &p, deadline, born_out, parent_out);
+}
+
+/* dfa_minimize_rounds on p, a partition of d's states just made (freed here) */
+static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **born_out, int32_t **parent_out) {
     int32_t n = d->n;
     long stable;
     DFA *result = NULL;
@@ -474,10 +527,11 @@ DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born_out, int32_t **
     int32_t *b2 = NULL, *p2 = NULL;
     *born_out = *parent_out = NULL;
     if (!parent || !born || !new_id) {
+        partition_free(p);
         vec_no_memory();
         goto done;
     }
-    if (!(cls = dfa_refine(d, -1, deadline, &stable, parent, born)))
+    if (!(cls = refine_partition(p, n, -1, deadline, &stable, parent, born)))
         goto done;
     int32_t nblocks = 0;
     for (int32_t s = 0; s < n; s++)
@@ -498,5 +552,34 @@ DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born_out, int32_t **
     }
 done:
     free(parent), free(born), free(new_id), free(cls), free(b2), free(p2);
+    return result;
+}
+
+/* dfa_minimize_rounds of dfa_trim(d, productive, nprod), where trimming would keep d as it is
+ * (the rules' DFAs but a few) without its scans: the partition's set-up lists the predecessors
+ * and row runs trimming would make (a tenth of minimising a rule). Else it trims first. */
+DFA *dfa_trim_minimize_rounds(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline, int32_t **born_out, int32_t **parent_out) {
+    Partition p;
+    Py_ssize_t *rows = NULL;
+    Vec runs = {0};
+    *born_out = *parent_out = NULL;
+    if (partition_init(&p, d, &rows, &runs) < 0) {
+        partition_free(&p);
+        return NULL;
+    }
+    int trim = dfa_is_trim(d, p.istart, p.isrc, rows, runs.data, productive, nprod);
+    free(rows), vec_free(&runs);
+    if (trim == 1)
+        return rounds_quotient(d, &p, deadline, born_out, parent_out);
+    partition_free(&p);
+    if (trim < 0)
+        return NULL;
+    DFA *trimmed = dfa_trim(d, productive, nprod), *result = NULL;
+    if (trimmed) {
+        result = dfa_minimize_rounds(trimmed, deadline, born_out, parent_out);
+        PyGILState_STATE gil = PyGILState_Ensure();
+        Py_DECREF(trimmed);
+        PyGILState_Release(gil);
+    }
     return result;
 }
