@@ -22,7 +22,7 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 from .algebra import disjoint, dnfs_disjoint, negate, product, union
 from .dialects import ALL_KEYWORDS, JSON_TYPES
 from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
-from .keywords import own_keywords, unevaluated
+from .keywords import own_keywords, type_alone, unevaluated
 from .refs import dynamic_ref, recursive_ref, ref
 from .values import dedupe_values, escape_pointer, invalid, json_equal
 
@@ -57,6 +57,9 @@ def _norm_core(norm: Normalizer, f: Formula) -> list[Conjunct]:
         return norm.dnf(ref(norm, f, s["$ref"], "$ref"))
     if "enum" in s or "const" in s:
         return _finite(norm, f)
+    alone = type_alone(s)
+    if alone is not None:  # a leaf with one type: its own keywords are all its factors
+        return [alone]
     factors = _factors(norm, f)
     if factors is None:
         return []
