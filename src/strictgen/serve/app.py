@@ -26,7 +26,7 @@ from . import llama_cpp, ollama, openai_chat, openai_completions, openai_respons
 from .bounds import BoundedBody, ServerLimits, check_prompt_bytes, check_prompt_tokens, content_bytes, longest_token_bytes
 from .chat import render_prompt
 from .errors import RequestError, install_handlers
-from .grammars import GrammarFactory, Tool
+from .grammars import GrammarFactory, Tool, warm_up
 from .inspect_routes import router as inspect_router
 from .ops import Operations, ServeOptions
 from .tools.detect import chat_format
@@ -47,6 +47,7 @@ class Server:
         self.reasoning = self.chat.reasoning
         self.grammars = GrammarFactory(GrammarCompiler(pool.primary.tokenizer_info), self.reasoning)
         self.format_options = self.grammars.options  # every dialect's FormatSpecs: JSON layout, reasoning block
+        self.warm_up_grammar = warm_up(self.grammars)  # before ready: a first request imports nothing
         self.ops = Operations(options, pool.size)  # keys, admission, deadlines, metrics, request log
         self.ops.attach(self.grammars.compiler)
 

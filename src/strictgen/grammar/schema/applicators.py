@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
-from .algebra import disjoint, dnfs_disjoint, negate, product, union
+from .algebra import MAX_ALTERNATIVES, disjoint, dnfs_disjoint, negate, product, union
 from .dialects import ALL_KEYWORDS, JSON_TYPES
 from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
-from .keywords import own_keywords, unevaluated
+from .keywords import own_keywords, type_alone, unevaluated
 from .refs import dynamic_ref, recursive_ref, ref
 from .values import dedupe_values, escape_pointer, invalid, json_equal
 
@@ -57,6 +57,9 @@ def _norm_core(norm: Normalizer, f: Formula) -> list[Conjunct]:
         return norm.dnf(ref(norm, f, s["$ref"], "$ref"))
     if "enum" in s or "const" in s:
         return _finite(norm, f)
+    alone = type_alone(s)
+    if alone is not None:  # a leaf with one type: its own keywords are all its factors
+        return [alone]
     factors = _factors(norm, f)
     if factors is None:
         return []
@@ -353,7 +356,7 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
         return union(alts)
 
     try:
-        out = norm.trial(exact)
+        out = None if norm.trial(lambda: _exact_overflows(norm, subs, overlaps, context)) else norm.trial(exact)
     except CompileTimeoutError:
         raise
     except GrammarTooLargeError:
@@ -367,6 +370,87 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
         )
         return union(dnfs)
     return out
+
+
+def _exact_overflows(norm: Normalizer, subs: list[Formula], overlaps: set, context: Conjunct | None) -> bool:
+    """Is `exact` in _one_of proven to pass MAX_ALTERNATIVES, without building it? (Tagged unions
+    whose branches only require their own key, {"required": [k], "properties": {k: S}}, and do not
+    say `type`: helm-testsuite's 26 built 512 alternatives, ~40 ms, only to give up.)
+
+    Branch i's alternatives are the product of the context, branch i and the complements of the
+    branches it may overlap. A complement that splits on a key k alone (objects without k; objects
+    with k whose value fails: `_presence_split`) doubles every alternative of the other factors
+    that says nothing about k (`_silent_on`): the half without k and the half with it both meet it
+    (no required name is forbidden, no count bound, no rule on k to contradict), neither is implied
+    by it (pruning), and the halves differ in their required names. So with m such splits on m
+    distinct keys, and the other factors' product not empty, branch i has at least 2^m
+    alternatives. False: not proven (the construction decides)."""
+    n = len(subs)
+    for i in range(n):
+        others = [j for j in range(n) if j != i and (min(i, j), max(i, j)) in overlaps]
+        if 1 << len(others) <= MAX_ALTERNATIVES:
+            continue
+        rest = [[context]] if context is not None else []
+        rest.append(norm.dnf(subs[i]))
+        keys: list[str] = []
+        for j in others:
+            d = norm.dnf(norm.not_(subs[j]))
+            k = _presence_split(d)
+            if k is None:
+                rest.append(d)
+            else:
+                keys.append(k)
+        split = frozenset(keys)
+        if 1 << len(split) <= MAX_ALTERNATIVES or len(split) < len(keys):
+            continue
+        if not all(_silent_on(c, split) for d in rest for c in d):
+            continue
+        try:
+            base = product(norm.formulas, rest, None)
+        except GrammarTooLargeError:
+            continue
+        if base and all(_silent_on(c, split) for c in base):
+            return True
+    return False
+
+
+def _presence_split(d: list[Conjunct]) -> str | None:
+    """The key k when the DNF `d` is exactly {objects without k, objects with k whose value is
+    under some schema other than FALSE}, nothing else said; None otherwise."""
+    if len(d) != 2 or not all(_bare_object(c) and len(c.obj.rules) == 1 for c in d):
+        return None
+    absent, present = sorted(d, key=lambda c: len(c.obj.required))
+    a, p = absent.obj.rules[0], present.obj.rules[0]
+    if a.kind != "name" or p.kind != "name" or a.name != p.name or a.schema is not FALSE or p.schema is FALSE:
+        return None
+    return a.name if not absent.obj.required and present.obj.required == frozenset((a.name,)) else None
+
+
+def _bare_object(c: Conjunct) -> bool:
+    """Objects only, with nothing but member rules and required names."""
+    o = c.obj
+    return (
+        c.values is None and not c.null and not c.bools and c.num is None and c.str is None and c.arr is None
+        and o is not None and o.min == 0 and o.max is None and o.key_atoms is None and not o.exists and not o.clauses
+    )
+
+
+def _silent_on(c: Conjunct, keys: frozenset) -> bool:
+    """Does the non-finite conjunct `c` hold objects and say nothing that could decide or bound the
+    members `keys` (no rule that may apply to them but TRUE ones, no requirement, count bound, key
+    language, existential or presence clause), and forbid none of its own required names?"""
+    o = c.obj
+    if c.values is not None or o is None or o.max is not None or o.key_atoms is not None or o.exists or o.clauses:
+        return False
+    if not keys.isdisjoint(o.required):
+        return False
+    for r in o.rules:
+        if r.kind == "name":
+            if (r.name in keys and r.schema is not TRUE) or (r.schema is FALSE and r.name in o.required):
+                return False
+        elif r.schema is not TRUE and not (r.kind == "other" and keys <= r.names):
+            return False
+    return True
 
 
 def _dependencies(norm: Normalizer, f: Formula) -> list[tuple[list[Conjunct], Callable[[], list[Conjunct]]]]:

@@ -37,6 +37,18 @@ def legacy_items_2020():
     return attrs.evolve(base, subresources_of=subresources_of)  # referencing's Specification is an attrs class
 
 
+class UnresolvedDialect:
+    """Draft 2020-12 (as `legacy_items_2020`) for documents in which nothing is ever resolved: no
+    `$ref`, `$id`, anchor or `$schema` anywhere and no other documents. Only the dialect's `name`
+    is read there, so a compile of such a schema never imports `referencing` (~45 ms of a
+    process's first compile); the registry is made only if the jsonschema judge is asked."""
+
+    name = "draft2020-12"  # legacy_items_2020().name
+
+
+UNRESOLVED_2020 = UnresolvedDialect()
+
+
 @functools.lru_cache(maxsize=None)
 def legacy_items_2020_validator():
     """jsonschema's 2020-12 validator class, with `items` and `additionalItems` as 2019-09 has

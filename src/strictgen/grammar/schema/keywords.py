@@ -20,15 +20,42 @@ from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Format, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
     pattern_language, str_meet,
 )
+from .dialects import ALL_KEYWORDS
 from .values import escape_pointer, invalid, is_number, nonneg_int, to_fraction
 
 if TYPE_CHECKING:
     from .normalize import Normalizer
 
-__all__ = ["own_keywords", "unevaluated"]
+__all__ = ["own_keywords", "type_alone", "unevaluated"]
 
 _TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 _INTEGERS = NumberConstraints(int_only=True)
+
+# what own_keywords makes of a schema whose one assertion is `type` naming one type (most leaves
+# of real schemas: {"type": "string", "description": ...}), made once
+_TYPE_ALONE = {
+    "null": Conjunct(True, frozenset(), None, None, None, None),
+    "boolean": Conjunct(False, ALL_BOOLS, None, None, None, None),
+    "integer": Conjunct(False, frozenset(), _INTEGERS, None, None, None),
+    "number": Conjunct(False, frozenset(), TOP.num, None, None, None),
+    "string": Conjunct(False, frozenset(), None, (), None, None),
+    "array": Conjunct(False, frozenset(), None, None, TOP.arr, None),
+    "object": Conjunct(False, frozenset(), None, None, None, TOP.obj),
+}
+_TYPE = frozenset(("type",))
+
+
+def type_alone(s: dict) -> Conjunct | None:
+    """The conjunct of the schema view `s` when no keyword of it asserts anything but a `type`
+    naming one type (TOP when none asserts anything): what own_keywords makes of it, without
+    reading each type's keywords (and what the applicators make of it: there are no others);
+    None for any other schema. Keywords outside ALL_KEYWORDS are annotations."""
+    asserting = ALL_KEYWORDS.intersection(s)
+    if not asserting:
+        return TOP
+    if asserting == _TYPE and type(s["type"]) is str:
+        return _TYPE_ALONE.get(s["type"])
+    return None
 
 
 # ---- local keywords ----
@@ -39,6 +66,9 @@ def own_keywords(norm: Normalizer, f: Formula) -> Conjunct | None:
     are met as locals and the conjunct made once: a `dataclasses.replace` per part was a fifth of
     this function on the median schemas."""
     s = norm.view(f)
+    alone = type_alone(s)
+    if alone is not None:
+        return alone
     ptr = f.src.pointer
     narrowed = "type" in s  # else TOP itself is returned where no keyword narrows it (algebra tests `is TOP`)
     if not narrowed:

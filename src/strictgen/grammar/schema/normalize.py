@@ -54,7 +54,7 @@ from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
 from . import applicators
-from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020_validator
+from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, UNRESOLVED_2020, legacy_items_2020_validator
 from .documents import SchemaDocuments, dialect_of
 from .formulas import MAX_FORMULAS, FormulaAlgebra
 from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
@@ -74,6 +74,11 @@ MAX_ENUM_FILTER = 20_000  # enum values checked per schema (enum filtering runs 
 _NO_CONTENT = frozenset(
     "title description default examples example $comment deprecated readOnly writeOnly".split()
 )
+
+# the keys that make a schema resolve references or name resources, or name its dialect: without
+# any (and without documents=) no registry is made unless the judge asks, and `referencing` is
+# not imported
+_REFERENCE_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema"))
 
 # the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
 _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
@@ -99,8 +104,6 @@ class SchemaSource:
     def __init__(self, root: Any, formats: str = "assert", documents: Any = None):
         """`documents`: the other documents `root` may refer to (SchemaDocuments.of takes a mapping
         of URI -> schema or a referencing.Registry); nothing else is ever fetched."""
-        import referencing.jsonschema as rj
-
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
         self.formats = formats
@@ -124,28 +127,46 @@ class SchemaSource:
         self.has_recursive_anchor = "$recursiveAnchor" in keys and any(
             d.get("$recursiveAnchor") is True for d in self._dicts
         )  # ($recursiveRef is refused)
-        if isinstance(root, dict):
-            spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
-            resource = spec.create_resource(root)
-            if not isinstance(root.get("$id", ""), str):
-                raise invalid("$id must be a string (a URI reference)", "$id", "")
-            uri = resource.id() or ""
-            crawl = not _RESOURCE_KEYS.isdisjoint(keys) and self._has_inner_resources(root)
-            bad = None if crawl else malformed_subschema(root)  # what the crawl would have refused
+        self.registry: Any = None  # referencing's, with the root's resolver: None while nothing
+        self.resolver: Any = None  # resolves (made for the judge then, _judge_resolver)
+        if not isinstance(root, dict):
+            self.scope = DynamicScope(None, False)
+            self.spec = UNRESOLVED_2020
+        elif self.documents or not _REFERENCE_KEYS.isdisjoint(keys):
+            self._set_up_references(root, keys)
+        else:  # nothing to resolve: the registry waits for the judge (_judge_resolver)
+            bad = malformed_subschema(root)  # what referencing would have refused
             if bad is not None:
                 raise self._shape_error(bad, "")
-            try:
-                self.registry = self.documents.registry(uri, resource, crawl)
-            except Exception as e:  # malformed $id and the like
-                raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
-            self.resolver = self.registry.resolver(base_uri=uri)
-            self.spec = spec
-            self.scope = DynamicScope(self.registry, "$dynamicRef" in keys)
-        else:
-            self.registry = None
+            self.spec = UNRESOLVED_2020
             self.scope = DynamicScope(None, False)
-            self.resolver = None
-            self.spec = rj.DRAFT202012
+
+    def _set_up_references(self, root: dict, keys: set) -> None:
+        """The registry of the documents, the root's resolver, dialect and dynamic scope, for a
+        schema in which references may resolve."""
+        spec = self.vocabularies.dialect_spec(root, dialect_of(root))  # 2020-12 by default, also with an array-form `items`
+        resource = spec.create_resource(root)
+        if not isinstance(root.get("$id", ""), str):
+            raise invalid("$id must be a string (a URI reference)", "$id", "")
+        uri = resource.id() or ""
+        crawl = not _RESOURCE_KEYS.isdisjoint(keys) and self._has_inner_resources(root)
+        bad = None if crawl else malformed_subschema(root)  # what the crawl would have refused
+        if bad is not None:
+            raise self._shape_error(bad, "")
+        try:
+            self.registry = self.documents.registry(uri, resource, crawl)
+        except Exception as e:  # malformed $id and the like
+            raise self._malformed(root, "", e, "cannot index the schema's resources", "$id") from None
+        self.resolver = self.registry.resolver(base_uri=uri)
+        self.spec = spec
+        self.scope = DynamicScope(self.registry, "$dynamicRef" in keys)
+
+    def _judge_resolver(self, f: Formula) -> Any:
+        """The resolver the jsonschema judge of the src formula `f` starts from: its own, or for a
+        schema with nothing to resolve the root's, the registry made now (once)."""
+        if f.src.resolver is None and self.registry is None:
+            self._set_up_references(self.root, set())
+        return f.src.resolver if f.src.resolver is not None else self.resolver
 
     # ---- the lazy step of the formula algebra ----
 
@@ -302,8 +323,9 @@ class SchemaSource:
         }.get(name) or legacy_items_2020_validator()
         cls = self.vocabularies.judge_class(cls, info.spec)
         checker = cls.FORMAT_CHECKER if self.vocabularies.format_asserted(info.spec) else None
+        resolver = self._judge_resolver(f)
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
-        return base.evolve(schema=info.schema, _resolver=info.resolver)
+        return base.evolve(schema=info.schema, _resolver=resolver)
 
 
 class Normalizer:

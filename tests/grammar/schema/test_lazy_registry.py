@@ -1,0 +1,62 @@
+"""A schema with nothing to resolve (no `$ref`, `$id`, anchor or `$schema`, no documents=) is
+normalised without `referencing`: its registry is made only if the jsonschema judge asks for it
+(normalize.SchemaSource). Checked in fresh interpreters, since this process imported it long ago."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from strictgen.errors import SchemaError
+from strictgen.grammar.json_schema import json_schema_grammar
+from strictgen.grammar.schema.normalize import SchemaSource
+from strictgen.compile.automaton import compile_automaton
+from strictgen.compile.machine import DEAD, PushdownMachine
+
+
+def _imports_after(schema: str) -> list[str]:
+    code = (
+        "import sys\n"
+        "from strictgen.grammar.json_schema import json_schema_grammar\n"
+        f"json_schema_grammar({schema})\n"
+        "print(' '.join(m for m in ('referencing', 'jsonschema') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_first_compile_without_references_imports_no_referencing():
+    assert _imports_after("{'type': 'object', 'properties': {'a': {'type': 'string', 'maxLength': 3}}, 'required': ['a']}") == []
+
+
+def test_a_reference_still_makes_the_registry():
+    assert _imports_after("{'$defs': {'n': {'type': 'integer'}}, 'properties': {'a': {'$ref': '#/$defs/n'}}}") == ["referencing"]
+
+
+def test_no_registry_until_the_judge_asks():
+    plain = SchemaSource({"type": "object", "properties": {"a": {"type": "string"}}})
+    assert plain.registry is None and plain.resolver is None
+    assert SchemaSource({"$defs": {}, "$ref": "#/$defs"}).registry is not None
+    assert SchemaSource({"type": "string"}, documents={"urn:x": {"type": "integer"}}).registry is not None
+    assert SchemaSource({"$schema": "http://json-schema.org/draft-07/schema#"}).registry is not None
+
+
+def test_the_judge_makes_the_registry_and_filters_the_enum():
+    # an enum with a sibling keyword is filtered by jsonschema: the registry is made then
+    machine = PushdownMachine(compile_automaton(json_schema_grammar({"properties": {"a": {"type": "string", "enum": ["a", "bb", "ccc"], "maxLength": 2}}})[0]))
+
+    def accepts(text: str) -> bool:
+        state = machine.step_bytes(machine.start, text.encode())
+        return state != DEAD and bool(machine.accepting[state])
+
+    assert accepts('{"a":"bb"}') and accepts('{"a":"a"}')
+    assert not accepts('{"a":"ccc"}')
+
+
+def test_bad_shapes_refused_as_before():
+    with pytest.raises(SchemaError) as e:
+        json_schema_grammar({"type": "object", "properties": {"a": {"items": 3}}})
+    assert e.value.keyword == "items" and e.value.pointer == "/properties/a/items"
