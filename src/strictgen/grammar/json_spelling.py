@@ -33,7 +33,7 @@ from __future__ import annotations
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
 
-__all__ = ["spell"]
+__all__ = ["every_spelling", "spell"]
 
 SPELL_ALL_STATES = 8_000  # raw automata up to this size get every spelling of every character
 SPELLED_FACTOR = 8  # ... unless their spellings need more than this many times their states
@@ -53,14 +53,24 @@ def spell(raw: regular.DFA, max_states: int) -> regular.DFA:
     it again was ~40% of a spelled string's cost, to remove nothing. With printable ASCII raw only
     a raw state can equal an escape state (one reading only `u`, then four hex digits), so that
     result is minimised."""
+    got = every_spelling(raw, max_states)
+    if got is not None:
+        return got
     table, classmap = raw.compact()
-    accepting, n = raw.accepting(), raw.num_states
-    if n <= SPELL_ALL_STATES:
-        got = regular.json_spellings(table, accepting, min(max_states, SPELLED_FACTOR * n + 5_000), True, classmap)
-        if got is not None:
-            return got
-    got = regular.json_spellings(table, accepting, max_states, False, classmap)
+    got = regular.json_spellings(table, raw.accepting(), max_states, False, classmap)
     if got is None:
         raise GrammarTooLargeError(f"grammar too large: the JSON spellings of a string need more than {max_states} states")
     return regular.minimal(got)
 
+
+def every_spelling(raw: regular.DFA, max_states: int) -> regular.DFA | None:
+    """`spell`'s DFA with every character in every spelling, or None where `spell` falls back to
+    printable ASCII raw only (more than SPELL_ALL_STATES raw states, or spellings past
+    SPELLED_FACTOR times them or `max_states`). The one place that choice is made: the unique-items
+    counting (schema/unique.py) asks it too, since counting the strings an escape can still become
+    assumes every character has its escapes."""
+    n = raw.num_states
+    if n > SPELL_ALL_STATES:
+        return None
+    table, classmap = raw.compact()
+    return regular.json_spellings(table, raw.accepting(), min(max_states, SPELLED_FACTOR * n + 5_000), True, classmap)

@@ -49,11 +49,10 @@ import json
 
 import numpy as np
 
-from strictgen import regular
 from strictgen.errors import CompileTimeoutError, StrictgenError
 
 from ..automata import MAX_DFA_STATES, regular_dfa
-from ..json_spelling import SPELL_ALL_STATES, SPELLED_FACTOR
+from ..json_spelling import every_spelling
 from ..ir import Expr, RuleRef
 from .strings import string_language
 from .key_sets import keep_called
@@ -183,11 +182,7 @@ def _every_spelling(atoms: tuple) -> bool:
     a big automaton gets printable ASCII raw only; counting the strings an escape can still
     become assumes every character has its escapes.)"""
     dfa = _raw_dfa(atoms)
-    if dfa is None:
-        return False
-    n = dfa.num_states
-    limit = min(MAX_DFA_STATES, SPELLED_FACTOR * n + 5_000)
-    return n <= SPELL_ALL_STATES and regular.json_spellings(dfa.table256(), dfa.accepting(), limit, True) is not None
+    return dfa is not None and every_spelling(dfa, MAX_DFA_STATES) is not None
 
 
 def _infinite_strings(atoms: tuple) -> bool:
