@@ -2,7 +2,8 @@
 took (token_mask.py: the full trie walk, a counted string, a string entered or walked inside, a
 wide loop walked whole), with the time inside rule builds (lazy rules a walk met) and inside the
 vocabulary's splits built on first use (`VocabTrie._cached`) told apart from the rest (the walks,
-the machine rows they compute, numpy). Every bench schema compiled with a fresh compiler, each
+the machine rows they compute, numpy), and the time in `machine.chain` (a counted string's places,
+asked at its first mask) over the pass. Every bench schema compiled with a fresh compiler, each
 valid document forced token by token (fill, accept; then EOS), as first_pass_fills.py does.
 Thread CPU time; instrumented, so the figures run above the bench's: compare paths, and trees
 only by interleaved runs.
@@ -47,6 +48,18 @@ def main(vocab_name: str) -> None:
         return run
 
     masker, trie = token_mask.TokenMasker, trie_module.VocabTrie
+    chains = collections.Counter()  # over the pass: calls of machine.chain and seconds in them
+    chain = machine_module.PushdownMachine.chain
+
+    def timed_chain(self, *a):
+        t0 = time.thread_time()
+        try:
+            return chain(self, *a)
+        finally:
+            chains["calls"] += 1
+            chains["s"] += time.thread_time() - t0
+
+    machine_module.PushdownMachine.chain = timed_chain
     machine_module.PushdownMachine._add_lazy_rule = timed(machine_module.PushdownMachine._add_lazy_rule, "rule")
     cached = trie._cached
     trie._cached = lambda self, key, build: cached(self, key, timed(build, "split"))
@@ -92,6 +105,7 @@ def main(vocab_name: str) -> None:
         s = paths == name
         print(f"  {name:40s} {s.sum():5d} masks: {r[s, 0].sum() / 1e3:6.1f} ms (rules {r[s, 1].sum() / 1e3:5.1f}, splits {r[s, 2].sum() / 1e3:5.1f}, "
               f"rest {rest[s].sum() / 1e3:6.1f}; rest per mask {rest[s].mean():6.1f} us)")
+    print(f"machine.chain: {chains['calls']} calls, {chains['s'] * 1e3:.2f} ms, {chains['s'] * 1e6 / max(1, chains['calls']):.1f} us a call")
     p99 = np.percentile(us, 99)
     tail = r[:, 0] >= p99
     unbuilt = tail & (r[:, 1] + r[:, 2] < 1)

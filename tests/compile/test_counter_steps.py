@@ -97,3 +97,17 @@ def test_utf8_chain_refuses_bad_states(qwen):
         machine.utf8_chain([machine.start, 10**9])
     with pytest.raises(TypeError):
         machine.utf8_chain(3)
+
+
+@pytest.mark.parametrize("pattern,prefix", [
+    ("(ab[a-z]{0,6}|ba[a-z]{0,6}y)z", b"ab"),  # the rule's classes split the loop bytes: each byte stepped
+    ("(ab[a-z]{0,6}|ba[a-z]{0,6}y)z", b"ba"),
+    ("[a-z]{0,9}z", b""),  # the loop's bytes in one class: one byte stepped for all
+    ("([a-y]{2,7}|[c-z]{3,8}0)", b""),  # two stacks whose frames split the bytes differently
+    ("[a-z]{2}(q|[a-z]r)", b""),  # together for two places, then "q" parts from the others: None
+])
+def test_chains_over_split_and_whole_byte_classes(qwen, pattern, prefix):
+    machine = sg.GrammarCompiler(qwen).compile_regex(pattern).machine
+    state = machine.step_bytes(machine.start, prefix)
+    assert state != DEAD
+    check_counter(machine, state)

@@ -126,3 +126,21 @@ def test_apply_bitmask_torch(tok):
     sg.apply_token_bitmask_inplace(logits, mask[1:], indices=[0, 1])
     assert torch.isfinite(logits[0]).all()
     assert set(torch.nonzero(torch.isfinite(logits[1])).flatten().tolist()) == {0, 2, 3}
+
+
+def test_fill_says_whether_the_mask_needs_applying():
+    """The flag of a row whose first word allows every token comes from the store (found once
+    when the row was kept), and agrees with a scan of the row: on the computing fill and a hit."""
+    letters = [bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEF"]  # ids 0..31: the whole first word
+    others = [bytes([c]) for c in b"0123456789GHIJKLMNOPQRSTUVWXYZ!"]  # ids 32..62
+    tok = sg.TokenizerInfo.from_vocab(letters + others + [b"<eos>"], eos_token_ids=[63], special_token_ids=[63])
+    assert tok.vocab_size == 64
+    compiler = sg.GrammarCompiler(tok)
+    for pattern, needs in (("[a-zA-F]*", True), ("[!-~]*", False)):
+        m = sg.GrammarMatcher(compiler.compile_regex(pattern))
+        for _ in range(2):  # the miss that computes the row, then a hit
+            mask = sg.allocate_token_bitmask(1, 64)
+            assert m.fill_next_token_bitmask(mask) is needs
+            assert mask[0, 0] == -1 and bool((mask[0] != -1).any()) is needs
+        assert m._row_store.needs_apply(m.state) is needs
+        assert m._row_store.needs_apply(10**9) is None  # a state never stored

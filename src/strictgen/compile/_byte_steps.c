@@ -278,13 +278,68 @@ Py_ssize_t utf8_chain(Machine *m, const int32_t *states, Py_ssize_t n) {
 /* The states c0 = state, c1, ... that the bytes loop[0..n) step along together, for at most
  * `limit` steps, appended to `out` until every loop byte is dead; 1 when they part ways (or some
  * die and others not) first, -1 on error, else 0. Only the loop bytes are stepped: no row. */
+#define CLASS_MAPS_SEEN 8
+
+/* The distinct byte classes that loop[0..n) fall in under one rule's class map: what a chain's
+ * places read of that rule (a JSON string's ~200 loop bytes fall in a few classes, split only by
+ * what the rule's escapes read elsewhere). */
+typedef struct {
+    const uint8_t *cmap;
+    int n;
+    uint8_t classes[256];
+} LoopClasses;
+
+/* Whether every top frame of `state` sends all of loop[0..n) to one target: then the loop bytes
+ * step together (the same union), and stepping loop[0] alone tells where all of them go. Each
+ * frame's DFA row is read at the loop's distinct classes under its rule's map (`seen`, found once
+ * per map and chain: a counter's places are frames of one or two rules), not at n bytes. 0 when
+ * they may part ways or too many maps are met: the caller steps every byte then. */
+static int loop_steps_as_one(const Machine *m, int32_t state, const uint8_t *loop, Py_ssize_t n, LoopClasses *seen, int *num_seen) {
+    for (Py_ssize_t i = 0; i < m->state_len.data[state]; i++) {
+        int32_t node = m->state_pool.data[m->state_start.data[state] + i];
+        if (node == 0)
+            continue; /* the empty stack reads no byte */
+        int32_t frame = m->node_frame.data[node];
+        const uint8_t *cmap = m->classmaps + (Py_ssize_t)m->rule_of[frame] * 256;
+        LoopClasses *lc = NULL;
+        for (int j = 0; j < *num_seen && !lc; j++)
+            lc = seen[j].cmap == cmap ? &seen[j] : NULL;
+        if (!lc) {
+            if (*num_seen == CLASS_MAPS_SEEN)
+                return 0;
+            lc = &seen[(*num_seen)++];
+            uint8_t met[256] = {0};
+            lc->cmap = cmap;
+            lc->n = 0;
+            for (Py_ssize_t b = 0; b < n; b++)
+                if (!met[cmap[loop[b]]]++)
+                    lc->classes[lc->n++] = cmap[loop[b]];
+        }
+        const int32_t *row = m->frame_row[frame];
+        for (int c = 1; c < lc->n; c++)
+            if (row[lc->classes[c]] != row[lc->classes[0]])
+                return 0;
+    }
+    return 1;
+}
+
 int machine_chain(Machine *m, int32_t state, const uint8_t *loop, Py_ssize_t n, int limit, Vec *out) {
     int32_t targets[256];
+    LoopClasses seen[CLASS_MAPS_SEEN];
+    int num_seen = 0;
     for (int step = 0;; step++) {
         if (vec_push(out, state) < 0)
             return -1;
         if (step == limit)
             return 0;
+        if (loop_steps_as_one(m, state, loop, n, seen, &num_seen)) { /* one byte steps for all */
+            if (machine_step_some(m, state, loop, 1, targets) < 0)
+                return -1;
+            if (targets[0] == 0)
+                return 0;
+            state = targets[0];
+            continue;
+        }
         if (machine_step_some(m, state, loop, n, targets) < 0)
             return -1;
         int same = 1, all_dead = 1;

@@ -142,6 +142,20 @@ static PyObject *read_entry(MaskStore *s, PyObject *arg, int age) {
 static PyObject *MaskStore_get(MaskStore *s, PyObject *arg) { return read_entry(s, arg, 1); }
 static PyObject *MaskStore_peek(MaskStore *s, PyObject *arg) { return read_entry(s, arg, 0); }
 
+/* needs_apply(state): whether the stored row of `state` has a word that is not -1 (found once, by
+ * put), or None when it is not stored. A single fill whose first word allows every token asks
+ * this rather than scanning the row's 16-19 KB again. Ages nothing. */
+static PyObject *MaskStore_needs_apply(MaskStore *s, PyObject *arg) {
+    int64_t key;
+    if (key_arg(arg, &key) < 0)
+        return NULL;
+    pthread_rwlock_rdlock(&s->lock);
+    Entry *e = lookup(s, key, 0);
+    int got = e ? e->needs_apply : -1;
+    pthread_rwlock_unlock(&s->lock);
+    return got < 0 ? Py_NewRef(Py_None) : PyBool_FromLong(got);
+}
+
 /* put(state, row): `row` (read-only int32, `width` words, contiguous) is the mask of `state`. */
 static PyObject *MaskStore_put(MaskStore *s, PyObject *args) {
     PyObject *key_obj, *row;
@@ -243,6 +257,7 @@ static PyObject *MaskStore_get_capacity(MaskStore *s, void *closure) { return Py
 static PyMethodDef MaskStore_methods[] = {
     {"get", (PyCFunction)MaskStore_get, METH_O, "get(state): the stored row of state (now recently used), or None."},
     {"peek", (PyCFunction)MaskStore_peek, METH_O, "peek(state): the stored row of state, or None; ages nothing."},
+    {"needs_apply", (PyCFunction)MaskStore_needs_apply, METH_O, "needs_apply(state): whether state's stored row disallows a token; None if not stored."},
     {"put", (PyCFunction)MaskStore_put, METH_VARARGS, "put(state, row): store row (read-only int32) as state's mask."},
     {"touch", (PyCFunction)MaskStore_touch, METH_O, "touch(states): mark the stored ones recently used."},
     {"states", (PyCFunction)MaskStore_states, METH_NOARGS, "states(): the stored states (a snapshot)."},

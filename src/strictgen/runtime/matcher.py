@@ -191,7 +191,11 @@ class GrammarMatcher(_mask_store.RowState):
             target[: len(row)] = row
         else:
             target[index, : len(row)] = row
-        return bool(row[0] != -1) or bool((row != -1).any())  # the first word settles it almost always
+        if row[0] != -1:  # the first word settles it almost always
+            return True
+        store = self._row_store  # the row is the store's as it is: its put found the answer once
+        got = None if store is None or self._terminated else store.needs_apply(self._state)
+        return bool((row != -1).any()) if got is None else got
 
     def find_jump_forward_string(self) -> str:
         """The longest text the grammar forces next ("" if none); the matcher does not advance."""

@@ -384,7 +384,7 @@ class VocabTrie:
         key = (loop_bytes, multibyte)
         got = self._inside_counts.peek(key)
         if got is None:
-            got = int(self.loop_inside(loop_bytes, multibyte).sum())
+            got = int(np.count_nonzero(self.loop_inside(loop_bytes, multibyte)))
             self._inside_counts.put(key, got)
         return got
 
