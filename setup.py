@@ -18,6 +18,7 @@ VEC_H = "src/strictgen/regular/_vec.h"  # growable arrays the C files share
 BUFFERS_H = "src/strictgen/tokenizer/_buffers.h"  # checked buffer views the vocabulary's C files share
 INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the clock of the regular core
 REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata and algorithms, between its files
+GIL_H = "src/strictgen/regular/_gil.h"  # when the regular core's C calls let the GIL go
 BINDINGS_H = "src/strictgen/regular/_bindings.h"  # what the regular core's two binding files share
 # one file per algorithm family, the Python types apart (_regular.c, _dfa_type.c)
 REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
@@ -34,10 +35,10 @@ setup(
         Extension("strictgen.compile._mask_digest", ["src/strictgen/compile/_mask_digest.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H, GIL_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H, "src/strictgen/regular/_columns.h"], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H, GIL_H, "src/strictgen/regular/_columns.h"], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar._ir_walks", ["src/strictgen/grammar/_ir_walks.c"], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._rule_sizes", RULE_SIZES_C, depends=[RULE_SIZES_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._length_classes", ["src/strictgen/grammar/schema/_length_classes.c"], extra_compile_args=["-O2"]),

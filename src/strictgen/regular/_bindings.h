@@ -4,6 +4,7 @@
 #define STRICTGEN_REGULAR_BINDINGS_H
 
 #include "_regular.h"
+#include "_gil.h"
 
 /* found (1) -> bytes of `out`, none (0) -> None, failure (-1) -> NULL; `out` freed */
 static inline PyObject *found_bytes(int found, Vec *out) {
@@ -31,18 +32,6 @@ static inline int productive_arg(PyObject *obj, Py_buffer *buf) {
 }
 
 static inline PyObject *none_or_null(int status) { return status < 0 ? NULL : Py_NewRef(Py_None); }
-
-/* The GIL is let go around an algorithm whose input has at least this many table cells (NFA
- * edges for a Lazy): below it the work is shorter than the wait to take the GIL back may be
- * (another thread holds it up to its switch interval), and rules are mostly small. */
-#define GIL_FREE_CELLS 4096
-
-static inline PyThreadState *let_go_if(Py_ssize_t cells) { return cells >= GIL_FREE_CELLS ? PyEval_SaveThread() : NULL; }
-
-static inline void take_back(PyThreadState *ts) {
-    if (ts)
-        PyEval_RestoreThread(ts);
-}
 
 static inline Py_ssize_t cells(const DFA *d) { return (Py_ssize_t)d->n * d->k; }
 

@@ -17,6 +17,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "_vec.h"
+#include "_gil.h"
 
 enum { LIMIT = -2, LATE = -3, NOMEM = -4 };
 
@@ -452,6 +453,7 @@ static PyObject *spell(PyObject *self, PyObject *args) {
     Sp sp = {0};
     Vec chars = {0};
     uint8_t *reads = NULL;
+    PyThreadState *ts = NULL;
     if (classmap_arg != Py_None && PyObject_GetBuffer(classmap_arg, &classmap, PyBUF_SIMPLE) < 0)
         goto out;
     if (classmap.obj && classmap.len != 256) {
@@ -495,6 +497,13 @@ static PyObject *spell(PyObject *self, PyObject *args) {
         forbidden |= read & FORBIDDEN;
         reads[s] = (read & (all ? STARTS : FORBIDDEN | NOT_PRINTABLE)) != 0;
     }
+    /* From here to `spelled` the work is C data only, so a big spelling lets the GIL go (threads
+     * building rules at once spell in parallel): the raw table, accepting flags and classmap are
+     * held by their Py_buffer views until `out` (exported, so not resizable; spelled_dfa passes
+     * bytes, which nothing can change), everything written is this call's own (sp, reads,
+     * chars), the byte kinds are read only, the deadline is a plain number; a failure is a
+     * status code, and a MemoryError from the vectors takes the GIL for its moment (_vec.h). */
+    ts = let_go_if((Py_ssize_t)n * kin);
     int32_t code = 0, canon[256], group[256];
     int32_t k = sp.k = out_classes(sp.cin, sp.cls);
     /* room for the usual result at once (escapes made ~2.4x the raw states on the bench): growing
@@ -556,6 +565,7 @@ static PyObject *spell(PyObject *self, PyObject *args) {
             set_edge(&sp, s, 0x5C, e);
     }
 spelled:
+    take_back(ts);
     if (code == NOMEM) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
