@@ -40,6 +40,11 @@ def blank(width: int) -> np.ndarray:
     return row
 
 
+def give_back(row: np.ndarray) -> None:
+    """Return a row from `blank` that was not used after all: the next `blank` takes it again."""
+    _scratch.row = row
+
+
 def blank_copy(source: np.ndarray) -> np.ndarray:
     """`blank` holding the words of `source` (a cached set of tokens a mask starts from)."""
     row = blank(len(source))

@@ -209,7 +209,7 @@ class TokenMasker:
         Other states walk the whole trie."""
         machine, trie = self.machine, self.trie
         for t, width in machine.widest(state, 2):
-            if width < 8:
+            if width < _walk.PLAIN_WIDTH:  # no loop worth a shortcut (`_compute` took such a state in C already)
                 break
             loop_key = machine.group(t, t)
             if len(loop_key) < 8:
@@ -336,17 +336,28 @@ class TokenMasker:
 
     def _compute(self, state: int) -> np.ndarray:
         """The mask of `state`, written into a `mask_memory.blank` row for `mask_memory.keep`."""
+        packed = mask_memory.blank(words_for(self.vocab_size))
         if state == DEAD:
-            return mask_memory.blank(words_for(self.vocab_size))
+            return packed
+        # the common case in one C call: a state no string shortcut takes, walked whole, its
+        # blocked tokens cleared and EOS set where it accepts (else the row goes back unused)
+        if _walk.plain_mask(*self._walk_args(state, self.trie, None), packed, self.blocked, self.eos):
+            return self._with_markers(state, packed)
+        mask_memory.give_back(packed)
         packed = self._allowed(state)
         if self.blocked is not None:
             packed &= self.blocked
+        packed = self._with_markers(state, packed)
+        return self._with_eos(packed) if self.machine.accepting[state] else packed
+
+    def _with_markers(self, state: int, packed: np.ndarray) -> np.ndarray:
+        """`packed` with the bits of the marker tokens whose text the machine reads from `state`."""
         if self.markers:
             step = self.machine.step_bytes
             live = [i for i, data in self.markers if step(state, data) != DEAD]
             if live:
                 _walk.set_bits(packed, np.asarray(live, dtype=np.int64))
-        return self._with_eos(packed) if self.machine.accepting[state] else packed
+        return packed
 
     # ---- masks kept across processes (compile/disk_masks.py names them by byte paths) ----
 
