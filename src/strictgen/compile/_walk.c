@@ -559,8 +559,8 @@ static PyObject *char_targets(PyObject *self, PyObject *args) {
 
 /* plain_mask(machine, resolve, nodes, node_byte, tokens, roots, state, out, blocked, eos) -> bool
  * The first-time mask of a state that no string shortcut takes (TokenMasker._allowed walks a
- * state whole when no target of its row takes PLAIN_WIDTH bytes or more): out (a zeroed int32
- * bitmask, as walk_bits' out) walked into, ANDed with `blocked` (int32 bitmask of the tokens ever allowed, or None)
+ * state whole when no target of its row takes PLAIN_WIDTH bytes or more): out (an int32 bitmask)
+ * zeroed, walked into, ANDed with `blocked` (int32 bitmask of the tokens ever allowed, or None)
  * and given the bits of `eos` (int64 ids) when the state accepts; True. False, out untouched,
  * for a state with a wider target (Python tries the shortcuts). Why: the plain path was ~6 calls
  * with Python between them (~12% of a first pass, profiled); now one. */
@@ -601,6 +601,7 @@ static PyObject *plain_mask(PyObject *self, PyObject *args) {
     else if (have_eos) {
         uint32_t *bits = (uint32_t *)views[OUT].buf;
         Py_ssize_t width = views[OUT].shape[0];
+        memset(bits, 0, (size_t)width * 4);
         ok = walk_levels(&rows, views, (int32_t)state, 1, NULL) >= 0;
         for (Py_ssize_t w = 0; ok && have_blocked && w < width; w++)
             bits[w] &= ((const uint32_t *)blocked.buf)[w];

@@ -336,11 +336,11 @@ class TokenMasker:
 
     def _compute(self, state: int) -> np.ndarray:
         """The mask of `state`, written into a `mask_memory.blank` row for `mask_memory.keep`."""
-        packed = mask_memory.blank(words_for(self.vocab_size))
         if state == DEAD:
-            return packed
-        # the common case in one C call: a state no string shortcut takes, walked whole, its
-        # blocked tokens cleared and EOS set where it accepts (else the row goes back unused)
+            return mask_memory.blank(words_for(self.vocab_size))
+        # the common case in one C call: a state no string shortcut takes, zeroed and walked whole,
+        # its blocked tokens cleared and EOS set where it accepts (else the row goes back unused)
+        packed = mask_memory.scratch(words_for(self.vocab_size))
         if _walk.plain_mask(*self._walk_args(state, self.trie, None), packed, self.blocked, self.eos):
             return self._with_markers(state, packed)
         mask_memory.give_back(packed)
