@@ -107,10 +107,11 @@ class TokenMasker:
         got = self._shared.peek(key) if key != state else None
         if got is None and self.stored is not None:
             got = self.stored.find(state)  # a mask another process computed (disk_masks.py)
-        if got is None:
+            if got is not None:
+                got.setflags(write=False)  # shared by every matcher, and not ours to change
+        if got is None:  # kept masks are read-only already (0.2 us a setflags call saved)
             got = mask_memory.keep(self._compute(state))  # the array holding these words already, if any
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
-        got.setflags(write=False)  # shared by every matcher (and a stored one is not ours to change)
         self.store.put(state, got)
         if key != state:  # nothing more when no horizon key merges states
             self._shared.put(key, got)
