@@ -87,3 +87,33 @@ def test_plain_mask_refuses_arrays_that_do_not_fit(grammar, smollm2):
     args = masker._walk_args(m.state, smollm2.trie, None)
     with pytest.raises(ValueError, match="does not fit"):
         _walk.plain_mask(*args, np.zeros(width, dtype=np.int32), None, np.array([width * 32], dtype=np.int64))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), with_first=st.booleans(), by_char=st.booleans())
+def test_set_owned_bits_equals_numpy(smollm2, seed, with_first, by_char):
+    """`_walk.set_owned_bits` (the suffix walk's owners, entering filter and bits in one call)
+    sets what owner[...], VocabTrie.entering and set_bits set."""
+    trie, rng = smollm2.trie, np.random.default_rng(seed)
+    owner = rng.integers(0, smollm2.vocab_size, 5000)
+    ids = rng.choice(len(owner), 700, replace=False).astype(np.int64)
+    first = rng.random(256) < 0.3
+    tokens = owner[ids]
+    if with_first:
+        tokens = tokens[trie.entering(first, by_char, tokens)]
+    expected = np.zeros(words_for(smollm2.vocab_size), dtype=np.int32)
+    _walk.set_bits(expected, tokens)
+    packed = np.zeros_like(expected)
+    _walk.set_owned_bits(packed, ids, owner, trie.first_bytes, first if with_first else None,
+                         trie.starts_whole_char if with_first and by_char else None)
+    assert np.array_equal(packed, expected)
+
+
+def test_set_owned_bits_refuses_ids_out_of_range(smollm2):
+    trie, packed = smollm2.trie, np.zeros(words_for(smollm2.vocab_size), dtype=np.int32)
+    owner = np.array([3, 5, smollm2.vocab_size + 40], dtype=np.int64)
+    for ids in ([3], [-1], [2]):  # past owner, negative, an owner past the bitmask
+        with pytest.raises(ValueError, match="does not fit"):
+            _walk.set_owned_bits(packed, np.array(ids, dtype=np.int64), owner, trie.first_bytes, None, None)
+    with pytest.raises(ValueError, match="per byte value"):
+        _walk.set_owned_bits(packed, np.array([0], dtype=np.int64), owner, trie.first_bytes, np.zeros(3, dtype=bool), None)

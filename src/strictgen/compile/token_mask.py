@@ -240,8 +240,8 @@ class TokenMasker:
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
             packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
-            tokens = owner[self._live_tokens(t, suffixes)]
-            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)] if skip_first else tokens)
+            _walk.set_owned_bits(packed, self._live_tokens(t, suffixes), owner, trie.first_bytes, first if skip_first else None,
+                                 trie.starts_whole_char if skip_first and by_char else None)
             return packed
         return self._live_bits(state)
 
