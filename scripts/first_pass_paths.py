@@ -26,6 +26,33 @@ from strictgen.tokenizer import trie as trie_module
 PATHS = ("_counted_allowed", "_entering", "_live_loop_bits", "_live_tokens", "_live_cut_owners")
 
 
+def first_pass(vocab, tok, fill=None) -> list:
+    """The bench's first pass: every bench schema compiled with a fresh compiler, each valid
+    document forced through a new matcher token by token (`fill(matcher, mask)`, by default the
+    plain fill; accept; then EOS). Returns the grammars compiled (scripts/first_time_masks.py asks
+    their maskers again)."""
+    mask = sg.allocate_token_bitmask(1, tok.vocab_size)
+    eos = tok.eos_token_ids[0]
+    grammars = []
+    for case in bench.load_cases(bench.default_schemas_dir()):
+        try:
+            grammar = sg.GrammarCompiler(tok).compile_json_schema(case.schema_text)
+            sg.GrammarMatcher(grammar)
+        except sg.StrictgenError:
+            continue
+        for doc in case.documents:
+            m = sg.GrammarMatcher(grammar)
+            for token in list(vocab.encode(doc)) + [eos]:
+                if fill is None:
+                    m.fill_next_token_bitmask(mask)
+                else:
+                    fill(m, mask)
+                if not m.accept_token(token):
+                    break
+        grammars.append(grammar)
+    return grammars
+
+
 def main(vocab_name: str) -> None:
     vocab = bench.load_vocab(vocab_name)
     tok = vocab.build_info()
@@ -78,23 +105,14 @@ def main(vocab_name: str) -> None:
         return got
 
     masker._compute = counted_compute
-    mask = sg.allocate_token_bitmask(1, tok.vocab_size)
-    eos = tok.eos_token_ids[0]
     fills = []
-    for case in bench.load_cases(bench.default_schemas_dir()):
-        try:
-            grammar = sg.GrammarCompiler(tok).compile_json_schema(case.schema_text)
-            sg.GrammarMatcher(grammar)
-        except sg.StrictgenError:
-            continue
-        for doc in case.documents:
-            m = sg.GrammarMatcher(grammar)
-            for token in list(vocab.encode(doc)) + [eos]:
-                t0 = time.thread_time()
-                m.fill_next_token_bitmask(mask)
-                fills.append(time.thread_time() - t0)
-                if not m.accept_token(token):
-                    break
+
+    def timed_fill(m, mask):
+        t0 = time.thread_time()
+        m.fill_next_token_bitmask(mask)
+        fills.append(time.thread_time() - t0)
+
+    first_pass(vocab, tok, timed_fill)
     us = np.asarray(fills) * 1e6
     r = np.asarray([row[:3] for row in rows]) * 1e6
     paths = np.asarray([row[3] for row in rows])

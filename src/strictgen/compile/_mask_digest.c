@@ -6,16 +6,21 @@
 /* digest(packed): a 64-bit digest of an int32 bitmask's words, for finding a mask computed before
  * by its content (mask_memory.py). An NH sum (each pair of words, offset by keys made from their
  * place, multiplied into 64 bits and added up, in 8 independent lanes the compiler turns into
- * vector multiplies), then mixed: ~0.5 µs for a 16 KB mask, where hashing its bytes in Python
- * costs ~10 µs. Not cryptographic: a match is confirmed word for word (`same_words`). */
+ * vector multiplies: the keys are stepped a block at a time, not made from the place each time,
+ * which kept GCC from vectorising: 1.57 -> 0.54 µs for 16 KB, measured in C), then mixed, where
+ * hashing its bytes in Python costs ~10 µs. Not cryptographic: a match is confirmed word for word (`same_words`). */
 #define DIGEST_LANES 8
 __attribute__((optimize("O3"))) static uint64_t nh_digest(const uint32_t *w, Py_ssize_t n) {
     uint64_t lane[DIGEST_LANES] = {0};
+    uint32_t key[DIGEST_LANES], key2[DIGEST_LANES]; /* each pair's keys, stepped a block at a time */
+    for (int k = 0; k < DIGEST_LANES; k++)
+        key[k] = (uint32_t)(2 * k) * 0x9E3779B9u, key2[k] = key[k] ^ 0x85EBCA6Bu;
+    const uint32_t step = (uint32_t)(2 * DIGEST_LANES) * 0x9E3779B9u;
     Py_ssize_t i = 0;
     for (; i + 2 * DIGEST_LANES <= n; i += 2 * DIGEST_LANES)
         for (int k = 0; k < DIGEST_LANES; k++) {
-            uint32_t key = (uint32_t)(i + 2 * k) * 0x9E3779B9u;
-            lane[k] += (uint64_t)(w[i + 2 * k] + key) * (uint64_t)(w[i + 2 * k + 1] + (key ^ 0x85EBCA6Bu));
+            lane[k] += (uint64_t)(uint32_t)(w[i + 2 * k] + key[k]) * (uint64_t)(uint32_t)(w[i + 2 * k + 1] + key2[k]);
+            key[k] += step, key2[k] += step;
         }
     uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ull;
     for (; i < n; i++)

@@ -37,6 +37,9 @@
  *   whole non-ASCII characters) at every node that ends on a character boundary instead, where
  *   such a token's rest is whole characters too.
  *
+ * plain_mask(..., state, out, blocked, eos) -> bool: the whole first-time mask of a state no
+ *   string shortcut takes, in one call (see plain_mask below).
+ *
  * char_targets(machine, resolve, state, chars, out) -> None
  *   the state each of a vocabulary's distinct multi-byte characters leads to from `state` (DEAD
  *   where the machine rejects it): chars, uint8, 4 per character (its UTF-8 bytes, zero-padded;
@@ -508,6 +511,58 @@ static PyObject *set_bits(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* set_owned_bits(packed, ids, owner, first_bytes, first, whole_char): set the bits of the tokens
+ * owner[ids] (int64 both: a suffix trie's walk, TokenMasker._allowed) in an int32 bitmask; with
+ * `first` (bool per byte value, or None: all of them), only those whose first byte (first_bytes,
+ * uint8 per token) is in it or, with `whole_char` (bool per token, or None), that start with a
+ * whole character (VocabTrie.entering). One call where owner[...], entering and set_bits were
+ * three, each allocating an array. */
+static PyObject *set_owned_bits(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    static const struct {
+        const char *name;
+        Py_ssize_t itemsize;
+    } SPEC[6] = {{"packed", 4}, {"ids", 8}, {"owner", 8}, {"first_bytes", 1}, {"first", 1}, {"whole_char", 1}};
+    Py_buffer v[6];
+    int got = 0, have[6] = {0}, bad = 0;
+    for (; got < 6; got++) {
+        if ((got >= 4 && objs[got] == Py_None) || (got == 5 && objs[4] == Py_None))
+            continue;
+        if (buffer_of(objs[got], &v[got], SPEC[got].itemsize, got == 0, SPEC[got].name) < 0)
+            break;
+        have[got] = 1;
+    }
+    if (got == 6 && have[4] && v[4].shape[0] != 256)
+        PyErr_SetString(PyExc_ValueError, "first must hold one item per byte value"), got = 5;
+    if (got == 6 && have[5] && v[5].shape[0] != v[3].shape[0])
+        PyErr_SetString(PyExc_ValueError, "whole_char and first_bytes differ in length"), got = 5;
+    if (got == 6) {
+        uint32_t *bits = (uint32_t *)v[0].buf;
+        const int64_t *ids = (const int64_t *)v[1].buf, *owner = (const int64_t *)v[2].buf;
+        const uint8_t *first_bytes = v[3].buf, *first = have[4] ? v[4].buf : NULL, *whole = have[5] ? v[5].buf : NULL;
+        uint64_t num_bits = (uint64_t)v[0].shape[0] * 32;
+        for (Py_ssize_t i = 0; i < v[1].shape[0] && !bad; i++) {
+            int64_t t = (uint64_t)ids[i] < (uint64_t)v[2].shape[0] ? owner[ids[i]] : -1;
+            if (t < 0 || (uint64_t)t >= num_bits || t >= v[3].shape[0]) {
+                bad = 1;
+                break;
+            }
+            if (!first || first[first_bytes[t]] || (whole && whole[t]))
+                bits[t >> 5] |= (uint32_t)1 << (t & 31);
+        }
+        if (bad)
+            PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask or the arrays");
+    }
+    for (int i = 0; i < 6; i++)
+        if (have[i])
+            PyBuffer_Release(&v[i]);
+    if (got < 6 || bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* char_targets(machine, resolve, state, chars, out): see the top comment. */
 static PyObject *char_targets(PyObject *self, PyObject *args) {
     PyObject *machine, *resolve, *chars_obj, *out_obj;
@@ -554,6 +609,74 @@ static PyObject *char_targets(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* plain_mask(machine, resolve, nodes, node_byte, tokens, roots, state, out, blocked, eos) -> bool
+ * The first-time mask of a state that no string shortcut takes (TokenMasker._allowed walks a
+ * state whole when no target of its row takes PLAIN_WIDTH bytes or more): out (an int32 bitmask)
+ * zeroed, walked into, ANDed with `blocked` (int32 bitmask of the tokens ever allowed, or None)
+ * and given the bits of `eos` (int64 ids) when the state accepts; True. False, out untouched,
+ * for a state with a wider target (Python tries the shortcuts). Why: the plain path was ~6 calls
+ * with Python between them (~12% of a first pass, profiled); now one. */
+#define PLAIN_WIDTH 8
+static PyObject *plain_mask(PyObject *self, PyObject *args) {
+    PyObject *machine, *resolve, *objs[NUM_ARRAYS], *blocked_obj, *eos_obj;
+    int state;
+    if (!PyArg_ParseTuple(args, "OOOOOOiOOO", &machine, &resolve, &objs[NODES], &objs[NODE_BYTE], &objs[TOKENS], &objs[ROOTS], &state,
+                          &objs[OUT], &blocked_obj, &eos_obj))
+        return NULL;
+    Rows rows;
+    if (rows_get(&rows, machine, resolve, state) < 0)
+        return NULL;
+    const int32_t *row = machine_api->row(rows.machine, state, resolve);
+    if (!row)
+        return NULL;
+    int32_t targets[256];
+    int counts[256], n = 0;
+    for (int b = 0; b < 256; b++) {
+        if (row[b] == DEAD)
+            continue;
+        int j = 0;
+        while (j < n && targets[j] != row[b])
+            j++;
+        if (j == n)
+            targets[n] = row[b], counts[n++] = 0;
+        if (++counts[j] >= PLAIN_WIDTH)
+            Py_RETURN_FALSE;
+    }
+    Py_buffer views[NUM_ARRAYS], blocked = {0}, eos = {0};
+    int got = 0, ok = 0;
+    while (got < NUM_ARRAYS && buffer_of(objs[got], &views[got], got == OUT ? 4 : ARRAYS[got].itemsize, ARRAYS[got].writable, ARRAYS[got].name) == 0)
+        got++;
+    int have_blocked = got == NUM_ARRAYS && blocked_obj != Py_None && buffer_of(blocked_obj, &blocked, 4, 0, "blocked") == 0;
+    int have_eos = got == NUM_ARRAYS && (blocked_obj == Py_None || have_blocked) && buffer_of(eos_obj, &eos, 8, 0, "eos") == 0;
+    if (have_eos && have_blocked && blocked.shape[0] != views[OUT].shape[0])
+        PyErr_SetString(PyExc_ValueError, "blocked and out differ in length");
+    else if (have_eos) {
+        uint32_t *bits = (uint32_t *)views[OUT].buf;
+        Py_ssize_t width = views[OUT].shape[0];
+        memset(bits, 0, (size_t)width * 4);
+        ok = walk_levels(&rows, views, (int32_t)state, 1, NULL) >= 0;
+        for (Py_ssize_t w = 0; ok && have_blocked && w < width; w++)
+            bits[w] &= ((const uint32_t *)blocked.buf)[w];
+        const int64_t *id = (const int64_t *)eos.buf;
+        for (Py_ssize_t i = 0; ok && rows.machine->accepting.data[state] && i < eos.shape[0]; i++) {
+            if ((uint64_t)id[i] >= (uint64_t)width * 32) {
+                PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask");
+                ok = 0;
+            } else
+                bits[id[i] >> 5] |= (uint32_t)1 << (id[i] & 31);
+        }
+    }
+    if (have_eos)
+        PyBuffer_Release(&eos);
+    if (have_blocked)
+        PyBuffer_Release(&blocked);
+    while (got)
+        PyBuffer_Release(&views[--got]);
+    if (!ok)
+        return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_ValueError, "plain_mask failed"), NULL);
+    Py_RETURN_TRUE;
+}
+
 static PyObject *walk(PyObject *self, PyObject *args) { return walk_into(args, 0, 0); }
 
 static PyObject *walk_bits(PyObject *self, PyObject *args) { return walk_into(args, 1, 0); }
@@ -565,6 +688,8 @@ static PyMethodDef methods[] = {
     {"walk_bits", walk_bits, METH_VARARGS, "walk() setting the tokens' bits in an int32 bitmask instead."},
     {"walk_loop_bits", walk_loop_bits, METH_VARARGS, "walk_bits() reading the subtrees of nodes reached in a loop state from their lexicographic slices."},
     {"char_targets", char_targets, METH_VARARGS, "The state each distinct multi-byte character leads to from a state."},
+    {"plain_mask", plain_mask, METH_VARARGS, "The whole first-time mask of a state no string shortcut takes (blocked, EOS), or False."},
+    {"set_owned_bits", set_owned_bits, METH_VARARGS, "Set the bits of owner[ids] entering by their first byte or character."},
     {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };
@@ -573,5 +698,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_walk", "The trie wa
 
 PyMODINIT_FUNC PyInit__walk(void) {
     machine_api = (const MachineCAPI *)PyCapsule_Import(MACHINE_CAPI_NAME, 0);
-    return machine_api ? PyModule_Create(&module) : NULL;
+    PyObject *m = machine_api ? PyModule_Create(&module) : NULL;
+    if (m && PyModule_AddIntConstant(m, "PLAIN_WIDTH", PLAIN_WIDTH) < 0)
+        Py_CLEAR(m);
+    return m;
 }

@@ -28,16 +28,28 @@ _scratch = threading.local()  # .row: the thread's free scratch row (None while 
 _by_content: weakref.WeakValueDictionary[tuple[int, int], np.ndarray] = weakref.WeakValueDictionary()
 
 
-def blank(width: int) -> np.ndarray:
-    """A zeroed int32 row of `width` words to compute one mask into, then handed to `keep`: the
-    thread's scratch row when it is free and of that width (a row taken and never kept, as when
-    the computation raised, is simply replaced by a new one)."""
+def scratch(width: int) -> np.ndarray:
+    """An int32 row of `width` words, its contents left as they were, to compute one mask into
+    (by a writer that sets every word), then handed to `keep` or `give_back`: the thread's scratch
+    row when it is free and of that width (a row taken and never kept, as when the computation
+    raised, is simply replaced by a new one)."""
     row = getattr(_scratch, "row", None)
     if row is None or len(row) != width:
         return np.zeros(width, dtype=np.int32)
     _scratch.row = None
+    return row
+
+
+def blank(width: int) -> np.ndarray:
+    """`scratch` zeroed."""
+    row = scratch(width)
     row.fill(0)
     return row
+
+
+def give_back(row: np.ndarray) -> None:
+    """Return a row from `scratch` or `blank` that was not used after all: the next one takes it again."""
+    _scratch.row = row
 
 
 def blank_copy(source: np.ndarray) -> np.ndarray:

@@ -107,10 +107,11 @@ class TokenMasker:
         got = self._shared.peek(key) if key != state else None
         if got is None and self.stored is not None:
             got = self.stored.find(state)  # a mask another process computed (disk_masks.py)
-        if got is None:
+            if got is not None:
+                got.setflags(write=False)  # shared by every matcher, and not ours to change
+        if got is None:  # kept masks are read-only already (0.2 us a setflags call saved)
             got = mask_memory.keep(self._compute(state))  # the array holding these words already, if any
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
-        got.setflags(write=False)  # shared by every matcher (and a stored one is not ours to change)
         self.store.put(state, got)
         if key != state:  # nothing more when no horizon key merges states
             self._shared.put(key, got)
@@ -209,7 +210,7 @@ class TokenMasker:
         Other states walk the whole trie."""
         machine, trie = self.machine, self.trie
         for t, width in machine.widest(state, 2):
-            if width < 8:
+            if width < _walk.PLAIN_WIDTH:  # no loop worth a shortcut (`_compute` took such a state in C already)
                 break
             loop_key = machine.group(t, t)
             if len(loop_key) < 8:
@@ -239,8 +240,8 @@ class TokenMasker:
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
             packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
-            tokens = owner[self._live_tokens(t, suffixes)]
-            _walk.set_bits(packed, tokens[trie.entering(first, by_char, tokens)] if skip_first else tokens)
+            _walk.set_owned_bits(packed, self._live_tokens(t, suffixes), owner, trie.first_bytes, first if skip_first else None,
+                                 trie.starts_whole_char if skip_first and by_char else None)
             return packed
         return self._live_bits(state)
 
@@ -338,15 +339,26 @@ class TokenMasker:
         """The mask of `state`, written into a `mask_memory.blank` row for `mask_memory.keep`."""
         if state == DEAD:
             return mask_memory.blank(words_for(self.vocab_size))
+        # the common case in one C call: a state no string shortcut takes, zeroed and walked whole,
+        # its blocked tokens cleared and EOS set where it accepts (else the row goes back unused)
+        packed = mask_memory.scratch(words_for(self.vocab_size))
+        if _walk.plain_mask(*self._walk_args(state, self.trie, None), packed, self.blocked, self.eos):
+            return self._with_markers(state, packed)
+        mask_memory.give_back(packed)
         packed = self._allowed(state)
         if self.blocked is not None:
             packed &= self.blocked
+        packed = self._with_markers(state, packed)
+        return self._with_eos(packed) if self.machine.accepting[state] else packed
+
+    def _with_markers(self, state: int, packed: np.ndarray) -> np.ndarray:
+        """`packed` with the bits of the marker tokens whose text the machine reads from `state`."""
         if self.markers:
             step = self.machine.step_bytes
             live = [i for i, data in self.markers if step(state, data) != DEAD]
             if live:
                 _walk.set_bits(packed, np.asarray(live, dtype=np.int64))
-        return self._with_eos(packed) if self.machine.accepting[state] else packed
+        return packed
 
     # ---- masks kept across processes (compile/disk_masks.py names them by byte paths) ----
 
