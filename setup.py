@@ -4,7 +4,7 @@ DESIGN.md §5 allows small C extensions for profiled hot loops numpy cannot vect
 are built from source here: strictgen.compile._walk is the vocabulary-trie walk of token masks,
 strictgen.compile._machine the pushdown machine's lazy determinisation (the rows walks ask for),
 strictgen.compile._mask_store the token masks by state that batch and draft fills copy without the GIL,
-strictgen.compile._mask_digest a mask found by its content (a digest, then a word-for-word check),
+strictgen.compile._mask_bits a mask's bits set by token id, and a mask found by its content,
 strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
 emptiness) beneath grammar/ and compile/, strictgen.grammar.schema._rule_sizes the size terms of a
 schema grammar's rules (which rules stay calls), strictgen.grammar.schema._length_classes the states of a
@@ -32,7 +32,7 @@ MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_r
 setup(
     ext_modules=[
         Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.compile._mask_digest", ["src/strictgen/compile/_mask_digest.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._mask_bits", ["src/strictgen/compile/_mask_bits.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H, GIL_H], extra_compile_args=["-O2"]),

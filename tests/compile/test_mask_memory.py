@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
-from strictgen.compile import _mask_digest, mask_memory
+from strictgen.compile import _mask_bits, mask_memory
 
 words = st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=40)
 
@@ -21,12 +21,12 @@ words = st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=40)
 @given(words, words)
 def test_digest_and_same_words_tell_contents_apart(a, b):
     x, y = np.asarray(a, dtype=np.int32), np.asarray(b, dtype=np.int32)
-    assert _mask_digest.digest(x) == _mask_digest.digest(x.copy())
-    assert _mask_digest.same_words(x, y) == (a == b)
+    assert _mask_bits.digest(x) == _mask_bits.digest(x.copy())
+    assert _mask_bits.same_words(x, y) == (a == b)
     if a != b:  # a planted one-bit change moves the digest (not a guarantee in general: a check of these)
         z = x.copy()
         z[len(z) // 2] ^= 1 << (len(z) % 31)
-        assert _mask_digest.digest(z) != _mask_digest.digest(x)
+        assert _mask_bits.digest(z) != _mask_bits.digest(x)
 
 
 def test_keep_shares_equal_contents_and_copies_new_ones():
@@ -45,7 +45,7 @@ def test_keep_shares_equal_contents_and_copies_new_ones():
 
 
 def test_a_digest_collision_keeps_each_content(monkeypatch):
-    monkeypatch.setattr(_mask_digest, "digest", lambda row: 7)  # a planted collision: every row one digest
+    monkeypatch.setattr(_mask_bits, "digest", lambda row: 7)  # a planted collision: every row one digest
     kept = []
     for value in (1, 2, 1):
         row = mask_memory.blank(3)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import strictgen as sg
-from strictgen.compile import _walk
+from strictgen.compile import _mask_bits, _walk
 from strictgen.compile.machine import DEAD
 from strictgen.tokenizer.trie import pack_bits, words_for
 
@@ -92,7 +92,7 @@ def test_plain_mask_refuses_arrays_that_do_not_fit(grammar, smollm2):
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), with_first=st.booleans(), by_char=st.booleans())
 def test_set_owned_bits_equals_numpy(smollm2, seed, with_first, by_char):
-    """`_walk.set_owned_bits` (the suffix walk's owners, entering filter and bits in one call)
+    """`_mask_bits.set_owned_bits` (the suffix walk's owners, entering filter and bits in one call)
     sets what owner[...], VocabTrie.entering and set_bits set."""
     trie, rng = smollm2.trie, np.random.default_rng(seed)
     owner = rng.integers(0, smollm2.vocab_size, 5000)
@@ -102,9 +102,9 @@ def test_set_owned_bits_equals_numpy(smollm2, seed, with_first, by_char):
     if with_first:
         tokens = tokens[trie.entering(first, by_char, tokens)]
     expected = np.zeros(words_for(smollm2.vocab_size), dtype=np.int32)
-    _walk.set_bits(expected, tokens)
+    _mask_bits.set_bits(expected, tokens)
     packed = np.zeros_like(expected)
-    _walk.set_owned_bits(packed, ids, owner, trie.first_bytes, first if with_first else None,
+    _mask_bits.set_owned_bits(packed, ids, owner, trie.first_bytes, first if with_first else None,
                          trie.starts_whole_char if with_first and by_char else None)
     assert np.array_equal(packed, expected)
 
@@ -114,6 +114,6 @@ def test_set_owned_bits_refuses_ids_out_of_range(smollm2):
     owner = np.array([3, 5, smollm2.vocab_size + 40], dtype=np.int64)
     for ids in ([3], [-1], [2]):  # past owner, negative, an owner past the bitmask
         with pytest.raises(ValueError, match="does not fit"):
-            _walk.set_owned_bits(packed, np.array(ids, dtype=np.int64), owner, trie.first_bytes, None, None)
+            _mask_bits.set_owned_bits(packed, np.array(ids, dtype=np.int64), owner, trie.first_bytes, None, None)
     with pytest.raises(ValueError, match="per byte value"):
-        _walk.set_owned_bits(packed, np.array([0], dtype=np.int64), owner, trie.first_bytes, np.zeros(3, dtype=bool), None)
+        _mask_bits.set_owned_bits(packed, np.array([0], dtype=np.int64), owner, trie.first_bytes, np.zeros(3, dtype=bool), None)

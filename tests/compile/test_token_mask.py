@@ -146,7 +146,7 @@ def test_horizon_classes_of_a_counter():
 
 def test_the_c_walk_refuses_arrays_that_do_not_fit(qwen):
     """Bad input to the C walk is a ValueError, never a write outside an array."""
-    from strictgen.compile import _walk
+    from strictgen.compile import _mask_bits, _walk
 
     grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "string"})
     masker, trie, state = grammar.masker, qwen.trie, grammar.machine.start
@@ -154,7 +154,7 @@ def test_the_c_walk_refuses_arrays_that_do_not_fit(qwen):
     with pytest.raises(ValueError, match="does not fit"):
         _walk.walk_bits(*args, np.zeros(4, dtype=np.int32))  # a bitmask of 128 tokens
     with pytest.raises(ValueError, match="does not fit"):
-        _walk.set_bits(np.zeros(4, dtype=np.int32), np.array([5, 500], dtype=np.int64))
+        _mask_bits.set_bits(np.zeros(4, dtype=np.int32), np.array([5, 500], dtype=np.int64))
     nodes = trie.walk_nodes.copy()
     nodes[4 * int(trie.roots[ord('"')]) + 1] = len(trie.node_byte) + 10  # children past the end
     bad = (args[0], args[1], nodes) + args[3:]

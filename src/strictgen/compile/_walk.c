@@ -480,89 +480,6 @@ static PyObject *walk_into(PyObject *args, int as_bits, int with_loop) {
     return found < 0 ? NULL : PyLong_FromSsize_t(found);
 }
 
-/* set_bits(packed, ids): set the bits of token ids (int64) in an int32 bitmask. */
-static PyObject *set_bits(PyObject *self, PyObject *args) {
-    PyObject *packed_obj, *ids_obj;
-    if (!PyArg_ParseTuple(args, "OO", &packed_obj, &ids_obj))
-        return NULL;
-    Py_buffer packed, ids;
-    if (buffer_of(packed_obj, &packed, 4, 1, "packed") < 0)
-        return NULL;
-    if (buffer_of(ids_obj, &ids, 8, 0, "ids") < 0) {
-        PyBuffer_Release(&packed);
-        return NULL;
-    }
-    uint32_t *bits = (uint32_t *)packed.buf;
-    const int64_t *id = (const int64_t *)ids.buf;
-    uint64_t num_bits = (uint64_t)packed.shape[0] * 32;
-    int bad = 0;
-    for (Py_ssize_t i = 0; i < ids.shape[0]; i++) {
-        if ((uint64_t)id[i] < num_bits)
-            bits[id[i] >> 5] |= (uint32_t)1 << (id[i] & 31);
-        else
-            bad = 1;
-    }
-    PyBuffer_Release(&packed);
-    PyBuffer_Release(&ids);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask");
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-/* set_owned_bits(packed, ids, owner, first_bytes, first, whole_char): set the bits of the tokens
- * owner[ids] (int64 both: a suffix trie's walk, TokenMasker._allowed) in an int32 bitmask; with
- * `first` (bool per byte value, or None: all of them), only those whose first byte (first_bytes,
- * uint8 per token) is in it or, with `whole_char` (bool per token, or None), that start with a
- * whole character (VocabTrie.entering). One call where owner[...], entering and set_bits were
- * three, each allocating an array. */
-static PyObject *set_owned_bits(PyObject *self, PyObject *args) {
-    PyObject *objs[6];
-    if (!PyArg_ParseTuple(args, "OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
-        return NULL;
-    static const struct {
-        const char *name;
-        Py_ssize_t itemsize;
-    } SPEC[6] = {{"packed", 4}, {"ids", 8}, {"owner", 8}, {"first_bytes", 1}, {"first", 1}, {"whole_char", 1}};
-    Py_buffer v[6];
-    int got = 0, have[6] = {0}, bad = 0;
-    for (; got < 6; got++) {
-        if ((got >= 4 && objs[got] == Py_None) || (got == 5 && objs[4] == Py_None))
-            continue;
-        if (buffer_of(objs[got], &v[got], SPEC[got].itemsize, got == 0, SPEC[got].name) < 0)
-            break;
-        have[got] = 1;
-    }
-    if (got == 6 && have[4] && v[4].shape[0] != 256)
-        PyErr_SetString(PyExc_ValueError, "first must hold one item per byte value"), got = 5;
-    if (got == 6 && have[5] && v[5].shape[0] != v[3].shape[0])
-        PyErr_SetString(PyExc_ValueError, "whole_char and first_bytes differ in length"), got = 5;
-    if (got == 6) {
-        uint32_t *bits = (uint32_t *)v[0].buf;
-        const int64_t *ids = (const int64_t *)v[1].buf, *owner = (const int64_t *)v[2].buf;
-        const uint8_t *first_bytes = v[3].buf, *first = have[4] ? v[4].buf : NULL, *whole = have[5] ? v[5].buf : NULL;
-        uint64_t num_bits = (uint64_t)v[0].shape[0] * 32;
-        for (Py_ssize_t i = 0; i < v[1].shape[0] && !bad; i++) {
-            int64_t t = (uint64_t)ids[i] < (uint64_t)v[2].shape[0] ? owner[ids[i]] : -1;
-            if (t < 0 || (uint64_t)t >= num_bits || t >= v[3].shape[0]) {
-                bad = 1;
-                break;
-            }
-            if (!first || first[first_bytes[t]] || (whole && whole[t]))
-                bits[t >> 5] |= (uint32_t)1 << (t & 31);
-        }
-        if (bad)
-            PyErr_SetString(PyExc_ValueError, "a token id does not fit in the bitmask or the arrays");
-    }
-    for (int i = 0; i < 6; i++)
-        if (have[i])
-            PyBuffer_Release(&v[i]);
-    if (got < 6 || bad)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 /* char_targets(machine, resolve, state, chars, out): see the top comment. */
 static PyObject *char_targets(PyObject *self, PyObject *args) {
     PyObject *machine, *resolve, *chars_obj, *out_obj;
@@ -689,8 +606,6 @@ static PyMethodDef methods[] = {
     {"walk_loop_bits", walk_loop_bits, METH_VARARGS, "walk_bits() reading the subtrees of nodes reached in a loop state from their lexicographic slices."},
     {"char_targets", char_targets, METH_VARARGS, "The state each distinct multi-byte character leads to from a state."},
     {"plain_mask", plain_mask, METH_VARARGS, "The whole first-time mask of a state no string shortcut takes (blocked, EOS), or False."},
-    {"set_owned_bits", set_owned_bits, METH_VARARGS, "Set the bits of owner[ids] entering by their first byte or character."},
-    {"set_bits", set_bits, METH_VARARGS, "Set the bits of token ids in an int32 bitmask."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from . import _mask_digest
+from . import _mask_bits
 
 _scratch = threading.local()  # .row: the thread's free scratch row (None while a mask is computed in it)
 _by_content: weakref.WeakValueDictionary[tuple[int, int], np.ndarray] = weakref.WeakValueDictionary()
@@ -62,9 +62,9 @@ def blank_copy(source: np.ndarray) -> np.ndarray:
 def keep(row: np.ndarray) -> np.ndarray:
     """The read-only array to keep the mask computed in `row` (from `blank`): one already holding
     the same words, or a new copy of them. `row` goes back to the thread's scratch."""
-    key = (len(row), _mask_digest.digest(row))
+    key = (len(row), _mask_bits.digest(row))
     kept = _by_content.get(key)
-    if kept is None or not _mask_digest.same_words(kept, row):
+    if kept is None or not _mask_bits.same_words(kept, row):
         kept = row.copy()
         kept.setflags(write=False)
         if key not in _by_content:  # a digest collision keeps the first array

@@ -16,7 +16,7 @@ import numpy as np
 from strictgen.lru import BoundedLRU
 from strictgen.tokenizer.trie import VocabTrie, words_for
 
-from . import _mask_store, _walk, mask_memory
+from . import _mask_bits, _mask_store, _walk, mask_memory
 from .machine import DEAD, HorizonKeys, PushdownMachine
 
 if TYPE_CHECKING:
@@ -63,12 +63,12 @@ class TokenMasker:
         self.blocked = None
         if blocked is not None and len(blocked):
             self.blocked = np.zeros(words_for(vocab_size), dtype=np.int32)
-            _walk.set_bits(self.blocked, blocked)
+            _mask_bits.set_bits(self.blocked, blocked)
             self.blocked = ~self.blocked
         self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
 
     def _with_eos(self, packed: np.ndarray) -> np.ndarray:
-        _walk.set_bits(packed, self.eos)
+        _mask_bits.set_bits(packed, self.eos)
         return packed
 
     def cached(self, state: int) -> np.ndarray | None:
@@ -240,7 +240,7 @@ class TokenMasker:
             # only what follows each token's run of loop bytes needs walking, from t; tokens with
             # nothing left after it (cached per kind) are allowed when they enter
             packed |= trie.loop_suffix_entries(loop_key, multibyte, skip_first, first, by_char, empty)
-            _walk.set_owned_bits(packed, self._live_tokens(t, suffixes), owner, trie.first_bytes, first if skip_first else None,
+            _mask_bits.set_owned_bits(packed, self._live_tokens(t, suffixes), owner, trie.first_bytes, first if skip_first else None,
                                  trie.starts_whole_char if skip_first and by_char else None)
             return packed
         return self._live_bits(state)
@@ -357,7 +357,7 @@ class TokenMasker:
             step = self.machine.step_bytes
             live = [i for i, data in self.markers if step(state, data) != DEAD]
             if live:
-                _walk.set_bits(packed, np.asarray(live, dtype=np.int64))
+                _mask_bits.set_bits(packed, np.asarray(live, dtype=np.int64))
         return packed
 
     # ---- masks kept across processes (compile/disk_masks.py names them by byte paths) ----
