@@ -79,6 +79,10 @@ def ranges_minus(a, b) -> tuple[tuple[int, int], ...]:
     return ranges_and(a, negate_ranges(b))
 
 
+# printable ASCII but `"` and `\`: written raw only, unless every spelling is asked for
+RAW_ONLY = ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE)
+
+
 def _digit_trie(groups, width: int, base: int = 16) -> Expr:
     """Numerals of exactly `width` digits followed by a continuation chosen by their value.
 
@@ -146,7 +150,7 @@ def _spell_set(ranges: tuple[tuple[int, int], ...], escapes: str) -> Expr:
     if escapes == "all":
         escaped = ranges
     elif escapes == "standard":
-        escaped = ranges_minus(ranges, ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE))
+        escaped = ranges_minus(ranges, RAW_ONLY)
     else:  # "required"
         escaped = ranges_and(ranges, MUST_ESCAPE)
     parts = []
@@ -163,7 +167,7 @@ def _spell_set(ranges: tuple[tuple[int, int], ...], escapes: str) -> Expr:
 def _spell_char(cp: int, escapes: str) -> Expr:
     """The JSON spellings, under `escapes`, of the character `cp`: itself where it is printable
     ASCII spelled only raw, else `_spell_set`'s (the same objects)."""
-    if escapes != "all" and 0x20 <= cp <= 0x7E and cp != 0x22 and cp != 0x5C:
+    if escapes != "all" and any(lo <= cp <= hi for lo, hi in RAW_ONLY):
         return lit(chr(cp))
     return _spell_set(((cp, cp),), escapes)
 
@@ -209,7 +213,7 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
     if escapes not in ESCAPE_POLICIES:
         raise ValueError(f"escapes must be one of {ESCAPE_POLICIES}, not {escapes!r}")
     memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
-    plain = ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE) if escapes != "all" else ()
+    plain = RAW_ONLY if escapes != "all" else ()
 
     def rec(e: Expr) -> Expr:
         got = memo.get(id(e))
