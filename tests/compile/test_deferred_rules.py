@@ -47,6 +47,46 @@ def test_a_rule_is_built_when_the_machine_first_enters_it():
     assert sorted(r.name for r in again.rules) == ["root", "ws", "x", "y"]
 
 
+def big_branch() -> Grammar:
+    """two_branches with a y whose NFA is far bigger than x's (60 words of 3 bytes); new objects."""
+    words = alt(*[lit(f"w{i:02d}") for i in range(60)])
+    return Grammar({**two_branches().rules, "y": alt(seq(lit("y"), words), seq(lit("["), RuleRef("y"), lit("]")))})
+
+
+def test_a_rule_too_big_to_build_ahead_is_determinised_when_first_entered_and_lowered_once(monkeypatch):
+    """The budget is checked before each rule, so one big rule could overshoot it many times: a
+    rule whose NFA has more than AHEAD_NFA_STATES states is lowered, kept and determinised only
+    when the machine first enters it (its lowering is not done twice), with the same language."""
+    monkeypatch.setattr(automaton, "AHEAD_NFA_STATES", 40)
+    lowerings: list[str] = []
+    build = automaton.NFABuilder.build
+    monkeypatch.setattr(automaton.NFABuilder, "build", lambda self, expr, s, e: (lowerings.append(expr), build(self, expr, s, e))[1])
+    g = big_branch()
+    compiled = compile_automaton(g, 4000)
+    # y lowered, not determinised; ws, after it, waits too (the rules built are a prefix of the names)
+    assert [r.name for r in compiled.rules] == ["root", "x"] and g.rules["y"] in lowerings
+    machine = PushdownMachine(compiled)
+    y = compiled.lazy.names.index("y")
+    lowered_before = len(lowerings)
+    state = machine.step_bytes(machine.start, b"bb[yw5")
+    assert state != DEAD and y in machine.added and len(lowerings) == lowered_before
+    assert machine.accepting[machine.step_bytes(state, b"9]")] and machine.step_bytes(state, b"x") == DEAD
+    # without the limit y is built ahead: the budget is far from spent
+    monkeypatch.setattr(automaton, "AHEAD_NFA_STATES", 10_000)
+    assert sorted(r.name for r in compile_automaton(big_branch(), 4000).rules) == ["root", "ws", "x", "y"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.lists(st.sampled_from(b"abxyw0159()[] \t"), max_size=12).map(bytes))
+def test_a_rule_left_for_its_first_entry_has_the_language_of_one_built_ahead(data):
+    ahead = PushdownMachine(compile_automaton(big_branch(), None))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(automaton, "AHEAD_NFA_STATES", 40)
+        compiled = compile_automaton(big_branch(), 4000)
+    assert [r.name for r in compiled.rules] == ["root", "x"]
+    assert _walk(PushdownMachine(compiled), data) == _walk(ahead, data)
+
+
 def _walk(machine: PushdownMachine, data: bytes) -> list[tuple[bool, bool]]:
     """(alive, accepting) after each prefix of `data`."""
     out, state = [], machine.start

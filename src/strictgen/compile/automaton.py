@@ -39,6 +39,14 @@ MAX_MINIMIZE_STATES = 50_000  # horizon classes are looked for in rule DFAs up t
 # bench (/work/notes s10): 0 halves the tail's compile but doubles the first-pass fill mean; 20,000
 # keeps the fills and the tail alike; 4,000 keeps compile p50 and most fills, and halves p99.
 EAGER_STATES = 4_000
+# A rule built ahead is lowered first; one whose NFA has more states than this is not determinised
+# then (its NFA is kept for its first entry) and ends the building ahead: the budget above is
+# checked before a rule, so one
+# rule could overshoot it many times over (maskbench-dev's o74598: an 81,000-state rule, two
+# fifths of its compile, built after 800 states were spent; o48661's 33,000, o6237's 11,000).
+# 16,000 (4 x EAGER_STATES) defers 3 of the bench's rules built ahead (NFAs of 18,700-44,800
+# states) and keeps the next (13,600: kb_220's 7,400-state rule).
+AHEAD_NFA_STATES = 4 * EAGER_STATES
 
 
 @dataclass(eq=False)
@@ -154,17 +162,22 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     called = CallIndex({n: i for i, n in enumerate(names) if n in recursive}, len(names))  # numbers Lazy nodes too
     shared = shared_nodes(grammar.rules.values())
     memo = BuildMemo()  # pieces built once for all the rules, deferred ones too
+    lowered: dict[str, _Lowered] = {}  # rules lowered ahead but too big to determinise then: their NFAs
 
     def build(name: str) -> regular.DFA:
-        return _rule_dfa(grammar, name, called, shared, memo, reach[name])
+        return _rule_dfa(grammar, name, called, shared, memo, reach[name], lowered.pop(name, None))
 
     built: list[regular.DFA | None] = [build(n) for n in names[: 1 + len(first)]]
     spent = 0
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
         if defer and spent >= build_ahead:
             break
-        built.append(build(name))
-        spent += built[-1].num_states
+        dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer else None)
+        if isinstance(dfa, _Lowered):  # too big to build now: it and the rules after it wait (those built are a prefix of names)
+            lowered[name] = dfa
+            break
+        built.append(dfa)
+        spent += dfa.num_states
     built += [None] * (len(names) - len(built))
     bodies = [None if dfa is not None else grammar.rules[n] for n, dfa in zip(names, built)]
     facts = rule_facts.IrFacts(grammar.rules, called, lambda e: NFABuilder(grammar.rules, called, shared, memo).regular_dfa(e).can_finish())
@@ -180,17 +193,33 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     return CompiledAutomaton(rules, lazy, nullable)
 
 
-def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo, reach: tuple[list[str], set[str]]) -> regular.DFA:
+@dataclass(frozen=True)
+class _Lowered:
+    """A rule's NFA (from `start` to `final`), lowered but not determinised yet."""
+
+    nfa: regular.NFA
+    start: int
+    final: int
+
+
+def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo, reach: tuple[list[str], set[str]],
+              lowered: _Lowered | None = None, max_nfa: int | None = None) -> regular.DFA | _Lowered:
     """Rule `name`'s determinised automaton (from the cache shared by compiles when its key is
-    there: not for the root, not once the grammar has met a family); `reach`: its `_reach`."""
+    there: not for the root, not once the grammar has met a family); `reach`: its `_reach`;
+    `lowered`: its NFA, lowered before. With `max_nfa`, a rule whose NFA has more states is
+    returned lowered only (`_Lowered`), for the caller to determinise later or never."""
     key, keep = _rule_key(grammar, called, reach) if name != grammar.root else (None, None)
     got = None if key is None else _rule_dfas.get_kept(key)
     if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
         return got[0]
-    builder = NFABuilder(grammar.rules, called, shared, memo)
-    start, final = builder.new(), builder.new()
-    builder.build(grammar.rules[name], start, final)
-    dfa = regular.determinize(builder.nfa, start, final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
+    if lowered is None:
+        builder = NFABuilder(grammar.rules, called, shared, memo)
+        start, final = builder.new(), builder.new()
+        builder.build(grammar.rules[name], start, final)
+        lowered = _Lowered(builder.nfa, start, final)
+        if max_nfa is not None and lowered.nfa.num_states > max_nfa:
+            return lowered
+    dfa = regular.determinize(lowered.nfa, lowered.start, lowered.final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
     if key is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
         _rule_dfas.put(key, dfa, keep)
     return dfa
