@@ -1,7 +1,8 @@
 """compile.rule_facts' left calls from the IR (the rules a rule may call before reading a byte, on
 a path that can finish) equal those of a plain fold that knows no shortcut, on random grammars
 whose alternatives often start with a byte, a character or a literal (the shape a multipleOf's
-thousands of rules have, which the walk answers at a glance)."""
+thousands of rules have, which the walk answers at a glance). Also the productive and nullable
+rules: the least fixpoints of the plain folds, whatever the order of asking."""
 
 from __future__ import annotations
 
@@ -70,3 +71,43 @@ def test_left_calls_are_the_plain_fold_s(bodies):
         want: set[int] = set()
         plain_left_calls(facts, called, body, want, nullable, productive)
         assert got == want, (NAMES[r], body)
+
+
+def plain_fold(e, given: set, called: dict, nullable: bool) -> bool:
+    """Nonempty (nullable False) or nullable, folded from the definition without memo."""
+    if isinstance(e, Seq):
+        return all(plain_fold(x, given, called, nullable) for x in e.items)
+    if isinstance(e, Alt):
+        return any(plain_fold(x, given, called, nullable) for x in e.items)
+    if isinstance(e, Repeat):
+        return e.min == 0 or plain_fold(e.item, given, called, nullable)
+    if isinstance(e, RuleRef):
+        return called[e.name] in given
+    if isinstance(e, Literal):
+        return not e.data if nullable else True
+    if isinstance(e, ByteSet):
+        return not nullable and bool(e.ranges)
+    return not nullable and any(lo < 0xD800 or hi > 0xDFFF for lo, hi in e.ranges)  # CharSet
+
+
+def least_fixpoint(bodies, called: dict, nullable: bool, within: set | None = None) -> set:
+    found: set[int] = set()
+    while True:
+        more = {r for r, b in enumerate(bodies) if (within is None or r in within) and r not in found and plain_fold(b, found, called, nullable)}
+        if not more:
+            return found
+        found |= more
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(expressions(), min_size=len(NAMES), max_size=len(NAMES)), st.permutations(range(len(NAMES))))
+def test_productive_and_nullable_rules_are_the_least_fixpoints_in_any_order(bodies, order):
+    """The folds keep their false answers while the set grows by rules no false answer found
+    missing: in any order of asking (callees first or not, cycles included) the sets are the least
+    fixpoints of the plain folds."""
+    rules = dict(zip(NAMES, bodies))
+    called = {n: i for i, n in enumerate(NAMES)}
+    facts = IrFacts(rules, called, lambda e: True)
+    productive = productive_rules([None] * len(NAMES), bodies, facts, 0, list(order))
+    assert productive == least_fixpoint(bodies, called, False)
+    assert nullable_rules([None] * len(NAMES), bodies, facts, productive, list(order)) == least_fixpoint(bodies, called, True, productive)
