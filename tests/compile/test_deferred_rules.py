@@ -74,6 +74,12 @@ def test_a_rule_too_big_to_build_ahead_is_determinised_when_first_entered_and_lo
     # without the limit y is built ahead: the budget is far from spent
     monkeypatch.setattr(automaton, "AHEAD_NFA_STATES", 10_000)
     assert sorted(r.name for r in compile_automaton(big_branch(), 4000).rules) == ["root", "ws", "x", "y"]
+    # a big rule the machine's start enters (through x's start here) is built ahead all the same:
+    # the machine's set-up would build it at once
+    monkeypatch.setattr(automaton, "AHEAD_NFA_STATES", 40)
+    g = big_branch()
+    g = Grammar({**g.rules, "root": alt(RuleRef("x"), seq(lit("bb"), RuleRef("y"))), "x": alt(RuleRef("y"), seq(lit("("), RuleRef("x"), lit(")")))})
+    assert sorted(r.name for r in compile_automaton(g, 4000).rules) == ["root", "ws", "x", "y"]
 
 
 @settings(max_examples=100, deadline=None)

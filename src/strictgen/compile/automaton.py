@@ -40,12 +40,13 @@ MAX_MINIMIZE_STATES = 50_000  # horizon classes are looked for in rule DFAs up t
 # keeps the fills and the tail alike; 4,000 keeps compile p50 and most fills, and halves p99.
 EAGER_STATES = 4_000
 # A rule built ahead is lowered first; one whose NFA has more states than this is not determinised
-# then (its NFA is kept for its first entry) and ends the building ahead: the budget above is
-# checked before a rule, so one
-# rule could overshoot it many times over (maskbench-dev's o74598: an 81,000-state rule, two
-# fifths of its compile, built after 800 states were spent; o48661's 33,000, o6237's 11,000).
-# 16,000 (4 x EAGER_STATES) defers 3 of the bench's rules built ahead (NFAs of 18,700-44,800
-# states) and keeps the next (13,600: kb_220's 7,400-state rule).
+# then (its NFA is kept for its first entry) and ends the building ahead, unless the machine's
+# start enters it (its set-up would build it at once: clang-format's 31,000-state rule). The
+# budget above is checked before a rule, so one rule could overshoot it many times over
+# (maskbench-dev's o74598: an 81,000-state rule, two fifths of its compile, built after 800
+# states were spent; o48661's 33,000, o3626's 40,000). 16,000 (4 x EAGER_STATES) defers 3 of the
+# bench's rules built ahead (NFAs of 18,700-44,800 states) and keeps the next (13,600: kb_220's
+# 7,400-state rule).
 AHEAD_NFA_STATES = 4 * EAGER_STATES
 
 
@@ -168,16 +169,20 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
         return _rule_dfa(grammar, name, called, shared, memo, reach[name], lowered.pop(name, None))
 
     built: list[regular.DFA | None] = [build(n) for n in names[: 1 + len(first)]]
+    at_start = _called_at_start(built)
     spent = 0
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
         if defer and spent >= build_ahead:
             break
-        dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer else None)
+        index = len(built)  # a rule the machine's start enters is built now however big (its set-up would build it)
+        dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer and index not in at_start else None)
         if isinstance(dfa, _Lowered):  # too big to build now: it and the rules after it wait (those built are a prefix of names)
             lowered[name] = dfa
             break
         built.append(dfa)
         spent += dfa.num_states
+        if index in at_start:
+            at_start = _called_at_start(built)
     built += [None] * (len(names) - len(built))
     bodies = [None if dfa is not None else grammar.rules[n] for n, dfa in zip(names, built)]
     facts = rule_facts.IrFacts(grammar.rules, called, lambda e: NFABuilder(grammar.rules, called, shared, memo).regular_dfa(e).can_finish())
@@ -223,6 +228,20 @@ def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], 
     if key is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
         _rule_dfas.put(key, dfa, keep)
     return dfa
+
+
+def _called_at_start(built: list[regular.DFA]) -> set[int]:
+    """The rules the machine enters before reading a byte, as far as the rules built so far tell:
+    those the root's start state calls, and the calls of their start states in turn."""
+    found: set[int] = set()
+    work = [0]
+    while work:
+        for callee, _ in built[work.pop()].calls(0):
+            if callee not in found:
+                found.add(callee)
+                if callee < len(built):
+                    work.append(callee)
+    return found
 
 
 def _reached_first(root: str, calls: dict[str, set[str]]) -> list[str]:
