@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 
+from strictgen.lru import BoundedLRU
+
 from .ir import (
     EMPTY,
     MAX_CODEPOINT,
@@ -39,13 +41,14 @@ from .ir import (
     charset,
     chars,
     lit,
+    literal_trie,
     negate_ranges,
     normalize_ranges,
     repeat,
     seq,
 )
 
-__all__ = ["ESCAPE_POLICIES", "digit_class", "json_escaped", "spelled_string", "spelled_text"]
+__all__ = ["ESCAPE_POLICIES", "digit_class", "json_escaped", "spelled_choice", "spelled_string", "spelled_text"]
 
 ESCAPE_POLICIES = ("standard", "all", "required")
 
@@ -191,15 +194,38 @@ def spelled_text(text: str, escapes: str = "all") -> Expr:
     return json_escaped(lit(text), escapes) if text else EMPTY
 
 
+@functools.lru_cache(maxsize=8192)
 def spelled_string(text: str) -> Expr:
     """The quoted JSON string `text` in every spelling. (A body that is a Seq of escape choices
     is what `seq` would write between the quotes, built without its loops: seq's output has no
     nested Seq and no adjacent literals, and no literal at either end joins a quote. Every
-    object key of a schema is spelled here.)"""
+    object key of a schema is spelled here: kept for the process, the same key is the same
+    object in every compile, as `spelled_choice` says why.)"""
     body = spelled_text(text)
     if type(body) is Seq and body.items and type(body.items[0]) is not Literal and type(body.items[-1]) is not Literal:
         return Seq((Literal(b'"'), *body.items, Literal(b'"')))
     return seq(lit('"'), body, lit('"'))
+
+
+SPELLED_CHOICES_KEPT = 1024  # distinct string sets (enums) whose spellings the process keeps ...
+SPELLED_CHOICES_CHARS = 1 << 20  # ... with at most this many characters among them all
+_choices: BoundedLRU[tuple[int, Expr]] = BoundedLRU(SPELLED_CHOICES_KEPT, SPELLED_CHOICES_CHARS, lambda got: got[0])
+
+
+def spelled_choice(strings) -> Expr:
+    """Exactly one of `strings`, as a quoted JSON string in every spelling (an enum's strings):
+    their shared prefixes as a trie (ir.literal_trie), each character in every spelling.
+
+    A constant of the strings, not of the schema or the vocabulary, so it is kept for the process
+    (bounded in sets and characters): rebuilding it was most of an enum's front-end cost in every
+    compile, and the same strings now give the same object in every grammar, which lets the
+    automaton compiler's caches keyed by a rule body's identity find the enum's rule again."""
+    words = tuple(sorted(set(strings)))  # literal_trie's order and repeats do not matter
+    got = _choices.get(words)
+    if got is None:
+        got = (len(words) + sum(map(len, words)), seq(lit('"'), json_escaped(literal_trie(words), "all"), lit('"')))
+        _choices.put(words, got)
+    return got[1]
 
 
 def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
