@@ -194,18 +194,19 @@ def spelled_text(text: str, escapes: str = "all") -> Expr:
     return json_escaped(lit(text), escapes) if text else EMPTY
 
 
-@functools.lru_cache(maxsize=8192)
 def spelled_string(text: str) -> Expr:
     """The quoted JSON string `text` in every spelling. (A body that is a Seq of escape choices
     is what `seq` would write between the quotes, built without its loops: seq's output has no
     nested Seq and no adjacent literals, and no literal at either end joins a quote. Every
-    object key of a schema is spelled here: kept for the process, the same key is the same
-    object in every compile, as `spelled_choice` says why.)"""
+    object key of a schema is spelled here. A new object each call, around the kept body: see
+    `spelled_choice`.)"""
     body = spelled_text(text)
     if type(body) is Seq and body.items and type(body.items[0]) is not Literal and type(body.items[-1]) is not Literal:
-        return Seq((Literal(b'"'), *body.items, Literal(b'"')))
+        return Seq((_QUOTE, *body.items, _QUOTE))
     return seq(lit('"'), body, lit('"'))
 
+
+_QUOTE = Literal(b'"')
 
 SPELLED_CHOICES_KEPT = 1024  # distinct string sets (enums) whose spellings the process keeps ...
 SPELLED_CHOICES_CHARS = 1 << 20  # ... with at most this many characters among them all
@@ -216,16 +217,18 @@ def spelled_choice(strings) -> Expr:
     """Exactly one of `strings`, as a quoted JSON string in every spelling (an enum's strings):
     their shared prefixes as a trie (ir.literal_trie), each character in every spelling.
 
-    A constant of the strings, not of the schema or the vocabulary, so it is kept for the process
-    (bounded in sets and characters): rebuilding it was most of an enum's front-end cost in every
-    compile, and the same strings now give the same object in every grammar, which lets the
-    automaton compiler's caches keyed by a rule body's identity find the enum's rule again."""
+    The body between the quotes is a constant of the strings, not of the schema or the
+    vocabulary, so it is kept for the process (bounded in sets and characters): building it was
+    most of an enum's front-end cost in every compile. The quoted expression around it is a new
+    object each call, as it was: a rule body that is the same object in two compiles is one the
+    automaton compiler builds ahead (compile.automaton's kept rules), where an enum's rule was
+    otherwise built only when a document reaches it."""
     words = tuple(sorted(set(strings)))  # literal_trie's order and repeats do not matter
     got = _choices.get(words)
     if got is None:
-        got = (len(words) + sum(map(len, words)), seq(lit('"'), json_escaped(literal_trie(words), "all"), lit('"')))
+        got = (len(words) + sum(map(len, words)), json_escaped(literal_trie(words), "all"))
         _choices.put(words, got)
-    return got[1]
+    return seq(_QUOTE, got[1], _QUOTE)
 
 
 def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
