@@ -1,11 +1,13 @@
 """What the string path keeps for the process: json_escapes.spelled_choice (an enum's strings) is
-the expression built afresh, the same object for the same set of strings in any order, and its
+the expression built afresh, around the same kept body for the same strings in any order, and its
 language is exactly the quoted spellings of the strings (hypothesis: ASCII, characters JSON must
 escape, multi-byte and astral characters); the date and time formats are built once, and the
-time format's leap-second table, written with the node classes, is the expression seq/alt build."""
+time format's leap-second table, written with the node classes, is the expression seq/alt build;
+one character's `\\u` escapes, written out, are every case of its UTF-16 code units' hex digits."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import given, settings
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from strictgen.grammar.automata import regular_dfa
 from strictgen.grammar.ir import Seq, alt, chars, lit, literal_trie, opt, repeat, seq
-from strictgen.grammar.json_escapes import json_escaped, spelled_choice
+from strictgen.grammar.json_escapes import SHORT_ESCAPES, json_escaped, spelled_choice
 from strictgen.grammar.string_formats import DIGIT, format_value_expr
 
 TEXTS = st.text(st.sampled_from(list('ab"\\/\n\x00\x1féß日😀 ~')), max_size=6)
@@ -79,3 +81,32 @@ def test_the_time_format_is_the_seq_and_alt_expression():
     leap = _leap_seconds_with_seq_and_alt()
     assert time_format.items[1:-1] == leap.items
     assert time_format.items[-1] == seq(lit("23:59:60"), opt(seq(lit("."), repeat(DIGIT, 1))), chars("Zz"))
+
+
+def _u_spellings(cp: int) -> set[bytes]:
+    """Every `\\uXXXX` spelling of a scalar value (a surrogate pair above U+FFFF), hex in either case."""
+    units = [cp] if cp <= 0xFFFF else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + (cp & 0x3FF)]
+    hexes = "".join(f"{u:04x}" for u in units)
+    cased = itertools.product(*({d, d.upper()} for d in hexes))
+    return {b"\\u" + b"\\u".join(bytes("".join(c[i : i + 4]), "ascii") for i in range(0, len(c), 4)) for c in cased}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 0x10FFFF).filter(lambda cp: not 0xD800 <= cp <= 0xDFFF))
+def test_one_character_in_every_spelling(cp):
+    """json_escaped of one character ("all") accepts its raw UTF-8 where JSON allows it, its short
+    escape, and its \\u escapes in every case, and nothing of the next character."""
+    dfa = regular_dfa(json_escaped(lit(chr(cp)), "all"))
+
+    def accepts(body: bytes) -> bool:
+        state = dfa.step(0, body)
+        return state >= 0 and dfa.is_accepting(state)
+
+    spellings = _u_spellings(cp)
+    if cp >= 0x20 and cp not in (0x22, 0x5C):
+        spellings.add(chr(cp).encode())
+    if cp in SHORT_ESCAPES:
+        spellings.add(b"\\" + SHORT_ESCAPES[cp].encode())
+    assert all(accepts(b) for b in spellings)
+    other = cp + 1 if cp + 1 <= 0x10FFFF and not 0xD800 <= cp + 1 <= 0xDFFF else 0x41 + (cp == 0x41)
+    assert not any(accepts(b) for b in _u_spellings(other))
