@@ -86,7 +86,7 @@ def ranges_minus(a, b) -> tuple[tuple[int, int], ...]:
 RAW_ONLY = ranges_minus(PRINTABLE_ASCII, MUST_ESCAPE)
 
 
-def digit_trie(groups, width: int, base: int = 16) -> Expr:
+def _digit_trie(groups, width: int, base: int = 16) -> Expr:
     """Numerals of exactly `width` digits followed by a continuation chosen by their value.
 
     `groups` is a tuple of (ranges, continuation) with disjoint value ranges. The result is
@@ -141,10 +141,10 @@ def _u_escapes(ranges) -> Expr:
                 key = tuple((lo - base_cp + 0xDC00, hi - base_cp + 0xDC00) for lo, hi in low)
                 lows_of_high.setdefault(key, []).append(0xD800 + high)
         for low, highs in lows_of_high.items():
-            groups.append((normalize_ranges((h, h) for h in highs), seq(lit("\\u"), digit_trie(((low, EMPTY),), 4))))
+            groups.append((normalize_ranges((h, h) for h in highs), seq(lit("\\u"), _digit_trie(((low, EMPTY),), 4))))
     if not groups:
         return Alt(())
-    return seq(lit("u"), digit_trie(tuple(groups), 4))
+    return seq(lit("u"), _digit_trie(tuple(groups), 4))
 
 
 _HEX_DIGITS = tuple(digit_class((v,), 16) for v in range(16))
@@ -154,7 +154,7 @@ def _u_escape(cp: int) -> Expr:
     """`_u_escapes` of one scalar value, written out: the trie has one branch, the hex digits of
     the value's UTF-16 code units (either case), `\\u` between the two of a surrogate pair. The
     same expression as the trie's (`seq` flattens its one-branch levels into this Seq); digit by
-    digit through digit_trie's range tests it cost ~0.2 ms a character, most of the first
+    digit through _digit_trie's range tests it cost ~0.2 ms a character, most of the first
     spelling of an enum's or a key's characters in a process."""
     units = (cp,) if cp <= 0xFFFF else (0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + (cp & 0x3FF))
     items: list[Expr] = [Literal(b"u")]
