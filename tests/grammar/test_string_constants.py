@@ -14,17 +14,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strictgen.grammar.automata import regular_dfa
-from strictgen.grammar.ir import Seq, alt, chars, lit, literal_trie, opt, repeat, seq
+from strictgen.grammar.ir import MAX_TRIE_NESTING, Seq, alt, chars, lit, literal_trie, opt, repeat, seq
 from strictgen.grammar.json_escapes import SHORT_ESCAPES, json_escaped, spelled_choice
 from strictgen.grammar.string_formats import DIGIT, format_value_expr
 
 TEXTS = st.text(st.sampled_from(list('ab"\\/\n\x00\x1féß日😀 ~')), max_size=6)
-SETS = st.lists(TEXTS, min_size=1, max_size=5)
+SETS = st.lists(TEXTS, min_size=1, max_size=5) | st.lists(st.text("éßab", max_size=5), min_size=1, max_size=12)
 
 
 @settings(max_examples=100, deadline=None)
 @given(SETS, st.randoms(use_true_random=False))
-def test_spelled_choice_is_the_fresh_trie_and_one_object(strings, rnd):
+def test_spelled_choice_is_the_fresh_trie_around_one_kept_body(strings, rnd):
     fresh = seq(lit('"'), json_escaped(literal_trie(strings), "all"), lit('"'))
     got = spelled_choice(strings)
     assert got == fresh
@@ -34,6 +34,12 @@ def test_spelled_choice_is_the_fresh_trie_and_one_object(strings, rnd):
     assert again == got and again is not got  # a new quoted expression ...
     if type(got) is Seq and len(got.items) == 3:
         assert again.items[1] is got.items[1]  # ... around the kept body
+
+
+def test_spelled_choice_of_a_trie_too_deep_to_nest():
+    """Past MAX_TRIE_NESTING literal_trie gives a flat Alt of the words: spelled the same."""
+    words = ["é" * n + "x" for n in range(MAX_TRIE_NESTING + 8)]
+    assert spelled_choice(words) == seq(lit('"'), json_escaped(literal_trie(words), "all"), lit('"'))
 
 
 @settings(max_examples=60, deadline=None)

@@ -20,7 +20,9 @@ Lone surrogates (``\\uD800`` alone) are never accepted: they are not Unicode sca
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
+from strictgen import deadline
 from strictgen.lru import BoundedLRU
 
 from .ir import (
@@ -229,13 +231,14 @@ def spelled_string(text: str) -> Expr:
 _QUOTE = Literal(b'"')
 
 SPELLED_CHOICES_KEPT = 1024  # distinct string sets (enums) whose spellings the process keeps ...
-SPELLED_CHOICES_CHARS = 1 << 20  # ... with at most this many characters among them all
+SPELLED_CHOICES_CHARS = 1 << 18  # ... with at most this many characters among them all (~30 bytes each)
 _choices: BoundedLRU[tuple[int, Expr]] = BoundedLRU(SPELLED_CHOICES_KEPT, SPELLED_CHOICES_CHARS, lambda got: got[0])
 
 
 def spelled_choice(strings) -> Expr:
     """Exactly one of `strings`, as a quoted JSON string in every spelling (an enum's strings):
-    their shared prefixes as a trie (ir.literal_trie), each character in every spelling.
+    their shared prefixes as a trie (ir.literal_trie), each character in every spelling
+    (json_escaped's rewrite, whose Alts need no check for repeats here: `_disjoint_alt`).
 
     The body between the quotes is a constant of the strings, not of the schema or the
     vocabulary, so it is kept for the process (bounded in sets and characters): building it was
@@ -246,9 +249,26 @@ def spelled_choice(strings) -> Expr:
     words = tuple(sorted(set(strings)))  # literal_trie's order and repeats do not matter
     got = _choices.get(words)
     if got is None:
-        got = (len(words) + sum(map(len, words)), json_escaped(literal_trie(words), "all"))
+        got = (len(words) + sum(map(len, words)), _escaped(literal_trie(words), "all", _disjoint_alt))
         _choices.put(words, got)
     return seq(_QUOTE, got[1], _QUOTE)
+
+
+def _disjoint_alt(*items: Expr) -> Expr:
+    """`alt` of alternatives whose languages are pairwise disjoint: flattened, without `alt`'s
+    check for repeats (which hashed every spelled word's items, half of an enum's spelling). A
+    literal trie's are: the alternatives of a node start with distinct characters or end the
+    word, so their spellings, and the raw and escaped forms a one-character branch flattens
+    into, are disjoint, and `alt` would drop none of them."""
+    flat: list[Expr] = []
+    for n, item in enumerate(items):
+        if not n & 4095:
+            deadline.check()
+        if type(item) is Alt:
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
 
 
 def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
@@ -261,6 +281,12 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
     """
     if escapes not in ESCAPE_POLICIES:
         raise ValueError(f"escapes must be one of {ESCAPE_POLICIES}, not {escapes!r}")
+    return _escaped(expr, escapes, alt)
+
+
+def _escaped(expr: Expr, escapes: str, join: Callable[..., Expr]) -> Expr:
+    """json_escaped's rewrite, with `join` making the Alts (`alt`, or `_disjoint_alt` where the
+    alternatives are known disjoint)."""
     memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
     plain = RAW_ONLY if escapes != "all" else ()
 
@@ -280,7 +306,7 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
         elif isinstance(e, Seq):
             out = seq(*(rec(i) for i in e.items))
         elif isinstance(e, Alt):
-            out = alt(*(rec(i) for i in e.items)) if e.items else e
+            out = join(*(rec(i) for i in e.items)) if e.items else e
         elif isinstance(e, Repeat):
             out = repeat(rec(e.item), e.min, e.max)
         elif isinstance(e, Intersect):
