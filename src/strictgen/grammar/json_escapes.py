@@ -20,6 +20,10 @@ Lone surrogates (``\\uD800`` alone) are never accepted: they are not Unicode sca
 from __future__ import annotations
 
 import functools
+from typing import Callable
+
+from strictgen import deadline
+from strictgen.lru import BoundedLRU
 
 from .ir import (
     EMPTY,
@@ -39,13 +43,14 @@ from .ir import (
     charset,
     chars,
     lit,
+    literal_trie,
     negate_ranges,
     normalize_ranges,
     repeat,
     seq,
 )
 
-__all__ = ["ESCAPE_POLICIES", "digit_class", "json_escaped", "spelled_string", "spelled_text"]
+__all__ = ["ESCAPE_POLICIES", "digit_class", "json_escaped", "spelled_choice", "spelled_string", "spelled_text"]
 
 ESCAPE_POLICIES = ("standard", "all", "required")
 
@@ -122,6 +127,8 @@ def _u_escapes(ranges) -> Expr:
     """`uXXXX` (after the backslash) spellings of the scalar values in `ranges`, with surrogate
     pairs `uD8xx\\uDCxx` above U+FFFF; one deterministic trie."""
     ranges = ranges_minus(ranges, (SURROGATES,))
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return _u_escape(ranges[0][0])
     groups: list[tuple[tuple, Expr]] = []
     bmp = ranges_and(ranges, ((0, 0xFFFF),))
     if bmp:
@@ -140,6 +147,24 @@ def _u_escapes(ranges) -> Expr:
     if not groups:
         return Alt(())
     return seq(lit("u"), _digit_trie(tuple(groups), 4))
+
+
+_HEX_DIGITS = tuple(digit_class((v,), 16) for v in range(16))
+
+
+def _u_escape(cp: int) -> Expr:
+    """`_u_escapes` of one scalar value, written out: the trie has one branch, the hex digits of
+    the value's UTF-16 code units (either case), `\\u` between the two of a surrogate pair. The
+    same expression as the trie's (`seq` flattens its one-branch levels into this Seq); digit by
+    digit through _digit_trie's range tests it cost ~0.2 ms a character, most of the first
+    spelling of an enum's or a key's characters in a process."""
+    units = (cp,) if cp <= 0xFFFF else (0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + (cp & 0x3FF))
+    items: list[Expr] = [Literal(b"u")]
+    for n, unit in enumerate(units):
+        if n:
+            items.append(Literal(b"\\u"))
+        items += (_HEX_DIGITS[unit >> shift & 15] for shift in (12, 8, 4, 0))
+    return Seq(tuple(items))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -195,11 +220,55 @@ def spelled_string(text: str) -> Expr:
     """The quoted JSON string `text` in every spelling. (A body that is a Seq of escape choices
     is what `seq` would write between the quotes, built without its loops: seq's output has no
     nested Seq and no adjacent literals, and no literal at either end joins a quote. Every
-    object key of a schema is spelled here.)"""
+    object key of a schema is spelled here. A new object each call, around the kept body: see
+    `spelled_choice`.)"""
     body = spelled_text(text)
     if type(body) is Seq and body.items and type(body.items[0]) is not Literal and type(body.items[-1]) is not Literal:
-        return Seq((Literal(b'"'), *body.items, Literal(b'"')))
+        return Seq((_QUOTE, *body.items, _QUOTE))
     return seq(lit('"'), body, lit('"'))
+
+
+_QUOTE = Literal(b'"')
+
+SPELLED_CHOICES_KEPT = 1024  # distinct string sets (enums) whose spellings the process keeps ...
+SPELLED_CHOICES_CHARS = 1 << 18  # ... with at most this many characters among them all (~30 bytes each)
+_choices: BoundedLRU[tuple[int, Expr]] = BoundedLRU(SPELLED_CHOICES_KEPT, SPELLED_CHOICES_CHARS, lambda got: got[0])
+
+
+def spelled_choice(strings) -> Expr:
+    """Exactly one of `strings`, as a quoted JSON string in every spelling (an enum's strings):
+    their shared prefixes as a trie (ir.literal_trie), each character in every spelling
+    (json_escaped's rewrite, whose Alts need no check for repeats here: `_disjoint_alt`).
+
+    The body between the quotes is a constant of the strings, not of the schema or the
+    vocabulary, so it is kept for the process (bounded in sets and characters): building it was
+    most of an enum's front-end cost in every compile. The quoted expression around it is a new
+    object each call, as it was: a rule body that is the same object in two compiles is one the
+    automaton compiler builds ahead (compile.automaton's kept rules), where an enum's rule was
+    otherwise built only when a document reaches it."""
+    words = tuple(sorted(set(strings)))  # literal_trie's order and repeats do not matter
+    got = _choices.get(words)
+    if got is None:
+        got = (len(words) + sum(map(len, words)), _escaped(literal_trie(words), "all", _disjoint_alt))
+        _choices.put(words, got)
+    return seq(_QUOTE, got[1], _QUOTE)
+
+
+def _disjoint_alt(*items: Expr) -> Expr:
+    """`alt` of alternatives whose languages are pairwise disjoint: flattened, without `alt`'s
+    check for repeats (which hashed every spelled word's items, half of an enum's spelling). A
+    literal trie's are: the alternatives of a node start with distinct characters or end the
+    word, so their spellings, and the raw and escaped forms a one-character branch flattens
+    into, are disjoint, and `alt` would drop none of them."""
+    flat: list[Expr] = []
+    for n, item in enumerate(items):
+        if not n & 4095:
+            deadline.check()
+        if type(item) is Alt:
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
 
 
 def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
@@ -212,6 +281,12 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
     """
     if escapes not in ESCAPE_POLICIES:
         raise ValueError(f"escapes must be one of {ESCAPE_POLICIES}, not {escapes!r}")
+    return _escaped(expr, escapes, alt)
+
+
+def _escaped(expr: Expr, escapes: str, join: Callable[..., Expr]) -> Expr:
+    """json_escaped's rewrite, with `join` making the Alts (`alt`, or `_disjoint_alt` where the
+    alternatives are known disjoint)."""
     memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
     plain = RAW_ONLY if escapes != "all" else ()
 
@@ -231,7 +306,7 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
         elif isinstance(e, Seq):
             out = seq(*(rec(i) for i in e.items))
         elif isinstance(e, Alt):
-            out = alt(*(rec(i) for i in e.items)) if e.items else e
+            out = join(*(rec(i) for i in e.items)) if e.items else e
         elif isinstance(e, Repeat):
             out = repeat(rec(e.item), e.min, e.max)
         elif isinstance(e, Intersect):

@@ -72,6 +72,9 @@ from .ir import (
     MAX_CODEPOINT,
     Alt,
     Expr,
+    Literal,
+    Repeat,
+    Seq,
     alt,
     charset,
     chars,
@@ -161,6 +164,7 @@ def _dec2(lo: int, hi: int) -> Expr:
 # ---- date and time (RFC 3339) -------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)  # date and date-time share it: built once a process (see format_value_expr)
 def _date() -> Expr:
     year = fixed_width_number(1, 9999, 4)  # no year 0000, as in Python's datetime and jsonschema
     # two-digit multiples of 4 other than "00"
@@ -176,32 +180,47 @@ def _date() -> Expr:
     return alt(seq(year, lit("-"), month_day), seq(leap_year, lit("-02-29")))
 
 
+@functools.lru_cache(maxsize=None)  # time and date-time share it: built once a process
 def _time() -> Expr:
     hour, minute = _dec2(0, 23), _dec2(0, 59)
     secfrac = opt(seq(lit("."), repeat(DIGIT, 1)))
     offset = alt(chars("Zz"), seq(chars("+-"), hour, lit(":"), minute))
     normal = seq(hour, lit(":"), minute, lit(":"), _dec2(0, 59), secfrac, offset)
-    # Second 60 only where the time in UTC is 23:59:60; "-00:00" (unknown offset) counts as UTC.
-    # That is a table of (local hour, local minute, offset), nested by the offset's characters
-    # from the right (minutes, then hour digits) so that the automaton merges every entry that
-    # shares the rest of the offset as soon as it has read the characters in front of it.
-    table: dict[tuple[str, str, str], list[Expr]] = {}  # (offset minutes, hour digit 2, digit 1)
+    return alt(normal, _leap_seconds(secfrac), seq(lit("23:59:60"), secfrac, chars("Zz")))
+
+
+def _leap_seconds(secfrac: Expr) -> Expr:
+    """Second 60 with an offset: only where the time in UTC is 23:59:60 ("-00:00", unknown
+    offset, counts as UTC). A table of (local hour, local minute, offset), nested by the offset's
+    characters from the right (minutes, then hour digits), so that the automaton merges every
+    entry that shares the rest of the offset as soon as it has read the characters in front of it.
+
+    Written with the IR's node classes, not seq/alt: 2,880 entries of distinct literals, where
+    those constructors would only copy them (the same expression; their flattening and repeat
+    checks were most of the ~20 ms this took)."""
+    assert type(secfrac) is Repeat  # so an entry's Seq is (Literal, secfrac, Literal) as seq writes it
+    signs = {"+": Literal(b"+"), "-": Literal(b"-")}
+    table: dict[tuple[int, int, int], list[Expr]] = {}  # (offset minutes, hour digit 2, digit 1)
     for h in range(24):
         for m in range(60):
             local = 60 * h + m
+            stamp = b"%02d:%02d:60" % (h, m)
             for sign in "+-":
                 off = (local - 1439) % 1440 if sign == "+" else (1439 - local) % 1440  # UTC = local ∓ offset
-                oh, om = f"{off // 60:02d}", f"{off % 60:02d}"
-                entry = seq(lit(f"{h:02d}:{m:02d}:60"), secfrac, lit(sign))
-                table.setdefault((om, oh[1], oh[0]), []).append(entry)
-    then_d1: dict[tuple[str, str], list[Expr]] = {}
-    for (om, d2, d1), entries in table.items():
-        then_d1.setdefault((om, d2), []).append(seq(alt(*entries), lit(d1)))
-    then_d2: dict[str, list[Expr]] = {}
+                key = (off % 60, off // 60 % 10, off // 600)
+                table.setdefault(key, []).append(Seq((Literal(stamp), secfrac, signs[sign])))
+    then_d1: dict[tuple[int, int], list[Expr]] = {}
+    for (om, d2, d1), entries in table.items():  # an offset has one entry per sign: never a repeat
+        then_d1.setdefault((om, d2), []).append(Seq((Alt(tuple(entries)), Literal(b"%d" % d1))))
+    then_d2: dict[int, list[Expr]] = {}
     for (om, d2), items in then_d1.items():
-        then_d2.setdefault(om, []).append(seq(alt(*items), lit(d2)))
-    leap = alt(*(seq(alt(*items), lit(":" + om)) for om, items in then_d2.items()))
-    return alt(normal, leap, seq(lit("23:59:60"), secfrac, chars("Zz")))
+        then_d2.setdefault(om, []).append(Seq((_one_or_alt(items), Literal(b"%d" % d2))))
+    return Alt(tuple(Seq((_one_or_alt(items), Literal(b":%02d" % om))) for om, items in then_d2.items()))
+
+
+def _one_or_alt(items: list[Expr]) -> Expr:
+    """`alt` of distinct items that are not Alts: the item itself, or their Alt."""
+    return items[0] if len(items) == 1 else Alt(tuple(items))
 
 
 def _duration() -> Expr:
@@ -399,7 +418,12 @@ EXACT_FORMATS: frozenset[str] = frozenset(set(_BUILDERS) - set(INEXACT_FORMATS))
 
 @functools.lru_cache(maxsize=None)
 def format_value_expr(name: str) -> Expr | None:
-    """The language of decoded string values valid for format `name`; None if unsupported."""
+    """The language of decoded string values valid for format `name`; None if unsupported.
+
+    Formats are the library's constants (their IR depends on neither the schema nor the
+    vocabulary), so each is built once a process, at first use (a bounded set: the supported
+    names), and is the same object in every grammar: the automata cached by expression
+    (grammar.automata) are then found again, not rebuilt."""
     build = _BUILDERS.get(name)
     return build() if build is not None else None
 

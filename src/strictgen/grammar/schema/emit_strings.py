@@ -78,9 +78,15 @@ def emit_string(em: SchemaEmitter, atoms: tuple) -> Expr:
     # (big ones are then compiled once, as calls)
     # a stable name (the same atoms give the same rule name and body object in every grammar,
     # so a compiler-side cache of rule automata could reuse e.g. the date-time automaton)
-    name = em.string_rules[atoms] = "str_" + hashlib.sha1(stable_text(atoms).encode()).hexdigest()[:16]
+    name = em.string_rules[atoms] = _rule_name(atoms)
     em.rules[name] = body
     return RuleRef(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rule_name(atoms: tuple) -> str:
+    """The rule name of a conjunction of atoms, the same in every grammar and process."""
+    return "str_" + hashlib.sha1(stable_text(atoms).encode()).hexdigest()[:16]
 
 
 def stable_text(value) -> str:
@@ -97,9 +103,11 @@ def stable_text(value) -> str:
     return repr(value)
 
 
+@functools.lru_cache(maxsize=1024)
 def _length_product_small(atoms: tuple, length: Length) -> bool:
     """Is the product of a long length bound and a pattern/format small enough to build ahead?
-    (Else it is built at run time, length_product.)
+    (Else it is built at run time, length_product.) A function of the atoms alone, answered once
+    a process (counting the product's layers was asked again in every compile).
 
     The estimate (~4 product states per pattern state and count) is only a cheap pass: past
     it the minimal product's states are counted layer by layer, which proves most products too

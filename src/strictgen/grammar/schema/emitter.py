@@ -20,7 +20,7 @@ from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.lru import BoundedLRU
 
 from ..ir import EMPTY, NOTHING, Expr, Grammar, RuleRef, Seq, alt, called_body, lit, literal_trie, seq
-from ..json_escapes import json_escaped, spelled_string
+from ..json_escapes import spelled_choice, spelled_string
 from ..json_value import JsonStyle, any_value_body
 from ..numbers import number_spellings
 from .counting import counting_language
@@ -135,7 +135,7 @@ class SchemaEmitter:
         words = [v for v in values if v is None or isinstance(v, bool)]
         parts = [self.value(v) for v in values if not (v is None or isinstance(v, (str, bool)))]
         if strings:
-            parts.append(seq(lit('"'), json_escaped(literal_trie(strings), "all"), lit('"')))
+            parts.append(spelled_choice(strings))
         if words:
             parts.append(literal_trie(json.dumps(v) for v in words))
         body = alt(*parts)
