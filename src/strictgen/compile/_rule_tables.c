@@ -5,7 +5,7 @@
 
 void machine_free_arrays(Machine *m) {
     void *blocks[] = {(void *)m->frame_row, m->canon, m->sig_slots, m->sig_start.data, m->sig_len.data, m->sig_frame.data,
-                      m->sig_pool.data, m->sig_scratch.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
+                      m->sig_pool.data, m->sig_scratch.data, m->future_num.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
                       m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data, m->utf8_memo.data, m->steps_asked.data};
@@ -127,7 +127,7 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         m->call_callee[m->num_calls + i] = c < m->num_static ? m->base[c] : -(c + 1); /* a static rule's start, or a rule built at run time */
         m->call_ret[m->num_calls + i] = (int32_t)b0 + p->ret[i];
     }
-    if (machine_canon_frames(m, p, width, (int32_t)b0) < 0) {
+    if (machine_canon_frames(m, p, (int32_t)b0) < 0) {
         free(dfa);
         return -1; /* nothing counted yet */
     }
