@@ -92,6 +92,7 @@ typedef struct {
     int32_t *canon;
     Vec sig_start, sig_len, sig_frame, sig_pool, sig_scratch;
     Vec future_num; /* scratch of the signature walk: a number per frame met, -1 otherwise */
+    Vec range_start, range_len, range_pool; /* the byte ranges of the frames signature walks met */
     int32_t *sig_slots;
     Py_ssize_t sig_mask;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
