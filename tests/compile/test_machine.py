@@ -153,6 +153,20 @@ def test_bad_arrays_and_states_are_refused():
         _machine.Machine([rule_arrays(start=(0, 1), callee=(0,), ret=(7,))])
     with pytest.raises(ValueError, match="inconsistent"):  # a target past the rule's frames
         _machine.Machine([rule_arrays(table=(1,))])
+    with pytest.raises(ValueError, match="inconsistent"):  # below -1 (dead)
+        _machine.Machine([rule_arrays(table=(-2,))])
+    # rows of 20 classes (copied in vector steps, _rule_tables.c): one bad target anywhere is found
+    wide = np.full(40, -1, dtype=np.int32)
+    wide[[3, 25]] = [1, 0]
+    classes = (np.arange(256) % 20).astype(np.uint8)
+    two = dict(classmap=classes, accepting=(0, 1), start=(0, 0, 0))
+    fine = _machine.Machine([rule_arrays(table=wide, **two)])
+    assert fine.step_bytes(fine.start_state(), bytes([3])) != DEAD and fine.step_bytes(fine.start_state(), bytes([4])) == DEAD
+    for place, bad in ((0, 2), (17, -7), (39, 2**31 - 1), (38, -(2**31))):
+        broken = wide.copy()
+        broken[place] = bad
+        with pytest.raises(ValueError, match="inconsistent"):
+            _machine.Machine([rule_arrays(table=broken, **two)])
     with pytest.raises(ValueError, match="inconsistent"):  # a class past the row's end
         _machine.Machine([rule_arrays(classmap=np.full(256, 1, dtype=np.uint8))])
     with pytest.raises(ValueError, match="inconsistent"):  # a second rule whose table is one row short

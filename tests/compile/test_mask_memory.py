@@ -8,6 +8,7 @@ import threading
 import weakref
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,10 +20,12 @@ words = st.lists(st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=40)
 
 @settings(max_examples=200, deadline=None)
 @given(words, words)
-def test_digest_and_same_words_tell_contents_apart(a, b):
+def test_digest_and_the_table_tell_contents_apart(a, b):
     x, y = np.asarray(a, dtype=np.int32), np.asarray(b, dtype=np.int32)
     assert _mask_bits.digest(x) == _mask_bits.digest(x.copy())
-    assert _mask_bits.same_words(x, y) == (a == b)
+    table = _mask_bits.ContentTable()
+    kept = table.keep(x)
+    assert (table.keep(y) is kept) == (a == b)
     if a != b:  # a planted one-bit change moves the digest (not a guarantee in general: a check of these)
         z = x.copy()
         z[len(z) // 2] ^= 1 << (len(z) % 31)
@@ -44,15 +47,59 @@ def test_keep_shares_equal_contents_and_copies_new_ones():
     assert second is not first and second.tolist() == [1, 2, 3, 4, 6] and first.tolist() == [1, 2, 3, 4, 5]
 
 
-def test_a_digest_collision_keeps_each_content(monkeypatch):
-    monkeypatch.setattr(_mask_bits, "digest", lambda row: 7)  # a planted collision: every row one digest
+def test_a_digest_collision_keeps_each_content():
+    table = _mask_bits.ContentTable(digest_mask=0)  # a planted collision: every row one digest
     kept = []
-    for value in (1, 2, 1):
-        row = mask_memory.blank(3)
-        row[:] = value
-        kept.append(mask_memory.keep(row))
-    assert [k.tolist() for k in kept] == [[1] * 3, [2] * 3, [1] * 3]
-    assert kept[2] is kept[0] and kept[1] is not kept[0]
+    for value in (1, 2, 1, 2):
+        row = np.full(3, value, dtype=np.int32)
+        kept.append(table.keep(row))
+    assert [k.tolist() for k in kept] == [[1] * 3, [2] * 3, [1] * 3, [2] * 3]
+    assert kept[2] is kept[0] and kept[1] is not kept[0] and kept[3] is not kept[1]  # the first content holds the key
+    assert not any(k.flags.writeable for k in kept)
+    assert table.keep(np.full(4, 1, dtype=np.int32)).tolist() == [1] * 4  # another length: another key
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(1, 6), st.booleans()), min_size=1, max_size=120), st.sampled_from([0, 3, 2**64 - 1]))
+def test_the_content_table_matches_a_dict_of_live_arrays(steps, digest_mask):
+    """Against a reference (a dict by content of the arrays still held): every keep returns an
+    array with the row's words, the same array as a live one with those words when that one was
+    kept first, never a dead one; arrays let go die (weakly held) and the table sweeps them as it
+    grows, whatever the digest's collisions (digest_mask 0: all collide; 3: four keys)."""
+    table = _mask_bits.ContentTable(digest_mask=digest_mask)
+    held: dict[bytes, np.ndarray] = {}
+    for value, words, drop in steps:
+        row = np.arange(words, dtype=np.int32) * 7 + value
+        got = table.keep(row)
+        assert np.array_equal(got, row) and got is not row and not got.flags.writeable
+        key = row.tobytes()
+        if digest_mask == 2**64 - 1 and key in held:
+            assert got is held[key]  # no collisions: a live content is always found
+        if key in held and got is not held[key]:
+            assert digest_mask != 2**64 - 1  # only a collision hands out a second array
+        held.setdefault(key, got)
+        if drop:
+            held.pop(key, None)
+            del got  # numpy arrays hold no cycles: the last reference gone, the array is gone
+    assert table.live() <= len(held)
+
+
+def test_the_content_table_refuses_what_is_not_a_mask():
+    table = _mask_bits.ContentTable()
+    for bad in (np.zeros(3, dtype=np.int64), np.zeros((2, 2), dtype=np.int32), "words"):
+        with pytest.raises((ValueError, TypeError)):
+            table.keep(bad)
+
+
+def test_many_masks_let_go_leave_the_table_small():
+    """The sweeps a growing table makes drop the dead entries only: ten arrays kept before 5,000
+    that die at once are still the ones found after, and only they are alive in the table."""
+    table = _mask_bits.ContentTable()
+    keep_alive = [table.keep(np.full(8, -i, dtype=np.int32)) for i in range(1, 11)]
+    for i in range(5000):
+        table.keep(np.full(8, i, dtype=np.int32))  # each dies at once
+    assert table.live() == 10
+    assert all(table.keep(np.full(8, -i, dtype=np.int32)) is keep_alive[i - 1] for i in range(1, 11))
 
 
 def test_kept_arrays_are_held_weakly():

@@ -140,3 +140,47 @@ def test_frames_merge_in_big_rules_with_ranged_tails(compiler):
         assert (got[0] != DEAD and g.machine.accepting[got[0]]) == (got[1] != DEAD and plain.accepting[got[1]])
     ok = g.machine.step_bytes(g.machine.start, b"((x" + long.encode() + b")a)9f")
     assert ok != DEAD and g.machine.accepting[ok]
+
+
+def _parts(g) -> list[tuple]:
+    return [(r.dfa.compact()[0], r.dfa.compact()[1], r.dfa.accepting(), *r.dfa.call_arrays()) for r in g.automaton.rules]
+
+
+def test_a_rule_built_at_run_time_merges_with_the_frames_before_it(compiler):
+    """Futures are signed when a call first returns to a frame, not when its rule is appended
+    (_futures.c): finding D's rule `a` appended at run time (a lazy rule: the root's calls name
+    it as one not built yet) still merges its return frame with root's, its callee read as a rule
+    built at run time; and before `a` is appended the start asks for it."""
+    g = compiler.compile_grammar(FINDING_D)
+    names = [r.name for r in g.automaton.rules]
+    parts = _parts(g)
+    later = names.index("a")
+    assert later > 0  # the root is rule 0
+    static = parts[:later]
+    machine = _machine.Machine(static)
+    with pytest.raises(_machine.NeedRule):
+        machine.step_bytes(machine.start_state(), b"(")
+    for r in range(later, len(parts)):
+        machine.add_rule(r, parts[r])
+    state = machine.step_bytes(machine.start_state(), b"(" * 8)
+    assert len(machine.stacks(state)) == 2
+    closed = machine.step_bytes(state, b"x" + b")" * 8)
+    assert closed != DEAD and machine.is_accepting(closed)
+    assert machine.step_bytes(state, b"x" + b")" * 9) == DEAD
+
+
+@pytest.mark.parametrize("first", [b"((x))", b"(((((x)))))"])
+def test_merged_stacks_do_not_depend_on_which_document_came_first(compiler, first):
+    """A frame's stand-in is the first frame with its future that a closure asked for, so two
+    machines of one grammar may pick different ones; what they accept, and how few stacks they
+    keep, are the same whatever was stepped before."""
+    g = compiler.compile_grammar(FINDING_D)
+    parts = _parts(g)
+    fresh, warmed = _machine.Machine(parts), _machine.Machine(parts)
+    assert warmed.step_bytes(warmed.start_state(), first) != DEAD
+    for text in (b"(" * 9, b"(" * 9 + b"x" + b")" * 9, b"(" * 9 + b"x" + b")" * 10, b"((x)"):
+        a, b = fresh.step_bytes(fresh.start_state(), text), warmed.step_bytes(warmed.start_state(), text)
+        assert (a == DEAD) == (b == DEAD)
+        if a != DEAD:
+            assert len(fresh.stacks(a)) == len(warmed.stacks(b)) <= 2
+            assert fresh.is_accepting(a) == warmed.is_accepting(b)

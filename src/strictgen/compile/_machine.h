@@ -91,6 +91,8 @@ typedef struct {
      * of each in sig_frame) in a hash table of ids keyed by content */
     int32_t *canon;
     Vec sig_start, sig_len, sig_frame, sig_pool, sig_scratch;
+    Vec future_num; /* scratch of the signature walk: a number per frame met, -1 otherwise */
+    Vec range_start, range_len, range_pool; /* the byte ranges of the frames signature walks met */
     int32_t *sig_slots;
     Py_ssize_t sig_mask;
     /* scratch: a mark per node (stamped with `stamp`), work lists */
@@ -201,8 +203,12 @@ int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t 
  * global, callees made start frames (the static rules' bases are set) or -(r + 1) for a rule built
  * at run time, the frame flags found. */
 int machine_append_rule(Machine *m, int32_t rule, const RulePart *part);
-/* canon[] for the frames of a rule just appended from b0 (_futures.c). */
-int machine_canon_frames(Machine *m, const RulePart *part, int width, int32_t b0);
+/* canon[] for the frames of a rule just appended from b0 (_futures.c): its own frame where it is
+ * never merged, else UNKNOWN_FUTURE until `canonical_frame` is first asked. */
+int machine_canon_frames(Machine *m, const RulePart *part, int32_t b0);
+#define UNKNOWN_FUTURE (-2)
+/* The frame a call returning to frame `ret` pushes (canon[ret], found on first use); -1 on error. */
+int32_t canonical_frame(Machine *m, int32_t ret);
 /* An open-addressing table of `count` ids rebuilt at twice the size (_pushdown.c). */
 /* A hash of `len` int32 (a state's nodes, a future's signature). */
 uint64_t hash_nodes(const int32_t *nodes, Py_ssize_t len);

@@ -5,7 +5,7 @@
 
 void machine_free_arrays(Machine *m) {
     void *blocks[] = {(void *)m->frame_row, m->canon, m->sig_slots, m->sig_start.data, m->sig_len.data, m->sig_frame.data,
-                      m->sig_pool.data, m->sig_scratch.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
+                      m->sig_pool.data, m->sig_scratch.data, m->future_num.data, m->range_start.data, m->range_len.data, m->range_pool.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
                       m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data, m->utf8_memo.data, m->steps_asked.data};
@@ -80,6 +80,23 @@ static int part_fits(const RulePart *p, Py_ssize_t width) {
     return ok;
 }
 
+/* One frame's row copied into `dst` with its targets made global (+ b0; -1 stays dead), and
+ * `*waits` set when any is live; -1 when a target is out of range (-1..n-1). Without a branch
+ * per entry, so the compiler turns it into vector operations: the copy of every rule's table is
+ * most of building the machine at compile time. */
+__attribute__((optimize("O3"))) static int copy_row(const int32_t *src, int32_t *dst, int width, int32_t n, int32_t b0, int *waits) {
+    uint32_t bad = 0;
+    int32_t live = 0;
+    for (int k = 0; k < width; k++) {
+        int32_t t = src[k];
+        bad |= (uint32_t)t + 1u > (uint32_t)n; /* t < -1 wraps past n too; unsigned: no overflow */
+        live |= ~t; /* nonzero unless t == -1 (with bad clear: t >= 0 somewhere) */
+        dst[k] = (int32_t)((uint32_t)t + (t >= 0 ? (uint32_t)b0 : 0u));
+    }
+    *waits = live != 0;
+    return bad ? -1 : 0;
+}
+
 int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
     int width = 0;
     for (int b = 0; b < 256; b++)
@@ -103,15 +120,10 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
     }
     for (Py_ssize_t i = 0; i < p->n; i++) { /* one pass: copied, checked, made global, waiting found */
         int waits = 0;
-        for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
-            int32_t t = p->table[j];
-            if (t < -1 || t >= p->n) {
-                free(dfa);
-                PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
-                return -1; /* nothing counted yet: the frames are not appended */
-            }
-            waits |= t >= 0;
-            dfa[j] = t >= 0 ? t + (int32_t)b0 : -1;
+        if (copy_row(p->table + i * width, dfa + i * width, width, (int32_t)p->n, (int32_t)b0, &waits) < 0) {
+            free(dfa);
+            PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
+            return -1; /* nothing counted yet: the frames are not appended */
         }
         int accepts = p->accepting[i] != 0, calls = p->call_start[i + 1] > p->call_start[i];
         /* a frame whose state accepts and has no way forward pops at once: calls returning there
@@ -127,7 +139,7 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         m->call_callee[m->num_calls + i] = c < m->num_static ? m->base[c] : -(c + 1); /* a static rule's start, or a rule built at run time */
         m->call_ret[m->num_calls + i] = (int32_t)b0 + p->ret[i];
     }
-    if (machine_canon_frames(m, p, width, (int32_t)b0) < 0) {
+    if (machine_canon_frames(m, p, (int32_t)b0) < 0) {
         free(dfa);
         return -1; /* nothing counted yet */
     }

@@ -9,23 +9,22 @@ the computing thread (its memory touched once, then hot in cache), and kept as t
 array that already holds that content, or as a copy when none does: fresh memory is touched
 only for a mask not seen before, and the masks held take less of it.
 
-The arrays are found by content (a 64-bit digest in C, confirmed word for word) and held weakly:
-an entry lives as long as some mask store (or a caller) holds its array, so this table bounds
-nothing and adds no memory; the stores' bounds still bound the masks. Masks are immutable and
+The arrays are found by content (a 64-bit digest, confirmed word for word: `_mask_bits.ContentTable`,
+one C call a mask) and held weakly: an entry lives as long as some mask store (or a caller) holds
+its array, so this table bounds nothing and adds no memory; the stores' bounds still bound the masks. Masks are immutable and
 equal by content, so sharing one array between states and grammars changes no answer.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 
 import numpy as np
 
 from . import _mask_bits
 
 _scratch = threading.local()  # .row: the thread's free scratch row (None while a mask is computed in it)
-_by_content: weakref.WeakValueDictionary[tuple[int, int], np.ndarray] = weakref.WeakValueDictionary()
+_by_content = _mask_bits.ContentTable()
 
 
 def scratch(width: int) -> np.ndarray:
@@ -62,12 +61,6 @@ def blank_copy(source: np.ndarray) -> np.ndarray:
 def keep(row: np.ndarray) -> np.ndarray:
     """The read-only array to keep the mask computed in `row` (from `blank`): one already holding
     the same words, or a new copy of them. `row` goes back to the thread's scratch."""
-    key = (len(row), _mask_bits.digest(row))
-    kept = _by_content.get(key)
-    if kept is None or not _mask_bits.same_words(kept, row):
-        kept = row.copy()
-        kept.setflags(write=False)
-        if key not in _by_content:  # a digest collision keeps the first array
-            _by_content[key] = kept
+    kept = _by_content.keep(row)
     _scratch.row = row
     return kept
