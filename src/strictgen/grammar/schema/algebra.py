@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .strings import StringLanguages
 
 __all__ = [
-    "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING", "AlgebraTables", "disjoint", "dnf", "dnfs_disjoint", "negate",
+    "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING", "AlgebraTables", "disjoint", "disjointness_memo", "dnf", "dnfs_disjoint", "negate",
     "obj_contradicts", "product", "rule_applies", "union", "value_formula",
 ]
 
@@ -46,6 +46,12 @@ class AlgebraTables:
     contradictions: dict = field(default_factory=dict)  # (formula, formula) -> disjoint?
     disjoint_nesting: int = 0  # disjointness proofs asked inside one another
     rules_by_name: dict = field(default_factory=dict)  # value_formula's index of an object's key rules
+    value_formulas: dict = field(default_factory=dict)  # (id(object), key) -> (object, its value formula)
+    # disjointness answers kept while one pairwise loop asks them (`disjointness_memo`): (the
+    # depth of `active` and the nesting they hold at, {(f, g, depth): answer}); and a count of the
+    # answers that depend on more than that (the judge's counted checks, a $ref loop)
+    disjoint_memo: tuple | None = None
+    disjoint_impure: int = 0
 
 
 # ---- normalisation ----
@@ -435,14 +441,52 @@ def _negate_obj(alg: FormulaAlgebra, o: ObjectConstraints, ptr: str) -> list[Obj
 # ---- disjointness (for oneOf) ----
 
 
+class disjointness_memo:
+    """`with disjointness_memo(alg):` around a loop that asks `disjoint` of many pairs (oneOf's
+    pairwise proofs: o17072's 41 branches ask the same pair of member schemas hundreds of times).
+    Inside it, an answer is kept and reused only at the `active` depth and nesting the loop runs
+    at, which the loop's own proofs return to (the normalisations inside a proof run deeper, and
+    do not use it), and only when it asked nothing that depends on more than the formulas (the
+    jsonschema judge, whose checks are counted against MAX_ENUM_FILTER; a $ref loop): a kept
+    answer is the one the same call would compute again. Nested loops keep their own."""
+
+    def __init__(self, alg: FormulaAlgebra):
+        self.tables = alg.tables
+
+    def __enter__(self) -> None:
+        t = self.tables
+        self.saved = t.disjoint_memo
+        t.disjoint_memo = (len(t.active), t.disjoint_nesting, {})
+
+    def __exit__(self, *exc) -> None:
+        self.tables.disjoint_memo = self.saved
+
+
 def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> bool:
     """True when no value satisfies both (a sufficient check, never wrong when it says True)."""
     if f is FALSE or g is FALSE:
         return True
-    if f is TRUE or g is TRUE or depth > 6 or alg.tables.disjoint_nesting > 3:
+    tables = alg.tables
+    if f is TRUE or g is TRUE or depth > 6 or tables.disjoint_nesting > 3:
         return False
+    memo = tables.disjoint_memo
+    if memo is not None and (memo[0] != len(tables.active) or memo[1] != tables.disjoint_nesting):
+        memo = None
+    if memo is not None:
+        got = memo[2].get((f, g, depth))
+        if got is not None:
+            return got
+    impure = tables.disjoint_impure
+    out = _disjoint(alg, f, g, depth)
+    if memo is not None and impure == tables.disjoint_impure:
+        memo[2][(f, g, depth)] = out
+    return out
+
+
+def _disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int) -> bool:
     if f in alg.tables.active or g in alg.tables.active:
         # being normalised right now: only finite values of the other side can be checked
+        alg.tables.disjoint_impure += 1
         other, busy = (g, f) if f in alg.tables.active else (f, g)
         if other in alg.tables.active:
             return False
@@ -460,6 +504,7 @@ def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> boo
     try:
         a, b = dnf(alg, f), dnf(alg, g)
     except RefLoop:
+        alg.tables.disjoint_impure += 1
         return False
     finally:
         alg.tables.disjoint_nesting -= 1
@@ -500,8 +545,10 @@ def _conj_disjoint(alg: FormulaAlgebra, x: Conjunct, y: Conjunct, f: Formula, g:
     if x.values is not None and y.values is not None:
         return not any(json_equal(v, w) for v in x.values for w in y.values)
     if x.values is not None:
+        alg.tables.disjoint_impure += 1  # the judge's checks are counted (disjointness_memo)
         return not any(alg.satisfies(g, v) for v in x.values)
     if y.values is not None:
+        alg.tables.disjoint_impure += 1
         return not any(alg.satisfies(f, v) for v in y.values)
     if x.null and y.null:
         return False
@@ -560,14 +607,22 @@ def _obj_disjoint(alg: FormulaAlgebra, a: ObjectConstraints, b: ObjectConstraint
 def value_formula(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> Formula:
     """The conjunction of the rules of `o` that apply to the member named `key` (in rule
     order; "name" rules are looked up by key, so an object's K properties cost O(K), not
-    O(K^2) rule tests)."""
+    O(K^2) rule tests). Memoised by the object's identity (the entry holds the object): oneOf's
+    disjointness proofs ask each branch's object for the same keys against every other branch."""
+    memo = alg.tables.value_formulas
+    got = memo.get((id(o), key))
+    if got is not None and got[0] is o:
+        return got[1]
     rules, by_name, others = _rules_index(alg, o.rules)
     picked = by_name.get(key, [])
     if others:
         picked = sorted(picked + [i for i in others if rule_applies(alg.strings, rules[i], key)])
     if o.key_atoms is not None and not alg.strings.member(o.key_atoms, key):
-        return FALSE
-    return alg.and_(*(rules[i].schema for i in picked))
+        out = FALSE
+    else:
+        out = alg.and_(*(rules[i].schema for i in picked))
+    memo[(id(o), key)] = (o, out)
+    return out
 
 
 def _rules_index(alg: FormulaAlgebra, rules: tuple[KeyRule, ...]) -> tuple[tuple[KeyRule, ...], dict[str, list[int]], list[int]]:

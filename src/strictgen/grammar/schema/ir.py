@@ -428,7 +428,17 @@ class ObjectConstraints:
         if hi is not None and (lo > hi or len(required) > hi):
             return False
         # a required member whose name is forbidden
-        return not any(r.kind == "name" and r.schema is FALSE and r.name in required for r in self.rules + o.rules)
+        return required.isdisjoint(self.forbidden) and required.isdisjoint(o.forbidden)
+
+    @property
+    def forbidden(self) -> frozenset:
+        """The names a "name" rule forbids (schema FALSE), found once per object: oneOf's
+        disjointness proofs ask `meets` of each object against every other branch's."""
+        got = self.__dict__.get("_forbidden")
+        if got is None:
+            got = frozenset(r.name for r in self.rules if r.kind == "name" and r.schema is FALSE)
+            object.__setattr__(self, "_forbidden", got)
+        return got
 
     @property
     def trivial(self) -> bool:
