@@ -1,4 +1,4 @@
-"""oneOf's pairwise disjointness proofs reuse their answers (algebra.disjointness_memo), and the
+"""oneOf's pairwise disjointness proofs reuse their answers (disjointness.disjointness_memo), and the
 value formula of an object's member and the names an object forbids are found once per object
 (algebra.value_formula, ir.ObjectConstraints.forbidden). None of it may change what a schema
 compiles to: each schema below gives the same grammar, the same refusals and the same count of
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import strictgen.grammar.schema.algebra as algebra
+import strictgen.grammar.schema.disjointness as disjointness
 import strictgen.grammar.schema.applicators as applicators
 import strictgen.grammar.schema.normalize as normalize
 from strictgen.errors import GrammarTooLargeError, SchemaError
@@ -87,8 +87,8 @@ def test_same_grammar_with_and_without_the_memo(schema, strict, monkeypatch):
 
 def test_the_memo_saves_proofs_on_a_tagged_union(monkeypatch):
     calls = []
-    real = algebra._disjoint
-    monkeypatch.setattr(algebra, "_disjoint", lambda *a: calls.append(1) or real(*a))
+    real = disjointness._disjoint
+    monkeypatch.setattr(disjointness, "_disjoint", lambda *a: calls.append(1) or real(*a))
     json_schema_grammar(MODULES)
     with_memo = len(calls)
     calls.clear()

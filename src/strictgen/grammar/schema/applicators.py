@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
-from .algebra import MAX_ALTERNATIVES, disjoint, disjointness_memo, dnfs_disjoint, negate, product, union
+from .algebra import MAX_ALTERNATIVES, negate, product, union
+from .disjointness import disjoint, disjointness_memo, dnfs_disjoint
 from .dialects import ALL_KEYWORDS, JSON_TYPES
 from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
 from .keywords import own_keywords, type_alone, unevaluated
