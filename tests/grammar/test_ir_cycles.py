@@ -1,7 +1,8 @@
 """grammar.ir.cyclic_rules (Tarjan's components, iterative, references walked in whatever order
 their sets give) against its definition: a name is on a cycle when it reaches itself through one
 reference or more. And post_order lists every name after the names it refers to, but on cycles;
-post_order_and_cycles gives both from one walk."""
+post_order_and_cycles gives both from one walk; states_on_cycles answers cyclic_rules on states
+numbered 0..n-1 given as successor lists (a DFA's), duplicates and self-steps included."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import StrictgenError
-from strictgen.grammar.ir import cyclic_rules, post_order, post_order_and_cycles
+from strictgen.grammar.ir import cyclic_rules, post_order, post_order_and_cycles, states_on_cycles
 
 
 def reaches_itself(graph: dict, start) -> bool:
@@ -69,3 +70,10 @@ def test_a_long_chain_and_a_reference_to_no_rule():
         cyclic_rules({"a": frozenset({"b"})})
     with pytest.raises(StrictgenError, match="undefined rule 'b'"):
         post_order_and_cycles({"a": frozenset({"b"})})
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs, st.data())
+def test_states_on_cycles_on_successor_lists(graph, data):
+    succ = [sorted(graph[k]) + data.draw(st.lists(st.sampled_from(sorted(graph[k])), max_size=2)) if graph[k] else [] for k in range(len(graph))]
+    assert states_on_cycles(succ) == [reaches_itself(graph, x) for x in range(len(graph))]

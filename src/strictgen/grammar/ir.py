@@ -501,37 +501,62 @@ def post_order_and_cycles(graph: dict) -> tuple[list, set]:
 
 
 def _components(graph: dict, sorted_children: bool) -> tuple[list, set]:
-    """Tarjan's SCC, iterative: (the order the nodes finish in, the nodes on a cycle). With
+    """Tarjan's SCC over any hashable names: (the order the nodes finish in, the nodes on a
+    cycle), from `states_on_cycles`'s walk on the nodes numbered in the graph's order. With
     `sorted_children`, the walk is post_order's (from each node in the graph's order, children
     sorted, a node entered when first met), so the finish order is post_order's order."""
+    number = {name: i for i, name in enumerate(graph)}
+    succ = []
     for name, refs in graph.items():
-        for ref in refs:
-            if ref not in graph:
-                raise StrictgenError(f"rule {name!r} refers to undefined rule {ref!r}")
-    children = (lambda n: iter(sorted(graph[n]))) if sorted_children else (lambda n: iter(graph[n]))
-    index: dict = {}
-    low: dict = {}
-    on_stack: set = set()
-    stack: list = []
-    finished: list = []
-    result: set = set()
-    for root in graph:
-        if root in index:
+        try:
+            succ.append([number[r] for r in (sorted(refs) if sorted_children else refs)])
+        except KeyError:
+            ref = next(r for r in refs if r not in number)
+            raise StrictgenError(f"rule {name!r} refers to undefined rule {ref!r}") from None
+    names = list(graph)
+    finished, cyclic = _tarjan(succ)
+    return [names[i] for i in finished], {names[i] for i, c in enumerate(cyclic) if c}
+
+
+def states_on_cycles(succ: list[list[int]]) -> list[bool]:
+    """For each node 0..n-1 of a graph given as successor lists (a DFA's states): is it on a
+    cycle? (`cyclic_rules` on numbered nodes, without naming them: a multipleOf's product has
+    thousands of states.)"""
+    return _tarjan(succ)[1]
+
+
+def _tarjan(succ: list[list[int]]) -> tuple[list[int], list[bool]]:
+    """Tarjan's SCC, iterative, on lists indexed by node (dicts and sets keyed by names were a
+    third of allany9's front end): (the order the nodes finish in, each node on a cycle?). Each
+    root in node order, children in list order; a node is on a cycle when its component has two
+    nodes or more, or it refers to itself."""
+    n = len(succ)
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    cyclic = [False] * n
+    stack: list[int] = []
+    finished: list[int] = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
             continue
-        index[root] = low[root] = len(index)
+        index[root] = low[root] = counter
+        counter += 1
         stack.append(root)
-        on_stack.add(root)
-        work = [(root, children(root))]
+        on_stack[root] = True
+        work = [(root, iter(succ[root]))]
         while work:
             node, it = work[-1]
             for child in it:  # up to the first child not met yet, which is entered
-                if child not in index:
-                    index[child] = low[child] = len(index)
+                if index[child] < 0:
+                    index[child] = low[child] = counter
+                    counter += 1
                     stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, children(child)))
+                    on_stack[child] = True
+                    work.append((child, iter(succ[child])))
                     break
-                if child in on_stack and index[child] < low[node]:
+                if on_stack[child] and index[child] < low[node]:
                     low[node] = index[child]
             else:  # every child done: node's component is settled here when it is its root
                 work.pop()
@@ -541,13 +566,14 @@ def _components(graph: dict, sorted_children: bool) -> tuple[list, set]:
                     if low[node] < low[parent]:
                         low[parent] = low[node]
                 if low[node] == index[node]:
-                    component = []
-                    while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    if w == node:
+                        cyclic[node] = node in succ[node]
+                        continue
+                    cyclic[w] = True
+                    while w != node:
                         w = stack.pop()
-                        on_stack.discard(w)
-                        component.append(w)
-                        if w == node:
-                            break
-                    if len(component) > 1 or node in graph[node]:
-                        result.update(component)
-    return finished, result
+                        on_stack[w] = False
+                        cyclic[w] = True
+    return finished, cyclic

@@ -38,7 +38,7 @@ from strictgen.errors import GrammarTooLargeError, SchemaError
 from strictgen.lru import BoundedLRU
 
 from .automata import regular_dfa
-from .ir import EMPTY, NOTHING, Alt, Expr, Literal, RuleRef, Seq, alt, charset, cyclic_rules, lit, seq
+from .ir import EMPTY, NOTHING, Alt, Expr, Literal, RuleRef, Seq, alt, charset, lit, seq, states_on_cycles
 from .numbers import (
     MAX_DIGITS,
     bound_fraction,
@@ -122,12 +122,6 @@ def _tracker(p: int, n: int, fraction: bool) -> regular.DFA:
     return regular.from_classes(table.tobytes(), accepting.tobytes(), _CLASSMAP)
 
 
-def _sccs_cyclic(trans: list[list[int]]) -> list[bool]:
-    """For each state: does it lie on a cycle? (The rule-cycle search, on the states' graph.)"""
-    on_cycle = cyclic_rules({s: frozenset(t for t in row if t >= 0) for s, row in enumerate(trans)})
-    return [s in on_cycle for s in range(len(trans))]
-
-
 class _Layout:
     """Which states of a DFA (start 0, -1 dead) become rules when it is written as right-linear
     rules, decided before anything is written: `needs_rules` is known without writing them.
@@ -140,7 +134,6 @@ class _Layout:
     def __init__(self, trans: list[list[int]], accepting: list[bool]):
         self.trans, self.accepting = trans, accepting
         n = len(trans)
-        self.cyclic = cyclic = _sccs_cyclic(trans)
         self.groups = groups = []
         indeg = [0] * n
         for s in range(n):
@@ -151,6 +144,7 @@ class _Layout:
             groups.append(sorted(by_target.items()))
             for t in by_target:
                 indeg[t] += 1
+        self.cyclic = cyclic = states_on_cycles([[t for t, _ in g] for g in groups])
         # size of each state's expression when every acyclic target is inlined (DAG, memoised)
         size: list[int | None] = [None] * n
 

@@ -1,5 +1,6 @@
 """The boolean algebra on DNFs (lists of conjuncts): normal forms of formulas (`dnf`, products of
-factors), negation (complements of every per-type part) and disjointness (which oneOf needs).
+factors), negation (complements of every per-type part) and the value schema of an object member;
+disjointness (which oneOf needs, and `_implies` and `obj_contradicts` here) is schema.disjointness.
 
 Functions of the compile's formula algebra (schema.formulas.FormulaAlgebra, `alg`) and its tables
 (`AlgebraTables`: the memoised conjuncts, the formulas being normalised, ...): they ask it for its
@@ -16,19 +17,19 @@ from typing import TYPE_CHECKING
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError
 
+from .disjointness import disjoint
 from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
-    conjunct_meet, conjunct_of, eval_signature, literal_pattern, str_meet, without_evaluation,
+    conjunct_meet, conjunct_of, eval_signature, without_evaluation,
 )
-from .key_space import objects_keys_disjoint
-from .values import RefLoop, dedupe_values, is_number, json_equal, json_type, to_fraction
+from .values import RefLoop, dedupe_values, is_number, json_type, to_fraction
 
 if TYPE_CHECKING:
     from .formulas import FormulaAlgebra
     from .strings import StringLanguages
 
 __all__ = [
-    "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING", "AlgebraTables", "disjoint", "dnf", "dnfs_disjoint", "negate",
+    "MAX_ALTERNATIVES", "MAX_APPLICATOR_NESTING", "AlgebraTables", "disjoint", "dnf", "negate",
     "obj_contradicts", "product", "rule_applies", "union", "value_formula",
 ]
 
@@ -46,6 +47,12 @@ class AlgebraTables:
     contradictions: dict = field(default_factory=dict)  # (formula, formula) -> disjoint?
     disjoint_nesting: int = 0  # disjointness proofs asked inside one another
     rules_by_name: dict = field(default_factory=dict)  # value_formula's index of an object's key rules
+    value_formulas: dict = field(default_factory=dict)  # (id(object), key) -> (object, its value formula)
+    # disjointness answers kept while one pairwise loop asks them (`disjointness_memo`): (the
+    # depth of `active` and the nesting they hold at, {(f, g, depth): answer}); and a count of the
+    # answers that depend on more than that (the judge's counted checks, a $ref loop)
+    disjoint_memo: tuple | None = None
+    disjoint_impure: int = 0
 
 
 # ---- normalisation ----
@@ -432,142 +439,28 @@ def _negate_obj(alg: FormulaAlgebra, o: ObjectConstraints, ptr: str) -> list[Obj
     return out
 
 
-# ---- disjointness (for oneOf) ----
-
-
-def disjoint(alg: FormulaAlgebra, f: Formula, g: Formula, depth: int = 0) -> bool:
-    """True when no value satisfies both (a sufficient check, never wrong when it says True)."""
-    if f is FALSE or g is FALSE:
-        return True
-    if f is TRUE or g is TRUE or depth > 6 or alg.tables.disjoint_nesting > 3:
-        return False
-    if f in alg.tables.active or g in alg.tables.active:
-        # being normalised right now: only finite values of the other side can be checked
-        other, busy = (g, f) if f in alg.tables.active else (f, g)
-        if other in alg.tables.active:
-            return False
-        alg.tables.disjoint_nesting += 1
-        try:
-            d = dnf(alg, other)
-        except RefLoop:
-            return False
-        finally:
-            alg.tables.disjoint_nesting -= 1
-        if d and all(c.values is not None for c in d):
-            return not any(alg.satisfies(busy, v) for c in d for v in c.values)
-        return False
-    alg.tables.disjoint_nesting += 1
-    try:
-        a, b = dnf(alg, f), dnf(alg, g)
-    except RefLoop:
-        return False
-    finally:
-        alg.tables.disjoint_nesting -= 1
-    return dnfs_disjoint(alg, a, b, f, g, depth)
-
-
-def dnfs_disjoint(
-    alg: FormulaAlgebra, a: list[Conjunct], b: list[Conjunct], f: Formula, g: Formula, depth: int,
-    context: Conjunct | None = None, met: dict[int, Conjunct | None] | None = None,
-) -> bool:
-    """No value in both DNFs (and in the context conjunct, when given). Each conjunct is met
-    with the context once, when first needed, and kept in `met` (by the conjunct's identity;
-    the caller holds the conjuncts) for the other pairs the caller asks about with the same
-    context: the same meets, in the same order, as one per pair, and a pair's proof then asks
-    the same objects, whose value formulas are kept by identity."""
-    met = {} if met is None else met
-
-    def in_context(c: Conjunct) -> Conjunct | None:
-        got = met.get(id(c), met)
-        if got is met:
-            got = met[id(c)] = conjunct_meet(context, c, alg)
-        return got
-
-    for x in a:
-        for y in b:
-            if context is not None and x.values is None and y.values is None:
-                x2, y2 = in_context(x), in_context(y)
-                if x2 is None or y2 is None:
-                    continue
-                if not _conj_disjoint(alg, x2, y2, f, g, depth):
-                    return False
-            elif not _conj_disjoint(alg, x, y, f, g, depth):
-                return False
-    return True
-
-
-def _conj_disjoint(alg: FormulaAlgebra, x: Conjunct, y: Conjunct, f: Formula, g: Formula, depth: int) -> bool:
-    if x.values is not None and y.values is not None:
-        return not any(json_equal(v, w) for v in x.values for w in y.values)
-    if x.values is not None:
-        return not any(alg.satisfies(g, v) for v in x.values)
-    if y.values is not None:
-        return not any(alg.satisfies(f, v) for v in y.values)
-    if x.null and y.null:
-        return False
-    if x.bools & y.bools:
-        return False
-    if x.num is not None and y.num is not None and x.num.meet(y.num) is not None:
-        return False
-    if x.str is not None and y.str is not None and not _str_disjoint(alg, x.str, y.str):
-        return False
-    if x.arr is not None and y.arr is not None and not _arr_disjoint(alg, x.arr, y.arr, depth):
-        return False
-    if x.obj is not None and y.obj is not None and not _obj_disjoint(alg, x.obj, y.obj, depth):
-        return False
-    return True
-
-
-def _str_disjoint(alg: FormulaAlgebra, a: tuple, b: tuple) -> bool:
-    m = str_meet(a, b)
-    if m is None:
-        return True
-    ins = [x.values for x in m if type(x) is AmongStrings]
-    if ins:
-        common = frozenset.intersection(*ins)
-        return not common or not any(alg.strings.member(m, s) for s in common)
-    if len({literal_pattern(x.pattern) for x in m if type(x) is Matches} - {None}) > 1:
-        return True  # two `^text$` tags: no string is both (told without their languages)
-    return alg.strings.is_empty(m)
-
-
-def _arr_disjoint(alg: FormulaAlgebra, a: ArrayConstraints, b: ArrayConstraints, depth: int) -> bool:
-    if a.meet(b, alg) is None:
-        return True
-    lo = max(a.min, b.min)
-    n = max(len(a.prefix), len(b.prefix))
-    for i in range(min(lo, n)):
-        if disjoint(alg, a.item(i), b.item(i), depth + 1):
-            return True
-    if lo > n and disjoint(alg, a.items, b.items, depth + 1):
-        return True
-    return False
-
-
-def _obj_disjoint(alg: FormulaAlgebra, a: ObjectConstraints, b: ObjectConstraints, depth: int) -> bool:
-    if not a.meets(b):
-        return True
-    # a member required on one side must exist in a common instance: its value must satisfy
-    # the schemas both sides give that key
-    for k in sorted(a.required | b.required):
-        if disjoint(alg, value_formula(alg, a, k), value_formula(alg, b, k), depth + 1):
-            return True
-    if objects_keys_disjoint(alg, a, b):
-        return True
-    return False
+# ---- the value schema of an object member ----
 
 
 def value_formula(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> Formula:
     """The conjunction of the rules of `o` that apply to the member named `key` (in rule
     order; "name" rules are looked up by key, so an object's K properties cost O(K), not
-    O(K^2) rule tests)."""
+    O(K^2) rule tests). Memoised by the object's identity (the entry holds the object): oneOf's
+    disjointness proofs ask each branch's object for the same keys against every other branch."""
+    memo = alg.tables.value_formulas
+    got = memo.get((id(o), key))
+    if got is not None and got[0] is o:
+        return got[1]
     rules, by_name, others = _rules_index(alg, o.rules)
     picked = by_name.get(key, [])
     if others:
         picked = sorted(picked + [i for i in others if rule_applies(alg.strings, rules[i], key)])
     if o.key_atoms is not None and not alg.strings.member(o.key_atoms, key):
-        return FALSE
-    return alg.and_(*(rules[i].schema for i in picked))
+        out = FALSE
+    else:
+        out = alg.and_(*(rules[i].schema for i in picked))
+    memo[(id(o), key)] = (o, out)
+    return out
 
 
 def _rules_index(alg: FormulaAlgebra, rules: tuple[KeyRule, ...]) -> tuple[tuple[KeyRule, ...], dict[str, list[int]], list[int]]:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
-from .algebra import MAX_ALTERNATIVES, disjoint, dnfs_disjoint, negate, product, union
+from .algebra import MAX_ALTERNATIVES, negate, product, union
+from .disjointness import disjoint, disjointness_memo, dnfs_disjoint
 from .dialects import ALL_KEYWORDS, JSON_TYPES
 from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
 from .keywords import own_keywords, type_alone, unevaluated
@@ -334,12 +335,13 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
         if c is not None:
             return [c]
     met: dict = {}  # each branch conjunct met with the context, once for all pairs (dnfs holds the conjuncts)
-    overlaps = {
-        (i, j)
-        for i in range(n)
-        for j in range(i + 1, n)
-        if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context, met)
-    }
+    with disjointness_memo(norm.formulas):
+        overlaps = {
+            (i, j)
+            for i in range(n)
+            for j in range(i + 1, n)
+            if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context, met)
+        }
     if not overlaps:
         return union(dnfs)
     # exactly one branch: b_i and not b_j for every other j that b_i may overlap (a branch

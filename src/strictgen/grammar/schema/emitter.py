@@ -132,6 +132,12 @@ class SchemaEmitter:
         # strings and true/false/null share prefixes in a trie (an enum of 50,000 strings stays
         # linear to compile), each string character then in every spelling
         strings = [v for v in values if isinstance(v, str)]
+        name = None
+        if sum(len(v) for v in strings) > SHORT_ENUM:
+            key = json.dumps(list(values), sort_keys=True, allow_nan=True)
+            name = "enum_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+            if name in self.rules:  # the same enum met again (o69207 has one twelve times): its rule
+                return RuleRef(name)
         words = [v for v in values if v is None or isinstance(v, bool)]
         parts = [self.value(v) for v in values if not (v is None or isinstance(v, (str, bool)))]
         if strings:
@@ -139,10 +145,7 @@ class SchemaEmitter:
         if words:
             parts.append(literal_trie(json.dumps(v) for v in words))
         body = alt(*parts)
-        if sum(len(v) for v in strings) <= SHORT_ENUM:
-            return body
-        key = json.dumps(list(values), sort_keys=True, allow_nan=True)
-        return self.called("enum_" + hashlib.sha1(key.encode()).hexdigest()[:16], body)
+        return body if name is None else self.called(name, body)
 
     def value(self, v: Any) -> Expr:
         if v is None:

@@ -416,8 +416,11 @@ class ObjectConstraints:
 
     def meets(self, o: "ObjectConstraints") -> bool:
         """Is `meet` an object (not None)? Its tests without building it: oneOf's disjointness
-        proofs ask this of thousands of pairs."""
-        return self._admits(o, *self._common(o))
+        proofs ask this of thousands of pairs, so each side's forbidden names are found once."""
+        lo, hi, required = self._common(o)
+        if hi is not None and (lo > hi or len(required) > hi):
+            return False
+        return required.isdisjoint(self.forbidden) and required.isdisjoint(o.forbidden)
 
     def _common(self, o: "ObjectConstraints") -> tuple[int, int | None, frozenset]:
         """The member count bounds and the required names of the meet."""
@@ -427,8 +430,18 @@ class ObjectConstraints:
     def _admits(self, o: "ObjectConstraints", lo: int, hi: int | None, required: frozenset) -> bool:
         if hi is not None and (lo > hi or len(required) > hi):
             return False
-        # a required member whose name is forbidden
+        # a required member whose name is forbidden (scanned: most objects are met once)
         return not any(r.kind == "name" and r.schema is FALSE and r.name in required for r in self.rules + o.rules)
+
+    @property
+    def forbidden(self) -> frozenset:
+        """The names a "name" rule forbids (schema FALSE), found once per object: oneOf's
+        disjointness proofs ask `meets` of each object against every other branch's."""
+        got = self.__dict__.get("_forbidden")
+        if got is None:
+            got = frozenset(r.name for r in self.rules if r.kind == "name" and r.schema is FALSE)
+            object.__setattr__(self, "_forbidden", got)
+        return got
 
     @property
     def trivial(self) -> bool:

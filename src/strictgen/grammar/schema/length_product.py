@@ -23,7 +23,7 @@ from ..ir import EMPTY, NOTHING, Expr, Lazy, LazyFamily, alt, charset, seq
 from ..json_escapes import json_escaped
 from ._length_classes import count as count_classes
 
-__all__ = ["LengthProduct", "length_product", "MAX_LAYERS", "product_exceeds", "product_states"]
+__all__ = ["CharMoves", "LengthProduct", "char_successors", "char_transitions", "length_product", "MAX_LAYERS", "product_exceeds", "product_states"]
 
 MAX_LAYERS = 4096  # distinct "accepts in exactly k characters" state sets before they repeat
 _CONTINUATIONS = ((0xC0, 0xDF, 1, 0x1F), (0xE0, 0xEF, 2, 0x0F), (0xF0, 0xF7, 3, 0x07))  # lead bytes, continuations, payload mask
@@ -31,27 +31,51 @@ _CONTINUATIONS = ((0xC0, 0xDF, 1, 0x1F), (0xE0, 0xEF, 2, 0x0F), (0xF0, 0xF7, 3, 
 
 def char_transitions(dfa: regular.DFA) -> list[dict[int, list[tuple[int, int]]]]:
     """For each state of a byte-level DFA over UTF-8 text, the code point ranges by next state
-    (a state reached inside a character's bytes is never a key: whole characters only).
+    (a state reached inside a character's bytes is never a key: whole characters only)."""
+    moves = CharMoves(dfa)
+    return [moves.of(q) for q in range(dfa.num_states)]
+
+
+class CharMoves:
+    """`of(q)`: the code point ranges by next state of the whole characters read from state `q`
+    of a byte-level DFA over UTF-8 text, found when first asked (a length product asks only the
+    states a document reaches; its set-up asks every state's successors, `char_successors`).
 
     Bytes are read in runs of equal targets: a run of lead (or continuation) bytes whose common
     target takes any continuation to one state is one range, so a class like ``\\S`` costs a few
     ranges per state instead of one per byte and per continuation below it."""
-    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(-1, 256)
-    # per state, the bytes whose target differs from the byte before's (one numpy pass for all)
-    changes = np.nonzero(table[:, 1:] != table[:, :-1])
-    bounds = np.searchsorted(changes[0], np.arange(dfa.num_states + 1))
-    cut_at = (changes[1] + 1).tolist()
-    flat = memoryview(dfa.table256()).cast("i")
-    memo: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
 
-    def runs(q: int, first: int, last: int, mask: int, r: int) -> list[tuple[int, int, int]]:
+    def __init__(self, dfa: regular.DFA):
+        table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(-1, 256)
+        # per state, the bytes whose target differs from the byte before's (one numpy pass for all)
+        changes = np.nonzero(table[:, 1:] != table[:, :-1])
+        self._bounds = np.searchsorted(changes[0], np.arange(dfa.num_states + 1)).tolist()
+        self._cut_at = (changes[1] + 1).tolist()
+        self._flat = memoryview(dfa.table256()).cast("i")
+        self._tails: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+        self._made: dict[int, dict[int, list[tuple[int, int]]]] = {}
+
+    def of(self, q: int) -> dict[int, list[tuple[int, int]]]:
+        got = self._made.get(q)
+        if got is None:
+            found = self._runs(q, 0, 0x7F, 0x7F, 0)
+            for first, last, r, mask in _CONTINUATIONS:
+                found.extend(self._runs(q, first, last, mask, r))
+            got = {}
+            for lo, hi, e in _merged(found):
+                got.setdefault(e, []).append((lo, hi))
+            self._made[q] = got
+        return got
+
+    def _runs(self, q: int, first: int, last: int, mask: int, r: int) -> list[tuple[int, int, int]]:
         """(lo, hi, state): the values of the bytes first..last read from q (their payload bits
         `mask`), each followed by r continuation bytes, by end state."""
         out: list[tuple[int, int, int]] = []
         shift = 6 * r
         full = (1 << shift) - 1
         row = q * 256
-        lo_cut, hi_cut = int(bounds[q]), int(bounds[q + 1])
+        cut_at, flat = self._cut_at, self._flat
+        lo_cut, hi_cut = self._bounds[q], self._bounds[q + 1]
         i = bisect.bisect_right(cut_at, first, lo_cut, hi_cut)
         b = first
         while b <= last:
@@ -59,7 +83,7 @@ def char_transitions(dfa: regular.DFA) -> list[dict[int, list[tuple[int, int]]]]
             i += 1
             t = flat[row + b]
             if t >= 0:
-                below = tails(t, r)
+                below = self._tail(t, r)
                 if len(below) == 1 and below[0][0] == 0 and below[0][1] == full:
                     out.append(((b & mask) << shift, (e & mask) << shift | full, below[0][2]))
                 else:
@@ -68,26 +92,14 @@ def char_transitions(dfa: regular.DFA) -> list[dict[int, list[tuple[int, int]]]]
             b = e + 1
         return out
 
-    def tails(s: int, r: int) -> list[tuple[int, int, int]]:
+    def _tail(self, s: int, r: int) -> list[tuple[int, int, int]]:
         """(lo, hi, state): the values of r continuation bytes read from s, by end state."""
         if r == 0:
             return [(0, 0, s)]
-        got = memo.get((s, r))
+        got = self._tails.get((s, r))
         if got is None:
-            memo[(s, r)] = got = _merged(runs(s, 0x80, 0xBF, 0x3F, r - 1))
+            self._tails[(s, r)] = got = _merged(self._runs(s, 0x80, 0xBF, 0x3F, r - 1))
         return got
-
-    out = []
-    for q in range(dfa.num_states):
-        found = runs(q, 0, 0x7F, 0x7F, 0)
-        for first, last, r, mask in _CONTINUATIONS:
-            found.extend(runs(q, first, last, mask, r))
-        by_target: dict[int, list[tuple[int, int]]] = {}
-        for lo, hi, e in _merged(found):
-            by_target.setdefault(e, []).append((lo, hi))
-        out.append(by_target)
-    del runs, tails  # recursive closures are reference cycles
-    return out
 
 
 def _merged(runs: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -138,10 +150,19 @@ class LengthProduct(LazyFamily):
     def __init__(self, dfa: regular.DFA, lo: int, hi: int | None):
         self.lo, self.hi = lo, hi
         self.accepting = frozenset(q for q in range(dfa.num_states) if dfa.is_accepting(q))
-        moves = char_transitions(dfa)
-        self.moves = [[(json_escaped(charset(ranges), "all"), t) for t, ranges in sorted(m.items())] for m in moves]
-        self.lengths = _Lengths([set(m) for m in moves], self.accepting)
+        self.lengths = _Lengths(char_successors(dfa), self.accepting)
+        self._chars = CharMoves(dfa)
+        self._moves: dict[int, list[tuple[Expr, int]]] = {}  # spelled, for the states a document reaches
         self.uses = ()
+
+    def moves(self, q: int) -> list[tuple[Expr, int]]:
+        """(every spelling of the characters, next state) from pattern state q, made when a member
+        at q is first built (a pattern of thousands of states is mostly never reached). Built under
+        the compiled grammar's lock; a second grammar sharing this family makes the same list."""
+        got = self._moves.get(q)
+        if got is None:
+            got = self._moves[q] = [(json_escaped(charset(ranges), "all"), t) for t, ranges in sorted(self._chars.of(q).items())]
+        return got
 
     def alive(self, state) -> bool:
         q, n = state
@@ -149,7 +170,7 @@ class LengthProduct(LazyFamily):
 
     def body(self, state) -> Expr:
         q, n = state
-        exits = [seq(chars, Lazy(self, (t, n + 1), ())) for chars, t in self.moves[q] if self.alive((t, n + 1))]
+        exits = [seq(chars, Lazy(self, (t, n + 1), ())) for chars, t in self.moves(q) if self.alive((t, n + 1))]
         if q in self.accepting and n >= self.lo:
             exits.append(EMPTY)
         return alt(*exits) if exits else NOTHING
@@ -168,6 +189,13 @@ def length_product(dfa: regular.DFA, lo: int, hi: int | None) -> Expr:
 # (-9: never a byte of a valid character).
 _BYTE_ROLE = np.array([0] * 0x80 + [-1] * 0x40 + [-9] * 2 + [1] * 30 + [2] * 16 + [3] * 5 + [-9] * 11)
 _BYTE_WEIGHT = np.random.default_rng(20261205).integers(1, 2**63, size=256, dtype=np.uint64) | np.uint64(1)
+# the weights of bytes 0..b-1 summed (wrapping, as the sums of a move's bytes wrap): a run b..e weighs
+# _WEIGHT_BELOW[e + 1] - _WEIGHT_BELOW[b]
+_WEIGHT_BELOW = np.concatenate(([np.uint64(0)], np.cumsum(_BYTE_WEIGHT, dtype=np.uint64)))
+_CONT = slice(0x80, 0xC0)
+_NOT_CONT = np.r_[0:0x80, 0xC0:0x100]  # the other bytes, in order
+_NOT_CONT_ROLE = _BYTE_ROLE[_NOT_CONT]
+_NEVER = _BYTE_ROLE == -9
 
 
 def product_exceeds(dfa: regular.DFA, lo: int, hi: int | None, limit: int) -> bool:
@@ -206,33 +234,99 @@ def _utf8_moves(dfa: regular.DFA) -> tuple[bytes, bytes, bytes, bytes, bytes] | 
     """The DFA as _length_classes.count reads it (levels, acceptance, moves by state: one per
     target, weighted by the sum of its bytes' weights), when every path reads whole UTF-8
     characters (a lead byte leads to a state that asks for exactly its continuations); else None."""
+    whole = _whole_characters(dfa)
+    if whole is None:
+        return None
+    table, level, accepting = whole
     n = dfa.num_states
-    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(n, 256)
-    q, b = np.nonzero(table >= 0)
-    t = table[q, b]
-    role = _BYTE_ROLE[b]
-    is_cont = role == -1
-    has_cont = np.zeros(n, dtype=bool)
-    has_cont[q[is_cont]] = True
-    if (role == -9).any() or has_cont[q[~is_cont]].any():
-        return None  # an invalid byte, or a state both inside and between characters
-    level = np.zeros(n, dtype=np.int64)
-    for _ in range(4):  # a state inside a character: one more than its continuations' targets
-        high = np.zeros(n, dtype=np.int64)
-        np.maximum.at(high, q[is_cont], level[t[is_cont]] + 1)
-        level = high
-    low = np.full(n, 9, dtype=np.int64)
-    np.minimum.at(low, q[is_cont], level[t[is_cont]] + 1)
-    accepting = np.fromiter((dfa.is_accepting(s) for s in range(n)), dtype=bool, count=n)
-    if (has_cont & (low != level)).any() or (level > 3).any() or level[0] or (accepting & has_cont).any():
-        return None
-    if (level[t[~is_cont]] != role[~is_cont]).any():
-        return None
     # a residual's name depends on which name each byte leads to, not on how bytes group by target:
-    # a move's weight is the sum of its bytes'
+    # a move's weight is the sum of its bytes', summed here run by run
+    q, t, first, end = _runs(table)
     edges, inverse = np.unique(q.astype(np.int64) * n + t, return_inverse=True)
     weights = np.zeros(len(edges), dtype=np.uint64)
-    np.add.at(weights, inverse, _BYTE_WEIGHT[b])
+    np.add.at(weights, inverse, _WEIGHT_BELOW[end] - _WEIGHT_BELOW[first])
     offsets = np.searchsorted(edges // n, np.arange(n + 1)).astype(np.int32)
     targets = (edges % n).astype(np.int32)
     return level.astype(np.int8).tobytes(), accepting.astype(np.uint8).tobytes(), offsets.tobytes(), targets.tobytes(), weights.tobytes()
+
+
+def _whole_characters(dfa: regular.DFA) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the byte table, each state's level: the continuation bytes it asks for before the next
+    character, acceptance) when every path reads whole UTF-8 characters; else None.
+
+    Dense passes over the table's columns: a 2,700-state pattern DFA has ~700,000 live (state,
+    byte) cells, and listing and sorting them was most of o21053's front end."""
+    n = dfa.num_states
+    table = np.frombuffer(dfa.table256(), dtype=np.int32).reshape(n, 256)
+    live = table >= 0
+    if live[:, _NEVER].any():
+        return None  # a byte never in valid UTF-8
+    cont = table[:, _CONT]
+    cont_live = live[:, _CONT]
+    has_cont = cont_live.any(axis=1)
+    if (has_cont & live[:, _NOT_CONT].any(axis=1)).any():
+        return None  # a state both inside and between characters
+    cont_target = np.where(cont_live, cont, 0)
+    level = np.zeros(n, dtype=np.int64)
+    for _ in range(4):  # a state inside a character: one more than its continuations' targets
+        level = np.where(cont_live, level[cont_target] + 1, 0).max(axis=1)
+    low = np.where(cont_live, level[cont_target] + 1, 9).min(axis=1)
+    accepting = np.frombuffer(dfa.accepting(), dtype=np.uint8).astype(bool)
+    if (has_cont & (low != level)).any() or (level > 3).any() or level[0] or (accepting & has_cont).any():
+        return None
+    other = table[:, _NOT_CONT]
+    other_live = other >= 0
+    if (other_live & (level[np.where(other_live, other, 0)] != _NOT_CONT_ROLE)).any():
+        return None
+    return table, level, accepting
+
+
+def _runs(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The table's runs of equal live targets, by state then byte: (state, target, first byte,
+    one past the last byte). A few tens of thousands where the live cells are ~700,000."""
+    n = table.shape[0]
+    starts = np.ones((n, 256), dtype=bool)
+    starts[:, 1:] = table[:, 1:] != table[:, :-1]
+    q, b = np.nonzero(starts)
+    t = table[q, b]
+    end = np.empty_like(b)
+    end[:-1] = np.where(q[1:] == q[:-1], b[1:], 256)
+    end[-1:] = 256
+    keep = t >= 0
+    return q[keep], t[keep], b[keep], end[keep]
+
+
+def char_successors(dfa: regular.DFA) -> list[set[int]]:
+    """For each state of a byte-level DFA over UTF-8 text, the states one whole character leads
+    to (the keys of `char_transitions`, without the code point ranges: _Lengths needs them for
+    every state, the ranges only the states a document reaches). From the levels of
+    `_whole_characters`: a state inside a character reaches, through its continuations, the
+    states its targets reach; where the DFA is not whole characters, from char_transitions."""
+    whole = _whole_characters(dfa)
+    if whole is None:
+        return [set(m) for m in char_transitions(dfa)]
+    table, level, _ = whole
+    q, t, _, _ = _runs(table)
+    n = dfa.num_states
+    edges = np.unique(q.astype(np.int64) * n + t)
+    bounds = np.searchsorted(edges // n, np.arange(n + 1)).tolist()
+    targets = (edges % n).tolist()
+    levels = level.tolist()
+    out: list[set[int]] = [set() for _ in range(n)]
+    reach: dict[int, set[int]] = {}  # a state inside a character: the states its character ends in
+    for depth in (1, 2, 3):
+        for s in range(n):
+            if levels[s] == depth:
+                ends: set[int] = set()
+                for x in targets[bounds[s]:bounds[s + 1]]:
+                    ends |= reach[x] if levels[x] else {x}
+                reach[s] = ends
+    for s in range(n):
+        if not levels[s]:
+            ends = out[s]
+            for x in targets[bounds[s]:bounds[s + 1]]:
+                if levels[x]:
+                    ends |= reach[x]
+                else:
+                    ends.add(x)
+    return out

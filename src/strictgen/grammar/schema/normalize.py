@@ -36,9 +36,9 @@ jsonschema judge) and `Normalizer` (a source joined with the compile's formula a
 schema.formulas, which the functions of the normaliser use: one class, no mixins). Functions of
 the normaliser, one concern each: schema.refs (`$ref`, `$dynamicRef` and its `DynamicScope`),
 schema.applicators (allOf, anyOf, oneOf, not, if, dependencies, enum/const) and schema.keywords
-(per-type keywords, unevaluated*). The boolean algebra (dnf, negation, disjointness) is
-schema.algebra's, over the formula algebra, which never refers to the normaliser: it reaches a raw
-schema's conjuncts through its lazy step, the SchemaSource. The schema IR is schema.ir, JSON values
+(per-type keywords, unevaluated*). The boolean algebra (dnf, negation) is schema.algebra's and
+disjointness schema.disjointness's, over the formula algebra, which never refers to the normaliser:
+it reaches a raw schema's conjuncts through its lazy step, the SchemaSource. The schema IR is schema.ir, JSON values
 and errors schema.values, keyword vocabularies schema.dialects, other documents schema.documents.
 Services that never call the normaliser: the dialects a supplied metaschema's `$vocabulary` defines
 (`vocabularies`, schema.vocabularies) and the compile's string-language service (`strings`,
