@@ -1,6 +1,6 @@
 """An enum long enough to be one called rule (SchemaEmitter.enum, past SHORT_ENUM characters of
 strings) is built once per compile, however many places repeat it (o69207 repeats one twelve
-times): a later use is the rule's reference, before any trie or spelling is made. Short enums
+times): a later use is the rule's reference, before its spelling (`spelled_choice`) is asked for. Short enums
 stay inline at every use. The grammar accepts exactly the enum's values at each place."""
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def schema(values) -> dict:
 
 def test_a_long_enum_is_built_once(monkeypatch):
     calls = []
-    real = emitter.json_escaped
-    monkeypatch.setattr(emitter, "json_escaped", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = emitter.spelled_choice
+    monkeypatch.setattr(emitter, "spelled_choice", lambda *a, **k: calls.append(1) or real(*a, **k))
     enums = []
     real_enum = emitter.SchemaEmitter.enum
     monkeypatch.setattr(emitter.SchemaEmitter, "enum", lambda self, values: enums.append(1) or real_enum(self, values))
@@ -47,8 +47,8 @@ def test_a_long_enum_is_built_once(monkeypatch):
 
 def test_a_short_enum_stays_inline(monkeypatch):
     calls = []
-    real = emitter.json_escaped
-    monkeypatch.setattr(emitter, "json_escaped", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = emitter.spelled_choice
+    monkeypatch.setattr(emitter, "spelled_choice", lambda *a, **k: calls.append(1) or real(*a, **k))
     g, _ = json_schema_grammar(schema(["a", "b"]))
     assert len(calls) == 6
     assert not [name for name in g.rules if name.startswith("enum_")]
