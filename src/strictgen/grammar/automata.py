@@ -83,13 +83,15 @@ class NFABuilder:
         if self.nfa.num_states >> 10 != before >> 10:
             self._check_size()
 
-    def build(self, expr: Expr, start: int, end: int) -> None:
+    def build(self, expr: Expr, start: int, end: int, max_ops: int | None = None) -> None:
         """Add edges so that paths start → end spell exactly the strings of `expr`: through the
-        C lowering where it can (the same NFA, state by state), else here in Python."""
-        if not self._lowered(expr, start, end, True):
+        C lowering where it can (the same NFA, state by state), else here in Python. With
+        `max_ops`, raises lowering.ProgramTooLong, nothing built, where its program would pass
+        that many ops (a bound on the walk for a caller that would rather not build it then)."""
+        if not self._lowered(expr, start, end, True, max_ops):
             self._build_shared(expr, start, end)
 
-    def _lowered(self, expr: Expr, start: int, end: int, shared: bool) -> bool:
+    def _lowered(self, expr: Expr, start: int, end: int, shared: bool, max_ops: int | None = None) -> bool:
         """Did the C lowering (`regular.lower`) build `expr` from start to end? Python writes the
         rule as a flat program, taking on the way the decisions only it can take (which pieces are
         embedded DFAs, which rules are calls); C builds the NFA from it without the GIL. False
@@ -97,7 +99,7 @@ class NFABuilder:
         reached): the NFA is then as it was, and the Python builder raises what it raises."""
         if not self.in_c:
             return False
-        program = Program(self)
+        program = Program(self, max_ops)
         try:
             (program.build if shared else program.build_here)(expr)
         except Unlowerable:

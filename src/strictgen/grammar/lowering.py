@@ -79,13 +79,22 @@ class LoweringMemo:
         return op
 
 
+class ProgramTooLong(Exception):
+    """The program passed the ops its writer allowed (`Program(builder, max_ops)`): a rule built
+    ahead of need is then left for its first entry before the rest of its walk and its lowering
+    are paid for (compile/automaton.py)."""
+
+
 class Program:
     """One rule's program: `ops` (int32) over the compile's `memo` (its DFAs and template ids).
     `build(expr)` writes what `NFABuilder._build_shared` builds, `build_here(expr)` what its
-    `_build` builds (a shared node not shared at the top)."""
+    `_build` builds (a shared node not shared at the top). With `max_ops`, writing raises
+    ProgramTooLong once the ops pass it (checked at each sequence and alternative, which make the
+    most of any big program: not exact, a little more may be written first)."""
 
-    def __init__(self, builder: NFABuilder):
+    def __init__(self, builder: NFABuilder, max_ops: int | None = None):
         self.builder = builder
+        self._max_ops = MAX_COPIES if max_ops is None else max_ops  # int32 cells: never passed unless asked
         self.memo: LoweringMemo = builder.lowering_memo
         self.ops = array.array("i")
         self._fragments: dict[int, int] = {}  # shared node id -> offset of its program here
@@ -146,6 +155,8 @@ class Program:
                 self._embed(kept[0])
                 return
         if t is Seq or t is Alt:
+            if len(ops) > self._max_ops:
+                raise ProgramTooLong(len(ops))
             ops.extend((SEQ if t is Seq else ALT, len(expr.items)))
             shared, fragments, memo = self._shared, self._fragments, self.memo
             literals, open_ = memo.literals, self._open
