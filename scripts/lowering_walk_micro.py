@@ -21,10 +21,10 @@ def record(vocab: str) -> list:
     seen = []
     original = automata.NFABuilder._lowered
 
-    def lowered(self, expr, start, end, shared):
+    def lowered(self, expr, start, end, shared, *cap):
         if self.in_c:
             seen.append((self, expr, shared))
-        return original(self, expr, start, end, shared)
+        return original(self, expr, start, end, shared, *cap)
 
     automata.NFABuilder._lowered = lowered
     try:

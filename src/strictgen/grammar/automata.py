@@ -214,16 +214,18 @@ class NFABuilder:
 
     def embedded_dfa(self, expr: Expr) -> regular.DFA | None:
         """The DFA `_embed` embeds for `expr` (made and remembered on first ask), or None."""
-        if not isinstance(expr, COMPOSITE):
-            return None
         memo = self._memo
-        dfa = memo.dfas.get(id(expr)) or memo.embedded.get(id(expr))
+        i = id(expr)
+        dfa = memo.dfas.get(i) or memo.embedded.get(i)
         if dfa is None:
-            if id(expr) in memo.too_big or id(expr) in memo.embedding:
+            if i in memo.built or i in memo.too_big or i in memo.embedding:  # `built`: asked again by each program that meets it
+                return None
+            if not isinstance(expr, COMPOSITE):
                 return None
             dfa = _pieces.get_same(expr)
             if dfa is None:
                 if not self._calls_nothing(expr):
+                    memo.built.add(i)
                     return None
                 memo.embedding.add(id(expr))
                 try:
@@ -232,7 +234,7 @@ class NFABuilder:
                 except CompileTimeoutError:
                     raise
                 except GrammarTooLargeError:
-                    memo.too_big.add(id(expr))
+                    memo.too_big.add(i)
                     return None
                 finally:
                     memo.embedding.discard(id(expr))
