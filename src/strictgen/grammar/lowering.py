@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
+from strictgen.lru import BoundedLRU
 from strictgen.regular.utf8 import utf8_sequences
 
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
@@ -65,18 +66,26 @@ class LoweringMemo:
         self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
         self.template_ids: dict[tuple, int] = {}
         self.segments: dict[tuple, array.array] = {}  # a template's whole TEMPLATE op, its program inline
-        # a literal's whole LIT op by its bytes: extending the program by an array is a copy, by
-        # the bytes an int at a time (~1.2 us a literal, 2-3% of the bench's rule builds); a
-        # compile's literals are ~88% repeats of one another ("," ":" "\"" keys and whitespace)
-        self.literals: dict[bytes, array.array] = {}
 
-    def literal(self, data: bytes) -> array.array:
-        """The LIT op of `data`, made once a compile."""
-        op = self.literals.get(data)
-        if op is None:
-            op = self.literals[data] = array.array("i", (LIT, len(data)))
-            op.extend(data)
-        return op
+
+# A literal's whole LIT op by its bytes, for every compile (it depends on nothing else): extending
+# the program by an array is a copy, by the bytes an int at a time (~1.2 us a literal, 2-3% of the
+# bench's rule builds); a compile's literals are ~88% repeats of one another ("," ":" "\"" keys and
+# whitespace), and compiles repeat them again (made once a compile, they were ~5% of the walk).
+# Bounded in entries and int32 cells (the ops are never changed: programs copy them).
+LITERAL_OPS = 8192
+_LITERALS: BoundedLRU[array.array] = BoundedLRU(LITERAL_OPS, 1 << 20, len)
+known_literal = _LITERALS.peek  # the LIT op of these bytes if made, else None: one dict read
+
+
+def literal_op(data: bytes) -> array.array:
+    """The LIT op of `data`, made once while it stays in the bounded map."""
+    op = _LITERALS.peek(data)
+    if op is None:
+        op = array.array("i", (LIT, len(data)))
+        op.extend(data)
+        _LITERALS.put(data, op)
+    return op
 
 
 class ProgramTooLong(Exception):
@@ -147,7 +156,7 @@ class Program:
     def build_here(self, expr: Expr) -> None:
         ops, builder, t = self.ops, self.builder, type(expr)
         if t is Literal:
-            ops.extend(self.memo.literals.get(expr.data) or self.memo.literal(expr.data))
+            ops.extend(known_literal(expr.data) or literal_op(expr.data))
             return
         if t in _COMPOSITE_TYPES:
             kept = self._kept(id(expr))
@@ -158,8 +167,7 @@ class Program:
             if len(ops) > self._max_ops:
                 raise ProgramTooLong(len(ops))
             ops.extend((SEQ if t is Seq else ALT, len(expr.items)))
-            shared, fragments, memo = self._shared, self._fragments, self.memo
-            literals, open_ = memo.literals, self._open
+            shared, fragments, memo, open_ = self._shared, self._fragments, self.memo, self._open
             for item in expr.items:
                 i = id(item)
                 if i in shared:
@@ -171,7 +179,7 @@ class Program:
                             self._not_contained(at)
                         ops.extend((SHARED, memo.fragment_ids[i], at - len(ops), 0))
                 elif type(item) is Literal:  # most items: written here, without a call of build_here
-                    ops.extend(literals.get(item.data) or memo.literal(item.data))
+                    ops.extend(known_literal(item.data) or literal_op(item.data))
                 else:
                     self.build_here(item)
         elif t is ByteSet:
