@@ -41,6 +41,8 @@ def timed(owner, name: str, label: str, each=None) -> None:
 def rule_built(args, got, spent) -> None:
     if hasattr(got, "num_states"):
         RULES.append(f"{args[1]} {got.num_states} states {spent * 1e3:.1f} ms")
+    elif got is None:  # left before its walk ended (its program passed automaton.AHEAD_PROGRAM_OPS)
+        RULES.append(f"{args[1]} left unlowered {spent * 1e3:.1f} ms")
     else:  # left lowered (automaton._Lowered)
         RULES.append(f"{args[1]} left lowered: NFA {got.nfa.num_states} states {spent * 1e3:.1f} ms")
 

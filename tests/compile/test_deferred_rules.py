@@ -60,7 +60,7 @@ def test_a_rule_too_big_to_build_ahead_is_determinised_when_first_entered_and_lo
     monkeypatch.setattr(automaton, "AHEAD_NFA_STATES", 40)
     lowerings: list[str] = []
     build = automaton.NFABuilder.build
-    monkeypatch.setattr(automaton.NFABuilder, "build", lambda self, expr, s, e: (lowerings.append(expr), build(self, expr, s, e))[1])
+    monkeypatch.setattr(automaton.NFABuilder, "build", lambda self, expr, *args: (lowerings.append(expr), build(self, expr, *args))[1])
     g = big_branch()
     compiled = compile_automaton(g, 4000)
     # y lowered, not determinised; ws, after it, waits too (the rules built are a prefix of the names)
@@ -82,15 +82,35 @@ def test_a_rule_too_big_to_build_ahead_is_determinised_when_first_entered_and_lo
     assert sorted(r.name for r in compile_automaton(g, 4000).rules) == ["root", "ws", "x", "y"]
 
 
+def test_a_rule_whose_program_passes_the_cap_is_left_before_its_lowering(monkeypatch):
+    """A rule built ahead whose program passes AHEAD_PROGRAM_OPS ops is left as soon as its walk
+    passes them: not lowered at compile (no C lowering of it), lowered at its first entry, the
+    same language; under the cap (its NFA's states under theirs) it is built ahead."""
+    monkeypatch.setattr(automaton, "AHEAD_NFA_STATES", 10_000)
+    lowered: list[int] = []
+    lower = automaton.regular.lower
+    monkeypatch.setattr(automaton.regular, "lower", lambda nfa, ops, *args: (lowered.append(len(ops)), lower(nfa, ops, *args))[1])
+    monkeypatch.setattr(automaton, "AHEAD_PROGRAM_OPS", 100)  # y's program: 60 words, ~300 ops
+    compiled = compile_automaton(big_branch(), 4000)
+    assert [r.name for r in compiled.rules] == ["root", "x"] and max(lowered) < 100
+    machine = PushdownMachine(compiled)
+    state = machine.step_bytes(machine.start, b"bb[yw5")
+    assert compiled.lazy.names.index("y") in machine.added and max(lowered) > 100  # lowered at its first entry
+    assert machine.accepting[machine.step_bytes(state, b"9]")] and machine.step_bytes(state, b"x") == DEAD
+    monkeypatch.setattr(automaton, "AHEAD_PROGRAM_OPS", 10_000)
+    assert sorted(r.name for r in compile_automaton(big_branch(), 4000).rules) == ["root", "ws", "x", "y"]
+
+
 @settings(max_examples=100, deadline=None)
 @given(data=st.lists(st.sampled_from(b"abxyw0159()[] \t"), max_size=12).map(bytes))
 def test_a_rule_left_for_its_first_entry_has_the_language_of_one_built_ahead(data):
     ahead = PushdownMachine(compile_automaton(big_branch(), None))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(automaton, "AHEAD_NFA_STATES", 40)
-        compiled = compile_automaton(big_branch(), 4000)
-    assert [r.name for r in compiled.rules] == ["root", "x"]
-    assert _walk(PushdownMachine(compiled), data) == _walk(ahead, data)
+    for name, value in (("AHEAD_NFA_STATES", 40), ("AHEAD_PROGRAM_OPS", 100)):  # left lowered; left before lowering
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(automaton, name, value)
+            compiled = compile_automaton(big_branch(), 4000)
+        assert [r.name for r in compiled.rules] == ["root", "x"]
+        assert _walk(PushdownMachine(compiled), data) == _walk(ahead, data)
 
 
 def _walk(machine: PushdownMachine, data: bytes) -> list[tuple[bool, bool]]:

@@ -101,3 +101,16 @@ def test_a_rule_met_inside_itself_is_refused_as_before():
     got = _refusal(rules, {}, True)
     assert got[:2] == _refusal(rules, {}, False)[:2]
     assert "recursive" in got[1]
+
+
+def test_literal_ops_are_made_once_for_every_compile_within_their_bounds():
+    """A literal's LIT op is its bytes after (LIT, length), kept across compiles (the same array
+    object for the same bytes) in a map bounded in entries and cells."""
+    from strictgen.grammar import lowering
+
+    op = lowering.literal_op(b"\x00lit\xff")
+    assert list(op) == [lowering.LIT, 5, 0, *b"lit", 255] and lowering.literal_op(b"\x00lit\xff") is op
+    assert lowering.known_literal(b"\x00lit\xff") is op and lowering.known_literal(b"never made \x01") is None
+    for i in range(lowering.LITERAL_OPS):  # as many others: the least recently used goes
+        lowering.literal_op(b"%d" % i)
+    assert lowering.known_literal(b"\x00lit\xff") is None and lowering.known_literal(b"%d" % (lowering.LITERAL_OPS - 1)) is not None

@@ -23,6 +23,7 @@ from strictgen.errors import StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, DfaCache, NFABuilder, shared_nodes
 from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import Grammar, post_order, recursive_rules, rule_references
+from strictgen.grammar.lowering import ProgramTooLong
 from strictgen.grammar.schema.unique import UNIQUE_MARK
 
 from . import rule_facts
@@ -48,6 +49,12 @@ EAGER_STATES = 4_000
 # bench's rules built ahead (NFAs of 18,700-44,800 states) and keeps the next (13,600: kb_220's
 # 7,400-state rule).
 AHEAD_NFA_STATES = 4 * EAGER_STATES
+# Such a rule's NFA cost its whole Python walk and C lowering at compile time (o74598's: a
+# 74,500-op program, ~26 ms of walk and 18 ms of lowering). A rule whose program passes this many
+# ops is left before its walk ends (lowering.ProgramTooLong), and lowered at its first entry.
+# Programs of big rules hold 0.4-0.6 ops per NFA state (up to 3 in small ones: allany9's
+# byte classes), so past 2 x AHEAD_NFA_STATES ops a rule is beyond the states' bound or near it.
+AHEAD_PROGRAM_OPS = 2 * AHEAD_NFA_STATES
 
 
 @dataclass(eq=False)
@@ -176,8 +183,9 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
             break
         index = len(built)  # a rule the machine's start enters is built now however big (its set-up would build it)
         dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer and index not in at_start else None)
-        if isinstance(dfa, _Lowered):  # too big to build now: it and the rules after it wait (those built are a prefix of names)
-            lowered[name] = dfa
+        if dfa is None or isinstance(dfa, _Lowered):  # too big to build now: it and the rules after it wait (those built are a prefix of names)
+            if dfa is not None:
+                lowered[name] = dfa
             break
         built.append(dfa)
         spent += dfa.num_states
@@ -208,11 +216,12 @@ class _Lowered:
 
 
 def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo, reach: tuple[list[str], set[str]],
-              lowered: _Lowered | None = None, max_nfa: int | None = None) -> regular.DFA | _Lowered:
+              lowered: _Lowered | None = None, max_nfa: int | None = None) -> regular.DFA | _Lowered | None:
     """Rule `name`'s determinised automaton (from the cache shared by compiles when its key is
     there: not for the root, not once the grammar has met a family); `reach`: its `_reach`;
     `lowered`: its NFA, lowered before. With `max_nfa`, a rule whose NFA has more states is
-    returned lowered only (`_Lowered`), for the caller to determinise later or never."""
+    returned lowered only (`_Lowered`), for the caller to determinise later or never, and one
+    whose program passes AHEAD_PROGRAM_OPS ops is not even lowered (None)."""
     key, keep = _rule_key(grammar, called, reach) if name != grammar.root else (None, None)
     got = None if key is None else _rule_dfas.get_kept(key)
     if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
@@ -220,7 +229,10 @@ def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], 
     if lowered is None:
         builder = NFABuilder(grammar.rules, called, shared, memo)
         start, final = builder.new(), builder.new()
-        builder.build(grammar.rules[name], start, final)
+        try:
+            builder.build(grammar.rules[name], start, final, None if max_nfa is None else AHEAD_PROGRAM_OPS)
+        except ProgramTooLong:
+            return None
         lowered = _Lowered(builder.nfa, start, final)
         if max_nfa is not None and lowered.nfa.num_states > max_nfa:
             return lowered

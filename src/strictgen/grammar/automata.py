@@ -83,13 +83,15 @@ class NFABuilder:
         if self.nfa.num_states >> 10 != before >> 10:
             self._check_size()
 
-    def build(self, expr: Expr, start: int, end: int) -> None:
+    def build(self, expr: Expr, start: int, end: int, max_ops: int | None = None) -> None:
         """Add edges so that paths start → end spell exactly the strings of `expr`: through the
-        C lowering where it can (the same NFA, state by state), else here in Python."""
-        if not self._lowered(expr, start, end, True):
+        C lowering where it can (the same NFA, state by state), else here in Python. With
+        `max_ops`, raises lowering.ProgramTooLong, nothing built, where its program would pass
+        that many ops (a bound on the walk for a caller that would rather not build it then)."""
+        if not self._lowered(expr, start, end, True, max_ops):
             self._build_shared(expr, start, end)
 
-    def _lowered(self, expr: Expr, start: int, end: int, shared: bool) -> bool:
+    def _lowered(self, expr: Expr, start: int, end: int, shared: bool, max_ops: int | None = None) -> bool:
         """Did the C lowering (`regular.lower`) build `expr` from start to end? Python writes the
         rule as a flat program, taking on the way the decisions only it can take (which pieces are
         embedded DFAs, which rules are calls); C builds the NFA from it without the GIL. False
@@ -97,7 +99,7 @@ class NFABuilder:
         reached): the NFA is then as it was, and the Python builder raises what it raises."""
         if not self.in_c:
             return False
-        program = Program(self)
+        program = Program(self, max_ops)
         try:
             (program.build if shared else program.build_here)(expr)
         except Unlowerable:
@@ -212,16 +214,18 @@ class NFABuilder:
 
     def embedded_dfa(self, expr: Expr) -> regular.DFA | None:
         """The DFA `_embed` embeds for `expr` (made and remembered on first ask), or None."""
-        if not isinstance(expr, COMPOSITE):
-            return None
         memo = self._memo
-        dfa = memo.dfas.get(id(expr)) or memo.embedded.get(id(expr))
+        i = id(expr)
+        dfa = memo.dfas.get(i) or memo.embedded.get(i)
         if dfa is None:
-            if id(expr) in memo.too_big or id(expr) in memo.embedding:
+            if i in memo.built or i in memo.too_big or i in memo.embedding:  # `built`: asked again by each program that meets it
+                return None
+            if not isinstance(expr, COMPOSITE):
                 return None
             dfa = _pieces.get_same(expr)
             if dfa is None:
                 if not self._calls_nothing(expr):
+                    memo.built.add(i)
                     return None
                 memo.embedding.add(id(expr))
                 try:
@@ -230,7 +234,7 @@ class NFABuilder:
                 except CompileTimeoutError:
                     raise
                 except GrammarTooLargeError:
-                    memo.too_big.add(id(expr))
+                    memo.too_big.add(i)
                     return None
                 finally:
                     memo.embedding.discard(id(expr))

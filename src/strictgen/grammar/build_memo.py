@@ -41,6 +41,9 @@ class BuildMemo:
         self.dfas: dict[int, regular.DFA] = {} if dfas is None else dfas
         self.embedded: dict[int, regular.DFA] = {} if embedded is None else embedded  # pieces' DFAs as embedded: not minimised
         self.too_big: set[int] = set() if too_big is None else too_big
+        # pieces built rather than embedded, as this `called` map makes them: those that call a
+        # rule (a composite piece's embedding is asked by every program that meets it)
+        self.built: set[int] = set()
         self.templates: dict[tuple, tuple[regular.NFA, int, int] | None] = {}
         self.call_free: dict[int, bool] = {}
         self.rule_free: dict[int, bool] = {} if rule_free is None else rule_free  # see NFABuilder._rule_free

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
+from strictgen.lru import BoundedLRU
 from strictgen.regular.utf8 import utf8_sequences
 
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
@@ -65,27 +66,44 @@ class LoweringMemo:
         self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
         self.template_ids: dict[tuple, int] = {}
         self.segments: dict[tuple, array.array] = {}  # a template's whole TEMPLATE op, its program inline
-        # a literal's whole LIT op by its bytes: extending the program by an array is a copy, by
-        # the bytes an int at a time (~1.2 us a literal, 2-3% of the bench's rule builds); a
-        # compile's literals are ~88% repeats of one another ("," ":" "\"" keys and whitespace)
-        self.literals: dict[bytes, array.array] = {}
 
-    def literal(self, data: bytes) -> array.array:
-        """The LIT op of `data`, made once a compile."""
-        op = self.literals.get(data)
-        if op is None:
-            op = self.literals[data] = array.array("i", (LIT, len(data)))
-            op.extend(data)
-        return op
+
+# A literal's whole LIT op by its bytes, for every compile (it depends on nothing else): extending
+# the program by an array is a copy, by the bytes an int at a time (~1.2 us a literal, 2-3% of the
+# bench's rule builds); a compile's literals are ~88% repeats of one another ("," ":" "\"" keys and
+# whitespace), and compiles repeat them again (made once a compile, they were ~5% of the walk).
+# Bounded in entries and int32 cells (the ops are never changed: programs copy them).
+LITERAL_OPS = 8192
+_LITERALS: BoundedLRU[array.array] = BoundedLRU(LITERAL_OPS, 1 << 20, len)
+known_literal = _LITERALS.peek  # the LIT op of these bytes if made, else None: one dict read
+
+
+def literal_op(data: bytes) -> array.array:
+    """The LIT op of `data`, made once while it stays in the bounded map."""
+    op = _LITERALS.peek(data)
+    if op is None:
+        op = array.array("i", (LIT, len(data)))
+        op.extend(data)
+        _LITERALS.put(data, op)
+    return op
+
+
+class ProgramTooLong(Exception):
+    """The program passed the ops its writer allowed (`Program(builder, max_ops)`): a rule built
+    ahead of need is then left for its first entry before the rest of its walk and its lowering
+    are paid for (compile/automaton.py)."""
 
 
 class Program:
     """One rule's program: `ops` (int32) over the compile's `memo` (its DFAs and template ids).
     `build(expr)` writes what `NFABuilder._build_shared` builds, `build_here(expr)` what its
-    `_build` builds (a shared node not shared at the top)."""
+    `_build` builds (a shared node not shared at the top). With `max_ops`, writing raises
+    ProgramTooLong once the ops pass it (checked at each sequence and alternative, which make the
+    most of any big program: not exact, a little more may be written first)."""
 
-    def __init__(self, builder: NFABuilder):
+    def __init__(self, builder: NFABuilder, max_ops: int | None = None):
         self.builder = builder
+        self._max_ops = MAX_COPIES if max_ops is None else max_ops  # int32 cells: never passed unless asked
         self.memo: LoweringMemo = builder.lowering_memo
         self.ops = array.array("i")
         self._fragments: dict[int, int] = {}  # shared node id -> offset of its program here
@@ -97,20 +115,27 @@ class Program:
     def _ref(self, op: int, ident: int, at: int) -> None:
         """A reference to the program at `at`, written earlier: a template being written that
         began after it is not self-contained (its copy elsewhere would point nowhere)."""
-        for t in self._open:
-            if t[0] > at:
-                t[1] = False
+        self._not_contained(at)
         self.ops.extend((op, ident, at - len(self.ops), 0))
 
+    def _not_contained(self, at: int) -> None:
+        """Mark the templates being written that began after `at` as not self-contained: they
+        were opened in order of offset, so they are the last ones (most references meet none)."""
+        for t in reversed(self._open):
+            if t[0] <= at:
+                return
+            t[1] = False
+
     def build(self, expr: Expr) -> None:
-        at = self._fragments.get(id(expr))
+        i = id(expr)
+        at = self._fragments.get(i)
         if at is not None:
-            self._ref(SHARED, self.memo.fragment_ids[id(expr)], at)
-        elif id(expr) in self._shared:
+            self._ref(SHARED, self.memo.fragment_ids[i], at)
+        elif i in self._shared:
             ids = self.memo.fragment_ids
             head = len(self.ops)
-            at = self._fragments[id(expr)] = head + 4
-            self.ops.extend((SHARED, ids.setdefault(id(expr), len(ids)), 4, 0))
+            at = self._fragments[i] = head + 4
+            self.ops.extend((SHARED, ids.setdefault(i, len(ids)), 4, 0))
             dfa = self.builder.embedded_dfa(expr)
             if dfa is not None:
                 self._embed(dfa)
@@ -131,7 +156,7 @@ class Program:
     def build_here(self, expr: Expr) -> None:
         ops, builder, t = self.ops, self.builder, type(expr)
         if t is Literal:
-            ops.extend(self.memo.literals.get(expr.data) or self.memo.literal(expr.data))
+            ops.extend(known_literal(expr.data) or literal_op(expr.data))
             return
         if t in _COMPOSITE_TYPES:
             kept = self._kept(id(expr))
@@ -139,15 +164,24 @@ class Program:
                 self._embed(kept[0])
                 return
         if t is Seq or t is Alt:
+            if len(ops) > self._max_ops:
+                raise ProgramTooLong(len(ops))
             ops.extend((SEQ if t is Seq else ALT, len(expr.items)))
-            shared, build, here, literals, literal = self._shared, self.build, self.build_here, self.memo.literals, self.memo.literal
+            shared, fragments, memo, open_ = self._shared, self._fragments, self.memo, self._open
             for item in expr.items:
-                if id(item) in shared:
-                    build(item)
+                i = id(item)
+                if i in shared:
+                    at = fragments.get(i)
+                    if at is None:  # its first use in this program: written whole
+                        self.build(item)
+                    else:  # most shared items (~5 in 6 on the bench): a reference, written here (`_ref`)
+                        if open_ and open_[-1][0] > at:
+                            self._not_contained(at)
+                        ops.extend((SHARED, memo.fragment_ids[i], at - len(ops), 0))
                 elif type(item) is Literal:  # most items: written here, without a call of build_here
-                    ops.extend(literals.get(item.data) or literal(item.data))
+                    ops.extend(known_literal(item.data) or literal_op(item.data))
                 else:
-                    here(item)
+                    self.build_here(item)
         elif t is ByteSet:
             ops.extend((BYTES, len(expr.ranges)))
             for lo, hi in expr.ranges:
