@@ -21,7 +21,8 @@
  * of a class of equal futures stands for it may depend on the order documents meet them; the
  * machine's language does not (equal futures). Only return frames are walked (the others are never
  * pushed below a call), only up to MAX_FUTURE_STATES states (a long future keeps its own frame:
- * merging is for short tails like `")"`), and never in a rule whose frames a run-time tracker
+ * merging is for short tails like `")"`; most long ones are settled without a walk by a search
+ * whose findings stay, `future_is_long`), and never in a rule whose frames a run-time tracker
  * reads (`RulePart.keep`). */
 #include "_machine.h"
 
@@ -162,6 +163,77 @@ static int signature(Machine *m, int32_t g, const int32_t *runs, int num_runs) {
     return status;
 }
 
+/* Whether frame g's future reaches more than MAX_FUTURE_STATES frames, the case where its
+ * signature walk gives up: 1 if it is known to (then the walk is not needed), 0 if not known,
+ * -1 on error. Why: most walks gave up (91% of DeepSeek's first pass, 61 frames walked each),
+ * the return frames of one long rule each walking much the same long tail.
+ *
+ * A depth-first search from g, of at most SEARCH_FRAMES frames, marks frames that reach too many,
+ * each for a reason that holds whatever else is true, so a mark is exact and stays: a frame whose
+ * subtree in the search (the frames first met while it was on the stack, all reachable from it)
+ * holds more than MAX_FUTURE_STATES; every frame on the stack when the search meets a marked
+ * frame (they all reach it); every frame on the stack whose subtree is already past the bound
+ * when the search stops at SEARCH_FRAMES. A search from the first return frame of a long rule
+ * thus marks the return frames down its path too, and a later search stops at the first marked
+ * frame it meets. A frame not marked is walked as before, which decides. */
+#define SEARCH_FRAMES (4 * MAX_FUTURE_STATES)
+
+static int future_is_long(Machine *m, int32_t g) {
+    Py_ssize_t old = m->future_long.len, n = m->num_frames;
+    if (old < n) { /* frames appended since: not searched */
+        if (vec_reserve(&m->future_long, n) < 0 || vec_reserve(&m->search_mark, n) < 0 || vec_reserve(&m->search_num, n) < 0)
+            return -1;
+        memset(m->future_long.data + old, 0, sizeof(int32_t) * (size_t)(n - old));
+        memset(m->search_mark.data + old, 0, sizeof(int32_t) * (size_t)(n - old));
+        m->future_long.len = m->search_mark.len = m->search_num.len = n;
+    }
+    int32_t *marked = m->future_long.data;
+    if (marked[g])
+        return 1;
+    if (m->search_stamp == INT32_MAX) {
+        memset(m->search_mark.data, 0, sizeof(int32_t) * (size_t)m->search_mark.len);
+        m->search_stamp = 0;
+    }
+    const uint8_t *classmap = m->classmaps + (Py_ssize_t)m->rule_of[g] * 256;
+    int32_t width = 0; /* the rule's classes: its rows' length (read by class, not by byte range:
+                        * the search meets many frames no walk does, and ranging one costs more) */
+    for (int b = 0; b < 256; b++)
+        width = classmap[b] >= width ? classmap[b] + 1 : width;
+    int32_t stamp = ++m->search_stamp, *met = m->search_mark.data, *num = m->search_num.data, count = 0;
+    Vec *stack = &m->search_stack; /* (frame, next edge) pairs */
+    stack->len = 0;
+    if (vec_push(stack, g) < 0 || vec_push(stack, 0) < 0)
+        return -1;
+    met[g] = stamp, num[g] = count++;
+    while (stack->len) {
+        int32_t f = stack->data[stack->len - 2], k = stack->data[stack->len - 1];
+        const int32_t *row = m->frame_row[f];
+        while (k < width && (row[k] < 0 || met[row[k]] == stamp)) /* most classes are dead or met */
+            k++;
+        if (k >= width + m->call_start[f + 1] - m->call_start[f]) { /* f's subtree is complete */
+            stack->len -= 2;
+            if (count - num[f] > MAX_FUTURE_STATES)
+                marked[f] = 1;
+            continue;
+        }
+        stack->data[stack->len - 1] = k + 1;
+        int32_t w = k < width ? row[k] : m->call_ret[m->call_start[f] + k - width];
+        if (met[w] == stamp)
+            continue;
+        if (marked[w] || count == SEARCH_FRAMES) {
+            int stopped = !marked[w];
+            for (Py_ssize_t i = 0; i < stack->len; i += 2)
+                if (!stopped || count - num[stack->data[i]] > MAX_FUTURE_STATES)
+                    marked[stack->data[i]] = 1;
+            break;
+        }
+        if (vec_push(stack, w) < 0 || vec_push(stack, 0) < 0)
+            return -1;
+        met[w] = stamp, num[w] = count++;
+    }
+    return marked[g];
+}
+
 int machine_canon_frames(Machine *m, const RulePart *p, int32_t b0) {
     /* UNKNOWN_FUTURE: found by canonical_frame when a call first returns there */
     int32_t unknown = p->keep || p->num_calls == 0 ? 0 : 1;
@@ -174,9 +246,12 @@ int32_t canonical_frame(Machine *m, int32_t ret) {
     int32_t known = m->canon[ret];
     if (known != UNKNOWN_FUTURE)
         return known;
-    int32_t runs[3 * 256];
-    int num_runs = class_runs(m->classmaps + (Py_ssize_t)m->rule_of[ret] * 256, runs);
-    int got = signature(m, ret, runs, num_runs);
+    int got = future_is_long(m, ret); /* 1: known to be too long, as its walk would find */
+    if (got == 0) {
+        int32_t runs[3 * 256];
+        got = signature(m, ret, runs, class_runs(m->classmaps + (Py_ssize_t)m->rule_of[ret] * 256, runs));
+    } else if (got == 1)
+        got = 0; /* signature's answer for a future too long */
     int32_t frame = got == 1 ? intern_future(m, m->sig_scratch.data, m->sig_scratch.len, ret) : got == 0 ? ret : -1;
     if (frame >= 0)
         m->canon[ret] = frame;

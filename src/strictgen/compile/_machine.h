@@ -93,6 +93,11 @@ typedef struct {
     Vec sig_start, sig_len, sig_frame, sig_pool, sig_scratch;
     Vec future_num; /* scratch of the signature walk: a number per frame met, -1 otherwise */
     Vec range_start, range_len, range_pool; /* the byte ranges of the frames signature walks met */
+    /* the frames known to reach more than MAX_FUTURE_STATES frames (_futures.c, future_is_long):
+     * a flag per frame, as far as searched; the search's scratch: a stamp and a number per frame
+     * met, its stack of (frame, next edge) */
+    Vec future_long, search_mark, search_num, search_stack;
+    int32_t search_stamp;
     int32_t *sig_slots;
     Py_ssize_t sig_mask;
     /* scratch: a mark per node (stamped with `stamp`), work lists */

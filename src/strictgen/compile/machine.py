@@ -256,20 +256,33 @@ class HorizonKeys:
                 self.active = self.active or got is not None
 
     def key(self, state: int):
-        """A hashable key for `state` (the state itself when no rule merges anything)."""
-        self.sync()
+        """A hashable key for `state` (the state itself when no rule merges anything).
+
+        Called on every mask miss, so the common cases cost no Python call: no rule built since
+        (most grammars merge nothing: 90% of DeepSeek's first-pass keys), and every stack keyed
+        before (one C-level dict read per stack)."""
+        if len(self.machine.added) != self._added:
+            self.sync()
         if not self.active:
             return state
-        return frozenset(self._node(n) for n in self.machine.stacks(state))
+        stacks = self.machine.stacks(state)
+        try:
+            return frozenset(map(self._canonical.__getitem__, stacks))
+        except KeyError:
+            return frozenset(self._node(n) for n in stacks)
 
     def _node(self, node: int) -> int:
+        """The canonical id of stack `node`, its ancestors keyed first (iterative: stacks of
+        recursive grammars run deep; each node read once from the machine)."""
+        canonical, node_of = self._canonical, self.machine.node
         path = []
-        while node not in self._canonical:  # iterative: stacks of recursive grammars run deep
-            path.append(node)
-            node = self.machine.node(node)[0]
-        for n in reversed(path):
-            parent, rule, dfa_state = self.machine.node(n)
+        while node not in canonical:
+            parent, rule, dfa_state = node_of(node)
+            path.append((node, rule, dfa_state))
+            node = parent
+        got = canonical[node]
+        for n, rule, dfa_state in reversed(path):
             classes = self.classes.get(rule)
-            key = (self._canonical[parent], rule, dfa_state if classes is None else int(classes[dfa_state]))
-            self._canonical[n] = self._ids.setdefault(key, len(self._ids) + 1)
-        return self._canonical[path[0]] if path else self._canonical[node]
+            got = self._ids.setdefault((got, rule, dfa_state if classes is None else int(classes[dfa_state])), len(self._ids) + 1)
+            canonical[n] = got
+        return got
