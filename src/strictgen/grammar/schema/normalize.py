@@ -83,9 +83,26 @@ _REFERENCE_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "$id", "$an
 # the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
 _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
 
-# json.dumps(kept, ensure_ascii=False, separators=(",", ":")) without a new encoder each call
-# (content() writes one text per subschema object: a tenth of its time was the encoder's set-up)
-_CONTENT_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+def _refuse_value(value: Any) -> Any:
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _content_writer() -> Callable[[Any], str]:
+    """json.dumps(kept, ensure_ascii=False, separators=(",", ":")), the text content() keys a
+    subschema by, from one C encoder made once and without the circular-reference markers:
+    JSONEncoder.encode made a new C encoder per call and tracked every container's id (about a
+    quarter of the encoding on the Kubernetes schemas, where content() is a tenth of the front
+    end). A cycle, which the markers would report as ValueError, is a RecursionError here (the
+    schema bounds refuse nesting that deep before any content is asked)."""
+    make = json.encoder.c_make_encoder
+    if make is None:  # a Python without the C accelerator
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+    chunks = make(None, _refuse_value, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_CONTENT_TEXT = _content_writer()
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))  # values SchemaSource.is_valid memoises (hashable; the type keeps 1 and True apart)
@@ -217,8 +234,8 @@ class SchemaSource:
         if got is None:
             try:
                 kept = schema if _NO_CONTENT.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NO_CONTENT}
-                got = _CONTENT_TEXT.encode(kept)
-            except (TypeError, ValueError):
+                got = _CONTENT_TEXT(kept)
+            except (TypeError, ValueError, RecursionError):
                 got = f"id:{id(schema)}"
             self._contents[id(schema)] = got
             self._keep.append(schema)
