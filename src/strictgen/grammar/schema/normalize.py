@@ -80,6 +80,10 @@ _NO_CONTENT = frozenset(
 # not imported
 _REFERENCE_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema"))
 
+# the keys whose resolution reads a resolver's dynamic scope (SchemaSource.plain_pointer)
+_DYNAMIC_KEYS = frozenset(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"))
+_MISSING = object()
+
 # the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
 _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
 
@@ -144,6 +148,7 @@ class SchemaSource:
         self.has_recursive_anchor = "$recursiveAnchor" in keys and any(
             d.get("$recursiveAnchor") is True for d in self._dicts
         )  # ($recursiveRef is refused)
+        self.plain_document: tuple[str, dict] | None = None  # (URI, root) where plain_pointer may answer
         self.registry: Any = None  # referencing's, with the root's resolver: None while nothing
         self.resolver: Any = None  # resolves (made for the judge then, _judge_resolver)
         if not isinstance(root, dict):
@@ -177,6 +182,29 @@ class SchemaSource:
         self.resolver = self.registry.resolver(base_uri=uri)
         self.spec = spec
         self.scope = DynamicScope(self.registry, "$dynamicRef" in keys)
+        if not crawl and not self.documents and _DYNAMIC_KEYS.isdisjoint(keys):
+            self.plain_document = (uri, root)
+
+    def plain_pointer(self, resolver: Any, target_ref: str) -> Any:
+        """The schema `target_ref` points to when it is a plain JSON pointer ("#/a/b": no `~`
+        escapes, no percent-encoding) into the root document read from its own base URI, and that
+        document holds no inner resource (no `$id`, anchor or other document), so that the
+        resolver in the target is `resolver` (referencing's lookup, a fifth of a reference's cost
+        on the Kubernetes schemas, would give one with this base URI and a longer dynamic scope,
+        which only `$dynamicRef` / `$recursiveRef` read: not with them). None where the lookup
+        must decide, or the pointer reaches nothing."""
+        if self.plain_document is None or not target_ref.startswith("#/") or "~" in target_ref or "%" in target_ref:
+            return None
+        uri, node = self.plain_document
+        if base_uri(resolver) != uri:
+            return None
+        for segment in target_ref[2:].split("/"):
+            if type(node) is not dict:
+                return None
+            node = node.get(segment, _MISSING)
+            if node is _MISSING:
+                return None
+        return node
 
     def _judge_resolver(self, f: Formula) -> Any:
         """The resolver the jsonschema judge of the src formula `f` starts from: its own, or for a
@@ -392,6 +420,7 @@ class Normalizer:
         self.uses_unevaluated = source.uses_unevaluated
         self.has_recursive_anchor = source.has_recursive_anchor
         self.view = source.view
+        self.plain_pointer = source.plain_pointer
         self.type_judge = source.type_judge
         # the formula algebra
         self.tables = formulas.tables
