@@ -80,12 +80,33 @@ _NO_CONTENT = frozenset(
 # not imported
 _REFERENCE_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema"))
 
+# the keys whose resolution reads a resolver's dynamic scope (SchemaSource.plain_pointer)
+_DYNAMIC_KEYS = frozenset(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"))
+_MISSING = object()
+
 # the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
 _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
 
-# json.dumps(kept, ensure_ascii=False, separators=(",", ":")) without a new encoder each call
-# (content() writes one text per subschema object: a tenth of its time was the encoder's set-up)
-_CONTENT_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+def _refuse_value(value: Any) -> Any:
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _content_writer() -> Callable[[Any], str]:
+    """json.dumps(kept, ensure_ascii=False, separators=(",", ":")), the text content() keys a
+    subschema by, from one C encoder made once and without the circular-reference markers:
+    JSONEncoder.encode made a new C encoder per call and tracked every container's id (about a
+    quarter of the encoding on the Kubernetes schemas, where content() is a tenth of the front
+    end). A cycle, which the markers would report as ValueError, is a RecursionError here (the
+    schema bounds refuse nesting that deep before any content is asked)."""
+    make = json.encoder.c_make_encoder
+    if make is None:  # a Python without the C accelerator
+        return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+    chunks = make(None, _refuse_value, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_CONTENT_TEXT = _content_writer()
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))  # values SchemaSource.is_valid memoises (hashable; the type keeps 1 and True apart)
@@ -127,6 +148,7 @@ class SchemaSource:
         self.has_recursive_anchor = "$recursiveAnchor" in keys and any(
             d.get("$recursiveAnchor") is True for d in self._dicts
         )  # ($recursiveRef is refused)
+        self.plain_document: tuple[str, dict] | None = None  # (URI, root) where plain_pointer may answer
         self.registry: Any = None  # referencing's, with the root's resolver: None while nothing
         self.resolver: Any = None  # resolves (made for the judge then, _judge_resolver)
         if not isinstance(root, dict):
@@ -160,6 +182,29 @@ class SchemaSource:
         self.resolver = self.registry.resolver(base_uri=uri)
         self.spec = spec
         self.scope = DynamicScope(self.registry, "$dynamicRef" in keys)
+        if not crawl and not self.documents and _DYNAMIC_KEYS.isdisjoint(keys):
+            self.plain_document = (uri, root)
+
+    def plain_pointer(self, resolver: Any, target_ref: str) -> Any:
+        """The schema `target_ref` points to when it is a plain JSON pointer ("#/a/b": no `~`
+        escapes, no percent-encoding) into the root document read from its own base URI, and that
+        document holds no inner resource (no `$id`, anchor or other document), so that the
+        resolver in the target is `resolver` (referencing's lookup, a fifth of a reference's cost
+        on the Kubernetes schemas, would give one with this base URI and a longer dynamic scope,
+        which only `$dynamicRef` / `$recursiveRef` read: not with them). None where the lookup
+        must decide, or the pointer reaches nothing."""
+        if self.plain_document is None or not target_ref.startswith("#/") or "~" in target_ref or "%" in target_ref:
+            return None
+        uri, node = self.plain_document
+        if base_uri(resolver) != uri:
+            return None
+        for segment in target_ref[2:].split("/"):
+            if type(node) is not dict:
+                return None
+            node = node.get(segment, _MISSING)
+            if node is _MISSING:
+                return None
+        return node
 
     def _judge_resolver(self, f: Formula) -> Any:
         """The resolver the jsonschema judge of the src formula `f` starts from: its own, or for a
@@ -217,8 +262,8 @@ class SchemaSource:
         if got is None:
             try:
                 kept = schema if _NO_CONTENT.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NO_CONTENT}
-                got = _CONTENT_TEXT.encode(kept)
-            except (TypeError, ValueError):
+                got = _CONTENT_TEXT(kept)
+            except (TypeError, ValueError, RecursionError):
                 got = f"id:{id(schema)}"
             self._contents[id(schema)] = got
             self._keep.append(schema)
@@ -375,6 +420,7 @@ class Normalizer:
         self.uses_unevaluated = source.uses_unevaluated
         self.has_recursive_anchor = source.has_recursive_anchor
         self.view = source.view
+        self.plain_pointer = source.plain_pointer
         self.type_judge = source.type_judge
         # the formula algebra
         self.tables = formulas.tables

@@ -89,18 +89,22 @@ def ref(norm: Normalizer, f: Formula, target_ref: Any, kw: str) -> Formula:
     ptr = f.src.pointer + "/" + kw
     if not isinstance(target_ref, str):
         raise invalid(f"{kw} must be a string", kw, ptr)
-    try:
-        resolved = f.src.resolver.lookup(target_ref)
-    except Exception as e:
-        norm.reporter.refuse(_unresolvable(norm, f.src.resolver, target_ref, e), kw, ptr)
-        return TRUE
-    target = resolved.contents
+    target = norm.plain_pointer(f.src.resolver, target_ref)
+    if target is not None:
+        found = f.src.resolver
+    else:
+        try:
+            resolved = f.src.resolver.lookup(target_ref)
+        except Exception as e:
+            norm.reporter.refuse(_unresolvable(norm, f.src.resolver, target_ref, e), kw, ptr)
+            return TRUE
+        target, found = resolved.contents, resolved.resolver
     if isinstance(target, bool):
         return TRUE if target else FALSE
     if not isinstance(target, dict):
         raise invalid(f"reference {target_ref!r} does not point to a schema", kw, ptr)
     spec = norm.vocabularies.dialect_spec(target, f.src.spec)
-    resolver = _canonical(norm, resolved.resolver, target, spec)
+    resolver = _canonical(norm, found, target, spec)
     scope = norm.scope.enter(f.src.scope, resolver)
     return norm.src(target, resolver, spec, norm.pointers.get(id(target), target_ref), scope)
 
