@@ -194,11 +194,9 @@ static int future_is_long(Machine *m, int32_t g) {
         memset(m->search_mark.data, 0, sizeof(int32_t) * (size_t)m->search_mark.len);
         m->search_stamp = 0;
     }
-    const uint8_t *classmap = m->classmaps + (Py_ssize_t)m->rule_of[g] * 256;
-    int32_t width = 0; /* the rule's classes: its rows' length (read by class, not by byte range:
-                        * the search meets many frames no walk does, and ranging one costs more) */
-    for (int b = 0; b < 256; b++)
-        width = classmap[b] >= width ? classmap[b] + 1 : width;
+    /* the rule's classes: its rows' length (read by class, not by byte range: the search meets
+     * many frames no walk does, and ranging one costs more) */
+    int32_t width = classmap_width(m->classmaps + (Py_ssize_t)m->rule_of[g] * 256);
     int32_t stamp = ++m->search_stamp, *met = m->search_mark.data, *num = m->search_num.data, count = 0;
     Vec *stack = &m->search_stack; /* (frame, next edge) pairs */
     stack->len = 0;

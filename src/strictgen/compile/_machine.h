@@ -121,6 +121,14 @@ extern PyObject *TooManyStacks; /* strictgen.errors.GrammarTooLargeError, for a 
  * never end. Past it a step fails with GrammarTooLargeError, a clear error instead of a hang. */
 #define MAX_STATE_STACKS (1 << 16)
 
+/* The number of byte classes of a classmap (256 bytes, classes 0..k-1): its rows' length. */
+static inline int classmap_width(const uint8_t *classmap) {
+    int width = 0;
+    for (int b = 0; b < 256; b++)
+        width = classmap[b] >= width ? classmap[b] + 1 : width;
+    return width;
+}
+
 /* Item i of chunks whose first holds 1 << bits items, each item `width` int32 (see MAX_CHUNKS). */
 static inline int32_t *chunk_item(int32_t *const *chunks, int bits, Py_ssize_t i, Py_ssize_t width) {
     uint64_t q = ((uint64_t)i >> bits) + 1;

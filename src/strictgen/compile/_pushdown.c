@@ -98,8 +98,11 @@ static int closure(Machine *m, int32_t node) {
                 }
             }
             /* the return frame, or the first frame with the same future (merged: finding D) */
-            int32_t canon = (m->flags[ret] & FINAL_ONLY) ? 0 : canonical_frame(m, ret);
-            int32_t below = canon < 0 ? -1 : (m->flags[ret] & FINAL_ONLY) ? parent : node_lookup(m, parent, canon);
+            int32_t below = parent; /* a FINAL_ONLY frame is never pushed (a tail call) */
+            if (!(m->flags[ret] & FINAL_ONLY)) {
+                int32_t canon = canonical_frame(m, ret);
+                below = canon < 0 ? -1 : node_lookup(m, parent, canon);
+            }
             if (below < 0)
                 return -1;
             int32_t pushed = node_lookup(m, below, callee);

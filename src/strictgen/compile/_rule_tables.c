@@ -99,9 +99,7 @@ __attribute__((optimize("O3"))) static int copy_row(const int32_t *src, int32_t 
 }
 
 int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
-    int width = 0;
-    for (int b = 0; b < 256; b++)
-        width = p->classmap[b] + 1 > width ? p->classmap[b] + 1 : width;
+    int width = classmap_width(p->classmap);
     if (!part_fits(p, width) || rule < 0 || (rule < m->num_rules && m->base[rule] >= 0 && m->base[rule] != m->num_frames)) {
         PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
         return -1;
