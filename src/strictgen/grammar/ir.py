@@ -252,6 +252,21 @@ def alt(*items: Expr) -> Expr:
     return out[0] if len(out) == 1 else Alt(out)
 
 
+def disjoint_alt(*items: Expr) -> Expr:
+    """`alt` of alternatives the caller knows to be pairwise disjoint (a literal trie's branches
+    and their spellings, a table's distinct entries): flattened as `alt` flattens, without its
+    check for repeats, which hashes every item and would drop none of these."""
+    flat: list[Expr] = []
+    for n, item in enumerate(items):
+        if not n & 4095:
+            deadline.check()
+        if type(item) is Alt:
+            flat.extend(item.items)
+        else:
+            flat.append(item)
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
 def literal_trie(strings) -> Expr:
     """Exactly one of `strings` (str as UTF-8, or bytes), as a tree of shared prefixes: each
     alternative of an Alt starts with its own byte, so the automaton built from it has one state

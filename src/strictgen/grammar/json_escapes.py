@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from strictgen import deadline
 from strictgen.lru import BoundedLRU
 
 from .ir import (
@@ -42,6 +41,7 @@ from .ir import (
     alt,
     charset,
     chars,
+    disjoint_alt,
     lit,
     literal_trie,
     negate_ranges,
@@ -238,7 +238,11 @@ _choices: BoundedLRU[tuple[int, Expr]] = BoundedLRU(SPELLED_CHOICES_KEPT, SPELLE
 def spelled_choice(strings) -> Expr:
     """Exactly one of `strings`, as a quoted JSON string in every spelling (an enum's strings):
     their shared prefixes as a trie (ir.literal_trie), each character in every spelling
-    (json_escaped's rewrite, whose Alts need no check for repeats here: `_disjoint_alt`).
+    (json_escaped's rewrite, whose Alts need no check for repeats here: ir.disjoint_alt). A
+    trie's are disjoint: the alternatives of a node start with distinct characters or end the
+    word, so their spellings, and the raw and escaped forms a one-character branch flattens
+    into, are disjoint too (the check for repeats hashed every spelled word's items, half of an
+    enum's spelling).
 
     The body between the quotes is a constant of the strings, not of the schema or the
     vocabulary, so it is kept for the process (bounded in sets and characters): building it was
@@ -249,26 +253,9 @@ def spelled_choice(strings) -> Expr:
     words = tuple(sorted(set(strings)))  # literal_trie's order and repeats do not matter
     got = _choices.get(words)
     if got is None:
-        got = (len(words) + sum(map(len, words)), _escaped(literal_trie(words), "all", _disjoint_alt))
+        got = (len(words) + sum(map(len, words)), _escaped(literal_trie(words), "all", disjoint_alt))
         _choices.put(words, got)
     return seq(_QUOTE, got[1], _QUOTE)
-
-
-def _disjoint_alt(*items: Expr) -> Expr:
-    """`alt` of alternatives whose languages are pairwise disjoint: flattened, without `alt`'s
-    check for repeats (which hashed every spelled word's items, half of an enum's spelling). A
-    literal trie's are: the alternatives of a node start with distinct characters or end the
-    word, so their spellings, and the raw and escaped forms a one-character branch flattens
-    into, are disjoint, and `alt` would drop none of them."""
-    flat: list[Expr] = []
-    for n, item in enumerate(items):
-        if not n & 4095:
-            deadline.check()
-        if type(item) is Alt:
-            flat.extend(item.items)
-        else:
-            flat.append(item)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
 
 
 def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
@@ -285,7 +272,7 @@ def json_escaped(expr: Expr, escapes: str = "standard") -> Expr:
 
 
 def _escaped(expr: Expr, escapes: str, join: Callable[..., Expr]) -> Expr:
-    """json_escaped's rewrite, with `join` making the Alts (`alt`, or `_disjoint_alt` where the
+    """json_escaped's rewrite, with `join` making the Alts (`alt`, or `disjoint_alt` where the
     alternatives are known disjoint)."""
     memo: dict[int, Expr] = {}  # by id: every node stays alive while `expr` does
     plain = RAW_ONLY if escapes != "all" else ()

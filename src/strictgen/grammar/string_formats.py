@@ -78,6 +78,7 @@ from .ir import (
     alt,
     charset,
     chars,
+    disjoint_alt,
     lit,
     opt,
     repeat,
@@ -214,13 +215,8 @@ def _leap_seconds(secfrac: Expr) -> Expr:
         then_d1.setdefault((om, d2), []).append(Seq((Alt(tuple(entries)), Literal(b"%d" % d1))))
     then_d2: dict[int, list[Expr]] = {}
     for (om, d2), items in then_d1.items():
-        then_d2.setdefault(om, []).append(Seq((_one_or_alt(items), Literal(b"%d" % d2))))
-    return Alt(tuple(Seq((_one_or_alt(items), Literal(b":%02d" % om))) for om, items in then_d2.items()))
-
-
-def _one_or_alt(items: list[Expr]) -> Expr:
-    """`alt` of distinct items that are not Alts: the item itself, or their Alt."""
-    return items[0] if len(items) == 1 else Alt(tuple(items))
+        then_d2.setdefault(om, []).append(Seq((disjoint_alt(*items), Literal(b"%d" % d2))))
+    return Alt(tuple(Seq((disjoint_alt(*items), Literal(b":%02d" % om))) for om, items in then_d2.items()))
 
 
 def _duration() -> Expr:
