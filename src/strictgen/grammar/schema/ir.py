@@ -418,9 +418,7 @@ class ObjectConstraints:
         """Is `meet` an object (not None)? Its tests without building it: oneOf's disjointness
         proofs ask this of thousands of pairs, so each side's forbidden names are found once."""
         lo, hi, required = self._common(o)
-        if hi is not None and (lo > hi or len(required) > hi):
-            return False
-        return required.isdisjoint(self.forbidden) and required.isdisjoint(o.forbidden)
+        return _counts_fit(lo, hi, required) and required.isdisjoint(self.forbidden) and required.isdisjoint(o.forbidden)
 
     def _common(self, o: "ObjectConstraints") -> tuple[int, int | None, frozenset]:
         """The member count bounds and the required names of the meet."""
@@ -428,10 +426,8 @@ class ObjectConstraints:
         return max(self.min, o.min), hi, self.required | o.required
 
     def _admits(self, o: "ObjectConstraints", lo: int, hi: int | None, required: frozenset) -> bool:
-        if hi is not None and (lo > hi or len(required) > hi):
-            return False
-        # a required member whose name is forbidden (scanned: most objects are met once)
-        return not any(r.kind == "name" and r.schema is FALSE and r.name in required for r in self.rules + o.rules)
+        # and no required member whose name is forbidden (scanned: most objects are met once)
+        return _counts_fit(lo, hi, required) and not any(r.kind == "name" and r.schema is FALSE and r.name in required for r in self.rules + o.rules)
 
     @property
     def forbidden(self) -> frozenset:
@@ -446,6 +442,11 @@ class ObjectConstraints:
     @property
     def trivial(self) -> bool:
         return self == _ANY_OBJECT
+
+
+def _counts_fit(lo: int, hi: int | None, required: frozenset) -> bool:
+    """Do the member count bounds of a meet admit an object with its required names?"""
+    return hi is None or (lo <= hi and len(required) <= hi)
 
 
 _ANY_OBJECT = ObjectConstraints()
