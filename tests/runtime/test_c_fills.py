@@ -111,6 +111,43 @@ def test_a_warm_draft_is_one_c_call(qwen, monkeypatch):
     assert [c[0] for c in calls] == [_mask_store.DONE, _mask_store.DONE] and np.array_equal(again, rows)
 
 
+@pytest.mark.parametrize("kind", ["schema", "gbnf", "unique"])
+def test_a_single_fill_hit_is_one_c_call(qwen, monkeypatch, kind):
+    """`fill_next_token_bitmask` into a 2-D int32 bitmask copies a stored mask in one C call
+    (`_mask_store.fill_row`) and writes what the Python path writes: the same words (those past the
+    vocabulary's left alone), the same return, into the row asked; misses, an ended matcher and a
+    tracked one (uniqueItems) take the Python path, and a row out of range fails as numpy's does."""
+    if kind == "unique":
+        g = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
+        ids = canonical_ids("qwen", "[1, 3]") + list(qwen.eos_token_ids[:1])
+    else:
+        g = _compile(qwen, kind, small=False)
+        doc = json.dumps(SCHEMA_DOCS[0]) if kind == "schema" else GBNF_DOCS[0]
+        ids = canonical_ids("qwen", doc) + list(qwen.eos_token_ids[:1])
+    words = sg.allocate_token_bitmask(1, qwen.vocab_size).shape[1]
+    codes = []
+    fill_row = _mask_store.fill_row
+    monkeypatch.setattr(_mask_store, "fill_row", lambda *a: codes.append(fill_row(*a)) or codes[-1])
+    for warm in (False, True):
+        m = sg.GrammarMatcher(g)
+        for token in ids + [None]:  # None: one more fill once the matcher has ended
+            junk = np.random.default_rng(token).integers(-2**31, 2**31, (3, words + 1), dtype=np.int64).astype(np.int32)
+            fast, slow = junk.copy(), junk.copy()
+            codes.clear()
+            stored = g.masker.cached(m.state) is not None
+            got = m.fill_next_token_bitmask(fast, 2)
+            row = m.next_token_mask()
+            slow[2, : len(row)] = row
+            assert np.array_equal(fast, slow) and got == bool((row != -1).any())
+            plain = kind != "unique" and not m.is_terminated()
+            assert stored or not warm or not plain  # the warm pass has every mask stored
+            assert codes == ([int(got)] if stored and plain else [_mask_store.NOT_PLAIN if not plain else _mask_store.MISSED])
+            if token is not None:
+                assert m.accept_token(token)
+    with pytest.raises(IndexError):
+        sg.GrammarMatcher(g).fill_next_token_bitmask(np.zeros((1, words), dtype=np.int32), 1)
+
+
 def test_eos_in_a_warm_draft_is_decided_in_c(qwen, monkeypatch):
     """EOS inside a linear draft is decided in the C walk, as accept_token decides it: accepted
     where the grammar can end (the row after it EOS only, nothing after it accepted), refused where

@@ -164,9 +164,11 @@ typedef struct {
 #define MACHINE_CAPI_NAME "strictgen.compile._machine._C_API"
 
 /* `obj` as a contiguous 1-D buffer of `itemsize`-byte items (writable if asked); -1 with
- * ValueError naming it otherwise. For the extensions that read the machine's callers' arrays. */
+ * ValueError naming it otherwise. For the extensions that read the machine's callers' arrays.
+ * No PyBUF_FORMAT: the item size is all that is checked, and numpy writes a format string for
+ * every request that asks for one (a first-time mask's C call takes ~8 buffers). */
 static inline int buffer_of(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
     if (view->ndim != 1 || view->itemsize != itemsize) {

@@ -33,6 +33,10 @@
  *   mask as it is (ended, or tracked): those rows are not written. A hit is aged (its used bit set)
  *   once its store is half full (TokenMasker.age says why not before). GIL released for the copies.
  *
+ * fill_row(row_state, target, row) -> code
+ *   fill_rows for one matcher into row `row` of `target` (the GIL held), NOT_PLAIN also for a row
+ *   out of range: a single fill's hit in one call (the matcher's Python path takes the rest).
+ *
  * walk_draft(machine, store, vocab, draft, first, state, target, start_row) -> (status, pos, state)
  *   Steps `draft` (int64 token ids) from draft[first] on, `state` being the state before it, reading
  *   only the machine's computed rows (`computed_row`, safe without the GIL). With a store and a
@@ -165,7 +169,7 @@ static PyObject *MaskStore_put(MaskStore *s, PyObject *args) {
     if (key_arg(key_obj, &key) < 0)
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(row, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    if (PyObject_GetBuffer(row, &view, PyBUF_C_CONTIGUOUS) < 0 /* no format: see buffer_of */)
         return NULL;
     int ok = view.ndim == 1 && view.itemsize == 4 && view.len == s->width * 4 && view.readonly;
     const int32_t *data = view.buf; /* a numpy array's data never moves while the array lives */
@@ -286,7 +290,7 @@ PyTypeObject MaskStoreType = {
 /* ---- buffers ---- */
 
 int bitmask(PyObject *obj, Py_buffer *view) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+    if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_WRITABLE) < 0)
         return -1;
     if (view->ndim != 2 || view->itemsize != 4 || view->strides[1] != 4 || view->strides[0] % 4) {
         PyBuffer_Release(view);
@@ -298,6 +302,7 @@ int bitmask(PyObject *obj, Py_buffer *view) {
 
 static PyMethodDef module_methods[] = {
     {"fill_rows", fill_rows, METH_VARARGS, "fill_rows(row_states, rows, target, codes) -> the rows not filled"},
+    {"fill_row", fill_row, METH_VARARGS, "fill_row(row_state, target, row) -> code: fill_rows for one row (a single fill's hit in one call)"},
     {"walk_draft", walk_draft, METH_VARARGS, "walk_draft(machine, store, vocab, draft, first, state, target, start_row) -> (status, pos, state)"},
     {"walk_tree", walk_tree, METH_VARARGS, "walk_tree(machine, store, vocab, tokens, first_child, next_sibling, rows, eos_only, node_state, parent, "
                                            "stack, depth, resume_state, resume_row, deadline) -> (status, node, depth, visited)"},

@@ -73,6 +73,7 @@ int bitmask(PyObject *obj, Py_buffer *view);
 extern PyTypeObject RowStateType; /* _row_state.c */
 int row_state_ready(void);
 PyObject *fill_rows(PyObject *module, PyObject *args);
+PyObject *fill_row(PyObject *module, PyObject *args);
 
 PyObject *walk_draft(PyObject *module, PyObject *args); /* _draft_walk.c */
 PyObject *walk_tree(PyObject *module, PyObject *args);

@@ -85,6 +85,20 @@ static MaskStore *store_of(PyObject *obj, Py_ssize_t i, Py_ssize_t words, uint8_
     return s;
 }
 
+/* The stored mask of `state` copied to `dst` (a hit, aged): its "needs apply" (0 or 1); MISSED
+ * when `s` has none. With or without the GIL. */
+static uint8_t copy_stored(MaskStore *s, int64_t state, int32_t *dst) {
+    pthread_rwlock_rdlock(&s->lock);
+    Entry *e = lookup(s, state, 1);
+    uint8_t code = MISSED;
+    if (e) {
+        copy_row(dst, e, s->width, 0);
+        code = e->needs_apply;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return code;
+}
+
 PyObject *fill_rows(PyObject *module, PyObject *args) {
     PyObject *row_states, *rows_obj, *target_obj, *codes_obj;
     if (!PyArg_ParseTuple(args, "OOOO", &row_states, &rows_obj, &target_obj, &codes_obj))
@@ -137,21 +151,8 @@ PyObject *fill_rows(PyObject *module, PyObject *args) {
     char *base = views[0].buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        MaskStore *s = stores[i];
-        if (!s) {
-            left++;
-            continue;
-        }
-        pthread_rwlock_rdlock(&s->lock);
-        Entry *e = lookup(s, states[i], 1);
-        if (e) {
-            copy_row((int32_t *)(base + (rows ? rows[i] : i) * stride), e, s->width, 0);
-            codes[i] = e->needs_apply;
-        } else {
-            codes[i] = MISSED;
-            left++;
-        }
-        pthread_rwlock_unlock(&s->lock);
+        codes[i] = stores[i] ? copy_stored(stores[i], states[i], (int32_t *)(base + (rows ? rows[i] : i) * stride)) : NOT_PLAIN;
+        left += codes[i] > 1;
     }
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(left);
@@ -164,4 +165,26 @@ done:
         PyBuffer_Release(&views[--got]);
     Py_DECREF(seq);
     return result;
+}
+
+/* fill_row(row_state, target, row) -> code: fill_rows for one matcher into row `row` of `target`,
+ * the GIL held (one mask's copy is shorter than letting it go and taking it back); NOT_PLAIN, the
+ * row untouched, for a row out of range too (the caller's own indexing reports it). */
+PyObject *fill_row(PyObject *module, PyObject *args) {
+    PyObject *obj, *target_obj;
+    Py_ssize_t row;
+    if (!PyArg_ParseTuple(args, "OOn", &obj, &target_obj, &row))
+        return NULL;
+    Py_buffer view;
+    if (bitmask(target_obj, &view) < 0)
+        return NULL;
+    uint8_t code = NOT_PLAIN;
+    int64_t state;
+    MaskStore *s = row >= 0 && row < view.shape[0] ? store_of(obj, 0, view.shape[1], &code, &state) : NULL;
+    if (s) {
+        code = copy_stored(s, state, (int32_t *)((char *)view.buf + row * view.strides[0]));
+        Py_DECREF(s);
+    }
+    PyBuffer_Release(&view);
+    return PyErr_Occurred() ? NULL : PyLong_FromLong(code);
 }

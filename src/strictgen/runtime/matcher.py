@@ -20,6 +20,8 @@ from strictgen.errors import StrictgenError
 
 from . import captures, drafts
 
+_INT32 = np.dtype(np.int32)  # a bitmask's own dtype (numpy's one instance of it)
+
 
 def complete_utf8_prefix(data: bytes) -> str:
     """The longest prefix of `data` that is whole UTF-8 text ("" if it starts mid-character)."""
@@ -185,8 +187,12 @@ class GrammarMatcher(_mask_store.RowState):
         """Write the next-token mask into row `index` of `bitmask` (numpy or CPU torch int32).
 
         Returns True when some token is disallowed (the mask needs applying)."""
-        row = self.next_token_mask()
         target = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
+        if target.ndim == 2 and target.dtype is _INT32:  # a stored mask: copied in one C call (~0.5 us of ~1.4 a hit)
+            code = _mask_store.fill_row(self, target, index)
+            if code <= 1:
+                return code == 1
+        row = self.next_token_mask()
         if target.ndim == 1:
             target[: len(row)] = row
         else:
