@@ -108,6 +108,7 @@ static const struct {
 typedef struct {
     int32_t *node[2];
     int32_t *state[2];
+    uint32_t *tail[2]; /* the last four bytes of each node's prefix (at_char_boundary) */
     Py_ssize_t cap[2];
 } Frontiers;
 
@@ -115,8 +116,10 @@ static void frontiers_free(Frontiers *f) {
     for (int i = 0; i < 2; i++) {
         free(f->node[i]);
         free(f->state[i]);
+        free(f->tail[i]);
         f->node[i] = NULL;
         f->state[i] = NULL;
+        f->tail[i] = NULL;
     }
 }
 
@@ -133,7 +136,10 @@ static int frontier_reserve(Frontiers *f, int i, Py_ssize_t size) {
     int32_t *state = (int32_t *)realloc(f->state[i], sizeof(int32_t) * (size_t)cap);
     if (state)
         f->state[i] = state;
-    if (!node || !state)
+    uint32_t *tail = (uint32_t *)realloc(f->tail[i], sizeof(uint32_t) * (size_t)cap);
+    if (tail)
+        f->tail[i] = tail;
+    if (!node || !state || !tail)
         return -1;
     f->cap[i] = cap;
     return 0;
@@ -185,23 +191,19 @@ static Py_ssize_t loop_subtree(Rows *rows, const Loop *loop, int32_t n, Py_ssize
     return found;
 }
 
-/* Whether node `n`, `read` bytes deep, ends on a character boundary: its prefix, read off the
- * first token of its slice, does not stop inside a multi-byte character. Only there do the rests
- * of tokens made of loop bytes and whole characters stay on a loop that takes every character
- * (a prefix that is not UTF-8 has no such token below it, whatever this says). -2: an array out
- * of range. Called without the GIL. */
-static int at_char_boundary(const Loop *loop, int32_t n, Py_ssize_t read) {
-    int32_t lo = loop->bounds[2 * (Py_ssize_t)n];
-    if (lo < 0 || lo >= loop->num_lex || read < 1)
-        return -2;
-    int32_t tok = loop->lex[lo];
-    if (tok < 0 || (Py_ssize_t)tok >= loop->num_tokens || loop->starts[tok] < 0 || loop->lengths[tok] < read || loop->starts[tok] + read > loop->num_flat)
-        return -2;
-    const uint8_t *prefix = loop->flat + loop->starts[tok];
+/* Whether a node `read` bytes deep (read >= 1) ends on a character boundary: its prefix, whose
+ * last four bytes are `tail` (the last in the low byte; the walk shifts each node's byte in),
+ * does not stop inside a multi-byte character. Only there do the rests of tokens made of loop
+ * bytes and whole characters stay on a loop that takes every character (a prefix that is not
+ * UTF-8 has no such token below it, whatever this says). From the path, not read off the node's
+ * first token (its slice, its bytes: four dependent loads that missed the cache, ~1/9 of a
+ * string shortcut's mask). Called without the GIL. */
+static int at_char_boundary(uint32_t tail, Py_ssize_t read) {
     Py_ssize_t last = read - 1; /* where the last character starts: at most 3 continuation bytes back */
-    for (int k = 0; k < 3 && last > 0 && (prefix[last] & 0xC0) == 0x80; k++)
-        last--;
-    uint8_t b = prefix[last];
+    int back = 0;
+    for (int k = 0; k < 3 && last > 0 && ((tail >> (8 * back)) & 0xC0) == 0x80; k++)
+        last--, back++;
+    uint8_t b = (uint8_t)(tail >> (8 * back));
     int width = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
     return last + width == read;
 }
@@ -225,19 +227,19 @@ typedef struct {
 } LevelAsks;
 #define NEEDS_ROW -2 /* step_at: the entry's state needs its row computed (-1: nothing to ask) */
 
-/* Whether entry (n, s) of a level is read by the loop's subtree reading, not expanded (see
- * walk_levels; -2: an array out of range, which the expansion reports). */
-static int loop_reads(const Loop *loop, const uint8_t *node_byte, int32_t n, int32_t s, Py_ssize_t read) {
+/* Whether entry (n, s) of a level, its prefix ending in `tail`, is read by the loop's subtree
+ * reading, not expanded (see walk_levels). */
+static int loop_reads(const Loop *loop, const uint8_t *node_byte, int32_t n, int32_t s, uint32_t tail, Py_ssize_t read) {
     if (!loop || s != loop->state)
         return 0;
-    return loop->multibyte ? at_char_boundary(loop, n, read) : loop->is_loop[node_byte[n]];
+    return loop->multibyte ? at_char_boundary(tail, read) : loop->is_loop[node_byte[n]];
 }
 
 /* Fill `asks` for the level of `width` entries (nodes, states) `read` bytes deep (not the first),
  * computing what it needs with the GIL taken back once if anything; 0, -1 with a Python error set,
  * or -3 out of memory. Entries the expansion will refuse (bad records) are left to it. Called
  * without the GIL. */
-static int ask_level(Rows *rows, LevelAsks *asks, const int32_t *level_node, const int32_t *level_state, Py_ssize_t width,
+static int ask_level(Rows *rows, LevelAsks *asks, const int32_t *level_node, const int32_t *level_state, const uint32_t *level_tail, Py_ssize_t width,
                      const int32_t *nodes, const uint8_t *node_byte, Py_ssize_t num_nodes, const Loop *loop, Py_ssize_t read,
                      PyThreadState **saved) {
     if (width > asks->cap) {
@@ -253,7 +255,7 @@ static int ask_level(Rows *rows, LevelAsks *asks, const int32_t *level_node, con
         const int32_t *record = nodes + 4 * (Py_ssize_t)n;
         int32_t lo = record[0], hi = record[1];
         asks->step_at[i] = -1;
-        if (lo >= hi || lo < 0 || hi > num_nodes || loop_reads(loop, node_byte, n, s, read) != 0 || computed_row(rows->machine, s))
+        if (lo >= hi || lo < 0 || hi > num_nodes || loop_reads(loop, node_byte, n, s, level_tail[i], read) != 0 || computed_row(rows->machine, s))
             continue;
         if (hi - lo > FEW_CHILDREN) {
             asks->step_at[i] = NEEDS_ROW;
@@ -312,7 +314,7 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
      * are contiguous, so each level is read front to back (a depth-first order jumped between the
      * depth arrays and missed the cache on every step). The roots are the first level, expanded
      * from `state` like children. */
-    Frontiers f = {{NULL, NULL}, {NULL, NULL}, {0, 0}};
+    Frontiers f = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}, {0, 0}};
     if (frontier_reserve(&f, 0, 1) < 0 || frontier_reserve(&f, 1, 1) < 0) {
         frontiers_free(&f);
         PyErr_NoMemory();
@@ -322,13 +324,14 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
     int cur = 0, failed = 0, first_level = 1, out_of_range = 0, out_of_memory = 0, bad_trie = 0;
     f.node[cur][0] = -1; /* a virtual parent whose children are the roots */
     f.state[cur][0] = state;
+    f.tail[cur][0] = 0;
     Py_ssize_t read = 0; /* the bytes read to reach this level's nodes */
     LevelAsks asks = {NULL, NULL, 0, 0};
     PyThreadState *saved = PyEval_SaveThread();
     while (width && !failed) {
         Py_ssize_t next_width = 0;
         if (!first_level) {
-            int asked = ask_level(rows, &asks, f.node[cur], f.state[cur], width, nodes, node_byte, num_nodes, loop, read, &saved);
+            int asked = ask_level(rows, &asks, f.node[cur], f.state[cur], f.tail[cur], width, nodes, node_byte, num_nodes, loop, read, &saved);
             if (asked < 0) {
                 out_of_memory = asked == -3;
                 failed = 1;
@@ -338,14 +341,15 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
         for (Py_ssize_t i = 0; i < width && !failed; i++) {
             int32_t n = f.node[cur][i];
             int32_t s = f.state[cur][i];
+            uint32_t tail = f.tail[cur][i];
             Py_ssize_t lo = 0, hi = num_roots;
             if (loop && !first_level && s == loop->state) {
                 /* only where the tokens below are mostly loop bytes: after a loop byte (after a
                  * non-ASCII byte of a loop that does not take every character, the tokens below
                  * are mostly more such characters, which the walk steps once per shared prefix),
                  * or on any character boundary of a loop that takes every character */
-                int boundary = loop_reads(loop, node_byte, n, s, read);
-                Py_ssize_t got = boundary < 0 ? -2 : boundary ? loop_subtree(rows, loop, n, read, bits, num_bits, &saved) : 0;
+                int boundary = loop_reads(loop, node_byte, n, s, tail, read);
+                Py_ssize_t got = boundary ? loop_subtree(rows, loop, n, read, bits, num_bits, &saved) : 0;
                 if (got < 0) {
                     bad_trie = got == -2;
                     failed = 1;
@@ -380,11 +384,13 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
             }
             int32_t *next_node = f.node[1 - cur];
             int32_t *next_state = f.state[1 - cur];
+            uint32_t *next_tail = f.tail[1 - cur];
             if (!first_level && asks.step_at[i] >= 0) { /* a few children: their bytes stepped, maybe no row */
                 const int32_t *targets = asks.targets + asks.step_at[i];
                 for (Py_ssize_t j = lo; j < hi; j++)
                     if (targets[j - lo] != DEAD) {
                         next_node[next_width] = (int32_t)j;
+                        next_tail[next_width] = tail << 8 | node_byte[j];
                         next_state[next_width++] = targets[j - lo];
                     }
                 continue;
@@ -399,6 +405,7 @@ static Py_ssize_t walk_levels(Rows *rows, Py_buffer *views, int32_t state, int a
                 int32_t t = row[node_byte[c]];
                 if (t != DEAD) {
                     next_node[next_width] = c;
+                    next_tail[next_width] = tail << 8 | node_byte[c];
                     next_state[next_width++] = t;
                 }
             }
