@@ -248,40 +248,45 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
         if (got != NO_ROW)
             goto calls;
     }
-    /* (class, target) pairs, counting-sorted by class */
-    pairs->len = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t q = sub[i];
-        for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++) {
-            int32_t t = L->e_dst[j];
-            if (vec_reserve(pairs, pairs->len + 2 * ((Py_ssize_t)L->e_chi[j] - L->e_clo[j] + 1)) < 0)
-                return NULL;
-            for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
-                pairs->data[pairs->len++] = c;
-                pairs->data[pairs->len++] = t;
-            }
+    /* the edges' targets counting-sorted by class, in the order the edges come (each class's
+     * list the same whatever the sort), over the span of classes the edges read only: counts
+     * from a difference array (a (class, target) pair written for every class of every edge, and
+     * three passes over all k classes, were most of these rows) */
+    Py_ssize_t np_ = 0;
+    int32_t lo = k, hi = 0; /* the classes read: [lo, hi) */
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++) {
+            np_ += L->e_chi[j] - L->e_clo[j] + 1;
+            lo = L->e_clo[j] < lo ? L->e_clo[j] : lo;
+            hi = L->e_chi[j] + 1 > hi ? L->e_chi[j] + 1 : hi;
         }
-    }
-    Py_ssize_t np_ = pairs->len / 2;
+    memset(row, 0xff, sizeof(int32_t) * (size_t)k);
+    if (hi <= lo)
+        goto calls; /* no byte edges */
     if (vec_reserve(scratch, np_ + 2 * (Py_ssize_t)k + 2) < 0)
         return NULL;
-    int32_t *count = scratch->data + np_; /* k + 1 class starts */
-    memset(count, 0, sizeof(int32_t) * ((size_t)k + 1));
-    for (Py_ssize_t i = 0; i < np_; i++)
-        count[pairs->data[2 * i] + 1]++;
-    for (int32_t c = 0; c < k; c++)
+    int32_t *sorted = scratch->data, *count = sorted + np_, *fill = count + k + 1; /* count: [lo, hi] used, the class starts */
+    memset(count + lo, 0, sizeof(int32_t) * ((size_t)(hi - lo) + 1));
+    for (Py_ssize_t i = 0; i < n; i++) /* count[c + 1]: how many edges read class c, as differences */
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++) {
+            count[L->e_clo[j] + 1]++;
+            if (L->e_chi[j] + 1 < hi)
+                count[L->e_chi[j] + 2]--;
+        }
+    for (int32_t c = lo + 1; c < hi; c++) /* the counts */
         count[c + 1] += count[c];
-    int32_t *fill = count + k + 1;
-    memcpy(fill, count, sizeof(int32_t) * (size_t)k);
-    int32_t *sorted = scratch->data;
-    for (Py_ssize_t i = 0; i < np_; i++)
-        sorted[fill[pairs->data[2 * i]]++] = pairs->data[2 * i + 1];
+    for (int32_t c = lo; c < hi; c++) /* the starts */
+        count[c + 1] += count[c], fill[c] = count[c];
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++)
+            for (int32_t c = L->e_clo[j], t = L->e_dst[j]; c <= L->e_chi[j]; c++)
+                sorted[fill[c]++] = t;
     /* `sorted` and `count` live in scratch, which lazy_closure does not touch */
-    for (int32_t c = 0; c < k; c++) {
+    for (int32_t c = lo; c < hi; c++) {
         int32_t a = count[c], b = count[c + 1];
-        if (a == b) {
-            row[c] = -1;
-        } else if (c && b - a == count[c] - count[c - 1] && !memcmp(sorted + a, sorted + count[c - 1], sizeof(int32_t) * (size_t)(b - a))) {
+        if (a == b)
+            continue;
+        if (c > lo && b - a == count[c] - count[c - 1] && !memcmp(sorted + a, sorted + count[c - 1], sizeof(int32_t) * (size_t)(b - a))) {
             row[c] = row[c - 1];
         } else {
             int32_t id = lazy_closure(L, sorted + a, b - a);
