@@ -209,7 +209,7 @@ def test_a_reused_rule_dfa_is_minimised_once_per_flags_of_its_callees(monkeypatc
     """minimal_rule keeps what a rule automaton shared by compiles minimises to: asked again for
     that DFA, under the same flags for its callees (other rules' flags do not matter), it gives the
     same objects without minimising; a callee's flag that changes asks the core again, and what it
-    gives is what the core gives. A DFA not reused is minimised every time."""
+    gives is what the core gives. A DFA not reused, or small, is minimised every time."""
     from strictgen import regular
     from strictgen.compile import automaton
 
@@ -222,6 +222,12 @@ def test_a_reused_rule_dfa_is_minimised_once_per_flags_of_its_callees(monkeypatc
         return real(d, productive)
 
     monkeypatch.setattr(automaton.regular, "minimal_with_splits", counting)
+    assert dfa.num_states < automaton.SMALL_RULE
+    automaton.minimal_rule(dfa, b"\x01\x01\x01", reused=True)
+    automaton.minimal_rule(dfa, b"\x01\x01\x01", reused=True)
+    assert len(asked) == 2  # small: minimised each time
+    asked.clear()
+    monkeypatch.setattr(automaton, "SMALL_RULE", 0)
     first = automaton.minimal_rule(dfa, b"\x01\x01\x01", reused=True)
     again = automaton.minimal_rule(dfa, b"\x01\x01\x01\x00\x00", reused=True)  # rules 3 and 4: not called
     assert again[0] is first[0] and again[1] is first[1] and len(asked) == 1
@@ -237,11 +243,14 @@ def test_a_reused_rule_dfa_is_minimised_once_per_flags_of_its_callees(monkeypatc
     assert len(asked) == 4
 
 
-def test_a_rule_automaton_from_the_cache_keeps_its_minimal_dfa_across_compiles():
+def test_a_rule_automaton_from_the_cache_keeps_its_minimal_dfa_across_compiles(monkeypatch):
     """Compiles of grammars sharing a recursive rule's body (the same IR objects): the second finds
     the rule's automaton in the cache (and minimises it again, keeping the result), the third finds
     its minimal DFA too, the same object (without the cache a new one: minimising this rule is
     not the automaton itself)."""
+    from strictgen.compile import automaton
+
+    monkeypatch.setattr(automaton, "SMALL_RULE", 0)  # a small rule, kept all the same
     value = alt(lit("ax"), lit("bx"), seq(lit("["), RuleRef("value"), lit("]")))  # minimising merges what a and b lead to
     compile_automaton(Grammar({"root": seq(lit("a"), RuleRef("value")), "value": value}))
     second = compile_automaton(Grammar({"root": seq(lit("b"), RuleRef("value")), "value": value}))

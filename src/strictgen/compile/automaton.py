@@ -289,7 +289,11 @@ _rule_dfas = DfaCache(256)
 # The trimmed, minimal DFAs of the rule automata found in the cache above (a schema grammar's
 # any-value and whitespace rules: every compile that calls them minimised them again, ~85 µs of a
 # median bench schema's 1.6-2.4 ms), by the automaton's identity and what trimming reads of the
-# rules' productive flags. Bounded in the cells of the tables an entry holds.
+# rules' productive flags. Bounded in the cells of the tables an entry holds. Entries are read
+# without aging them (few are put: a rule reused across compiles, each once per flags of its
+# callees). A rule DFA of fewer than SMALL_RULE states costs less to minimise than to look up
+# (the JSON whitespace rule's 23 states: 4 us, the lookup 6).
+SMALL_RULE = 64
 _minimal = BoundedLRU(256, 1 << 22, lambda entry: entry[1].num_states * entry[1].num_classes + (entry[0].num_states * entry[0].num_classes if entry[0] is not entry[1] else 0))
 
 
@@ -299,11 +303,11 @@ def minimal_rule(dfa: regular.DFA, productive: bytes, reused: bool = False) -> t
     this very DFA under the same flags for the rules it calls (all that trimming reads of them; a
     callee past `productive` is unproductive, as the core reads it). DFAs never change: the same
     objects are what a fresh minimisation would give."""
-    if not reused:
+    if not reused or dfa.num_states < SMALL_RULE:
         return regular.minimal_with_splits(dfa, productive)
-    callees = sorted(set(memoryview(dfa.call_arrays()[1]).cast("i")))
+    callees = sorted(set(memoryview(dfa.call_arrays()[1]).cast("i"))) if dfa.has_calls else ()
     key = (id(dfa), bytes(productive[c] if c < len(productive) else 0 for c in callees))
-    got = _minimal.get(key)  # the entry holds `dfa`: its id is that DFA's while the entry lives
+    got = _minimal.peek(key)  # the entry holds `dfa`: its id is that DFA's while the entry lives
     if got is not None:
         return got[1], got[2]
     minimal, splits = regular.minimal_with_splits(dfa, productive)
