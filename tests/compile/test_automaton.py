@@ -190,3 +190,69 @@ def test_a_schema_s_masks_do_not_depend_on_what_earlier_compiles_kept(qwen):
     assert masks() == cold  # the second compile keeps what both met
     assert len(automata._pieces)  # the cache was filled, and is read below
     assert masks() == cold
+
+
+def _calling_dfa():
+    """x, then a call of rule 1 or of rule 2, then y: a DFA that trimming changes when a callee is unproductive."""
+    from strictgen import regular
+
+    nfa = regular.NFA()
+    s, m, r, t = (nfa.add_state() for _ in range(4))
+    nfa.add_range(s, ord("x"), ord("x"), m)
+    nfa.add_call(m, 1, r)
+    nfa.add_call(m, 2, r)
+    nfa.add_range(r, ord("y"), ord("y"), t)
+    return regular.determinize(nfa, s, t)
+
+
+def test_a_reused_rule_dfa_is_minimised_once_per_flags_of_its_callees(monkeypatch):
+    """minimal_rule keeps what a rule automaton shared by compiles minimises to: asked again for
+    that DFA, under the same flags for its callees (other rules' flags do not matter), it gives the
+    same objects without minimising; a callee's flag that changes asks the core again, and what it
+    gives is what the core gives. A DFA not reused, or small, is minimised every time."""
+    from strictgen import regular
+    from strictgen.compile import automaton
+
+    dfa = _calling_dfa()
+    asked = []
+    real = regular.minimal_with_splits
+
+    def counting(d, productive=None):
+        asked.append(productive)
+        return real(d, productive)
+
+    monkeypatch.setattr(automaton.regular, "minimal_with_splits", counting)
+    assert dfa.num_states < automaton.SMALL_RULE
+    automaton.minimal_rule(dfa, b"\x01\x01\x01", reused=True)
+    automaton.minimal_rule(dfa, b"\x01\x01\x01", reused=True)
+    assert len(asked) == 2  # small: minimised each time
+    asked.clear()
+    monkeypatch.setattr(automaton, "SMALL_RULE", 0)
+    first = automaton.minimal_rule(dfa, b"\x01\x01\x01", reused=True)
+    again = automaton.minimal_rule(dfa, b"\x01\x01\x01\x00\x00", reused=True)  # rules 3 and 4: not called
+    assert again[0] is first[0] and again[1] is first[1] and len(asked) == 1
+    trimmed = automaton.minimal_rule(dfa, b"\x01\x01\x00", reused=True)  # rule 2 unproductive: its call goes
+    assert len(asked) == 2 and trimmed[0].num_states == first[0].num_states
+    assert [c for c, _ in trimmed[0].calls(1)] == [1] and [c for c, _ in first[0].calls(1)] == [1, 2]
+    want = real(dfa, b"\x01\x01\x00")
+    assert trimmed[0].compact() == want[0].compact() and trimmed[1] == want[1]
+    short = automaton.minimal_rule(dfa, b"\x01\x01", reused=True)  # rule 2 past the flags: unproductive, as the core reads it
+    assert short[0] is trimmed[0] and len(asked) == 2
+    automaton.minimal_rule(dfa, b"\x01\x01\x01")
+    automaton.minimal_rule(dfa, b"\x01\x01\x01")
+    assert len(asked) == 4
+
+
+def test_a_rule_automaton_from_the_cache_keeps_its_minimal_dfa_across_compiles(monkeypatch):
+    """Compiles of grammars sharing a recursive rule's body (the same IR objects): the second finds
+    the rule's automaton in the cache (and minimises it again, keeping the result), the third finds
+    its minimal DFA too, the same object (without the cache a new one: minimising this rule is
+    not the automaton itself)."""
+    from strictgen.compile import automaton
+
+    monkeypatch.setattr(automaton, "SMALL_RULE", 0)  # a small rule, kept all the same
+    value = alt(lit("ax"), lit("bx"), seq(lit("["), RuleRef("value"), lit("]")))  # minimising merges what a and b lead to
+    compile_automaton(Grammar({"root": seq(lit("a"), RuleRef("value")), "value": value}))
+    second = compile_automaton(Grammar({"root": seq(lit("b"), RuleRef("value")), "value": value}))
+    third = compile_automaton(Grammar({"root": seq(lit("c"), RuleRef("value")), "value": value}))
+    assert third.rules[1].dfa is second.rules[1].dfa and third.rules[1].splits is second.rules[1].splits

@@ -25,12 +25,13 @@ from strictgen.grammar.build_memo import BuildMemo
 from strictgen.grammar.ir import Grammar, post_order, recursive_rules, rule_references
 from strictgen.grammar.lowering import ProgramTooLong
 from strictgen.grammar.schema.unique import UNIQUE_MARK
+from strictgen.lru import BoundedLRU
 
 from . import rule_facts
 from .lazy_rules import CallIndex, LazyRules
 from .rule_facts import LeftRecursionError
 
-__all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "apart_within", "compile_automaton", "horizon_classes", "nullable_rules", "recursive_rules"]
+__all__ = ["MAX_DFA_STATES", "MAX_NFA_STATES", "CompiledAutomaton", "LeftRecursionError", "RuleDFA", "apart_within", "compile_automaton", "horizon_classes", "minimal_rule", "nullable_rules", "recursive_rules"]
 
 MAX_MINIMIZE_STATES = 50_000  # horizon classes are looked for in rule DFAs up to this size
 # Determinised states of called rules a compile builds ahead (after the root and what it must),
@@ -175,14 +176,15 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     def build(name: str) -> regular.DFA:
         return _rule_dfa(grammar, name, called, shared, memo, reach[name], lowered.pop(name, None))
 
-    built: list[regular.DFA | None] = [build(n) for n in names[: 1 + len(first)]]
+    reused: set[int] = set()  # ids of the DFAs built above that came from the cache of rule automata
+    built: list[regular.DFA | None] = [_rule_dfa(grammar, n, called, shared, memo, reach[n], reused=reused) for n in names[: 1 + len(first)]]
     at_start = _called_at_start(built)
     spent = 0
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
         if defer and spent >= build_ahead:
             break
         index = len(built)  # a rule the machine's start enters is built now however big (its set-up would build it)
-        dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer and index not in at_start else None)
+        dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer and index not in at_start else None, reused=reused)
         if dfa is None or isinstance(dfa, _Lowered):  # too big to build now: it and the rules after it wait (those built are a prefix of names)
             if dfa is not None:
                 lowered[name] = dfa
@@ -199,7 +201,8 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     if 0 not in productive:
         raise EmptyLanguageError("the grammar accepts no string at all")
     flags = bytes(r in productive for r in range(len(names)))
-    rules = [RuleDFA(name, *regular.minimal_with_splits(dfa, flags + b"\x01" * len(called.lazy))) for name, dfa in zip(names, built) if dfa is not None]
+    productive_flags = flags + b"\x01" * len(called.lazy)
+    rules = [RuleDFA(name, *minimal_rule(dfa, productive_flags, id(dfa) in reused)) for name, dfa in zip(names, built) if dfa is not None]
     trimmed = [r.dfa for r in rules] + [None] * (len(names) - len(rules))
     nullable = rule_facts.check_left_recursion(names, trimmed, bodies, facts, productive, callees_first)
     lazy = LazyRules(grammar.rules, called, flags, names, build, deadline.current_limit()) if len(rules) < len(names) or called.lazy else None
@@ -216,15 +219,18 @@ class _Lowered:
 
 
 def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], memo: BuildMemo, reach: tuple[list[str], set[str]],
-              lowered: _Lowered | None = None, max_nfa: int | None = None) -> regular.DFA | _Lowered | None:
+              lowered: _Lowered | None = None, max_nfa: int | None = None, reused: set[int] | None = None) -> regular.DFA | _Lowered | None:
     """Rule `name`'s determinised automaton (from the cache shared by compiles when its key is
     there: not for the root, not once the grammar has met a family); `reach`: its `_reach`;
     `lowered`: its NFA, lowered before. With `max_nfa`, a rule whose NFA has more states is
     returned lowered only (`_Lowered`), for the caller to determinise later or never, and one
-    whose program passes AHEAD_PROGRAM_OPS ops is not even lowered (None)."""
+    whose program passes AHEAD_PROGRAM_OPS ops is not even lowered (None). The id of an automaton
+    found in the cache goes into `reused`, when given."""
     key, keep = _rule_key(grammar, called, reach) if name != grammar.root else (None, None)
     got = None if key is None else _rule_dfas.get_kept(key)
     if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
+        if reused is not None:
+            reused.add(id(got[0]))
         return got[0]
     if lowered is None:
         builder = NFABuilder(grammar.rules, called, shared, memo)
@@ -278,6 +284,35 @@ def _callees_first(names: list[str], calls: dict[str, set[str]], called: CallInd
 # their determinised automata here, by the identity of the bodies they are built from and the
 # call numbers they use (a DFA's call edges name callees by number).
 _rule_dfas = DfaCache(256)
+
+
+# The trimmed, minimal DFAs of the rule automata found in the cache above (a schema grammar's
+# any-value and whitespace rules: every compile that calls them minimised them again, ~85 µs of a
+# median bench schema's 1.6-2.4 ms), by the automaton's identity and what trimming reads of the
+# rules' productive flags. Bounded in the cells of the tables an entry holds. Entries are read
+# without aging them (few are put: a rule reused across compiles, each once per flags of its
+# callees). A rule DFA of fewer than SMALL_RULE states costs less to minimise than to look up
+# (the JSON whitespace rule's 23 states: 4 us, the lookup 6).
+SMALL_RULE = 64
+_minimal = BoundedLRU(256, 1 << 22, lambda entry: entry[1].num_states * entry[1].num_classes + (entry[0].num_states * entry[0].num_classes if entry[0] is not entry[1] else 0))
+
+
+def minimal_rule(dfa: regular.DFA, productive: bytes, reused: bool = False) -> tuple[regular.DFA, tuple[bytes, bytes] | None]:
+    """`regular.minimal_with_splits(dfa, productive)`; with `reused` (`dfa` came from the cache of
+    rule automata, so compiles share it) kept, and read again by a later compile that minimises
+    this very DFA under the same flags for the rules it calls (all that trimming reads of them; a
+    callee past `productive` is unproductive, as the core reads it). DFAs never change: the same
+    objects are what a fresh minimisation would give."""
+    if not reused or dfa.num_states < SMALL_RULE:
+        return regular.minimal_with_splits(dfa, productive)
+    callees = sorted(set(memoryview(dfa.call_arrays()[1]).cast("i"))) if dfa.has_calls else ()
+    key = (id(dfa), bytes(productive[c] if c < len(productive) else 0 for c in callees))
+    got = _minimal.peek(key)  # the entry holds `dfa`: its id is that DFA's while the entry lives
+    if got is not None:
+        return got[1], got[2]
+    minimal, splits = regular.minimal_with_splits(dfa, productive)
+    _minimal.put(key, (dfa, minimal, splits))
+    return minimal, splits
 
 
 def _rule_key(grammar: Grammar, called, reach: tuple[list[str], set[str]]) -> tuple[tuple | None, tuple | None]:

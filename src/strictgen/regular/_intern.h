@@ -22,9 +22,11 @@ static inline double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Interned int sequences: id -> (start, len) in a pool; an open-addressing table of ids. */
+/* Interned int sequences: id -> (start, len) in a pool; an open-addressing table of ids. Each
+ * id's hash is kept (its low 32 bits): a probe compares sequences only where the hashes agree,
+ * and the table grows without hashing every sequence again. */
 typedef struct {
-    Vec pool, start, len;
+    Vec pool, start, len, hash;
     int32_t *slots;
     Py_ssize_t mask;
 } Interner;
@@ -33,6 +35,7 @@ static inline void interner_free(Interner *t) {
     vec_free(&t->pool);
     vec_free(&t->start);
     vec_free(&t->len);
+    vec_free(&t->hash);
     free(t->slots);
     t->slots = NULL;
     t->mask = 0;
@@ -48,8 +51,7 @@ static inline int interner_rehash(Interner *t) {
     memset(slots, 0xff, sizeof(int32_t) * (size_t)size);
     Py_ssize_t mask = size - 1;
     for (Py_ssize_t id = 0; id < t->start.len; id++) {
-        uint64_t h = hash_ints(t->pool.data + t->start.data[id], t->len.data[id]);
-        Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)mask);
+        Py_ssize_t i = (Py_ssize_t)((uint32_t)t->hash.data[id] & (uint64_t)mask);
         while (slots[i] >= 0)
             i = (i + 1) & mask;
         slots[i] = (int32_t)id;
@@ -60,6 +62,15 @@ static inline int interner_rehash(Interner *t) {
     return 0;
 }
 
+/* Whether the n ints at a and b are equal (sequences interned are short: a call of memcmp cost
+ * more than its compare) */
+static inline int same_ints(const int32_t *a, const int32_t *b, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 /* The id of xs[0:n] (added if new, *added set then); -1 with an exception set on failure. */
 static inline int32_t intern(Interner *t, const int32_t *xs, Py_ssize_t n, Py_ssize_t limit, int *added) {
     if (!t->slots || 2 * (t->start.len + 1) > t->mask + 1) {
@@ -67,10 +78,11 @@ static inline int32_t intern(Interner *t, const int32_t *xs, Py_ssize_t n, Py_ss
             return -1;
     }
     uint64_t h = hash_ints(xs, n);
+    int32_t h32 = (int32_t)(uint32_t)h; /* the table's mask is under 2^31: its bits are all here */
     Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)t->mask);
     while (t->slots[i] >= 0) {
         int32_t id = t->slots[i];
-        if (t->len.data[id] == n && !memcmp(t->pool.data + t->start.data[id], xs, sizeof(int32_t) * (size_t)n)) {
+        if (t->hash.data[id] == h32 && t->len.data[id] == n && same_ints(t->pool.data + t->start.data[id], xs, n)) {
             *added = 0;
             return id;
         }
@@ -79,7 +91,8 @@ static inline int32_t intern(Interner *t, const int32_t *xs, Py_ssize_t n, Py_ss
     if (limit >= 0 && t->start.len >= limit)
         return too_many();
     int32_t id = (int32_t)t->start.len;
-    if (vec_reserve(&t->pool, t->pool.len + n) < 0 || vec_push(&t->start, (int32_t)t->pool.len) < 0 || vec_push(&t->len, (int32_t)n) < 0)
+    if (vec_reserve(&t->pool, t->pool.len + n) < 0 || vec_push(&t->start, (int32_t)t->pool.len) < 0 || vec_push(&t->len, (int32_t)n) < 0 ||
+        vec_push(&t->hash, h32) < 0)
         return -1;
     memcpy(t->pool.data + t->pool.len, xs, sizeof(int32_t) * (size_t)n);
     t->pool.len += n;

@@ -103,6 +103,22 @@ void lazy_clear(Lazy *L) {
 
 static int32_t lazy_closure_of(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds);
 
+/* xs sorted: by insertion where short (most closures hold a few states; qsort's calls of its
+ * comparator were a tenth of determinising), else by qsort */
+static void sort_ints(int32_t *xs, Py_ssize_t n) {
+    if (n > 16) {
+        qsort(xs, (size_t)n, sizeof(int32_t), cmp_int32);
+        return;
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int32_t x = xs[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && xs[j - 1] > x; j--)
+            xs[j] = xs[j - 1];
+        xs[j] = x;
+    }
+}
+
 /* The subset of the kernel states that the seeds reach by epsilon edges: its id, -1 when empty,
  * -2 with an exception set. The closure of one NFA state is remembered by that state: most rows
  * of a rule's automaton step its embedded DFAs and literals, one NFA state to the next, and each
@@ -149,7 +165,7 @@ static int32_t lazy_closure_of(Lazy *L, const int32_t *seeds, Py_ssize_t nseeds)
     }
     if (!L->out.len)
         return -1;
-    qsort(L->out.data, (size_t)L->out.len, sizeof(int32_t), cmp_int32);
+    sort_ints(L->out.data, L->out.len);
     int added;
     int32_t id = intern(&L->subsets, L->out.data, L->out.len, L->max_states, &added);
     if (id < 0)
@@ -169,11 +185,29 @@ static int32_t NO_ROW_[1];
  * classes (an embedded DFA's or a literal's state: most of a rule's): each class goes to the
  * closure of its edge's target, asked in class order as the general way asks (so subsets are
  * numbered alike), without its pairs and sort. `row`, NO_ROW when edges overlap (the row then
- * holds nothing to keep); NULL with an exception set. */
+ * holds nothing to keep); NULL with an exception set. Edges listed in class order (an embedded
+ * DFA's are) are read edge by edge: a walk over every class was most of this, rows being mostly
+ * missing edges. */
 static int32_t *single_row(Lazy *L, int32_t q, int32_t *row) {
-    int32_t k = L->k;
-    for (int32_t c = 0; c < k; c++)
-        row[c] = -1;
+    int32_t k = L->k, first = L->e_start[q], end = L->e_start[q + 1];
+    memset(row, 0xff, sizeof(int32_t) * (size_t)k);
+    int sorted = 1;
+    for (int32_t j = first + 1; j < end && sorted; j++)
+        sorted = L->e_clo[j] > L->e_chi[j - 1];
+    if (sorted) {
+        int32_t last = -1, last_id = -1;
+        for (int32_t j = first; j < end; j++) {
+            int32_t t = L->e_dst[j];
+            if (t != last) {
+                if ((last_id = lazy_closure(L, &t, 1)) == -2)
+                    return NULL;
+                last = t;
+            }
+            for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++)
+                row[c] = last_id;
+        }
+        return row;
+    }
     for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++)
         for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
             if (row[c] >= 0)
@@ -214,40 +248,45 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
         if (got != NO_ROW)
             goto calls;
     }
-    /* (class, target) pairs, counting-sorted by class */
-    pairs->len = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t q = sub[i];
-        for (int32_t j = L->e_start[q]; j < L->e_start[q + 1]; j++) {
-            int32_t t = L->e_dst[j];
-            if (vec_reserve(pairs, pairs->len + 2 * ((Py_ssize_t)L->e_chi[j] - L->e_clo[j] + 1)) < 0)
-                return NULL;
-            for (int32_t c = L->e_clo[j]; c <= L->e_chi[j]; c++) {
-                pairs->data[pairs->len++] = c;
-                pairs->data[pairs->len++] = t;
-            }
+    /* the edges' targets counting-sorted by class, in the order the edges come (each class's
+     * list the same whatever the sort), over the span of classes the edges read only: counts
+     * from a difference array (a (class, target) pair written for every class of every edge, and
+     * three passes over all k classes, were most of these rows) */
+    Py_ssize_t np_ = 0;
+    int32_t lo = k, hi = 0; /* the classes read: [lo, hi) */
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++) {
+            np_ += L->e_chi[j] - L->e_clo[j] + 1;
+            lo = L->e_clo[j] < lo ? L->e_clo[j] : lo;
+            hi = L->e_chi[j] + 1 > hi ? L->e_chi[j] + 1 : hi;
         }
-    }
-    Py_ssize_t np_ = pairs->len / 2;
+    memset(row, 0xff, sizeof(int32_t) * (size_t)k);
+    if (hi <= lo)
+        goto calls; /* no byte edges */
     if (vec_reserve(scratch, np_ + 2 * (Py_ssize_t)k + 2) < 0)
         return NULL;
-    int32_t *count = scratch->data + np_; /* k + 1 class starts */
-    memset(count, 0, sizeof(int32_t) * ((size_t)k + 1));
-    for (Py_ssize_t i = 0; i < np_; i++)
-        count[pairs->data[2 * i] + 1]++;
-    for (int32_t c = 0; c < k; c++)
+    int32_t *sorted = scratch->data, *count = sorted + np_, *fill = count + k + 1; /* count: [lo, hi] used, the class starts */
+    memset(count + lo, 0, sizeof(int32_t) * ((size_t)(hi - lo) + 1));
+    for (Py_ssize_t i = 0; i < n; i++) /* count[c + 1]: how many edges read class c, as differences */
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++) {
+            count[L->e_clo[j] + 1]++;
+            if (L->e_chi[j] + 1 < hi)
+                count[L->e_chi[j] + 2]--;
+        }
+    for (int32_t c = lo + 1; c < hi; c++) /* the counts */
         count[c + 1] += count[c];
-    int32_t *fill = count + k + 1;
-    memcpy(fill, count, sizeof(int32_t) * (size_t)k);
-    int32_t *sorted = scratch->data;
-    for (Py_ssize_t i = 0; i < np_; i++)
-        sorted[fill[pairs->data[2 * i]]++] = pairs->data[2 * i + 1];
+    for (int32_t c = lo; c < hi; c++) /* the starts */
+        count[c + 1] += count[c], fill[c] = count[c];
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++)
+            for (int32_t c = L->e_clo[j], t = L->e_dst[j]; c <= L->e_chi[j]; c++)
+                sorted[fill[c]++] = t;
     /* `sorted` and `count` live in scratch, which lazy_closure does not touch */
-    for (int32_t c = 0; c < k; c++) {
+    for (int32_t c = lo; c < hi; c++) {
         int32_t a = count[c], b = count[c + 1];
-        if (a == b) {
-            row[c] = -1;
-        } else if (c && b - a == count[c] - count[c - 1] && !memcmp(sorted + a, sorted + count[c - 1], sizeof(int32_t) * (size_t)(b - a))) {
+        if (a == b)
+            continue;
+        if (c > lo && b - a == count[c] - count[c - 1] && !memcmp(sorted + a, sorted + count[c - 1], sizeof(int32_t) * (size_t)(b - a))) {
             row[c] = row[c - 1];
         } else {
             int32_t id = lazy_closure(L, sorted + a, b - a);
@@ -307,6 +346,16 @@ DFA *lazy_determinize(Lazy *L, double deadline) {
         }
         return d;
     }
+    /* room for as many rows as the NFA has kernel states (a rule's DFA has about as many, or
+     * fewer): growing the rows by doubling copied them and faulted their pages in again, a fifth
+     * of determinising the bench's rules. Pages never written cost nothing. */
+    Py_ssize_t kernels = 0;
+    for (int32_t q = 0; q < L->n; q++)
+        kernels += L->kernel[q];
+    if (L->max_states >= 0 && kernels > L->max_states)
+        kernels = L->max_states;
+    if (vec_reserve(&L->rows, (kernels + 1) * (Py_ssize_t)L->k) < 0)
+        return NULL;
     for (int32_t s = 0; s < L->subsets.start.len; s++) {
         if (!(s & 255) && past(deadline))
             return NULL;

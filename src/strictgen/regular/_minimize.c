@@ -8,8 +8,11 @@
  * state, -1 for a block the start does not reach. A new reference (d itself when it is the
  * quotient already). Where blocks merge states, each block's row is written as the walk numbers
  * its targets (one pass over the rows: the walk and a copy after it read every row twice, a
- * quarter of minimising the bench's rules). */
-static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out) {
+ * quarter of minimising the bench's rules). The walk reads the rows' runs (the partition's, see
+ * partition_init: (first, end, target) in class order, state s's from rows[s] to rows[s + 1]), which
+ * meet the targets in the order the classes do: rule DFAs' rows are mostly missing edges, and a
+ * walk over every class was a tenth of minimising them. */
+static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs) {
     int32_t n = d->n, k = d->k;
     DFA *result = NULL, *out = NULL;
     int32_t *new_id = new_id_out ? new_id_out : (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
@@ -33,14 +36,16 @@ static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_i
     order[m] = blk[0], new_id[blk[0]] = m++;
     for (int32_t i = 0; i < m; i++) {
         int32_t s = rep[order[i]];
-        const int32_t *row = d->table + (Py_ssize_t)s * k;
         int32_t *to = out ? out->table + (Py_ssize_t)i * k : NULL;
-        for (int32_t c = 0; c < k; c++) {
-            int32_t t = row[c];
-            if (t >= 0 && new_id[blk[t]] < 0)
+        if (to)
+            memset(to, 0xff, sizeof(int32_t) * (size_t)k);
+        for (Py_ssize_t r = rows[s]; r < rows[s + 1]; r += 3) {
+            int32_t t = runs[r + 2];
+            if (new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
             if (to)
-                to[c] = t >= 0 ? new_id[blk[t]] : -1;
+                for (int32_t c = runs[r], id = new_id[blk[t]]; c < runs[r + 1]; c++)
+                    to[c] = id;
         }
         if (out)
             out->acc[i] = d->acc[s], out->call_start[i] = (int32_t)at;
@@ -91,6 +96,8 @@ done:
  * partition_split. */
 typedef struct {
     int32_t n, k, letters, nblocks;
+    Py_ssize_t *rows; /* the rows' runs: (first, end, target) in class order, state s's from rows[s] to rows[s + 1] in runs */
+    int32_t *runs;
     int by_runs; /* in-edges as runs (else one per class edge, each read as a callee's letter is) */
     int32_t *blk, *elems, *loc, *bfirst, *bend, *bmarked, *touched;
     int64_t *weight; /* by block: the in-runs of its states (what using it as a splitter costs) */
@@ -103,6 +110,7 @@ static void partition_free(Partition *p) {
     free(p->weight), free(p->blk), free(p->elems), free(p->loc), free(p->bfirst), free(p->bend), free(p->bmarked), free(p->touched);
     free(p->istart), free(p->isrc), free(p->ifirst), free(p->iend), free(p->odd);
     free(p->lcount), free(p->lstart), free(p->cur), free(p->used), free(p->lsrc), free(p->snap);
+    free(p->rows), free(p->runs);
 }
 
 /* The next run of row (k classes) from *at on: consecutive classes with one target; its target,
@@ -128,10 +136,9 @@ static inline int32_t next_run(const int32_t *row, int32_t k, int32_t *at, int32
 }
 
 /* The initial blocks (accepting, the callees called), numbered in order of first appearance,
- * and the in-edges. With `rows_out`, the rows' runs ((first, end, target) in class order, state
- * s's from (*rows_out)[s] to (*rows_out)[s + 1] in *runs_out) are handed over, not freed. -1 (with
+ * the in-edges and the rows' runs (p->rows, p->runs, which the quotient walks). -1 (with
  * MemoryError) when out of memory. */
-static int partition_init(Partition *p, const DFA *d, Py_ssize_t **rows_out, Vec *runs_out) {
+static int partition_init(Partition *p, const DFA *d) {
     int32_t n = d->n, k = d->k;
     size_t N = (size_t)n + 1;
     Py_ssize_t ncalls = d->call_start[n];
@@ -253,8 +260,7 @@ static int partition_init(Partition *p, const DFA *d, Py_ssize_t **rows_out, Vec
         }
     }
     ok = 0;
-    if (rows_out)
-        *rows_out = rows, *runs_out = runs, rows = NULL, runs = (Vec){0};
+    p->rows = rows, p->runs = runs.data, rows = NULL, runs = (Vec){0};
 done:
     free(callee_letter), free(rows);
     interner_free(&keys);
@@ -273,65 +279,73 @@ done:
  * most twice, whatever its length, and a letter no run starts or ends at costs nothing. A callee's
  * letter splits by M_a itself (one source may call a callee twice: no xor there). */
 static int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *splits) {
+    /* the arrays in locals that nothing else writes: through p, every byte store (odd) made the
+     * compiler load them again, in the loops that are most of minimising */
+    const int32_t *restrict istart = p->istart, *restrict isrc = p->isrc, *restrict ifirst = p->ifirst, *restrict iend = p->iend;
+    int32_t *restrict lcount = p->lcount, *restrict lstart = p->lstart, *restrict cur = p->cur, *restrict used = p->used, *restrict lsrc = p->lsrc;
+    int32_t *restrict blk = p->blk, *restrict elems = p->elems, *restrict loc = p->loc, *restrict bfirst = p->bfirst, *restrict bend = p->bend;
+    int32_t *restrict bmarked = p->bmarked, *restrict touched = p->touched;
+    uint8_t *restrict odd = p->odd;
     int32_t nused = 0, at = 0, k = p->by_runs ? p->k : 0; /* k 0: every letter split by M_a */
     for (int32_t i = 0; i < m; i++)
-        for (int32_t j = p->istart[states[i]]; j < p->istart[states[i] + 1]; j++) {
-            int32_t a = p->ifirst[j], e;
-            if (p->lcount[a]++ == 0)
-                p->used[nused++] = a;
-            if (k && (e = p->iend[j]) < k && p->lcount[e]++ == 0)
-                p->used[nused++] = e;
+        for (int32_t j = istart[states[i]], end = istart[states[i] + 1]; j < end; j++) {
+            int32_t a = ifirst[j], e;
+            if (lcount[a]++ == 0)
+                used[nused++] = a;
+            if (k && (e = iend[j]) < k && lcount[e]++ == 0)
+                used[nused++] = e;
         }
     if (!nused)
         return 0;
     for (int32_t u = 0; u < nused; u++) { /* only the letters a run into S starts or ends at */
-        int32_t a = p->used[u];
-        p->lstart[a] = p->cur[a] = at;
-        at += p->lcount[a];
+        int32_t a = used[u];
+        lstart[a] = cur[a] = at;
+        at += lcount[a];
     }
     for (int32_t i = 0; i < m; i++)
-        for (int32_t j = p->istart[states[i]]; j < p->istart[states[i] + 1]; j++) {
+        for (int32_t j = istart[states[i]], end = istart[states[i] + 1]; j < end; j++) {
             int32_t e;
-            p->lsrc[p->cur[p->ifirst[j]]++] = p->isrc[j];
-            if (k && (e = p->iend[j]) < k)
-                p->lsrc[p->cur[e]++] = p->isrc[j];
+            lsrc[cur[ifirst[j]]++] = isrc[j];
+            if (k && (e = iend[j]) < k)
+                lsrc[cur[e]++] = isrc[j];
         }
     for (int32_t u = 0; u < nused; u++) {
-        int32_t a = p->used[u], ntouched = 0, a_end = p->lstart[a] + p->lcount[a];
-        p->lcount[a] = 0;
+        int32_t a = used[u], ntouched = 0, a_start = lstart[a], a_end = a_start + lcount[a];
+        lcount[a] = 0;
         if (a < k)
-            for (int32_t j = p->lstart[a]; j < a_end; j++)
-                p->odd[p->lsrc[j]] ^= 1;
-        for (int32_t j = p->lstart[a]; j < a_end; j++) { /* move each source into its block's marked prefix */
-            int32_t s = p->lsrc[j], X = p->blk[s];
+            for (int32_t j = a_start; j < a_end; j++)
+                odd[lsrc[j]] ^= 1;
+        for (int32_t j = a_start; j < a_end; j++) { /* move each source into its block's marked prefix */
+            int32_t s = lsrc[j], X = blk[s];
             if (a < k) {
-                if (!p->odd[s])
+                if (!odd[s])
                     continue; /* a run ends and one starts here: s enters S on a - 1 and a alike */
-                p->odd[s] = 0;
+                odd[s] = 0;
             }
-            int32_t q = p->bfirst[X] + p->bmarked[X], here = p->loc[s];
+            int32_t marked = bmarked[X], q = bfirst[X] + marked, here = loc[s];
             if (here < q)
                 continue; /* marked already (a second call edge of one callee) */
-            int32_t other = p->elems[q];
-            p->elems[q] = s, p->loc[s] = q, p->elems[here] = other, p->loc[other] = here;
-            if (!p->bmarked[X]++)
-                p->touched[ntouched++] = X;
+            int32_t other = elems[q];
+            elems[q] = s, loc[s] = q, elems[here] = other, loc[other] = here;
+            bmarked[X] = marked + 1;
+            if (!marked)
+                touched[ntouched++] = X;
         }
         for (int32_t i = 0; i < ntouched; i++) {
-            int32_t X = p->touched[i], marked = p->bmarked[X];
-            p->bmarked[X] = 0;
-            if (marked == p->bend[X] - p->bfirst[X])
+            int32_t X = touched[i], marked = bmarked[X];
+            bmarked[X] = 0;
+            if (marked == bend[X] - bfirst[X])
                 continue;
             int32_t Z = p->nblocks++;
-            p->bfirst[Z] = p->bfirst[X], p->bend[Z] = p->bfirst[X] + marked;
-            p->bfirst[X] = p->bend[Z];
+            bfirst[Z] = bfirst[X], bend[Z] = bfirst[X] + marked;
+            bfirst[X] = bend[Z];
             int64_t w = 0;
-            for (int32_t e = p->bfirst[Z]; e < p->bend[Z]; e++) {
-                int32_t s = p->elems[e];
-                p->blk[s] = Z, w += p->istart[s + 1] - p->istart[s];
+            for (int32_t e = bfirst[Z]; e < bend[Z]; e++) {
+                int32_t s = elems[e];
+                blk[s] = Z, w += istart[s + 1] - istart[s];
             }
             p->weight[Z] = w, p->weight[X] -= w;
-            if (vec_push(splits, X) < 0 || vec_push(splits, Z) < 0 || vec_push(splits, p->bend[X] - p->bfirst[X]) < 0 || vec_push(splits, marked) < 0)
+            if (vec_push(splits, X) < 0 || vec_push(splits, Z) < 0 || vec_push(splits, bend[X] - bfirst[X]) < 0 || vec_push(splits, marked) < 0)
                 return -1;
         }
     }
@@ -356,7 +370,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
     Vec splits = {0};
     uint8_t *inwork = (uint8_t *)calloc((size_t)n + 1, 1);
     int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    if (partition_init(&p, d, NULL, NULL) < 0 || !inwork || !work) {
+    if (partition_init(&p, d) < 0 || !inwork || !work) {
         if (!PyErr_Occurred())
             vec_no_memory();
         goto done;
@@ -381,7 +395,7 @@ DFA *dfa_minimize(DFA *d, double deadline) {
                 work[wtop++] = add, inwork[add] = 1;
         }
     }
-    result = quotient(d, p.blk, p.nblocks, NULL);
+    result = quotient(d, p.blk, p.nblocks, NULL, p.rows, p.runs);
 done:
     partition_free(&p);
     vec_free(&splits);
@@ -413,7 +427,7 @@ static int32_t *refine_partition(Partition *pp, int32_t n, long rounds, double d
  * r are then each final class's first ancestor born by round r. */
 int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born) {
     Partition p;
-    if (partition_init(&p, d, NULL, NULL) < 0) {
+    if (partition_init(&p, d) < 0) {
         partition_free(&p);
         return NULL;
     }
@@ -510,7 +524,7 @@ static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **bor
 DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born_out, int32_t **parent_out) {
     Partition p;
     *born_out = *parent_out = NULL;
-    if (partition_init(&p, d, NULL, NULL) < 0) {
+    if (partition_init(&p, d) < 0) {
         partition_free(&p);
         return NULL;
     }
@@ -525,6 +539,9 @@ static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **bor
     int32_t *parent = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)), *born = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
     int32_t *new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)), *cls = NULL;
     int32_t *b2 = NULL, *p2 = NULL;
+    Py_ssize_t *rows = p->rows; /* the quotient's, kept past the partition (refine_partition frees it) */
+    int32_t *runs = p->runs;
+    p->rows = NULL, p->runs = NULL;
     *born_out = *parent_out = NULL;
     if (!parent || !born || !new_id) {
         partition_free(p);
@@ -542,7 +559,7 @@ static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **bor
         vec_no_memory();
         goto done;
     }
-    if (!(result = quotient(d, cls, nblocks, new_id)))
+    if (!(result = quotient(d, cls, nblocks, new_id, rows, runs)))
         goto done;
     if (result->n == nblocks) { /* else some class is unreachable: no history */
         for (int32_t b = 0; b < nblocks; b++)
@@ -551,7 +568,7 @@ static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **bor
         b2 = p2 = NULL;
     }
 done:
-    free(parent), free(born), free(new_id), free(cls), free(b2), free(p2);
+    free(parent), free(born), free(new_id), free(cls), free(b2), free(p2), free(rows), free(runs);
     return result;
 }
 
@@ -560,15 +577,12 @@ done:
  * and row runs trimming would make (a tenth of minimising a rule). Else it trims first. */
 DFA *dfa_trim_minimize_rounds(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline, int32_t **born_out, int32_t **parent_out) {
     Partition p;
-    Py_ssize_t *rows = NULL;
-    Vec runs = {0};
     *born_out = *parent_out = NULL;
-    if (partition_init(&p, d, &rows, &runs) < 0) {
+    if (partition_init(&p, d) < 0) {
         partition_free(&p);
         return NULL;
     }
-    int trim = dfa_is_trim(d, p.istart, p.isrc, rows, runs.data, productive, nprod);
-    free(rows), vec_free(&runs);
+    int trim = dfa_is_trim(d, p.istart, p.isrc, p.rows, p.runs, productive, nprod);
     if (trim == 1)
         return rounds_quotient(d, &p, deadline, born_out, parent_out);
     partition_free(&p);
