@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "_pointers.h"
+
 enum { SEQ, ALT, INTERSECT, REPEAT, SPELLED, DIFFERENCE, NTYPES, RULEREF = NTYPES, LAZY, NREFTYPES };
 
 /* a set of pointers: open addressing, linear probing, 0 for empty (no object is at address 0) */
@@ -27,14 +29,6 @@ typedef struct {
     uintptr_t *keys;
     size_t mask, len;
 } PtrSet;
-
-static size_t mix(uintptr_t p) {
-    uint64_t x = (uint64_t)p >> 4;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
 
 static int ptrset_init(PtrSet *s, size_t cap) {
     size_t n = 64;
@@ -57,7 +51,7 @@ static int ptrset_add(PtrSet *s, uintptr_t p) {
         free(s->keys);
         *s = bigger;
     }
-    size_t i = mix(p) & s->mask;
+    size_t i = pointer_hash(p) & s->mask;
     while (s->keys[i]) {
         if (s->keys[i] == p)
             return 0;

@@ -5,6 +5,10 @@ NFA from without the GIL (issues 28/29: rule builds were two thirds Python, and 
 (kept pieces and embedded DFAs, calls, shared nodes, templates), asking the builder for each;
 it writes, in pre-order, int32 ops that leave only the NFA's states and edges to C, which makes
 them as the Python builder would, state by state (regular/_lower.c lists the ops).
+
+`write` is that walk in C (`_program.c`, issue 29: the Python walk was ~20% of the bench's compile
+time): the same ops in the same order, the builder asked the same questions; `Program` stays
+the reference the tests compare it with.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from strictgen.errors import GrammarTooLargeError
 from strictgen.lru import BoundedLRU
 from strictgen.regular.utf8 import utf8_sequences
 
+from . import _program
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 
 if TYPE_CHECKING:
@@ -65,7 +70,7 @@ class LoweringMemo:
         self.dfa_index: dict[int, int] = {}
         self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
         self.template_ids: dict[tuple, int] = {}
-        self.segments: dict[tuple, array.array] = {}  # a template's whole TEMPLATE op, its program inline
+        self.segments: dict[tuple, bytes] = {}  # a template's whole TEMPLATE op, its program inline (native int32s)
 
 
 # A literal's whole LIT op by its bytes, for every compile (it depends on nothing else): extending
@@ -221,7 +226,7 @@ class Program:
             return
         segment = self.memo.segments.get(key)
         if segment is not None:  # a template an earlier rule wrote whole
-            self.ops.extend(segment)
+            self.ops.frombytes(segment)
             return
         if not self.builder.templated(key):
             dfa = self.builder.embedded_dfa(expr)
@@ -244,4 +249,14 @@ class Program:
         self._open.pop()
         self._templates[key] = head + 4
         if opened[1]:
-            self.memo.segments[key] = self.ops[head:]
+            self.memo.segments[key] = self.ops[head:].tobytes()
+
+
+_program.setup((Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong, GrammarTooLargeError))
+
+
+def write(builder: NFABuilder, expr: Expr, shared: bool, max_ops: int | None = None) -> bytes:
+    """The ops (native int32s) that `Program(builder, max_ops)` writes for `expr` (its `build` when
+    `shared`, else `build_here`), written by C with the same questions to the builder, the same
+    entries left in its lowering memo and the same errors raised."""
+    return _program.write(builder, builder.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)
