@@ -7,7 +7,9 @@ The pieces the walk asks for are built by then (the builder's memo holds them), 
 walk's own steps: per node decisions, lookups and ops written, not the C lowering nor the pieces.
 Compare trees by interleaved runs (a shared machine is noisy: take the minimum of a few).
 
-    PYTHONPATH=<tree>/src python scripts/lowering_walk_micro.py [--rounds 20] [--vocab qwen] [--python]"""
+    PYTHONPATH=<tree>/src python scripts/lowering_walk_micro.py [--rounds 20] [--vocab qwen] [--python] [--cpu]
+
+--cpu: this thread's CPU time rather than wall time (a loaded machine's preemptions do not reach it)."""
 
 import argparse
 import time
@@ -51,18 +53,18 @@ def in_c(builder, expr, shared) -> int:
     return len(lowering.write(builder, expr, shared)) // 4
 
 
-def replay(seen: list, writer) -> tuple[float, int]:
+def replay(seen: list, writer, clock=time.perf_counter) -> tuple[float, int]:
     """Seconds to write every recorded program again, and the ops written."""
     for builder, _, _ in seen:
         builder._memo.lowering = lowering.LoweringMemo()
     ops = 0
-    t0 = time.perf_counter()
+    t0 = clock()
     for builder, expr, shared in seen:
         try:
             ops += writer(builder, expr, shared)
         except lowering.Unlowerable:
             pass
-    return time.perf_counter() - t0, ops
+    return clock() - t0, ops
 
 
 def main() -> None:
@@ -70,11 +72,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--vocab", default="qwen")
     ap.add_argument("--python", action="store_true", help="time the reference walk (lowering.Program)")
+    ap.add_argument("--cpu", action="store_true", help="thread CPU time, not wall time")
     args = ap.parse_args()
     seen = record(args.vocab)
     times = []
     for _ in range(args.rounds):
-        spent, ops = replay(seen, in_python if args.python else in_c)
+        spent, ops = replay(seen, in_python if args.python else in_c, time.thread_time if args.cpu else time.perf_counter)
         times.append(spent)
     times.sort()
     print(f"{len(seen)} programs, {ops} ops: walk min {1e3 * times[0]:.2f} ms, median {1e3 * times[len(times) // 2]:.2f} ms a pass")

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "_pointers.h"
+#include "structmember.h"
 #include <string.h>
 
 enum { OP_LIT = 1, OP_BYTES, OP_EDGES, OP_SEQ, OP_ALT, OP_REPEAT, OP_CALL, OP_EMBED, OP_SHARED, OP_TEMPLATE };
@@ -29,7 +30,43 @@ enum { E_UNLOWERABLE, E_TOO_LONG, E_TOO_LARGE, NERRORS };
 #define MAX_COPIES 2147483647LL /* lowering.MAX_COPIES: a repeat's bounds are int32 cells */
 
 static PyObject *types[NTYPES], *errors[NERRORS];
-static PyObject *s_items, *s_item, *s_data, *s_ranges, *s_name, *s_min, *s_max, *s_rules, *s_called, *s_embedded_dfa, *s_charset_ops,
+
+/* The fields read of a node, each of one exact type: from its slot (the IR's dataclasses have
+ * slots), found once by setup(); by name where the type has no such slot (-1). */
+enum { F_DATA, F_RANGES, F_SEQ_ITEMS, F_ALT_ITEMS, F_ITEM, F_MIN, F_MAX, F_NAME, NFIELDS };
+static const struct {
+    int type;
+    const char *name;
+} field_of[NFIELDS] = {{T_LITERAL, "data"}, {T_BYTESET, "ranges"}, {T_SEQ, "items"}, {T_ALT, "items"},
+                       {T_REPEAT, "item"},  {T_REPEAT, "min"},     {T_REPEAT, "max"}, {T_RULEREF, "name"}};
+static Py_ssize_t field_offset[NFIELDS];
+static PyObject *field_name[NFIELDS];
+
+/* node.<field> (a new reference), node of the field's exact type */
+static PyObject *field(PyObject *node, int f) {
+    if (field_offset[f] >= 0) {
+        PyObject *v = *(PyObject **)((char *)node + field_offset[f]);
+        if (v)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(node, field_name[f]); /* raises AttributeError for an unset slot */
+}
+
+/* the slot offset of `name` in `type`, or -1 */
+static Py_ssize_t slot_offset(PyObject *type, PyObject *name) {
+    PyObject *d = PyObject_GetAttr(type, name);
+    Py_ssize_t at = -1;
+    if (!d)
+        PyErr_Clear();
+    else if (Py_IS_TYPE(d, &PyMemberDescr_Type) && PyDescr_TYPE(d) == (PyTypeObject *)type) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED))
+            at = m->offset;
+    }
+    Py_XDECREF(d);
+    return at;
+}
+static PyObject *s_rules, *s_called, *s_embedded_dfa, *s_charset_ops,
     *s_regular_dfa, *s_templated, *s_kept_lookup, *s_shared_ids, *s_dfas, *s_dfa_index, *s_fragment_ids, *s_template_ids, *s_segments,
     *k_item, *k_rule;
 
@@ -308,7 +345,7 @@ static int copy_as(Writer *w, PyObject *kind, PyObject *what, PyObject *expr) {
 }
 
 static int write_literal(Writer *w, PyObject *expr) {
-    PyObject *data = PyObject_GetAttr(expr, s_data);
+    PyObject *data = field(expr, F_DATA);
     if (!data)
         return -1;
     int status = -1;
@@ -344,7 +381,7 @@ static int write_ints(Writer *w, PyObject *seq) {
 }
 
 static int write_byteset(Writer *w, PyObject *expr) {
-    PyObject *ranges = PyObject_GetAttr(expr, s_ranges);
+    PyObject *ranges = field(expr, F_RANGES);
     if (!ranges)
         return -1;
     PyObject *fast = PySequence_Fast(ranges, "a ByteSet's ranges are pairs");
@@ -376,7 +413,7 @@ static int bound(PyObject *x, long long *out, int *big) {
 }
 
 static int write_repeat(Writer *w, PyObject *expr) {
-    PyObject *lo = PyObject_GetAttr(expr, s_min), *hi = lo ? PyObject_GetAttr(expr, s_max) : NULL, *item = NULL;
+    PyObject *lo = field(expr, F_MIN), *hi = lo ? field(expr, F_MAX) : NULL, *item = NULL;
     long long min, max = 0;
     int big_min = 0, big_max = 0, status = -1;
     if (!hi || bound(lo, &min, &big_min) < 0 || (hi != Py_None && bound(hi, &max, &big_max) < 0))
@@ -388,7 +425,7 @@ static int write_repeat(Writer *w, PyObject *expr) {
         goto done;
     }
     Py_ssize_t head = w->len;
-    if (put4(w, OP_REPEAT, (int32_t)min, hi == Py_None ? -1 : (int32_t)max, 0) < 0 || !(item = PyObject_GetAttr(expr, s_item)))
+    if (put4(w, OP_REPEAT, (int32_t)min, hi == Py_None ? -1 : (int32_t)max, 0) < 0 || !(item = field(expr, F_ITEM)))
         goto done;
     long long copies = min + (hi == Py_None ? 1 : max - min);
     if (copies > 1) {
@@ -407,7 +444,7 @@ done:
 }
 
 static int write_ruleref(Writer *w, PyObject *expr) {
-    PyObject *name = PyObject_GetAttr(expr, s_name);
+    PyObject *name = field(expr, F_NAME);
     if (!name)
         return -1;
     int status = -1;
@@ -445,7 +482,7 @@ static int write_items(Writer *w, PyObject *expr, int32_t op) {
         Py_XDECREF(n);
         return -1;
     }
-    PyObject *items = PyObject_GetAttr(expr, s_items);
+    PyObject *items = field(expr, op == OP_SEQ ? F_SEQ_ITEMS : F_ALT_ITEMS);
     if (!items)
         return -1;
     int status = -1;
@@ -598,6 +635,11 @@ static PyObject *setup(PyObject *self, PyObject *args) {
         Py_XSETREF(types[i], Py_NewRef(PyTuple_GET_ITEM(t, i)));
     for (int i = 0; i < NERRORS; i++)
         Py_XSETREF(errors[i], Py_NewRef(PyTuple_GET_ITEM(e, i)));
+    for (int f = 0; f < NFIELDS; f++) {
+        if (!field_name[f] && !(field_name[f] = PyUnicode_InternFromString(field_of[f].name)))
+            return NULL;
+        field_offset[f] = slot_offset(types[field_of[f].type], field_name[f]);
+    }
     Py_RETURN_NONE;
 }
 
@@ -613,14 +655,7 @@ PyMODINIT_FUNC PyInit__program(void) {
     struct {
         PyObject **at;
         const char *text;
-    } names[] = {{&s_items, "items"},
-                 {&s_item, "item"},
-                 {&s_data, "data"},
-                 {&s_ranges, "ranges"},
-                 {&s_name, "name"},
-                 {&s_min, "min"},
-                 {&s_max, "max"},
-                 {&s_rules, "rules"},
+    } names[] = {{&s_rules, "rules"},
                  {&s_called, "called"},
                  {&s_embedded_dfa, "embedded_dfa"},
                  {&s_charset_ops, "charset_ops"},
