@@ -255,3 +255,18 @@ def test_the_c_writer_raises_recursion_error_on_ir_nested_past_the_recursion_lim
     builder = NFABuilder({}, {}, set(), BuildMemo())
     with pytest.raises(RecursionError):
         lowering.write(builder, deep, False)
+
+
+def test_the_c_writer_follows_the_builders_shared_set_over_one_memo():
+    """The C writer indexes the builder's shared set once a compile (kept in the lowering memo):
+    a builder over the same memo with another set, or the same set grown, is indexed again."""
+    twice = Seq((Literal(b"ab"), ByteSet(((48, 57),))))
+    expr = Alt((twice, Seq((Literal(b"c"), twice))))
+    memo, shared = BuildMemo(), set()
+    for ids in (shared, shared_nodes([expr])):
+        builder = NFABuilder({}, {}, ids, memo)
+        python, c = _both(builder, expr, False)
+        assert c == python and (lowering.SHARED in array.array("i", c[0][1])) == bool(ids)
+    shared.update(shared_nodes([expr]))  # the first set, grown in place
+    python, c = _both(NFABuilder({}, {}, shared, memo), expr, False)
+    assert c == python and lowering.SHARED in array.array("i", c[0][1])

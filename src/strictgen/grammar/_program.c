@@ -119,6 +119,7 @@ typedef struct {
     Py_ssize_t len, cap, max_ops;
     PyObject *builder, *shared, *kept, *rules, *called; /* borrowed from write()'s caller, or held by write() */
     PyObject *dfas, *dfa_index, *fragment_ids, *template_ids, *segments;
+    const Offsets *shared_nodes; /* the nodes of `shared`, by address (SharedIndex) */
     Offsets fragments;
     PyObject *templates; /* key -> offset (int) here, or None while being written */
     Open *open;
@@ -132,6 +133,70 @@ static int raise_with(PyObject *exc, PyObject *value) {
         PyErr_SetObject(exc, args);
     Py_XDECREF(args);
     return -1;
+}
+
+/* The builder's shared set (ids of nodes used in more than one place) as addresses, made once a
+ * compile and kept in its LoweringMemo (`shared_index`): asking the set for every item of every
+ * sequence cost an int object and a set lookup each. It holds the set it was made from, which
+ * is never changed once made (automata.shared_nodes); another set, or one of another size, is
+ * indexed again. */
+typedef struct {
+    PyObject *set;
+    Py_ssize_t size;
+    Offsets nodes;
+} SharedIndex;
+
+static const char SHARED_INDEX[] = "strictgen.grammar._program.SharedIndex";
+
+static void shared_index_free(PyObject *capsule) {
+    SharedIndex *x = PyCapsule_GetPointer(capsule, SHARED_INDEX);
+    if (!x)
+        return;
+    Py_XDECREF(x->set);
+    free(x->nodes.keys), free(x->nodes.at), free(x);
+}
+
+/* The index of `set` kept in `memo`, made (and kept) where it is missing or of another set;
+ * a new reference to its capsule, or NULL with an exception */
+static PyObject *shared_index(PyObject *memo, PyObject *set, const Offsets **nodes) {
+    static PyObject *name;
+    if (!name && !(name = PyUnicode_InternFromString("shared_index")))
+        return NULL;
+    PyObject *capsule = PyObject_GetAttr(memo, name);
+    if (!capsule)
+        return NULL;
+    SharedIndex *x = PyCapsule_IsValid(capsule, SHARED_INDEX) ? PyCapsule_GetPointer(capsule, SHARED_INDEX) : NULL;
+    if (x && x->set == set && x->size == PySet_GET_SIZE(set)) {
+        *nodes = &x->nodes;
+        return capsule;
+    }
+    Py_DECREF(capsule);
+    if (!(x = calloc(1, sizeof(SharedIndex))))
+        return PyErr_NoMemory();
+    x->set = Py_NewRef(set), x->size = PySet_GET_SIZE(set);
+    if (!(capsule = PyCapsule_New(x, SHARED_INDEX, shared_index_free))) {
+        Py_DECREF(x->set);
+        free(x);
+        return NULL;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *id;
+    Py_hash_t hash;
+    while (_PySet_NextEntry(set, &pos, &id, &hash)) {
+        void *p = PyLong_AsVoidPtr(id);
+        if ((!p && PyErr_Occurred()) || (p && offsets_put(&x->nodes, (uintptr_t)p, 0) < 0)) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            Py_DECREF(capsule);
+            return NULL;
+        }
+    }
+    if (PyObject_SetAttr(memo, name, capsule) < 0) {
+        Py_DECREF(capsule);
+        return NULL;
+    }
+    *nodes = &x->nodes;
+    return capsule;
 }
 
 static int build(Writer *w, PyObject *expr);
@@ -244,20 +309,18 @@ static int composite(PyObject *expr) {
 /* Program.build: a shared node written once a program, referred to after */
 static int build(Writer *w, PyObject *expr) {
     Py_ssize_t at = offsets_get(&w->fragments, (uintptr_t)expr);
+    if (at < 0 && offsets_get(w->shared_nodes, (uintptr_t)expr) < 0)
+        return build_here(w, expr);
     PyObject *key = PyLong_FromVoidPtr(expr);
-    if (!key)
-        return -1;
-    int status = -1, shared = at >= 0 ? 1 : PySet_Contains(w->shared, key);
+    int status = -1;
     int32_t ident;
-    if (shared < 0 || (shared && numbered(w->fragment_ids, key, &ident) < 0)) {
-        Py_DECREF(key);
+    if (!key || numbered(w->fragment_ids, key, &ident) < 0) {
+        Py_XDECREF(key);
         return -1;
     }
     Py_DECREF(key);
     if (at >= 0)
         return ref(w, OP_SHARED, ident, at);
-    if (!shared)
-        return build_here(w, expr);
     Py_ssize_t head = w->len;
     int done;
     if (offsets_put(&w->fragments, (uintptr_t)expr, head + 4) < 0) {
@@ -606,6 +669,9 @@ static PyObject *write_program(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "write: the builder's shared_ids are a set");
         goto done;
     }
+    if (!(held[nheld] = shared_index(memo, w.shared, &w.shared_nodes)))
+        goto done;
+    nheld++;
     if (!(w.templates = PyDict_New()))
         goto done;
     held[nheld++] = w.templates;

@@ -71,6 +71,7 @@ class LoweringMemo:
         self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
         self.template_ids: dict[tuple, int] = {}
         self.segments: dict[tuple, bytes] = {}  # a template's whole TEMPLATE op, its program inline (native int32s)
+        self.shared_index = None  # the C writer's index of the builder's shared set (`_program.c`), made once
 
 
 # A literal's whole LIT op by its bytes, for every compile (it depends on nothing else): extending
