@@ -20,8 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "_pointers.h"
-#include "structmember.h"
+#include "_walks.h"
 #include <string.h>
 
 enum { OP_LIT = 1, OP_BYTES, OP_EDGES, OP_SEQ, OP_ALT, OP_REPEAT, OP_CALL, OP_EMBED, OP_SHARED, OP_TEMPLATE };
@@ -43,29 +42,7 @@ static Py_ssize_t field_offset[NFIELDS];
 static PyObject *field_name[NFIELDS];
 
 /* node.<field> (a new reference), node of the field's exact type */
-static PyObject *field(PyObject *node, int f) {
-    if (field_offset[f] >= 0) {
-        PyObject *v = *(PyObject **)((char *)node + field_offset[f]);
-        if (v)
-            return Py_NewRef(v);
-    }
-    return PyObject_GetAttr(node, field_name[f]); /* raises AttributeError for an unset slot */
-}
-
-/* the slot offset of `name` in `type`, or -1 */
-static Py_ssize_t slot_offset(PyObject *type, PyObject *name) {
-    PyObject *d = PyObject_GetAttr(type, name);
-    Py_ssize_t at = -1;
-    if (!d)
-        PyErr_Clear();
-    else if (Py_IS_TYPE(d, &PyMemberDescr_Type) && PyDescr_TYPE(d) == (PyTypeObject *)type) {
-        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-        if (m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED))
-            at = m->offset;
-    }
-    Py_XDECREF(d);
-    return at;
-}
+static PyObject *field(PyObject *node, int f) { return ir_field(node, field_offset[f], field_name[f]); }
 static PyObject *s_rules, *s_called, *s_embedded_dfa, *s_charset_ops,
     *s_regular_dfa, *s_templated, *s_kept_lookup, *s_shared_ids, *s_dfas, *s_dfa_index, *s_fragment_ids, *s_template_ids, *s_segments,
     *k_item, *k_rule;
@@ -553,6 +530,8 @@ static int write_items(Writer *w, PyObject *expr, int32_t op) {
         PyErr_SetString(PyExc_TypeError, "an IR node's items must be a tuple");
     else {
         Py_ssize_t n = PyTuple_GET_SIZE(items);
+        for (Py_ssize_t i = 0; i < n; i++) /* their types and first slots, read one after another below */
+            __builtin_prefetch(PyTuple_GET_ITEM(items, i));
         status = put2(w, op, (int32_t)n);
         for (Py_ssize_t i = 0; status == 0 && i < n; i++)
             status = build(w, PyTuple_GET_ITEM(items, i)); /* held by the tuple, which is held here */
@@ -704,7 +683,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
     for (int f = 0; f < NFIELDS; f++) {
         if (!field_name[f] && !(field_name[f] = PyUnicode_InternFromString(field_of[f].name)))
             return NULL;
-        field_offset[f] = slot_offset(types[field_of[f].type], field_name[f]);
+        field_offset[f] = ir_slot_offset(types[field_of[f].type], field_name[f]);
     }
     Py_RETURN_NONE;
 }
