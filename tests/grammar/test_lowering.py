@@ -114,20 +114,6 @@ def test_a_rule_met_inside_itself_is_refused_as_before():
     assert "recursive" in got[1]
 
 
-def test_literal_ops_are_made_once_for_every_compile_within_their_bounds():
-    """A literal's LIT op is its bytes after (LIT, length), kept across compiles (the same array
-    object for the same bytes) in a map bounded in entries and cells."""
-    from strictgen.grammar import lowering
-
-    op = lowering.literal_op(b"\x00lit\xff")
-    assert list(op) == [lowering.LIT, 5, 0, *b"lit", 255] and lowering.literal_op(b"\x00lit\xff") is op
-    assert lowering.known_literal(b"\x00lit\xff") is op and lowering.known_literal(b"never made \x01") is None
-    # as many others, new to the map whatever ran before in this process: the least recently used goes
-    for i in range(lowering.LITERAL_OPS):
-        lowering.literal_op(b"\x00lit-bound %d" % i)
-    assert lowering.known_literal(b"\x00lit\xff") is None and lowering.known_literal(b"\x00lit-bound %d" % (lowering.LITERAL_OPS - 1)) is not None
-
-
 class _Beside:
     """The builder as the reference writer sees it, with a copy of its lowering memo: the Python
     walk runs first on the copy, then C on the real one, from the same state."""

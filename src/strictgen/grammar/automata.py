@@ -95,9 +95,9 @@ class NFABuilder:
         """Did the C lowering (`regular.lower`) build `expr` from start to end? C writes the rule as
         a flat program (`lowering.write`), asking this builder on the way the decisions only it
         takes (which pieces are embedded DFAs, which rules are calls); C builds the NFA from it
-        without the GIL. False
-        where it would not give what the Python builder gives (a rule met inside itself, a limit
-        reached): the NFA is then as it was, and the Python builder raises what it raises."""
+        without the GIL. False where it would not give what the Python builder gives (a rule met
+        inside itself, a limit reached): the NFA is then as it was, and the Python builder raises
+        what it raises."""
         if not self.in_c:
             return False
         try:

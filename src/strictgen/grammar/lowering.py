@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
-from strictgen.lru import BoundedLRU
 from strictgen.regular.utf8 import utf8_sequences
 
 from . import _program
@@ -74,24 +73,10 @@ class LoweringMemo:
         self.shared_index = None  # the C writer's index of the builder's shared set (`_program.c`), made once
 
 
-# A literal's whole LIT op by its bytes, for every compile (it depends on nothing else): extending
-# the program by an array is a copy, by the bytes an int at a time (~1.2 us a literal, 2-3% of the
-# bench's rule builds); a compile's literals are ~88% repeats of one another ("," ":" "\"" keys and
-# whitespace), and compiles repeat them again (made once a compile, they were ~5% of the walk).
-# Bounded in entries and int32 cells (the ops are never changed: programs copy them).
-LITERAL_OPS = 8192
-_LITERALS: BoundedLRU[array.array] = BoundedLRU(LITERAL_OPS, 1 << 20, len)
-known_literal = _LITERALS.peek  # the LIT op of these bytes if made, else None: one dict read
-
-
-def literal_op(data: bytes) -> array.array:
-    """The LIT op of `data`, made once while it stays in the bounded map."""
-    op = _LITERALS.peek(data)
-    if op is None:
-        op = array.array("i", (LIT, len(data)))
-        op.extend(data)
-        _LITERALS.put(data, op)
-    return op
+def write_literal(ops: array.array, data: bytes) -> None:
+    """Write the LIT op of `data` (its length, then its bytes as ints)."""
+    ops.extend((LIT, len(data)))
+    ops.extend(data)
 
 
 class ProgramTooLong(Exception):
@@ -162,7 +147,7 @@ class Program:
     def build_here(self, expr: Expr) -> None:
         ops, builder, t = self.ops, self.builder, type(expr)
         if t is Literal:
-            ops.extend(known_literal(expr.data) or literal_op(expr.data))
+            write_literal(ops, expr.data)
             return
         if t in _COMPOSITE_TYPES:
             kept = self._kept(id(expr))
@@ -185,7 +170,7 @@ class Program:
                             self._not_contained(at)
                         ops.extend((SHARED, memo.fragment_ids[i], at - len(ops), 0))
                 elif type(item) is Literal:  # most items: written here, without a call of build_here
-                    ops.extend(known_literal(item.data) or literal_op(item.data))
+                    write_literal(ops, item.data)
                 else:
                     self.build_here(item)
         elif t is ByteSet:
