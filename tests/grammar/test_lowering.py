@@ -83,16 +83,19 @@ def _built(rules, called, in_c):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(rule_sets())
 def test_the_c_lowering_builds_the_python_builders_nfa_state_by_state(case):
+    """And every program written on the way is the reference writer's (`_compared`)."""
     rules, called = case
-    statuses = []
+    statuses, seen = [], []
     lower = regular.lower
     regular.lower = lambda *args: statuses.append(lower(*args)) or statuses[-1]  # every build's status
     try:
-        in_c = _built(rules, called, True)
+        with _compared(seen):
+            in_c = _built(rules, called, True)
     finally:
         regular.lower = lower
     assert in_c == _built(rules, called, False)
     assert statuses and all(s == 0 for s in statuses), statuses  # C built every one: no fallback
+    assert seen.count("ops") == len(seen) >= len(RULES)
 
 
 def _refusal(rules, called, in_c):
@@ -177,16 +180,6 @@ def _compared(seen: list):
         yield
     finally:
         automata.write = write
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(rule_sets())
-def test_the_c_writer_writes_the_reference_programs_ops(case):
-    rules, called = case
-    seen = []
-    with _compared(seen):
-        _built(rules, called, True)
-    assert seen.count("ops") == len(seen) >= len(RULES)
 
 
 def test_the_c_writer_writes_every_program_of_the_bench_schemas_compiles_as_the_reference(qwen):
