@@ -20,8 +20,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "_walks.h"
 #include <string.h>
+
+#include "_node_index.h"
+#include "_walks.h"
 
 enum { OP_LIT = 1, OP_BYTES, OP_EDGES, OP_SEQ, OP_ALT, OP_REPEAT, OP_CALL, OP_EMBED, OP_SHARED, OP_TEMPLATE };
 enum { T_LITERAL, T_BYTESET, T_CHARSET, T_SEQ, T_ALT, T_REPEAT, T_RULEREF, T_LAZY, T_INTERSECT, T_DIFFERENCE, T_SPELLED, NTYPES };
@@ -46,44 +48,6 @@ static PyObject *field(PyObject *node, int f) { return ir_field(node, field_offs
 static PyObject *s_rules, *s_called, *s_embedded_dfa, *s_charset_ops,
     *s_regular_dfa, *s_templated, *s_kept_lookup, *s_shared_ids, *s_dfas, *s_dfa_index, *s_fragment_ids, *s_template_ids, *s_segments,
     *k_item, *k_rule;
-
-/* node -> offset of its program here (Program._fragments): open addressing, 0 for empty */
-typedef struct {
-    uintptr_t *keys;
-    Py_ssize_t *at;
-    size_t mask, len;
-} Offsets;
-
-static Py_ssize_t offsets_get(const Offsets *m, uintptr_t p) {
-    if (!m->keys)
-        return -1;
-    for (size_t i = pointer_hash(p) & m->mask; m->keys[i]; i = (i + 1) & m->mask)
-        if (m->keys[i] == p)
-            return m->at[i];
-    return -1;
-}
-
-static int offsets_put(Offsets *m, uintptr_t p, Py_ssize_t at) {
-    if (2 * (m->len + 1) > m->mask + 1 || !m->keys) {
-        size_t n = m->keys ? 2 * (m->mask + 1) : 64;
-        Offsets bigger = {calloc(n, sizeof(uintptr_t)), malloc(n * sizeof(Py_ssize_t)), n - 1, 0};
-        if (!bigger.keys || !bigger.at) {
-            free(bigger.keys), free(bigger.at);
-            return -1;
-        }
-        for (size_t i = 0; m->keys && i <= m->mask; i++)
-            if (m->keys[i])
-                offsets_put(&bigger, m->keys[i], m->at[i]);
-        free(m->keys), free(m->at);
-        *m = bigger;
-    }
-    size_t i = pointer_hash(p) & m->mask;
-    while (m->keys[i] && m->keys[i] != p)
-        i = (i + 1) & m->mask;
-    m->len += !m->keys[i];
-    m->keys[i] = p, m->at[i] = at;
-    return 0;
-}
 
 typedef struct {
     Py_ssize_t at;
@@ -110,70 +74,6 @@ static int raise_with(PyObject *exc, PyObject *value) {
         PyErr_SetObject(exc, args);
     Py_XDECREF(args);
     return -1;
-}
-
-/* The builder's shared set (ids of nodes used in more than one place) as addresses, made once a
- * compile and kept in its LoweringMemo (`shared_index`): asking the set for every item of every
- * sequence cost an int object and a set lookup each. It holds the set it was made from, which
- * is never changed once made (automata.shared_nodes); another set, or one of another size, is
- * indexed again. */
-typedef struct {
-    PyObject *set;
-    Py_ssize_t size;
-    Offsets nodes;
-} SharedIndex;
-
-static const char SHARED_INDEX[] = "strictgen.grammar._program.SharedIndex";
-
-static void shared_index_free(PyObject *capsule) {
-    SharedIndex *x = PyCapsule_GetPointer(capsule, SHARED_INDEX);
-    if (!x)
-        return;
-    Py_XDECREF(x->set);
-    free(x->nodes.keys), free(x->nodes.at), free(x);
-}
-
-/* The index of `set` kept in `memo`, made (and kept) where it is missing or of another set;
- * a new reference to its capsule, or NULL with an exception */
-static PyObject *shared_index(PyObject *memo, PyObject *set, const Offsets **nodes) {
-    static PyObject *name;
-    if (!name && !(name = PyUnicode_InternFromString("shared_index")))
-        return NULL;
-    PyObject *capsule = PyObject_GetAttr(memo, name);
-    if (!capsule)
-        return NULL;
-    SharedIndex *x = PyCapsule_IsValid(capsule, SHARED_INDEX) ? PyCapsule_GetPointer(capsule, SHARED_INDEX) : NULL;
-    if (x && x->set == set && x->size == PySet_GET_SIZE(set)) {
-        *nodes = &x->nodes;
-        return capsule;
-    }
-    Py_DECREF(capsule);
-    if (!(x = calloc(1, sizeof(SharedIndex))))
-        return PyErr_NoMemory();
-    x->set = Py_NewRef(set), x->size = PySet_GET_SIZE(set);
-    if (!(capsule = PyCapsule_New(x, SHARED_INDEX, shared_index_free))) {
-        Py_DECREF(x->set);
-        free(x);
-        return NULL;
-    }
-    Py_ssize_t pos = 0;
-    PyObject *id;
-    Py_hash_t hash;
-    while (_PySet_NextEntry(set, &pos, &id, &hash)) {
-        void *p = PyLong_AsVoidPtr(id);
-        if ((!p && PyErr_Occurred()) || (p && offsets_put(&x->nodes, (uintptr_t)p, 0) < 0)) {
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
-            Py_DECREF(capsule);
-            return NULL;
-        }
-    }
-    if (PyObject_SetAttr(memo, name, capsule) < 0) {
-        Py_DECREF(capsule);
-        return NULL;
-    }
-    *nodes = &x->nodes;
-    return capsule;
 }
 
 static int build(Writer *w, PyObject *expr);
