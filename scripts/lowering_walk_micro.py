@@ -1,4 +1,5 @@
-"""The Python walk that writes rule programs (`lowering.Program`), timed alone: every program the
+"""The walk that writes rule programs (`lowering.write`, in C; with --python the reference
+`lowering.Program`), timed alone: every program the
 bench's compiles write (each bench schema compiled with a fresh GrammarCompiler, as `strictgen
 bench` does) is recorded with its builder, then written again ROUNDS times from a fresh
 `LoweringMemo` per compile (the programs of a compile share one, in the order they were written).
@@ -6,7 +7,9 @@ The pieces the walk asks for are built by then (the builder's memo holds them), 
 walk's own steps: per node decisions, lookups and ops written, not the C lowering nor the pieces.
 Compare trees by interleaved runs (a shared machine is noisy: take the minimum of a few).
 
-    PYTHONPATH=<tree>/src python scripts/lowering_walk_micro.py [--rounds 20] [--vocab qwen]"""
+    PYTHONPATH=<tree>/src python scripts/lowering_walk_micro.py [--rounds 20] [--vocab qwen] [--python] [--cpu]
+
+--cpu: this thread's CPU time rather than wall time (a loaded machine's preemptions do not reach it)."""
 
 import argparse
 import time
@@ -39,31 +42,42 @@ def record(vocab: str) -> list:
     return seen
 
 
-def replay(seen: list) -> tuple[float, int]:
+def in_python(builder, expr, shared) -> int:
+    """The reference walk's program: its length in ops."""
+    program = lowering.Program(builder)
+    (program.build if shared else program.build_here)(expr)
+    return len(program.ops)
+
+
+def in_c(builder, expr, shared) -> int:
+    return len(lowering.write(builder, expr, shared)) // 4
+
+
+def replay(seen: list, writer, clock=time.perf_counter) -> tuple[float, int]:
     """Seconds to write every recorded program again, and the ops written."""
     for builder, _, _ in seen:
         builder._memo.lowering = lowering.LoweringMemo()
     ops = 0
-    t0 = time.perf_counter()
+    t0 = clock()
     for builder, expr, shared in seen:
-        program = lowering.Program(builder)
         try:
-            (program.build if shared else program.build_here)(expr)
+            ops += writer(builder, expr, shared)
         except lowering.Unlowerable:
             pass
-        ops += len(program.ops)
-    return time.perf_counter() - t0, ops
+    return clock() - t0, ops
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--vocab", default="qwen")
+    ap.add_argument("--python", action="store_true", help="time the reference walk (lowering.Program)")
+    ap.add_argument("--cpu", action="store_true", help="thread CPU time, not wall time")
     args = ap.parse_args()
     seen = record(args.vocab)
     times = []
     for _ in range(args.rounds):
-        spent, ops = replay(seen)
+        spent, ops = replay(seen, in_python if args.python else in_c, time.thread_time if args.cpu else time.perf_counter)
         times.append(spent)
     times.sort()
     print(f"{len(seen)} programs, {ops} ops: walk min {1e3 * times[0]:.2f} ms, median {1e3 * times[len(times) // 2]:.2f} ms a pass")

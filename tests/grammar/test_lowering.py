@@ -1,18 +1,29 @@
 """The C lowering of IR to NFAs (`regular.lower`, from the flat program grammar/automata.py writes)
 against the Python builder it replaces: on random rule sets (calls, inlined rules, shared nodes,
 counted and unbounded repeats, character classes, intersections and differences) both build the
-same NFA state by state, edge by edge, and the C side built every one of them (none fell back)."""
+same NFA state by state, edge by edge, and the C side built every one of them (none fell back).
+And the program's two writers, `lowering.write` (C) against `lowering.Program` (the Python
+reference): the same ops, the same memo left, the same errors, on those rule sets and on every
+program the bench schemas' compiles write."""
 
 from __future__ import annotations
 
+import array
+import contextlib
+import json
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import strictgen as sg
 from strictgen import regular
-from strictgen.errors import StrictgenError
+from strictgen.errors import GrammarTooLargeError, StrictgenError
+from strictgen.grammar import automata, lowering
 from strictgen.grammar.automata import NFABuilder, forget_kept_automata, shared_nodes
 from strictgen.grammar.build_memo import BuildMemo
-from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Literal, Repeat, RuleRef, Seq, Spelled
+from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, LazyFamily, Literal, Repeat, RuleRef, Seq, Spelled
+from tests.shared_data import need_shared
 
 RULES = ("r0", "r1", "r2", "r3")
 
@@ -72,16 +83,19 @@ def _built(rules, called, in_c):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(rule_sets())
 def test_the_c_lowering_builds_the_python_builders_nfa_state_by_state(case):
+    """And every program written on the way is the reference writer's (`_compared`)."""
     rules, called = case
-    statuses = []
+    statuses, seen = [], []
     lower = regular.lower
     regular.lower = lambda *args: statuses.append(lower(*args)) or statuses[-1]  # every build's status
     try:
-        in_c = _built(rules, called, True)
+        with _compared(seen):
+            in_c = _built(rules, called, True)
     finally:
         regular.lower = lower
     assert in_c == _built(rules, called, False)
     assert statuses and all(s == 0 for s in statuses), statuses  # C built every one: no fallback
+    assert seen.count("ops") == len(seen) >= len(RULES)
 
 
 def _refusal(rules, called, in_c):
@@ -103,15 +117,135 @@ def test_a_rule_met_inside_itself_is_refused_as_before():
     assert "recursive" in got[1]
 
 
-def test_literal_ops_are_made_once_for_every_compile_within_their_bounds():
-    """A literal's LIT op is its bytes after (LIT, length), kept across compiles (the same array
-    object for the same bytes) in a map bounded in entries and cells."""
-    from strictgen.grammar import lowering
+class _Beside:
+    """The builder as the reference writer sees it, with a copy of its lowering memo: the Python
+    walk runs first on the copy, then C on the real one, from the same state."""
 
-    op = lowering.literal_op(b"\x00lit\xff")
-    assert list(op) == [lowering.LIT, 5, 0, *b"lit", 255] and lowering.literal_op(b"\x00lit\xff") is op
-    assert lowering.known_literal(b"\x00lit\xff") is op and lowering.known_literal(b"never made \x01") is None
-    # as many others, new to the map whatever ran before in this process: the least recently used goes
-    for i in range(lowering.LITERAL_OPS):
-        lowering.literal_op(b"\x00lit-bound %d" % i)
-    assert lowering.known_literal(b"\x00lit\xff") is None and lowering.known_literal(b"\x00lit-bound %d" % (lowering.LITERAL_OPS - 1)) is not None
+    def __init__(self, builder, memo):
+        self._builder, self.lowering_memo = builder, memo
+
+    def __getattr__(self, name):
+        return getattr(self._builder, name)
+
+
+def _memo_copy(memo: lowering.LoweringMemo) -> lowering.LoweringMemo:
+    copy = lowering.LoweringMemo()
+    copy.dfas, copy.dfa_index, copy.fragment_ids = list(memo.dfas), dict(memo.dfa_index), dict(memo.fragment_ids)
+    copy.template_ids, copy.segments = dict(memo.template_ids), dict(memo.segments)
+    return copy
+
+
+def _memo_state(memo: lowering.LoweringMemo):
+    return [id(d) for d in memo.dfas], memo.dfa_index, memo.fragment_ids, memo.template_ids, memo.segments
+
+
+def _outcome(write):
+    try:
+        return "ops", bytes(write())
+    except (lowering.Unlowerable, lowering.ProgramTooLong, StrictgenError, KeyError) as exc:
+        return type(exc), exc.args
+
+
+def _reference(builder, expr, shared, max_ops=None):
+    program = lowering.Program(builder, max_ops)
+    (program.build if shared else program.build_here)(expr)
+    return program.ops.tobytes()
+
+
+def _both(builder, expr, shared, max_ops=None):
+    """The outcomes of both writers (Python first, on a copy of the memo) and the memos left. A
+    first write on a copy of the memo that is dropped makes the pieces the builder is asked for
+    (an embedded piece's own program, written meanwhile, may change the memo of a builder that
+    calls nothing: its sub-builders share it): both writers then start from the same state."""
+    _outcome(lambda: lowering.write(_Beside(builder, _memo_copy(builder.lowering_memo)), expr, shared, max_ops))
+    beside = _Beside(builder, _memo_copy(builder.lowering_memo))
+    python = _outcome(lambda: _reference(beside, expr, shared, max_ops))
+    c = _outcome(lambda: lowering.write(builder, expr, shared, max_ops))
+    return (python, _memo_state(beside.lowering_memo)), (c, _memo_state(builder.lowering_memo))
+
+
+@contextlib.contextmanager
+def _compared(seen: list):
+    """Every program the builders write is written by both writers and compared (appended to `seen`)."""
+    write = automata.write
+
+    def compared(builder, expr, shared, max_ops=None):
+        python, c = _both(builder, expr, shared, max_ops)
+        assert c == python
+        seen.append(c[0][0])
+        return write(builder, expr, shared, max_ops) if c[0][0] != "ops" else c[0][1]
+
+    automata.write = compared
+    try:
+        yield
+    finally:
+        automata.write = write
+
+
+def test_the_c_writer_writes_every_program_of_the_bench_schemas_compiles_as_the_reference(qwen):
+    """Every bench schema compiled with a fresh compiler (as `strictgen bench` does): each program
+    its rule builds write (kept pieces, templates across rules, calls, embedded products)."""
+    seen = []
+    with _compared(seen):
+        for path in sorted(need_shared("bench").glob("*.json")):
+            try:
+                sg.GrammarCompiler(qwen).compile_json_schema(json.loads(path.read_text())["schema"])
+            except sg.StrictgenError:
+                pass
+    assert len(seen) > 500 and seen.count("ops") == len(seen)
+
+
+def _ops(*cells: int) -> bytes:
+    return array.array("i", cells).tobytes()
+
+
+def _one(expr, rules=None, called=None, max_ops=None, shared=False):
+    roots = {id(x): x for x in (expr, *(rules or {}).values())}  # each once: a root met twice would share its items
+    builder = NFABuilder(rules or {}, called or {}, shared_nodes(list(roots.values())), BuildMemo())
+    python, c = _both(builder, expr, shared, max_ops)
+    assert c == python
+    return c[0]
+
+
+def test_the_c_writer_refuses_as_the_reference():
+    """Unlowerable (an undefined rule, an unknown node, a rule met inside itself), ProgramTooLong
+    past max_ops, GrammarTooLargeError for a repeat past int32, KeyError for an unnumbered Lazy."""
+    assert _one(Seq((Literal(b"a"), RuleRef("nowhere")))) == (lowering.Unlowerable, ("nowhere",))
+    assert _one(Alt((Literal(b"a"), Expr()))) == (lowering.Unlowerable, ("Expr",))
+    rules = {"a": Seq((Literal(b"x"), RuleRef("c"), RuleRef("b"))), "b": Alt((Literal(b"y"), Seq((Literal(b"z"), RuleRef("a"))))), "c": Literal(b"c")}
+    assert _one(rules["a"], rules, {"c": 0}) == (lowering.Unlowerable, (("rule", "b"),))
+    long = Seq(tuple(Seq((Literal(b"%d" % i), ByteSet(((48, 57),)))) for i in range(50)))
+    assert _one(long, max_ops=100)[0] is lowering.ProgramTooLong
+    assert _one(long)[0] == "ops"
+    for lo, hi in ((0, 2**31), (2**40, None), (2**31, 2**35), (3, 2**31 - 1)):
+        got = _one(Repeat(Seq((Literal(b"ab"), RuleRef("c"))), lo, hi), {"c": Literal(b"c")}, {"c": 0})
+        assert got[0] is (GrammarTooLargeError if max(lo, hi or 0) > lowering.MAX_COPIES else "ops")
+    lazy = Lazy(LazyFamily(), "k", ())
+    assert _one(Seq((lazy,)))[0] is KeyError
+    assert _one(Seq((lazy, Literal(b"q"))), called={lazy: 7}) == ("ops", _ops(lowering.SEQ, 2, lowering.CALL, 7, lowering.LIT, 1, ord("q")))
+
+
+def test_the_c_writer_raises_recursion_error_on_ir_nested_past_the_recursion_limit():
+    """A walk of IR nested deeper than the interpreter allows ends in RecursionError, as the
+    Python walk's does (not a crash of the C stack)."""
+    deep: Expr = Literal(b"x")
+    for _ in range(100_000):
+        deep = Seq((Literal(b"("), deep))
+    builder = NFABuilder({}, {}, set(), BuildMemo())
+    with pytest.raises(RecursionError):
+        lowering.write(builder, deep, False)
+
+
+def test_the_c_writer_follows_the_builders_shared_set_over_one_memo():
+    """The C writer indexes the builder's shared set once a compile (kept in the lowering memo):
+    a builder over the same memo with another set, or the same set grown, is indexed again."""
+    twice = Seq((Literal(b"ab"), ByteSet(((48, 57),))))
+    expr = Alt((twice, Seq((Literal(b"c"), twice))))
+    memo, shared = BuildMemo(), set()
+    for ids in (shared, shared_nodes([expr])):
+        builder = NFABuilder({}, {}, ids, memo)
+        python, c = _both(builder, expr, False)
+        assert c == python and (lowering.SHARED in array.array("i", c[0][1])) == bool(ids)
+    shared.update(shared_nodes([expr]))  # the first set, grown in place
+    python, c = _both(NFABuilder({}, {}, shared, memo), expr, False)
+    assert c == python and lowering.SHARED in array.array("i", c[0][1])

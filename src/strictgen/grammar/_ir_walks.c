@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "_walks.h"
+
 enum { SEQ, ALT, INTERSECT, REPEAT, SPELLED, DIFFERENCE, NTYPES, RULEREF = NTYPES, LAZY, NREFTYPES };
 
 /* a set of pointers: open addressing, linear probing, 0 for empty (no object is at address 0) */
@@ -27,14 +29,6 @@ typedef struct {
     uintptr_t *keys;
     size_t mask, len;
 } PtrSet;
-
-static size_t mix(uintptr_t p) {
-    uint64_t x = (uint64_t)p >> 4;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
 
 static int ptrset_init(PtrSet *s, size_t cap) {
     size_t n = 64;
@@ -57,7 +51,7 @@ static int ptrset_add(PtrSet *s, uintptr_t p) {
         free(s->keys);
         *s = bigger;
     }
-    size_t i = mix(p) & s->mask;
+    size_t i = pointer_hash(p) & s->mask;
     while (s->keys[i]) {
         if (s->keys[i] == p)
             return 0;
@@ -86,6 +80,22 @@ static int push(Stack *st, PyObject *o) {
 }
 
 static PyObject *attr_items, *attr_item, *attr_base, *attr_minus, *attr_name, *attr_min, *attr_max;
+
+/* The slot offsets of the composite types' children (items; item; base and minus), found for
+ * the types ir_types() was last given (the same ones every call: build_memo.WALKED_KINDS). */
+static PyObject *slot_type[NTYPES];
+static Py_ssize_t slot_at[NTYPES][2];
+
+static void find_slots(PyObject *const *types) {
+    for (int i = 0; i < NTYPES; i++) {
+        if (slot_type[i] == types[i])
+            continue;
+        Py_XSETREF(slot_type[i], Py_NewRef(types[i]));
+        PyObject *first = i == REPEAT || i == SPELLED ? attr_item : i == DIFFERENCE ? attr_base : attr_items;
+        slot_at[i][0] = ir_slot_offset(types[i], first);
+        slot_at[i][1] = i == DIFFERENCE ? ir_slot_offset(types[i], attr_minus) : -1;
+    }
+}
 
 /* Is `e`'s kept entry its own (kept(id(e)) = (dfa, (e, ...)))? 1 yes, 0 no, -1 error */
 static int kept_whole(PyObject *kept, PyObject *e) {
@@ -126,7 +136,7 @@ static int children(PyObject *e, PyObject *const *types, Kids *k) {
     k->tuple = 0;
     k->n = -1;
     if (t == types[SEQ] || t == types[ALT] || t == types[INTERSECT]) {
-        if (!(k->held[0] = PyObject_GetAttr(e, attr_items)))
+        if (!(k->held[0] = ir_field(e, slot_at[t == types[SEQ] ? SEQ : t == types[ALT] ? ALT : INTERSECT][0], attr_items)))
             return -1;
         if (!PyTuple_Check(k->held[0])) {
             Py_CLEAR(k->held[0]);
@@ -135,13 +145,13 @@ static int children(PyObject *e, PyObject *const *types, Kids *k) {
         }
         k->tuple = 1, k->n = PyTuple_GET_SIZE(k->held[0]);
     } else if (t == types[REPEAT] || t == types[SPELLED]) {
-        if (!(k->held[0] = PyObject_GetAttr(e, attr_item)))
+        if (!(k->held[0] = ir_field(e, slot_at[t == types[REPEAT] ? REPEAT : SPELLED][0], attr_item)))
             return -1;
         k->n = 1;
     } else if (t == types[DIFFERENCE]) {
-        if (!(k->held[0] = PyObject_GetAttr(e, attr_base)))
+        if (!(k->held[0] = ir_field(e, slot_at[DIFFERENCE][0], attr_base)))
             return -1;
-        if (!(k->held[1] = PyObject_GetAttr(e, attr_minus))) {
+        if (!(k->held[1] = ir_field(e, slot_at[DIFFERENCE][1], attr_minus))) {
             Py_CLEAR(k->held[0]);
             return -1;
         }
@@ -170,6 +180,7 @@ static int visit(PyObject *e, PyObject *const *types, PyObject *kept, PtrSet *se
     for (Py_ssize_t i = 0; !status && !own && i < n; i++) {
         /* the children are held by e, which the caller's roots hold */
         PyObject *child = kid(&k, i);
+        __builtin_prefetch(child); /* its type and first slot, read when it is visited */
         int added = ptrset_add(seen, (uintptr_t)child);
         if (added < 0 || (added ? push(work, child) : ptrset_add(shared, (uintptr_t)child)) < 0) {
             PyErr_NoMemory();
@@ -186,6 +197,7 @@ static PyObject *const *ir_types(PyObject *types_obj, Py_ssize_t n, const char *
         PyErr_Format(PyExc_ValueError, "%s: %zd IR types", who, n);
         return NULL;
     }
+    find_slots(&PyTuple_GET_ITEM(types_obj, 0));
     return &PyTuple_GET_ITEM(types_obj, 0);
 }
 

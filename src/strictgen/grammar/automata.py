@@ -3,8 +3,8 @@ front ends ask about a regular language: is it empty, is a string in it, how big
 
 `NFABuilder` is the one IR → NFA lowering: `compile/automaton.py` builds every rule with it (rules
 kept as calls become call edges), and the front ends use it through `Language` for emptiness and
-membership. It builds through the C lowering (`lowering.Program` writes the rule as a flat
-program; `regular.lower` makes the NFA from it without the GIL), and in Python where that would
+membership. It builds through the C lowering (`lowering.write` writes the rule as a flat
+program, in C; `regular.lower` makes the NFA from it without the GIL), and in Python where that would
 not give the same NFA. Intersections and differences are regular operations: inside a larger expression
 they become minimal DFAs (products in the core) embedded in the NFA; at the top of a question
 (`Language`) they stay separate operands that the core searches together lazily, so deciding
@@ -22,7 +22,7 @@ from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 from .build_memo import WALKED_KINDS, BuildMemo
 from .json_spelling import spell
-from .lowering import COMPOSITE, LoweringMemo, Program, Unlowerable, charset_ops
+from .lowering import COMPOSITE, LoweringMemo, Unlowerable, charset_ops, write
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -92,20 +92,20 @@ class NFABuilder:
             self._build_shared(expr, start, end)
 
     def _lowered(self, expr: Expr, start: int, end: int, shared: bool, max_ops: int | None = None) -> bool:
-        """Did the C lowering (`regular.lower`) build `expr` from start to end? Python writes the
-        rule as a flat program, taking on the way the decisions only it can take (which pieces are
-        embedded DFAs, which rules are calls); C builds the NFA from it without the GIL. False
-        where it would not give what the Python builder gives (a rule met inside itself, a limit
-        reached): the NFA is then as it was, and the Python builder raises what it raises."""
+        """Did the C lowering (`regular.lower`) build `expr` from start to end? C writes the rule as
+        a flat program (`lowering.write`), asking this builder on the way the decisions only it
+        takes (which pieces are embedded DFAs, which rules are calls); C builds the NFA from it
+        without the GIL. False where it would not give what the Python builder gives (a rule met
+        inside itself, a limit reached): the NFA is then as it was, and the Python builder raises
+        what it raises."""
         if not self.in_c:
             return False
-        program = Program(self, max_ops)
         try:
-            (program.build if shared else program.build_here)(expr)
+            ops = write(self, expr, shared, max_ops)
         except Unlowerable:
             return False
-        memo = program.memo
-        return regular.lower(self.nfa, program.ops, memo.dfas, len(memo.template_ids), start, end, MAX_NFA_STATES) == 0
+        memo = self.lowering_memo
+        return regular.lower(self.nfa, ops, memo.dfas, len(memo.template_ids), start, end, MAX_NFA_STATES) == 0
 
     def _build_shared(self, expr: Expr, start: int, end: int) -> None:
         """`build` in Python: a shared node is built once towards each end state."""

@@ -5,6 +5,10 @@ NFA from without the GIL (issues 28/29: rule builds were two thirds Python, and 
 (kept pieces and embedded DFAs, calls, shared nodes, templates), asking the builder for each;
 it writes, in pre-order, int32 ops that leave only the NFA's states and edges to C, which makes
 them as the Python builder would, state by state (regular/_lower.c lists the ops).
+
+`write` is that walk in C (`_program.c`, issue 29: the Python walk was ~20% of the bench's compile
+time): the same ops in the same order, the builder asked the same questions; `Program` stays
+the reference the tests compare it with.
 """
 
 from __future__ import annotations
@@ -14,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
-from strictgen.lru import BoundedLRU
 from strictgen.regular.utf8 import utf8_sequences
 
+from . import _program
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 
 if TYPE_CHECKING:
@@ -65,27 +69,14 @@ class LoweringMemo:
         self.dfa_index: dict[int, int] = {}
         self.fragment_ids: dict[int, int] = {}  # shared node id -> its SHARED id
         self.template_ids: dict[tuple, int] = {}
-        self.segments: dict[tuple, array.array] = {}  # a template's whole TEMPLATE op, its program inline
+        self.segments: dict[tuple, bytes] = {}  # a template's whole TEMPLATE op, its program inline (native int32s)
+        self.shared_index = None  # the C writer's index of the builder's shared set (`_program.c`), made once
 
 
-# A literal's whole LIT op by its bytes, for every compile (it depends on nothing else): extending
-# the program by an array is a copy, by the bytes an int at a time (~1.2 us a literal, 2-3% of the
-# bench's rule builds); a compile's literals are ~88% repeats of one another ("," ":" "\"" keys and
-# whitespace), and compiles repeat them again (made once a compile, they were ~5% of the walk).
-# Bounded in entries and int32 cells (the ops are never changed: programs copy them).
-LITERAL_OPS = 8192
-_LITERALS: BoundedLRU[array.array] = BoundedLRU(LITERAL_OPS, 1 << 20, len)
-known_literal = _LITERALS.peek  # the LIT op of these bytes if made, else None: one dict read
-
-
-def literal_op(data: bytes) -> array.array:
-    """The LIT op of `data`, made once while it stays in the bounded map."""
-    op = _LITERALS.peek(data)
-    if op is None:
-        op = array.array("i", (LIT, len(data)))
-        op.extend(data)
-        _LITERALS.put(data, op)
-    return op
+def write_literal(ops: array.array, data: bytes) -> None:
+    """Write the LIT op of `data` (its length, then its bytes as ints)."""
+    ops.extend((LIT, len(data)))
+    ops.extend(data)
 
 
 class ProgramTooLong(Exception):
@@ -156,7 +147,7 @@ class Program:
     def build_here(self, expr: Expr) -> None:
         ops, builder, t = self.ops, self.builder, type(expr)
         if t is Literal:
-            ops.extend(known_literal(expr.data) or literal_op(expr.data))
+            write_literal(ops, expr.data)
             return
         if t in _COMPOSITE_TYPES:
             kept = self._kept(id(expr))
@@ -179,7 +170,7 @@ class Program:
                             self._not_contained(at)
                         ops.extend((SHARED, memo.fragment_ids[i], at - len(ops), 0))
                 elif type(item) is Literal:  # most items: written here, without a call of build_here
-                    ops.extend(known_literal(item.data) or literal_op(item.data))
+                    write_literal(ops, item.data)
                 else:
                     self.build_here(item)
         elif t is ByteSet:
@@ -221,7 +212,7 @@ class Program:
             return
         segment = self.memo.segments.get(key)
         if segment is not None:  # a template an earlier rule wrote whole
-            self.ops.extend(segment)
+            self.ops.frombytes(segment)
             return
         if not self.builder.templated(key):
             dfa = self.builder.embedded_dfa(expr)
@@ -244,4 +235,14 @@ class Program:
         self._open.pop()
         self._templates[key] = head + 4
         if opened[1]:
-            self.memo.segments[key] = self.ops[head:]
+            self.memo.segments[key] = self.ops[head:].tobytes()
+
+
+_program.setup((Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong, GrammarTooLargeError))
+
+
+def write(builder: NFABuilder, expr: Expr, shared: bool, max_ops: int | None = None) -> bytes:
+    """The ops (native int32s) that `Program(builder, max_ops)` writes for `expr` (its `build` when
+    `shared`, else `build_here`), written by C with the same questions to the builder, the same
+    entries left in its lowering memo and the same errors raised."""
+    return _program.write(builder, builder.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)
