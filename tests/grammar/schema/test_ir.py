@@ -189,3 +189,15 @@ def test_the_schema_ir_is_immutable():
     with pytest.raises(AttributeError):
         f.src.pointer = "/elsewhere"
     assert f.kind == "src" and f.src.pointer == ""
+
+
+def test_listed_names_are_the_order_then_the_name_rules_each_once():
+    from strictgen.grammar.schema.ir import TRUE, KeyRule, ObjectConstraints
+
+    o = ObjectConstraints(
+        rules=(KeyRule("name", TRUE, name="b"), KeyRule("pattern", TRUE, pattern="^x"), KeyRule("name", TRUE, name="c"), KeyRule("name", TRUE, name="a")),
+        order=("a", "b"),
+    )
+    assert o.listed == ("a", "b", "c") and o.listed_set == frozenset("abc")
+    assert o.listed is o.listed and o == ObjectConstraints(rules=o.rules, order=o.order)  # kept, and no field
+    assert ObjectConstraints().listed == ()

@@ -261,8 +261,6 @@ def _presence_only(dnfs: list[list[Conjunct]]) -> list[ObjectConstraints] | None
         out.append(o)
     return out
 
-@staticmethod
-
 
 def _cnf(o: ObjectConstraints) -> list[frozenset]:
     return [frozenset(((k, True),)) for k in sorted(o.required)] + list(o.clauses)

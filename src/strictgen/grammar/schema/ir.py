@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from strictgen.errors import RegexError
 
+from .records import record
 from .values import json_type
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ TRUE = Formula("true", ("true",))
 FALSE = Formula("false", ("false",))
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class SrcInfo:
     """Where a src formula's schema object sits: the object itself (never modified), how its
     references resolve, its dialect, its JSON pointer and its dynamic scope."""
@@ -149,7 +150,7 @@ class SrcInfo:
 # ---- per-type parts ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class NumberConstraints:
     """A conjunction of numeric constraints (all Fractions exact)."""
 
@@ -243,7 +244,7 @@ _ANY_NUMBER = NumberConstraints()
 # so that equal constraints are equal keys of the emitters' caches and share one rule.
 
 
-@dataclass(frozen=True)
+@record
 class Length:
     """The string has lo..hi code points (hi None: unbounded)."""
 
@@ -251,28 +252,28 @@ class Length:
     hi: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Matches:
     """The string contains a match of an ECMA-262 pattern (JSON Schema `pattern`)."""
 
     pattern: str
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """The string is a valid value of a `format`."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record
 class AmongStrings:
     """The string is one of `values` (from enum/const)."""
 
     values: frozenset
 
 
-@dataclass(frozen=True)
+@record
 class NotAll:
     """Not every one of `atoms` holds (negation, and through it union)."""
 
@@ -297,7 +298,7 @@ def str_meet(a: tuple, b: tuple) -> tuple | None:
     return tuple(rest)
 
 
-@dataclass(frozen=True)
+@record
 class Contains:
     schema: Formula
     lo: int = 1
@@ -306,7 +307,7 @@ class Contains:
     evaluates: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class ArrayConstraints:
     prefix: tuple = ()  # Formulas for the first items
     items: Formula = TRUE  # the items after the prefix
@@ -350,7 +351,7 @@ class ArrayConstraints:
 _ANY_ARRAY = ArrayConstraints()
 
 
-@dataclass(frozen=True)
+@record
 class KeyRule:
     """Members whose key is in the rule's key set must have a value valid under `schema`.
 
@@ -367,18 +368,21 @@ class KeyRule:
     evaluates: bool = True
     pointer: str = field(default="", compare=False)
     atoms: tuple = ()
+    # computed once, set on the instance (class defaults, not fields; read as attributes, not
+    # through __dict__, which would turn the instance's inline values into a dict of its own)
+    _hash = None
 
     def __hash__(self) -> int:
         """The dataclass hash (of the compared fields, in order), computed once: objects' rule
         tuples are deduplicated at every meet, and oneOf's disjointness proofs meet thousands."""
-        got = self.__dict__.get("_hash")
+        got = self._hash
         if got is None:
             got = hash((self.kind, self.schema, self.name, self.pattern, self.names, self.patterns, self.evaluates, self.atoms))
             object.__setattr__(self, "_hash", got)
         return got
 
 
-@dataclass(frozen=True)
+@record
 class ObjectConstraints:
     rules: tuple = ()
     required: frozenset = frozenset()
@@ -389,6 +393,9 @@ class ObjectConstraints:
     exists: tuple = ()  # KeyRules read existentially: some member has a key in the set and a valid value
     clauses: tuple = ()  # presence constraints in CNF: frozensets of (key, present?) literals, one must hold
     where: tuple = field(default=(), compare=False)
+    _forbidden = None  # found once (class defaults, not fields: see KeyRule._hash)
+    _listed = None
+    _listed_set = None
 
     def meet(self, o: "ObjectConstraints") -> "ObjectConstraints | None":
         lo, hi, required = self._common(o)
@@ -433,10 +440,29 @@ class ObjectConstraints:
     def forbidden(self) -> frozenset:
         """The names a "name" rule forbids (schema FALSE), found once per object: oneOf's
         disjointness proofs ask `meets` of each object against every other branch's."""
-        got = self.__dict__.get("_forbidden")
+        got = self._forbidden
         if got is None:
             got = frozenset(r.name for r in self.rules if r.kind == "name" and r.schema is FALSE)
             object.__setattr__(self, "_forbidden", got)
+        return got
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """The member names this object lists (its order, then its name rules), each once; found
+        once per object: oneOf's disjointness proofs ask it of each object against every other branch's."""
+        got = self._listed
+        if got is None:
+            got = tuple(dict.fromkeys(self.order + tuple(r.name for r in self.rules if r.kind == "name")))
+            object.__setattr__(self, "_listed", got)
+        return got
+
+    @property
+    def listed_set(self) -> frozenset:
+        """`listed` as a set, found once per object (for membership tests)."""
+        got = self._listed_set
+        if got is None:
+            got = frozenset(self.listed)
+            object.__setattr__(self, "_listed_set", got)
         return got
 
     @property
@@ -455,7 +481,7 @@ _ANY_OBJECT = ObjectConstraints()
 ALL_BOOLS = frozenset((False, True))
 
 
-@dataclass(frozen=True)
+@record
 class Conjunct:
     """One alternative of a normalised schema: constraints per JSON type, or a finite value set."""
 
