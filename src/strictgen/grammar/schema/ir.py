@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
     "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language", "literal_pattern",
-    "keyword_pointer", "eval_signature", "without_evaluation",
+    "keyword_pointer", "eval_signature", "without_evaluation", "objects_only",
 ]
 
 
@@ -78,19 +79,17 @@ def pattern_language(p: str):
         return difference(parse_regex_search("^(?:" + b + ")"), parse_regex_search("^(?:" + a + ")"))
 
 
-_PATTERN_SYNTAX = frozenset("^$\\.*+?()[]{}|")  # ECMA-262's syntax characters
+# `^text$` with no ECMA-262 syntax character (^ $ \\ . * + ? ( ) [ ] { } |) nor surrogate in text
+_LITERAL_PATTERN = re.compile("\\^([^^$\\\\.*+?()\\[\\]{}|\ud800-\udfff]*)\\$\\Z")
 
 
 def literal_pattern(p: str) -> str | None:
     """The one string the ECMA-262 pattern `p` matches when it is `^text$` with no syntax
     character (nor surrogate) in `text` (`^` and `$` match only at the ends without the `m`
-    flag), else None: a tag such as `^Abs$` is decided without building its language."""
-    if len(p) < 2 or p[0] != "^" or p[-1] != "$":
-        return None
-    text = p[1:-1]
-    if any(c in _PATTERN_SYNTAX or "\ud800" <= c <= "\udfff" for c in text):
-        return None
-    return text
+    flag), else None: a tag such as `^Abs$` is decided without building its language. (One
+    regex match: oneOf's pairwise proofs ask it of every pair of tags.)"""
+    m = _LITERAL_PATTERN.match(p)
+    return m.group(1) if m else None
 
 
 # ---- formulas -------------------------------------------------------------------------------------
@@ -540,6 +539,11 @@ NONE = Conjunct(False, frozenset(), None, None, None, None)
 def conjunct_of(**parts) -> Conjunct:
     """A conjunct admitting only the given types (parts)."""
     return replace(NONE, **parts)
+
+
+def objects_only(c: Conjunct) -> bool:
+    """Does conjunct `c` admit objects and nothing else (no other type, no finite values)?"""
+    return c.values is None and c.obj is not None and not c.null and not c.bools and c.num is None and c.str is None and c.arr is None
 
 
 def conjunct_meet(a: Conjunct, b: Conjunct, formulas: "FormulaAlgebra") -> Conjunct | None:
