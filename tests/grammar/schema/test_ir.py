@@ -201,3 +201,12 @@ def test_listed_names_are_the_order_then_the_name_rules_each_once():
     assert o.listed == ("a", "b", "c") and o.listed_set == frozenset("abc")
     assert o.listed is o.listed and o == ObjectConstraints(rules=o.rules, order=o.order)  # kept, and no field
     assert ObjectConstraints().listed == ()
+
+
+def test_conjunct_of_is_none_with_the_parts_replaced():
+    import dataclasses
+
+    for parts in ({}, {"null": True}, {"num": NumberConstraints(int_only=True), "str": ()}, {"obj": ObjectConstraints(), "arr": ArrayConstraints(min=1)}, {"bools": ALL_BOOLS}):
+        assert conjunct_of(**parts) == dataclasses.replace(NONE, **parts)
+    with pytest.raises(TypeError):
+        conjunct_of(nums=None)
