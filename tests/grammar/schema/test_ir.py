@@ -210,3 +210,20 @@ def test_conjunct_of_is_none_with_the_parts_replaced():
         assert conjunct_of(**parts) == dataclasses.replace(NONE, **parts)
     with pytest.raises(TypeError):
         conjunct_of(nums=None)
+
+
+def test_kept_hashes_are_the_dataclass_hashes():
+    """Conjunct and KeyRule keep their hash: the value the dataclass would compute (a hash of every
+    compared field, in order), so no dict or set of them orders differently."""
+    import dataclasses
+
+    def generated(x):
+        compared = [f for f in dataclasses.fields(x) if f.compare]
+        twin = dataclasses.make_dataclass("Twin", [(f.name, object) for f in compared], frozen=True)
+        return hash(twin(*[getattr(x, f.name) for f in compared]))
+
+    rule = KeyRule("name", TRUE, name="a", pointer="/p")
+    conjuncts = [TOP, NONE, conjunct_of(str=(Length(1, 3),)), Conjunct(False, frozenset(), NumberConstraints(int_only=True, lo=Fraction(1)), (), None, ObjectConstraints(rules=(rule,), required=frozenset("a")))]
+    for x in conjuncts + [rule]:
+        assert hash(x) == generated(x) and hash(x) == hash(x)
+    assert TOP.num.trivial and TOP.arr.trivial and TOP.obj.trivial and not NumberConstraints(int_only=True).trivial

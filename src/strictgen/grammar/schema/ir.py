@@ -233,7 +233,9 @@ class NumberConstraints:
 
     @property
     def trivial(self) -> bool:
-        return self == _ANY_NUMBER  # (made once: a new instance per call, here and in the other parts, was 1% of a compile)
+        # (made once: a new instance per call, here and in the other parts, was 1% of a compile; TOP's
+        # parts are these objects, so most tests end at `is`, before the dataclass's field-by-field ==)
+        return self is _ANY_NUMBER or self == _ANY_NUMBER
 
 
 _ANY_NUMBER = NumberConstraints()
@@ -344,7 +346,7 @@ class ArrayConstraints:
 
     @property
     def trivial(self) -> bool:
-        return self == _ANY_ARRAY
+        return self is _ANY_ARRAY or self == _ANY_ARRAY
 
 
 _ANY_ARRAY = ArrayConstraints()
@@ -466,7 +468,7 @@ class ObjectConstraints:
 
     @property
     def trivial(self) -> bool:
-        return self == _ANY_OBJECT
+        return self is _ANY_OBJECT or self == _ANY_OBJECT
 
 
 def _counts_fit(lo: int, hi: int | None, required: frozenset) -> bool:
@@ -486,12 +488,22 @@ class Conjunct:
 
     null: bool = True
     bools: frozenset = ALL_BOOLS
-    num: NumberConstraints | None = NumberConstraints()
+    num: NumberConstraints | None = _ANY_NUMBER
     str: tuple | None = ()
-    arr: ArrayConstraints | None = ArrayConstraints()
-    obj: ObjectConstraints | None = ObjectConstraints()
+    arr: ArrayConstraints | None = _ANY_ARRAY
+    obj: ObjectConstraints | None = _ANY_OBJECT
     values: tuple | None = None  # a finite conjunct: exactly these values (other fields unused)
     loose_eval: bool = False  # from overlapping anyOf branches: evaluated keys may be incomplete
+    _hash = None  # computed once (a class default, not a field: see KeyRule._hash)
+
+    def __hash__(self) -> int:
+        """The dataclass hash (of every field, in order), computed once: the algebra keeps
+        conjuncts in dicts at every meet and union, and the hash of a conjunct hashes its parts."""
+        got = self._hash
+        if got is None:
+            got = hash((self.null, self.bools, self.num, self.str, self.arr, self.obj, self.values, self.loose_eval))
+            object.__setattr__(self, "_hash", got)
+        return got
 
     def is_empty(self) -> bool:
         if self.values is not None:
