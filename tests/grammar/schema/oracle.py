@@ -31,7 +31,7 @@ from strictgen.grammar.schema.values import Reporter, is_number, json_equal, to_
 
 __all__ = [
     "validator", "normalizer", "conj_holds", "dnf_holds", "str_holds", "json_values", "SEEDS", "check_agreement",
-    "check_random_agreement", "nump", "atoms", "raw_atoms", "WORDS", "language_of", "emitter",
+    "check_random_agreement", "nump", "atoms", "raw_atoms", "WORDS", "language_of", "emitter", "compile_outcome",
 ]
 
 
@@ -43,6 +43,19 @@ def validator(schema, documents: dict | None = None):
     )
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return cls(schema, format_checker=jsonschema.FormatChecker(), registry=registry)
+
+
+def compile_outcome(schema, **options):
+    """What json_schema_grammar makes of `schema`: (root, the rules in order, unenforced), or the
+    refusal (class, keyword, pointer, message): two ways of computing it compare equal on this."""
+    from strictgen.errors import GrammarTooLargeError, SchemaError
+    from strictgen.grammar.json_schema import json_schema_grammar
+
+    try:
+        g, unenforced = json_schema_grammar(schema, **options)
+    except (SchemaError, GrammarTooLargeError) as e:
+        return ("refused", type(e).__name__, getattr(e, "keyword", None), getattr(e, "pointer", None), str(e))
+    return (g.root, repr(list(g.rules.items())), unenforced)
 
 
 def normalizer(schema, strict: bool = True, **kw) -> Normalizer:

@@ -189,3 +189,41 @@ def test_the_schema_ir_is_immutable():
     with pytest.raises(AttributeError):
         f.src.pointer = "/elsewhere"
     assert f.kind == "src" and f.src.pointer == ""
+
+
+def test_listed_names_are_the_order_then_the_name_rules_each_once():
+    from strictgen.grammar.schema.ir import TRUE, KeyRule, ObjectConstraints
+
+    o = ObjectConstraints(
+        rules=(KeyRule("name", TRUE, name="b"), KeyRule("pattern", TRUE, pattern="^x"), KeyRule("name", TRUE, name="c"), KeyRule("name", TRUE, name="a")),
+        order=("a", "b"),
+    )
+    assert o.listed == ("a", "b", "c") and o.listed_set == frozenset("abc")
+    assert o.listed is o.listed and o == ObjectConstraints(rules=o.rules, order=o.order)  # kept, and no field
+    assert ObjectConstraints().listed == ()
+
+
+def test_conjunct_of_is_none_with_the_parts_replaced():
+    import dataclasses
+
+    for parts in ({}, {"null": True}, {"num": NumberConstraints(int_only=True), "str": ()}, {"obj": ObjectConstraints(), "arr": ArrayConstraints(min=1)}, {"bools": ALL_BOOLS}):
+        assert conjunct_of(**parts) == dataclasses.replace(NONE, **parts)
+    with pytest.raises(TypeError):
+        conjunct_of(nums=None)
+
+
+def test_kept_hashes_are_the_dataclass_hashes():
+    """Conjunct and KeyRule keep their hash: the value the dataclass would compute (a hash of every
+    compared field, in order), so no dict or set of them orders differently."""
+    import dataclasses
+
+    def generated(x):
+        compared = [f for f in dataclasses.fields(x) if f.compare]
+        twin = dataclasses.make_dataclass("Twin", [(f.name, object) for f in compared], frozen=True)
+        return hash(twin(*[getattr(x, f.name) for f in compared]))
+
+    rule = KeyRule("name", TRUE, name="a", pointer="/p")
+    conjuncts = [TOP, NONE, conjunct_of(str=(Length(1, 3),)), Conjunct(False, frozenset(), NumberConstraints(int_only=True, lo=Fraction(1)), (), None, ObjectConstraints(rules=(rule,), required=frozenset("a")))]
+    for x in conjuncts + [rule]:
+        assert hash(x) == generated(x) and hash(x) == hash(x)
+    assert TOP.num.trivial and TOP.arr.trivial and TOP.obj.trivial and not NumberConstraints(int_only=True).trivial

@@ -136,3 +136,26 @@ def test_the_normaliser_is_one_class_and_its_modules_read_no_private_names():
             elif isinstance(node, ast.Constant) and node.value in ("_base_uri", "_specification"):
                 reads.append((path.name, node.value))
     assert reads == [("refs.py", "_base_uri")]
+
+
+def test_nested_lazy_steps_share_one_working_normaliser_dropped_after(monkeypatch):
+    """SchemaSource._step: the steps nested in the outermost one (a schema's subschemas) use its
+    working Normalizer; it is dropped when that step ends (the source holds no algebra after)."""
+    from strictgen.grammar.schema import applicators
+
+    seen: list = []
+    inner = applicators.src_conjuncts
+
+    def spy(norm, f):
+        seen.append((norm, norm.source._working is norm))
+        return inner(norm, f)
+
+    monkeypatch.setattr(applicators, "src_conjuncts", spy)
+    schema = {"type": "object", "properties": {"a": {"anyOf": [{"type": "string", "minLength": 2}, {"$ref": "#/$defs/n"}]}},
+              "$defs": {"n": {"allOf": [{"type": "integer"}, {"minimum": 3}]}}}
+    norm = Normalizer(schema)
+    a = norm.dnf(norm.root_formula)[0].obj.rules[0].schema
+    assert norm.dnf(a)  # the anyOf normalises its branches, and the $ref its allOf, inside its own step
+    assert len(seen) >= 4 and all(held for _, held in seen)
+    assert len({id(n) for n, _ in seen[1:]}) == 1  # the root's step, then one shared by the nested ones
+    assert norm.source._working is None

@@ -84,6 +84,9 @@ def test_dedupe_values_keeps_first_occurrences_in_order():
     assert dedupe_values(values) == (1, "a", True, {"x": 1, "y": 2}, [1], None, False, 0)
     out = dedupe_values(values)
     assert type(out[0]) is int  # the first spelling is the one kept
+    # strings that spell another value's key (JSON text, "n:1/1") are kept beside that value
+    lookalikes = ["true", True, "null", None, "n:1/1", 1, "[1]", [1], '"a"', "a", "a", "é", "é"]
+    assert dedupe_values(lookalikes) == ("true", True, "null", None, "n:1/1", 1, "[1]", [1], '"a"', "a", "é")
 
 
 def test_dedupe_values_is_linear_on_a_large_enum():

@@ -20,9 +20,9 @@ from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
 
 from .algebra import MAX_ALTERNATIVES, negate, product, union
-from .disjointness import disjoint, disjointness_memo, dnfs_disjoint
+from .disjointness import disjoint, disjointness_memo, dnfs_disjoint, tag_disjoint_pairs
 from .dialects import ALL_KEYWORDS, JSON_TYPES
-from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature
+from .ir import ALL_BOOLS, FALSE, TOP, TRUE, ArrayConstraints, Conjunct, Formula, KeyRule, NumberConstraints, ObjectConstraints, conjunct_meet, conjunct_of, eval_signature, objects_only
 from .keywords import own_keywords, type_alone, unevaluated
 from .refs import dynamic_ref, recursive_ref, ref
 from .values import dedupe_values, escape_pointer, invalid, json_equal
@@ -190,7 +190,7 @@ def _discriminated_none(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]
         return None  # the product of two complements stays small
     dnfs = [norm.dnf(g) for g in subs]
     conjs = [c for d in dnfs for c in d]
-    if not all(d for d in dnfs) or not all(_objects_only(c) for c in conjs):
+    if not all(d for d in dnfs) or not all(objects_only(c) for c in conjs):
         return None
     for key in sorted(frozenset.intersection(*(c.obj.required for c in conjs))):
         values = [norm.or_(*(norm.value_formula(c.obj, key) for c in d)) for d in dnfs]
@@ -260,8 +260,6 @@ def _presence_only(dnfs: list[list[Conjunct]]) -> list[ObjectConstraints] | None
             return None
         out.append(o)
     return out
-
-@staticmethod
 
 
 def _cnf(o: ObjectConstraints) -> list[frozenset]:
@@ -336,11 +334,12 @@ def _one_of(norm: Normalizer, subs: list[Formula], ptr: str, context: Conjunct |
             return [c]
     met: dict = {}  # each branch conjunct met with the context, once for all pairs (dnfs holds the conjuncts)
     with disjointness_memo(norm.formulas):
+        tagged = tag_disjoint_pairs(norm.formulas, dnfs, context, met)  # (the proofs they would take)
         overlaps = {
             (i, j)
             for i in range(n)
             for j in range(i + 1, n)
-            if not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context, met)
+            if (i, j) not in tagged and not dnfs_disjoint(norm.formulas, dnfs[i], dnfs[j], subs[i], subs[j], 0, context, met)
         }
     if not overlaps:
         return union(dnfs)
@@ -495,8 +494,3 @@ def _dependencies(norm: Normalizer, f: Formula) -> list[tuple[list[Conjunct], Ca
         c = replace(TOP, obj=ObjectConstraints(order=order, clauses=clauses))
         factors.append(([c], lambda c=c: negate(norm.formulas, [c])))
     return factors
-
-
-def _objects_only(c: Conjunct) -> bool:
-    """Does conjunct `c` admit objects and nothing else (no other type, no finite values)?"""
-    return c.values is None and c.obj is not None and not c.null and not c.bools and c.num is None and c.str is None and c.arr is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from strictgen.errors import GrammarTooLargeError
 
-from ..ir import NOTHING, Alt, Expr, Repeat, Seq, alt
+from ..ir import Alt, Expr, Repeat, Seq, alt
 
 __all__ = ["MAX_DP_STATES", "counting_language", "suffix_body"]
 
@@ -56,7 +56,7 @@ def suffix_body(state, moves, close, exprs: dict) -> Expr:
             loops.append(item)
             continue
         nxt = exprs[t]
-        if nxt is NOTHING or nxt == NOTHING:
+        if type(nxt) is Alt and not nxt.items:  # NOTHING, or an equal Alt(()) (a type test: == was a dataclass call per move)
             continue
         exits.append(nxt if item is None else Seq((item, nxt)))
     if close is not None:

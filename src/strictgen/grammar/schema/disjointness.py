@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import FALSE, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Matches, ObjectConstraints, conjunct_meet, literal_pattern, str_meet
+from .ir import FALSE, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Matches, ObjectConstraints, conjunct_meet, literal_pattern, objects_only, str_meet
 from .key_space import objects_keys_disjoint
 from .values import RefLoop, json_equal
 
 if TYPE_CHECKING:
     from .formulas import FormulaAlgebra
 
-__all__ = ["disjoint", "disjointness_memo", "dnfs_disjoint"]
+__all__ = ["disjoint", "disjointness_memo", "dnfs_disjoint", "tag_disjoint_pairs"]
 
 
 class disjointness_memo:
@@ -101,17 +101,10 @@ def dnfs_disjoint(
     context: the same meets, in the same order, as one per pair, and a pair's proof then asks
     the same objects, whose value formulas are kept by identity."""
     met = {} if met is None else met
-
-    def in_context(c: Conjunct) -> Conjunct | None:
-        got = met.get(id(c), met)
-        if got is met:
-            got = met[id(c)] = conjunct_meet(context, c, alg)
-        return got
-
     for x in a:
         for y in b:
             if context is not None and x.values is None and y.values is None:
-                x2, y2 = in_context(x), in_context(y)
+                x2, y2 = _in_context(alg, context, x, met), _in_context(alg, context, y, met)
                 if x2 is None or y2 is None:
                     continue
                 if not _conj_disjoint(alg, x2, y2, f, g, depth):
@@ -119,6 +112,104 @@ def dnfs_disjoint(
             elif not _conj_disjoint(alg, x, y, f, g, depth):
                 return False
     return True
+
+
+def _in_context(alg: FormulaAlgebra, context: Conjunct, c: Conjunct, met: dict[int, Conjunct | None]) -> Conjunct | None:
+    """`c` met with `context`, once per conjunct (kept in `met` by its identity)."""
+    got = met.get(id(c), met)
+    if got is met:
+        got = met[id(c)] = conjunct_meet(context, c, alg)
+    return got
+
+
+def tag_disjoint_pairs(alg: FormulaAlgebra, dnfs: list[list[Conjunct]], context: Conjunct | None, met: dict[int, Conjunct | None]) -> set[tuple[int, int]]:
+    """Pairs (i, j), i < j, of oneOf branches (their DNFs; `context` and `met` as dnfs_disjoint
+    takes them) that dnfs_disjoint proves disjoint through a tag: a member every branch requires
+    whose value is one of a few distinct strings, `^text$` patterns or string consts/enums
+    (o17072's 41 modules, `"type": {"pattern": "^Abs$"}`: 820 pairs, each a proof over a few
+    member schemas). Each branch's tags are read once here and the pairs told by set
+    intersection. A pair found here is one its proof finds: the same meets with the context (a
+    context without member rules: the meets then normalise nothing), member schemas normalised at
+    the nesting `_disjoint` normalises them, and the checks _conj_disjoint and _str_disjoint make
+    of their conjuncts; so the caller leaves it out of the proofs. Only branches of non-finite
+    conjuncts holding objects only (after the meet) take part; empty where not all do."""
+    tables = alg.tables
+    if len(dnfs) < 3 or tables.disjoint_nesting > 3 or (context is not None and context.obj is not None and context.obj.rules):
+        return set()
+    branches: list[list[ObjectConstraints]] = []
+    for d in dnfs:
+        objs = []
+        for c in d:
+            if c.values is not None:
+                return set()
+            x = c if context is None else _in_context(alg, context, c, met)
+            if x is None:
+                continue  # (the proofs skip it too: it meets nothing)
+            if not objects_only(x):
+                return set()
+            objs.append(x.obj)
+        branches.append(objs)
+    required = [o.required for objs in branches for o in objs]
+    out: set[tuple[int, int]] = set()
+    for k in sorted(frozenset.intersection(*required)) if required else ():
+        tags = [_branch_tags(alg, objs, k) for objs in branches]
+        for i, a in enumerate(tags):
+            if a is None:
+                continue
+            for j in range(i + 1, len(tags)):
+                b = tags[j]
+                if b is not None and a[0] == b[0] and a[1].isdisjoint(b[1]):
+                    out.add((i, j))
+    return out
+
+
+def _branch_tags(alg: FormulaAlgebra, objs: list[ObjectConstraints], key: str) -> tuple[str, frozenset] | None:
+    """The tags of member `key` over a branch's objects (_member_tags of each, one kind), or None."""
+    kind, texts = None, frozenset()
+    for o in objs:
+        got = _member_tags(alg, o, key)
+        if got is None or (kind is not None and got[0] != kind):
+            return None
+        kind, texts = got[0], texts | got[1]
+    return None if kind is None else (kind, texts)
+
+
+def _member_tags(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> tuple[str, frozenset] | None:
+    """("values", the strings) when the value schema of member `key` of `o` is string consts only,
+    ("patterns", the texts) when each of its conjuncts is strings under exactly one `^text$`
+    pattern and no enum; None otherwise, or where `disjoint` would not reach the conjuncts (a
+    schema being normalised, TRUE/FALSE, a $ref loop). Normalised as `_disjoint` normalises it."""
+    tables = alg.tables
+    f = alg.value_formula(o, key)
+    if f is TRUE or f is FALSE or f in tables.active:
+        return None
+    tables.disjoint_nesting += 1
+    try:
+        d = alg.dnf(f)
+    except RefLoop:
+        return None
+    finally:
+        tables.disjoint_nesting -= 1
+    if not d:
+        return None
+    if all(c.values is not None for c in d):
+        values = [v for c in d for v in c.values]
+        return ("values", frozenset(values)) if all(type(v) is str for v in values) else None
+    texts: set[str] = set()
+    for c in d:
+        if c.values is not None or c.null or c.bools or c.num is not None or c.arr is not None or c.obj is not None or not c.str:
+            return None
+        found = set()
+        for atom in c.str:
+            if type(atom) is AmongStrings:
+                return None
+            if type(atom) is Matches:
+                found.add(literal_pattern(atom.pattern))
+        found.discard(None)
+        if len(found) != 1:
+            return None
+        texts |= found
+    return ("patterns", frozenset(texts))
 
 
 def _conj_disjoint(alg: FormulaAlgebra, x: Conjunct, y: Conjunct, f: Formula, g: Formula, depth: int) -> bool:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+import re
+from dataclasses import field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from strictgen.errors import RegexError
 
+from .records import record
 from .values import json_type
 
 if TYPE_CHECKING:
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
     "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language", "literal_pattern",
-    "keyword_pointer", "eval_signature", "without_evaluation",
+    "keyword_pointer", "eval_signature", "without_evaluation", "objects_only",
 ]
 
 
@@ -77,19 +79,17 @@ def pattern_language(p: str):
         return difference(parse_regex_search("^(?:" + b + ")"), parse_regex_search("^(?:" + a + ")"))
 
 
-_PATTERN_SYNTAX = frozenset("^$\\.*+?()[]{}|")  # ECMA-262's syntax characters
+# `^text$` with no ECMA-262 syntax character (^ $ \\ . * + ? ( ) [ ] { } |) nor surrogate in text
+_LITERAL_PATTERN = re.compile("\\^([^^$\\\\.*+?()\\[\\]{}|\ud800-\udfff]*)\\$\\Z")
 
 
 def literal_pattern(p: str) -> str | None:
     """The one string the ECMA-262 pattern `p` matches when it is `^text$` with no syntax
     character (nor surrogate) in `text` (`^` and `$` match only at the ends without the `m`
-    flag), else None: a tag such as `^Abs$` is decided without building its language."""
-    if len(p) < 2 or p[0] != "^" or p[-1] != "$":
-        return None
-    text = p[1:-1]
-    if any(c in _PATTERN_SYNTAX or "\ud800" <= c <= "\udfff" for c in text):
-        return None
-    return text
+    flag), else None: a tag such as `^Abs$` is decided without building its language. (One
+    regex match: oneOf's pairwise proofs ask it of every pair of tags.)"""
+    m = _LITERAL_PATTERN.match(p)
+    return m.group(1) if m else None
 
 
 # ---- formulas -------------------------------------------------------------------------------------
@@ -134,7 +134,7 @@ TRUE = Formula("true", ("true",))
 FALSE = Formula("false", ("false",))
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class SrcInfo:
     """Where a src formula's schema object sits: the object itself (never modified), how its
     references resolve, its dialect, its JSON pointer and its dynamic scope."""
@@ -149,7 +149,7 @@ class SrcInfo:
 # ---- per-type parts ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class NumberConstraints:
     """A conjunction of numeric constraints (all Fractions exact)."""
 
@@ -233,7 +233,9 @@ class NumberConstraints:
 
     @property
     def trivial(self) -> bool:
-        return self == _ANY_NUMBER  # (made once: a new instance per call, here and in the other parts, was 1% of a compile)
+        # (made once: a new instance per call, here and in the other parts, was 1% of a compile; TOP's
+        # parts are these objects, so most tests end at `is`, before the dataclass's field-by-field ==)
+        return self is _ANY_NUMBER or self == _ANY_NUMBER
 
 
 _ANY_NUMBER = NumberConstraints()
@@ -243,7 +245,7 @@ _ANY_NUMBER = NumberConstraints()
 # so that equal constraints are equal keys of the emitters' caches and share one rule.
 
 
-@dataclass(frozen=True)
+@record
 class Length:
     """The string has lo..hi code points (hi None: unbounded)."""
 
@@ -251,28 +253,28 @@ class Length:
     hi: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Matches:
     """The string contains a match of an ECMA-262 pattern (JSON Schema `pattern`)."""
 
     pattern: str
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """The string is a valid value of a `format`."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record
 class AmongStrings:
     """The string is one of `values` (from enum/const)."""
 
     values: frozenset
 
 
-@dataclass(frozen=True)
+@record
 class NotAll:
     """Not every one of `atoms` holds (negation, and through it union)."""
 
@@ -297,7 +299,7 @@ def str_meet(a: tuple, b: tuple) -> tuple | None:
     return tuple(rest)
 
 
-@dataclass(frozen=True)
+@record
 class Contains:
     schema: Formula
     lo: int = 1
@@ -306,7 +308,7 @@ class Contains:
     evaluates: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class ArrayConstraints:
     prefix: tuple = ()  # Formulas for the first items
     items: Formula = TRUE  # the items after the prefix
@@ -344,13 +346,13 @@ class ArrayConstraints:
 
     @property
     def trivial(self) -> bool:
-        return self == _ANY_ARRAY
+        return self is _ANY_ARRAY or self == _ANY_ARRAY
 
 
 _ANY_ARRAY = ArrayConstraints()
 
 
-@dataclass(frozen=True)
+@record
 class KeyRule:
     """Members whose key is in the rule's key set must have a value valid under `schema`.
 
@@ -367,18 +369,21 @@ class KeyRule:
     evaluates: bool = True
     pointer: str = field(default="", compare=False)
     atoms: tuple = ()
+    # computed once, set on the instance (class defaults, not fields; read as attributes, not
+    # through __dict__, which would turn the instance's inline values into a dict of its own)
+    _hash = None
 
     def __hash__(self) -> int:
         """The dataclass hash (of the compared fields, in order), computed once: objects' rule
         tuples are deduplicated at every meet, and oneOf's disjointness proofs meet thousands."""
-        got = self.__dict__.get("_hash")
+        got = self._hash
         if got is None:
             got = hash((self.kind, self.schema, self.name, self.pattern, self.names, self.patterns, self.evaluates, self.atoms))
             object.__setattr__(self, "_hash", got)
         return got
 
 
-@dataclass(frozen=True)
+@record
 class ObjectConstraints:
     rules: tuple = ()
     required: frozenset = frozenset()
@@ -389,6 +394,9 @@ class ObjectConstraints:
     exists: tuple = ()  # KeyRules read existentially: some member has a key in the set and a valid value
     clauses: tuple = ()  # presence constraints in CNF: frozensets of (key, present?) literals, one must hold
     where: tuple = field(default=(), compare=False)
+    _forbidden = None  # found once (class defaults, not fields: see KeyRule._hash)
+    _listed = None
+    _listed_set = None
 
     def meet(self, o: "ObjectConstraints") -> "ObjectConstraints | None":
         lo, hi, required = self._common(o)
@@ -433,15 +441,34 @@ class ObjectConstraints:
     def forbidden(self) -> frozenset:
         """The names a "name" rule forbids (schema FALSE), found once per object: oneOf's
         disjointness proofs ask `meets` of each object against every other branch's."""
-        got = self.__dict__.get("_forbidden")
+        got = self._forbidden
         if got is None:
             got = frozenset(r.name for r in self.rules if r.kind == "name" and r.schema is FALSE)
             object.__setattr__(self, "_forbidden", got)
         return got
 
     @property
+    def listed(self) -> tuple[str, ...]:
+        """The member names this object lists (its order, then its name rules), each once; found
+        once per object: oneOf's disjointness proofs ask it of each object against every other branch's."""
+        got = self._listed
+        if got is None:
+            got = tuple(dict.fromkeys(self.order + tuple(r.name for r in self.rules if r.kind == "name")))
+            object.__setattr__(self, "_listed", got)
+        return got
+
+    @property
+    def listed_set(self) -> frozenset:
+        """`listed` as a set, found once per object (for membership tests)."""
+        got = self._listed_set
+        if got is None:
+            got = frozenset(self.listed)
+            object.__setattr__(self, "_listed_set", got)
+        return got
+
+    @property
     def trivial(self) -> bool:
-        return self == _ANY_OBJECT
+        return self is _ANY_OBJECT or self == _ANY_OBJECT
 
 
 def _counts_fit(lo: int, hi: int | None, required: frozenset) -> bool:
@@ -455,18 +482,28 @@ _ANY_OBJECT = ObjectConstraints()
 ALL_BOOLS = frozenset((False, True))
 
 
-@dataclass(frozen=True)
+@record
 class Conjunct:
     """One alternative of a normalised schema: constraints per JSON type, or a finite value set."""
 
     null: bool = True
     bools: frozenset = ALL_BOOLS
-    num: NumberConstraints | None = NumberConstraints()
+    num: NumberConstraints | None = _ANY_NUMBER
     str: tuple | None = ()
-    arr: ArrayConstraints | None = ArrayConstraints()
-    obj: ObjectConstraints | None = ObjectConstraints()
+    arr: ArrayConstraints | None = _ANY_ARRAY
+    obj: ObjectConstraints | None = _ANY_OBJECT
     values: tuple | None = None  # a finite conjunct: exactly these values (other fields unused)
     loose_eval: bool = False  # from overlapping anyOf branches: evaluated keys may be incomplete
+    _hash = None  # computed once (a class default, not a field: see KeyRule._hash)
+
+    def __hash__(self) -> int:
+        """The dataclass hash (of every field, in order), computed once: the algebra keeps
+        conjuncts in dicts at every meet and union, and the hash of a conjunct hashes its parts."""
+        got = self._hash
+        if got is None:
+            got = hash((self.null, self.bools, self.num, self.str, self.arr, self.obj, self.values, self.loose_eval))
+            object.__setattr__(self, "_hash", got)
+        return got
 
     def is_empty(self) -> bool:
         if self.values is not None:
@@ -511,9 +548,18 @@ TOP = Conjunct()
 NONE = Conjunct(False, frozenset(), None, None, None, None)
 
 
+_NONE_PARTS = {f: getattr(NONE, f) for f in Conjunct.__dataclass_fields__}
+
+
 def conjunct_of(**parts) -> Conjunct:
-    """A conjunct admitting only the given types (parts)."""
-    return replace(NONE, **parts)
+    """A conjunct admitting only the given types (parts): NONE with them replaced (made directly,
+    not through dataclasses.replace, which reads every field again per call)."""
+    return Conjunct(**{**_NONE_PARTS, **parts})
+
+
+def objects_only(c: Conjunct) -> bool:
+    """Does conjunct `c` admit objects and nothing else (no other type, no finite values)?"""
+    return c.values is None and c.obj is not None and not c.null and not c.bools and c.num is None and c.str is None and c.arr is None
 
 
 def conjunct_meet(a: Conjunct, b: Conjunct, formulas: "FormulaAlgebra") -> Conjunct | None:

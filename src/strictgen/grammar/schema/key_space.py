@@ -78,14 +78,9 @@ def key_regions(schema: Questions, o: ObjectConstraints) -> list[tuple[Formula, 
     return out
 
 
-def _listed_names(o: ObjectConstraints) -> list[str]:
-    """The member names `o` lists (its order, then its name rules), each once."""
-    return list(dict.fromkeys(list(o.order) + [r.name for r in o.rules if r.kind == "name"]))
-
-
 def allowed_keys(schema: Questions, o: ObjectConstraints) -> Expr:
     """The raw language of the keys an object of `o` may have (for disjointness checks)."""
-    names = _listed_names(o)
+    names = o.listed
     allowed = [lit(k) for k in names if not schema.is_empty(schema.value_formula(o, k))]
     named = literal_trie(names)
     for vf, keys in key_regions(schema, o):
@@ -112,8 +107,8 @@ def _allow_a_shared_name(schema: Questions, a: ObjectConstraints, b: ObjectConst
     """A name both objects list and allow: then their key languages meet (each holds the name),
     so no language is built. oneOf branches that each require their own tag under one parent's
     `properties` (helm's 30 assertion kinds: 435 pairs) share every listed name."""
-    b_names = set(_listed_names(b))
-    for k in _listed_names(a):
+    b_names = b.listed_set
+    for k in a.listed:
         if k in b_names and not schema.is_empty(schema.value_formula(a, k)) and not schema.is_empty(schema.value_formula(b, k)):
             return True
     return False

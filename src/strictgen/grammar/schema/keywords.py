@@ -286,8 +286,10 @@ def _object(norm: Normalizer, f: Formula) -> ObjectConstraints | None:
         required = []
     if not isinstance(required, list) or not all(isinstance(x, str) for x in required):
         raise invalid("required must be an array of strings", "required", ptr + "/required")
+    listed = set(order)  # (a list scan per required name was quadratic in the properties)
     for r in required:
-        if r not in order:
+        if r not in listed:
+            listed.add(r)
             order.append(r)
     lo = nonneg_int(s["minProperties"], "minProperties", ptr + "/minProperties") if "minProperties" in s else 0
     hi = nonneg_int(s["maxProperties"], "maxProperties", ptr + "/maxProperties") if "maxProperties" in s else None

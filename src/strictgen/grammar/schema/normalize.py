@@ -135,6 +135,7 @@ class SchemaSource:
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
+        self._working: Normalizer | None = None  # while a lazy step is under way (_step)
         self.pointers: dict[int, str] = {}
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
@@ -217,11 +218,26 @@ class SchemaSource:
 
     def conjuncts(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
         """The conjuncts of the src formula `f` (schema.applicators)."""
-        return applicators.src_conjuncts(Normalizer.working(self, formulas), f)
+        return self._step(applicators.src_conjuncts, formulas, f)
 
     def complement(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
         """The conjuncts of the negation of the src formula `f` (schema.applicators)."""
-        return applicators.src_complement(Normalizer.working(self, formulas), f)
+        return self._step(applicators.src_complement, formulas, f)
+
+    def _step(self, step: Callable[[Normalizer, Formula], list[Conjunct]], formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
+        """`step(norm, f)` with a working Normalizer over this source and `formulas`: the one made
+        by the outermost step under way, which the steps nested in it (a schema's subschemas are
+        normalised inside its own normalisation) share; copying the services into a new one
+        per step was ~2% of the front end. It is dropped when the outermost step ends, so this
+        source holds no algebra between steps (no reference cycle outlives a step)."""
+        norm = self._working
+        if norm is not None and norm.formulas is formulas:
+            return step(norm, f)
+        self._working = Normalizer.working(self, formulas)
+        try:
+            return step(self._working, f)
+        finally:
+            self._working = norm
 
     def _has_inner_resources(self, root: dict) -> bool:
         """Does the root document hold anchors, or `$id`s below its root (also draft 4/6 `id`)?

@@ -127,11 +127,13 @@ def plain_type_holds(v: Any, types: Iterable[str], integral_floats: bool) -> boo
 def dedupe_values(values: Iterable[Any]) -> tuple:
     """The values without JSON-equal repeats, first occurrence kept; by `value_key`, so linear
     (an enum of 50,000 values is 50,000 look-ups, not 10^9 comparisons)."""
-    out: dict[str, Any] = {}
+    out: dict[Any, Any] = {}
     for n, v in enumerate(values):
         if not n & 4095:
             deadline.check()
-        out.setdefault(value_key(v), v)
+        # a string is its own key, in a 1-tuple (never equal to another value's key, a str):
+        # JSON-equal strings are equal strings, and json.dumps per enum string was most of this
+        out.setdefault((v,) if type(v) is str else value_key(v), v)
     return tuple(out.values())
 
 
