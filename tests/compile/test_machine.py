@@ -102,6 +102,40 @@ def test_rows_of_one_stack_and_of_many_agree_with_the_simulation(name):
     assert kinds == {True, False}
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_a_byte_leaving_one_stack_live_reaches_that_stacks_own_state(name):
+    """union_state answers a byte that leaves one stack of many live from that stack's closure,
+    remembered per node (closure_alone), not by interning the nodes again: its target is the
+    target of the state holding that stack alone (sub_state), every state reached accepts where
+    the simulation does, and no two state ids hold the same stacks."""
+    automaton = compile_automaton(GRAMMARS[name], None)
+    machine = PushdownMachine(compile_automaton(GRAMMARS[name], 0))
+    frontier = [(machine.start, frozenset(reference_stacks(automaton, {((0, 0),)})))]
+    seen, by_stacks, one_live = {machine.start}, {}, 0
+    for _ in range(6):
+        nxt = []
+        for state, stacks in frontier:
+            held = machine.stacks(state)
+            assert by_stacks.setdefault(held, state) == state
+            row = machine.compute_row(state)
+            tops = [i for i, n in enumerate(held) if n != 0]
+            if len(tops) > 1:
+                alone = [machine.compute_row(machine.sub_state(state, [i == t for i in range(len(held))])) for t in tops]
+                for b in range(256):
+                    live = [r[b] for r in alone if r[b] != DEAD]
+                    if len(live) == 1:
+                        one_live += 1
+                        assert row[b] == live[0]
+            for b, target in enumerate(row.tolist()):
+                if target != DEAD and target not in seen:
+                    seen.add(target)
+                    nxt.append((target, frozenset(reference_step(automaton, stacks, b))))
+                    assert machine.accepting[target] == (() in nxt[-1][1])
+        frontier = nxt
+    if name == "lists":  # '[' then ' ': the list's frame and the whitespace rule's
+        assert one_live > 0
+
+
 def test_walks_read_rows_in_place_while_another_thread_adds_rows(qwen):
     """The trie walk reads the machine's rows without the GIL while another thread computes new
     ones (chunked storage that never moves): its masks are those of a machine nobody else touched."""

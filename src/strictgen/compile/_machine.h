@@ -73,8 +73,10 @@ typedef struct {
     Vec node_parent, node_frame;
     int32_t *node_slots;
     Py_ssize_t node_mask;
-    /* closures per node (start in closure_pool or -1, and length) */
-    Vec closure_start, closure_len, closure_pool;
+    /* closures per node (start in closure_pool or -1, and length), and the state each closure is
+     * alone (-1: not interned yet): a byte that leaves one stack live reaches that state, found
+     * here instead of hashing and comparing the closure's nodes again (union_state) */
+    Vec closure_start, closure_len, closure_pool, closure_state;
     /* states: sorted node sets in state_pool; a hash table of ids keyed by content */
     Vec state_start, state_len, state_pool;
     int32_t *state_slots;

@@ -46,7 +46,7 @@ static int32_t node_lookup(Machine *m, int32_t parent, int32_t frame) {
     /* a new node (the slots grow at half load) */
     int32_t id = (int32_t)m->node_parent.len;
     if (vec_push(&m->node_parent, parent) < 0 || vec_push(&m->node_frame, frame) < 0 || vec_push(&m->closure_start, -1) < 0
-        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0)
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->closure_state, -1) < 0 || vec_push(&m->mark, 0) < 0)
         return -1;
     if (2 * (Py_ssize_t)m->node_parent.len > m->node_mask + 1)
         return rehash(m, &m->node_slots, &m->node_mask, (int32_t)m->node_parent.len, node_hash) < 0 ? -1 : id;
@@ -202,9 +202,33 @@ static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
     return id;
 }
 
+/* The state that the closure of `node` is alone, interned once and remembered (closure_state); -1
+ * on error. The ids are those interning the closure's nodes would give, in the same order: the
+ * memo only skips hashing and comparing them again. */
+static int32_t closure_alone(Machine *m, int32_t node) {
+    if (closure(m, node) < 0)
+        return -1;
+    int32_t id = m->closure_state.data[node];
+    if (id < 0) { /* closure_pool is not state_pool: intern_state may read it */
+        id = intern_state(m, m->closure_pool.data + m->closure_start.data[node], m->closure_len.data[node]);
+        if (id >= 0)
+            m->closure_state.data[node] = id;
+    }
+    return id;
+}
+
 /* The state of the union of the closures of each stack's next node (-1 for a stack whose
- * target is dead), interned; -1 on error. */
+ * target is dead), interned; -1 on error. One live stack (most bytes of a two-stack state: the
+ * whitespace rule's frame dies on all but a few) reaches its closure's state (closure_alone). */
 int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k) {
+    Py_ssize_t live = 0, only = 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (targets[i] >= 0)
+            live++, only = i;
+    if (live == 1) {
+        int32_t node = node_lookup(m, m->node_parent.data[stacks[only]], targets[only]);
+        return node < 0 ? -1 : closure_alone(m, node);
+    }
     m->found.len = 0;
     for (Py_ssize_t i = 0; i < k; i++) {
         if (targets[i] < 0)
@@ -217,7 +241,7 @@ int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, P
         m->found.len += m->closure_len.data[node];
     }
     Py_ssize_t count = m->found.len;
-    if (k > 1) { /* one closure is sorted and distinct already */
+    if (live > 1) { /* one closure is sorted and distinct already */
         qsort(m->found.data, (size_t)count, sizeof(int32_t), cmp_int32);
         Py_ssize_t w = 0;
         for (Py_ssize_t r = 0; r < count; r++)
@@ -375,14 +399,7 @@ int compute_row(Machine *m, int32_t state) {
 int32_t machine_start_state(Machine *m) {
     if (m->start < 0) {
         int32_t first = node_lookup(m, 0, m->base[0]);
-        if (first < 0 || closure(m, first) < 0)
-            return -1;
-        Vec start = {NULL, 0, 0};
-        if (vec_reserve(&start, m->closure_len.data[first] + 1) < 0)
-            return -1;
-        memcpy(start.data, m->closure_pool.data + m->closure_start.data[first], sizeof(int32_t) * (size_t)m->closure_len.data[first]);
-        int32_t id = intern_state(m, start.data, m->closure_len.data[first]);
-        free(start.data);
+        int32_t id = first < 0 ? -1 : closure_alone(m, first);
         if (id < 0)
             return -1;
         m->start = id;
@@ -421,7 +438,8 @@ int machine_begin(Machine *m) {
 
     /* node 0: the empty stack; state 0: dead, its row all dead */
     if (vec_push(&m->node_parent, -1) < 0 || vec_push(&m->node_frame, -1) < 0 || vec_push(&m->closure_start, -1) < 0
-        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0 || intern_state(m, NULL, 0) != 0)
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->closure_state, -1) < 0 || vec_push(&m->mark, 0) < 0
+        || intern_state(m, NULL, 0) != 0)
         return -1;
     return compute_row(m, 0); /* no stacks: every byte dead */
 }

@@ -7,7 +7,7 @@ void machine_free_arrays(Machine *m) {
     void *blocks[] = {(void *)m->frame_row, m->canon, m->sig_slots, m->sig_start.data, m->sig_len.data, m->sig_frame.data,
                       m->sig_pool.data, m->sig_scratch.data, m->future_num.data, m->range_start.data, m->range_len.data, m->range_pool.data, m->future_long.data, m->search_mark.data, m->search_num.data,
                       m->search_stack.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
-                      m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
+                      m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_state.data,
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data, m->utf8_memo.data, m->steps_asked.data};
     for (Py_ssize_t r = 0; m->rule_table && r < m->rule_capacity; r++)
