@@ -289,6 +289,80 @@ static int one_stack_row(Machine *m, int32_t stack, const int32_t *dfa_row, cons
     return 0;
 }
 
+/* The first byte past `b` that starts a run of `edges` (256 bits), or 256. */
+static inline int next_edge(const uint64_t *edges, int b) {
+    for (int w = (b + 1) >> 6; w < CLASS_EDGE_WORDS; w++) {
+        uint64_t bits = w == (b + 1) >> 6 ? edges[w] & (~(uint64_t)0 << ((b + 1) & 63)) : edges[w];
+        if (bits)
+            return (w << 6) + __builtin_ctzll(bits);
+    }
+    return 256;
+}
+
+/* The row of a state of `k` stacks (k != 1), built run by run: the bytes between two edges of
+ * any stack's classmap (class_edges) have the same class in every stack, so the same targets;
+ * each run's target vector is looked up once and, if no earlier run had it, its union interned.
+ * The runs are met in byte order, so the unions are interned in the order a byte-by-byte pass
+ * would intern them (the same state ids). `targets` and `seen` as compute_row gives them. */
+static int many_stacks_row(Machine *m, const int32_t *stacks, const int32_t **dfa_rows, const uint8_t **cmaps, Py_ssize_t k,
+                           int32_t *targets, int32_t **seen_io, Py_ssize_t *seen_cap, const int32_t *seen_local, int32_t *row) {
+    uint64_t edges[CLASS_EDGE_WORDS] = {1};
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const uint64_t *own = m->class_edges + (Py_ssize_t)m->rule_of[m->node_frame.data[stacks[i]]] * CLASS_EDGE_WORDS;
+        for (int w = 0; w < CLASS_EDGE_WORDS; w++)
+            edges[w] |= own[w];
+    }
+    int32_t *seen = *seen_io;
+    Py_ssize_t width = k + 1, num_seen = 0;
+    for (int lo = 0, hi; lo < 256; lo = hi) {
+        hi = next_edge(edges, lo);
+        int live = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            targets[i] = dfa_rows[i][cmaps[i][lo]];
+            live |= targets[i] >= 0;
+        }
+        int32_t target = 0;
+        if (live) {
+            /* the run before's vector first, then the others */
+            Py_ssize_t j = num_seen;
+            for (Py_ssize_t tries = 0; tries < num_seen; tries++) {
+                Py_ssize_t c = tries == 0 ? num_seen - 1 : tries - 1;
+                const int32_t *vec = seen + c * width;
+                Py_ssize_t i = 0;
+                while (i < k && vec[i] == targets[i])
+                    i++;
+                if (i == k) {
+                    j = c;
+                    break;
+                }
+            }
+            if (j < num_seen)
+                target = seen[j * width + k];
+            else {
+                if ((target = union_state(m, stacks, targets, k)) < 0)
+                    return -1;
+                if (num_seen == *seen_cap) {
+                    int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)(width * *seen_cap * 2));
+                    if (!grown) {
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    memcpy(grown, seen, sizeof(int32_t) * (size_t)(width * *seen_cap));
+                    if (seen != seen_local)
+                        free(seen);
+                    *seen_io = seen = grown;
+                    *seen_cap *= 2;
+                }
+                memcpy(seen + num_seen * width, targets, sizeof(int32_t) * (size_t)k);
+                seen[num_seen++ * width + k] = target;
+            }
+        }
+        for (int b = lo; b < hi; b++)
+            row[b] = target;
+    }
+    return 0;
+}
+
 /* Fill the row of `state` once. Bytes whose targets (one per stack) equal an earlier byte's share
  * its result, so each distinct union of closures is built and interned once per row; the DFA
  * rows of the stacks' top frames are looked up once, not per byte. */
@@ -309,7 +383,7 @@ int compute_row(Machine *m, int32_t state) {
     const uint8_t **cmaps = cmap_local;
     int32_t *stacks = stacks_local, *targets = targets_local, *seen = seen_local;
     const int32_t **dfa_rows = dfa_local;
-    Py_ssize_t seen_cap = 16, num_seen = 0, k = 0;
+    Py_ssize_t seen_cap = 16, k = 0;
     if (len > LOCAL_STACKS) {
         stacks = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
         targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
@@ -323,59 +397,11 @@ int compute_row(Machine *m, int32_t state) {
         }
     }
     k = top_frames(m, state, stacks, dfa_rows, cmaps);
-    int failed = 0;
-    Py_ssize_t width = k + 1;
+    int failed;
     if (k == 1) /* one stack (most states): its own path */
         failed = one_stack_row(m, stacks[0], dfa_rows[0], cmaps[0], row) < 0;
-    for (int b = 0; b < 256 && k != 1 && !failed; b++) {
-        int live = 0;
-        for (Py_ssize_t i = 0; i < k; i++) {
-            targets[i] = dfa_rows[i][cmaps[i][b]];
-            live |= targets[i] >= 0;
-        }
-        if (!live) {
-            row[b] = 0;
-            continue;
-        }
-        /* the byte before's vector first (byte groups are mostly ranges), then the others */
-        Py_ssize_t j = num_seen;
-        for (Py_ssize_t tries = 0; tries < num_seen; tries++) {
-            Py_ssize_t c = tries == 0 ? num_seen - 1 : tries - 1;
-            const int32_t *vec = seen + c * width;
-            Py_ssize_t i = 0;
-            while (i < k && vec[i] == targets[i])
-                i++;
-            if (i == k) {
-                j = c;
-                break;
-            }
-        }
-        if (j < num_seen) {
-            row[b] = seen[j * width + k];
-            continue;
-        }
-        int32_t target = union_state(m, stacks, targets, k);
-        if (target < 0) {
-            failed = 1;
-            break;
-        }
-        if (num_seen == seen_cap) {
-            int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)(width * seen_cap * 2));
-            if (!grown) {
-                PyErr_NoMemory();
-                failed = 1;
-                break;
-            }
-            memcpy(grown, seen, sizeof(int32_t) * (size_t)(width * seen_cap));
-            if (seen != seen_local)
-                free(seen);
-            seen = grown;
-            seen_cap *= 2;
-        }
-        memcpy(seen + num_seen * width, targets, sizeof(int32_t) * (size_t)k);
-        seen[num_seen++ * width + k] = target;
-        row[b] = target;
-    }
+    else
+        failed = many_stacks_row(m, stacks, dfa_rows, cmaps, k, targets, &seen, &seen_cap, seen_local, row) < 0;
     if (stacks != stacks_local) {
         free(stacks);
         free(targets);
