@@ -108,8 +108,9 @@ def test_a_row_of_many_stacks_is_the_union_of_its_stacks_rows(name):
     (sub_state: a one-stack row, looked up per byte class). compute_row builds such a row run by
     run of the stacks' classmaps (class_edges) and answers a byte that leaves one stack live from
     that stack's closure, remembered per node (closure_alone): a run cut wrong, or a remembered
-    state that is not the closure's, gives a byte the stacks of another. No two state ids hold the
-    same stacks, and every state reached accepts where the simulation does."""
+    state that is not the closure's, gives a byte the stacks of another. Each stack's own step (its
+    rule's DFA) is in its byte's target, no two state ids hold the same stacks, and every state
+    reached accepts where the simulation does."""
     automaton = compile_automaton(GRAMMARS[name], None)
     machine = PushdownMachine(compile_automaton(GRAMMARS[name], 0))
     frontier = [(machine.start, frozenset(reference_stacks(automaton, {((0, 0),)})))]
@@ -121,6 +122,12 @@ def test_a_row_of_many_stacks_is_the_union_of_its_stacks_rows(name):
             assert by_stacks.setdefault(held, state) == state
             row = machine.compute_row(state)
             tops = [i for i, n in enumerate(held) if n != 0]
+            for i in tops:  # each stack's own byte step, read off the rule's DFA: in the target
+                parent, rule, q = machine.node(held[i])
+                for target, byte_values in automaton.rules[rule].byte_groups[q]:
+                    if automaton.rules[rule].byte_groups[target]:  # it waits: its node is kept
+                        for b in byte_values:
+                            assert any(n != 0 and machine.node(n) == (parent, rule, target) for n in machine.stacks(row[b]))
             if len(tops) > 1:
                 alone = [machine.compute_row(machine.sub_state(state, [i == t for i in range(len(held))])) for t in tops]
                 for b in range(256):

@@ -270,25 +270,6 @@ Py_ssize_t top_frames(Machine *m, int32_t state, int32_t *stacks, const int32_t 
     return k;
 }
 
-/* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row
- * and byte classes are `dfa_row` and `cmap`: a byte's target is its class's, so each class is
- * looked up and its union interned once, and the bytes only copy their class's result. */
-static int one_stack_row(Machine *m, int32_t stack, const int32_t *dfa_row, const uint8_t *cmap, int32_t *row) {
-    int32_t by_class[256];
-    memset(by_class, 0xff, sizeof(by_class)); /* -1: not found yet */
-    for (int b = 0; b < 256; b++) {
-        int32_t *target = by_class + cmap[b];
-        if (*target < 0) {
-            int32_t next = dfa_row[cmap[b]];
-            *target = next < 0 ? 0 : union_state(m, &stack, &next, 1);
-            if (*target < 0)
-                return -1;
-        }
-        row[b] = *target;
-    }
-    return 0;
-}
-
 /* The first byte past `b` that starts a run of `edges` (256 bits), or 256. */
 static inline int next_edge(const uint64_t *edges, int b) {
     for (int w = (b + 1) >> 6; w < CLASS_EDGE_WORDS; w++) {
@@ -297,6 +278,34 @@ static inline int next_edge(const uint64_t *edges, int b) {
             return (w << 6) + __builtin_ctzll(bits);
     }
     return 256;
+}
+
+/* The class edges (class_edges) of the rule of `stack`'s top frame. */
+static inline const uint64_t *edges_of(Machine *m, int32_t stack) {
+    return m->class_edges + (Py_ssize_t)m->rule_of[m->node_frame.data[stack]] * CLASS_EDGE_WORDS;
+}
+
+/* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row
+ * and byte classes are `dfa_row` and `cmap`: a byte's target is its class's, so each class is
+ * looked up and its union interned once, run by run of the class map (class_edges), and the
+ * bytes of a run take their class's result. */
+static int one_stack_row(Machine *m, int32_t stack, const int32_t *dfa_row, const uint8_t *cmap, int32_t *row) {
+    int32_t by_class[256];
+    memset(by_class, 0xff, sizeof(by_class)); /* -1: not found yet */
+    const uint64_t *edges = edges_of(m, stack);
+    for (int lo = 0, hi; lo < 256; lo = hi) {
+        hi = next_edge(edges, lo);
+        int32_t *target = by_class + cmap[lo];
+        if (*target < 0) {
+            int32_t next = dfa_row[cmap[lo]];
+            *target = next < 0 ? 0 : union_state(m, &stack, &next, 1);
+            if (*target < 0)
+                return -1;
+        }
+        for (int b = lo; b < hi; b++)
+            row[b] = *target;
+    }
+    return 0;
 }
 
 /* The row of a state of `k` stacks (k != 1), built run by run: the bytes between two edges of
@@ -308,7 +317,7 @@ static int many_stacks_row(Machine *m, const int32_t *stacks, const int32_t **df
                            int32_t *targets, int32_t **seen_io, Py_ssize_t *seen_cap, const int32_t *seen_local, int32_t *row) {
     uint64_t edges[CLASS_EDGE_WORDS] = {1};
     for (Py_ssize_t i = 0; i < k; i++) {
-        const uint64_t *own = m->class_edges + (Py_ssize_t)m->rule_of[m->node_frame.data[stacks[i]]] * CLASS_EDGE_WORDS;
+        const uint64_t *own = edges_of(m, stacks[i]);
         for (int w = 0; w < CLASS_EDGE_WORDS; w++)
             edges[w] |= own[w];
     }
