@@ -70,8 +70,9 @@ typedef struct {
     int32_t **rule_table, *rule_of, *base, *call_start, *call_callee, *call_ret;
     uint8_t *flags, *classmaps;
     /* per rule, CLASS_EDGE_WORDS words: bit b set where byte b starts a run of one class of its
-     * classmap (b == 0, or its class is not byte b - 1's). A row of several stacks has one target
-     * vector per run of the union of their edges, so it is built run by run (compute_row). */
+     * classmap (b == 0, or its class is not byte b - 1's), found when a row first needs them (all
+     * zero until then). A row has one target vector per run of the union of its stacks' edges,
+     * so it is built run by run (compute_row). */
     uint64_t *class_edges;
     Py_ssize_t num_frames, num_rules, num_calls;
     Py_ssize_t num_static; /* the rules built at compile time: their bases are known from the start */

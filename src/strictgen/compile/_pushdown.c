@@ -280,9 +280,19 @@ static inline int next_edge(const uint64_t *edges, int b) {
     return 256;
 }
 
-/* The class edges (class_edges) of the rule of `stack`'s top frame. */
+/* The class edges (class_edges) of the rule of `stack`'s top frame, found on first use (all zero
+ * until then: byte 0 always starts a run, so a found rule's bit 0 is set). */
 static inline const uint64_t *edges_of(Machine *m, int32_t stack) {
-    return m->class_edges + (Py_ssize_t)m->rule_of[m->node_frame.data[stack]] * CLASS_EDGE_WORDS;
+    int32_t rule = m->rule_of[m->node_frame.data[stack]];
+    uint64_t *edges = m->class_edges + (Py_ssize_t)rule * CLASS_EDGE_WORDS;
+    if (!(edges[0] & 1)) {
+        const uint8_t *cmap = m->classmaps + (Py_ssize_t)rule * 256;
+        edges[0] = 1;
+        for (int b = 1; b < 256; b++)
+            if (cmap[b] != cmap[b - 1])
+                edges[b >> 6] |= (uint64_t)1 << (b & 63);
+    }
+    return edges;
 }
 
 /* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row

@@ -144,11 +144,8 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         return -1; /* nothing counted yet */
     }
     memcpy(m->classmaps + (Py_ssize_t)rule * 256, p->classmap, 256);
-    uint64_t *edges = m->class_edges + (Py_ssize_t)rule * CLASS_EDGE_WORDS;
-    memset(edges, 0, CLASS_EDGE_WORDS * sizeof(uint64_t));
-    for (int b = 0; b < 256; b++)
-        if (b == 0 || p->classmap[b] != p->classmap[b - 1])
-            edges[b >> 6] |= (uint64_t)1 << (b & 63);
+    /* found when a row first needs them (_pushdown.c, edges_of): most rules' rows never are */
+    memset(m->class_edges + (Py_ssize_t)rule * CLASS_EDGE_WORDS, 0, CLASS_EDGE_WORDS * sizeof(uint64_t));
     m->base[rule] = (int32_t)b0;
     m->rule_table[rule] = dfa;
     m->num_rules = rules;
