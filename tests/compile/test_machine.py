@@ -102,6 +102,49 @@ def test_rows_of_one_stack_and_of_many_agree_with_the_simulation(name):
     assert kinds == {True, False}
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_a_row_of_many_stacks_is_the_union_of_its_stacks_rows(name):
+    """A state of several stacks steps each byte to the union of what each stack alone steps it to
+    (sub_state: a one-stack row, looked up per byte class). compute_row builds such a row run by
+    run of the stacks' classmaps (class_edges) and answers a byte that leaves one stack live from
+    that stack's closure, remembered per node (closure_alone): a run cut wrong, or a remembered
+    state that is not the closure's, gives a byte the stacks of another. Each stack's own step (its
+    rule's DFA) is in its byte's target, no two state ids hold the same stacks, and every state
+    reached accepts where the simulation does."""
+    automaton = compile_automaton(GRAMMARS[name], None)
+    machine = PushdownMachine(compile_automaton(GRAMMARS[name], 0))
+    frontier = [(machine.start, frozenset(reference_stacks(automaton, {((0, 0),)})))]
+    seen, by_stacks, bytes_checked, one_live = {machine.start}, {}, 0, 0
+    for _ in range(6):
+        nxt = []
+        for state, stacks in frontier:
+            held = machine.stacks(state)
+            assert by_stacks.setdefault(held, state) == state
+            row = machine.compute_row(state)
+            tops = [i for i, n in enumerate(held) if n != 0]
+            for i in tops:  # each stack's own byte step, read off the rule's DFA: in the target
+                parent, rule, q = machine.node(held[i])
+                for target, byte_values in automaton.rules[rule].byte_groups[q]:
+                    if automaton.rules[rule].byte_groups[target]:  # it waits: its node is kept
+                        for b in byte_values:
+                            assert any(n != 0 and machine.node(n) == (parent, rule, target) for n in machine.stacks(row[b]))
+            if len(tops) > 1:
+                alone = [machine.compute_row(machine.sub_state(state, [i == t for i in range(len(held))])) for t in tops]
+                for b in range(256):
+                    union = set().union(*(machine.stacks(r[b]) for r in alone if r[b] != DEAD))
+                    assert set(machine.stacks(row[b])) == union
+                    bytes_checked += 1
+                    one_live += sum(r[b] != DEAD for r in alone) == 1
+            for b, target in enumerate(row.tolist()):
+                if target != DEAD and target not in seen:
+                    seen.add(target)
+                    nxt.append((target, frozenset(reference_step(automaton, stacks, b))))
+                    assert machine.accepting[target] == (() in nxt[-1][1])
+        frontier = nxt
+    if name == "lists":  # '[' then ' ': the list's frame and the whitespace rule's
+        assert bytes_checked and one_live
+
+
 def test_walks_read_rows_in_place_while_another_thread_adds_rows(qwen):
     """The trie walk reads the machine's rows without the GIL while another thread computes new
     ones (chunked storage that never moves): its masks are those of a machine nobody else touched."""

@@ -57,6 +57,8 @@
 #define ROW_CHUNK_BITS 4 /* the first chunk of rows holds 16 (16 KB) */
 #define INDEX_CHUNK_BITS 8 /* the first chunk of the index, 256 states */
 
+#define CLASS_EDGE_WORDS 4 /* 256 bits */
+
 #define ACCEPTING 1
 #define WAITS 2
 #define FINAL_ONLY 4
@@ -67,14 +69,21 @@ typedef struct {
     const int32_t **frame_row;
     int32_t **rule_table, *rule_of, *base, *call_start, *call_callee, *call_ret;
     uint8_t *flags, *classmaps;
+    /* per rule, CLASS_EDGE_WORDS words: bit b set where byte b starts a run of one class of its
+     * classmap (b == 0, or its class is not byte b - 1's), found when a row first needs them (all
+     * zero until then). A row has one target vector per run of the union of its stacks' edges,
+     * so it is built run by run (compute_row). */
+    uint64_t *class_edges;
     Py_ssize_t num_frames, num_rules, num_calls;
     Py_ssize_t num_static; /* the rules built at compile time: their bases are known from the start */
     /* nodes: parent and frame per id; a hash table of ids keyed by (parent, frame) */
     Vec node_parent, node_frame;
     int32_t *node_slots;
     Py_ssize_t node_mask;
-    /* closures per node (start in closure_pool or -1, and length) */
-    Vec closure_start, closure_len, closure_pool;
+    /* closures per node (start in closure_pool or -1, and length), and the state each closure is
+     * alone (-1: not interned yet): a byte that leaves one stack live reaches that state, found
+     * here instead of hashing and comparing the closure's nodes again (union_state) */
+    Vec closure_start, closure_len, closure_pool, closure_state;
     /* states: sorted node sets in state_pool; a hash table of ids keyed by content */
     Vec state_start, state_len, state_pool;
     int32_t *state_slots;

@@ -46,7 +46,7 @@ static int32_t node_lookup(Machine *m, int32_t parent, int32_t frame) {
     /* a new node (the slots grow at half load) */
     int32_t id = (int32_t)m->node_parent.len;
     if (vec_push(&m->node_parent, parent) < 0 || vec_push(&m->node_frame, frame) < 0 || vec_push(&m->closure_start, -1) < 0
-        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0)
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->closure_state, -1) < 0 || vec_push(&m->mark, 0) < 0)
         return -1;
     if (2 * (Py_ssize_t)m->node_parent.len > m->node_mask + 1)
         return rehash(m, &m->node_slots, &m->node_mask, (int32_t)m->node_parent.len, node_hash) < 0 ? -1 : id;
@@ -202,9 +202,33 @@ static int32_t intern_state(Machine *m, const int32_t *nodes, Py_ssize_t len) {
     return id;
 }
 
+/* The state that the closure of `node` is alone, interned once and remembered (closure_state); -1
+ * on error. The ids are those interning the closure's nodes would give, in the same order: the
+ * memo only skips hashing and comparing them again. */
+static int32_t closure_alone(Machine *m, int32_t node) {
+    if (closure(m, node) < 0)
+        return -1;
+    int32_t id = m->closure_state.data[node];
+    if (id < 0) { /* closure_pool is not state_pool: intern_state may read it */
+        id = intern_state(m, m->closure_pool.data + m->closure_start.data[node], m->closure_len.data[node]);
+        if (id >= 0)
+            m->closure_state.data[node] = id;
+    }
+    return id;
+}
+
 /* The state of the union of the closures of each stack's next node (-1 for a stack whose
- * target is dead), interned; -1 on error. */
+ * target is dead), interned; -1 on error. One live stack (most bytes of a two-stack state: the
+ * whitespace rule's frame dies on all but a few) reaches its closure's state (closure_alone). */
 int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, Py_ssize_t k) {
+    Py_ssize_t live = 0, only = 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (targets[i] >= 0)
+            live++, only = i;
+    if (live == 1) {
+        int32_t node = node_lookup(m, m->node_parent.data[stacks[only]], targets[only]);
+        return node < 0 ? -1 : closure_alone(m, node);
+    }
     m->found.len = 0;
     for (Py_ssize_t i = 0; i < k; i++) {
         if (targets[i] < 0)
@@ -217,7 +241,7 @@ int32_t union_state(Machine *m, const int32_t *stacks, const int32_t *targets, P
         m->found.len += m->closure_len.data[node];
     }
     Py_ssize_t count = m->found.len;
-    if (k > 1) { /* one closure is sorted and distinct already */
+    if (live > 1) { /* one closure is sorted and distinct already */
         qsort(m->found.data, (size_t)count, sizeof(int32_t), cmp_int32);
         Py_ssize_t w = 0;
         for (Py_ssize_t r = 0; r < count; r++)
@@ -246,21 +270,114 @@ Py_ssize_t top_frames(Machine *m, int32_t state, int32_t *stacks, const int32_t 
     return k;
 }
 
+/* The first byte past `b` that starts a run of `edges` (256 bits), or 256. */
+static inline int next_edge(const uint64_t *edges, int b) {
+    for (int w = (b + 1) >> 6; w < CLASS_EDGE_WORDS; w++) {
+        uint64_t bits = w == (b + 1) >> 6 ? edges[w] & (~(uint64_t)0 << ((b + 1) & 63)) : edges[w];
+        if (bits)
+            return (w << 6) + __builtin_ctzll(bits);
+    }
+    return 256;
+}
+
+/* The class edges (class_edges) of the rule of `stack`'s top frame, found on first use (all zero
+ * until then: byte 0 always starts a run, so a found rule's bit 0 is set). */
+static inline const uint64_t *edges_of(Machine *m, int32_t stack) {
+    int32_t rule = m->rule_of[m->node_frame.data[stack]];
+    uint64_t *edges = m->class_edges + (Py_ssize_t)rule * CLASS_EDGE_WORDS;
+    if (!(edges[0] & 1)) {
+        const uint8_t *cmap = m->classmaps + (Py_ssize_t)rule * 256;
+        edges[0] = 1;
+        for (int b = 1; b < 256; b++)
+            if (cmap[b] != cmap[b - 1])
+                edges[b >> 6] |= (uint64_t)1 << (b & 63);
+    }
+    return edges;
+}
+
 /* The row of a state with one stack (other than the empty one), `stack`, whose top frame's DFA row
  * and byte classes are `dfa_row` and `cmap`: a byte's target is its class's, so each class is
- * looked up and its union interned once, and the bytes only copy their class's result. */
+ * looked up and its union interned once, run by run of the class map (class_edges), and the
+ * bytes of a run take their class's result. */
 static int one_stack_row(Machine *m, int32_t stack, const int32_t *dfa_row, const uint8_t *cmap, int32_t *row) {
     int32_t by_class[256];
     memset(by_class, 0xff, sizeof(by_class)); /* -1: not found yet */
-    for (int b = 0; b < 256; b++) {
-        int32_t *target = by_class + cmap[b];
+    const uint64_t *edges = edges_of(m, stack);
+    for (int lo = 0, hi; lo < 256; lo = hi) {
+        hi = next_edge(edges, lo);
+        int32_t *target = by_class + cmap[lo];
         if (*target < 0) {
-            int32_t next = dfa_row[cmap[b]];
+            int32_t next = dfa_row[cmap[lo]];
             *target = next < 0 ? 0 : union_state(m, &stack, &next, 1);
             if (*target < 0)
                 return -1;
         }
-        row[b] = *target;
+        for (int b = lo; b < hi; b++)
+            row[b] = *target;
+    }
+    return 0;
+}
+
+/* The row of a state of `k` stacks (k != 1), built run by run: the bytes between two edges of
+ * any stack's classmap (class_edges) have the same class in every stack, so the same targets;
+ * each run's target vector is looked up once and, if no earlier run had it, its union interned.
+ * The runs are met in byte order, so the unions are interned in the order a byte-by-byte pass
+ * would intern them (the same state ids). `targets` and `seen` as compute_row gives them. */
+static int many_stacks_row(Machine *m, const int32_t *stacks, const int32_t **dfa_rows, const uint8_t **cmaps, Py_ssize_t k,
+                           int32_t *targets, int32_t **seen_io, Py_ssize_t *seen_cap, const int32_t *seen_local, int32_t *row) {
+    uint64_t edges[CLASS_EDGE_WORDS] = {1};
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const uint64_t *own = edges_of(m, stacks[i]);
+        for (int w = 0; w < CLASS_EDGE_WORDS; w++)
+            edges[w] |= own[w];
+    }
+    int32_t *seen = *seen_io;
+    Py_ssize_t width = k + 1, num_seen = 0;
+    for (int lo = 0, hi; lo < 256; lo = hi) {
+        hi = next_edge(edges, lo);
+        int live = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            targets[i] = dfa_rows[i][cmaps[i][lo]];
+            live |= targets[i] >= 0;
+        }
+        int32_t target = 0;
+        if (live) {
+            /* the run before's vector first, then the others */
+            Py_ssize_t j = num_seen;
+            for (Py_ssize_t tries = 0; tries < num_seen; tries++) {
+                Py_ssize_t c = tries == 0 ? num_seen - 1 : tries - 1;
+                const int32_t *vec = seen + c * width;
+                Py_ssize_t i = 0;
+                while (i < k && vec[i] == targets[i])
+                    i++;
+                if (i == k) {
+                    j = c;
+                    break;
+                }
+            }
+            if (j < num_seen)
+                target = seen[j * width + k];
+            else {
+                if ((target = union_state(m, stacks, targets, k)) < 0)
+                    return -1;
+                if (num_seen == *seen_cap) {
+                    int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)(width * *seen_cap * 2));
+                    if (!grown) {
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    memcpy(grown, seen, sizeof(int32_t) * (size_t)(width * *seen_cap));
+                    if (seen != seen_local)
+                        free(seen);
+                    *seen_io = seen = grown;
+                    *seen_cap *= 2;
+                }
+                memcpy(seen + num_seen * width, targets, sizeof(int32_t) * (size_t)k);
+                seen[num_seen++ * width + k] = target;
+            }
+        }
+        for (int b = lo; b < hi; b++)
+            row[b] = target;
     }
     return 0;
 }
@@ -285,7 +402,7 @@ int compute_row(Machine *m, int32_t state) {
     const uint8_t **cmaps = cmap_local;
     int32_t *stacks = stacks_local, *targets = targets_local, *seen = seen_local;
     const int32_t **dfa_rows = dfa_local;
-    Py_ssize_t seen_cap = 16, num_seen = 0, k = 0;
+    Py_ssize_t seen_cap = 16, k = 0;
     if (len > LOCAL_STACKS) {
         stacks = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
         targets = (int32_t *)malloc(sizeof(int32_t) * (size_t)len);
@@ -299,59 +416,11 @@ int compute_row(Machine *m, int32_t state) {
         }
     }
     k = top_frames(m, state, stacks, dfa_rows, cmaps);
-    int failed = 0;
-    Py_ssize_t width = k + 1;
+    int failed;
     if (k == 1) /* one stack (most states): its own path */
         failed = one_stack_row(m, stacks[0], dfa_rows[0], cmaps[0], row) < 0;
-    for (int b = 0; b < 256 && k != 1 && !failed; b++) {
-        int live = 0;
-        for (Py_ssize_t i = 0; i < k; i++) {
-            targets[i] = dfa_rows[i][cmaps[i][b]];
-            live |= targets[i] >= 0;
-        }
-        if (!live) {
-            row[b] = 0;
-            continue;
-        }
-        /* the byte before's vector first (byte groups are mostly ranges), then the others */
-        Py_ssize_t j = num_seen;
-        for (Py_ssize_t tries = 0; tries < num_seen; tries++) {
-            Py_ssize_t c = tries == 0 ? num_seen - 1 : tries - 1;
-            const int32_t *vec = seen + c * width;
-            Py_ssize_t i = 0;
-            while (i < k && vec[i] == targets[i])
-                i++;
-            if (i == k) {
-                j = c;
-                break;
-            }
-        }
-        if (j < num_seen) {
-            row[b] = seen[j * width + k];
-            continue;
-        }
-        int32_t target = union_state(m, stacks, targets, k);
-        if (target < 0) {
-            failed = 1;
-            break;
-        }
-        if (num_seen == seen_cap) {
-            int32_t *grown = (int32_t *)malloc(sizeof(int32_t) * (size_t)(width * seen_cap * 2));
-            if (!grown) {
-                PyErr_NoMemory();
-                failed = 1;
-                break;
-            }
-            memcpy(grown, seen, sizeof(int32_t) * (size_t)(width * seen_cap));
-            if (seen != seen_local)
-                free(seen);
-            seen = grown;
-            seen_cap *= 2;
-        }
-        memcpy(seen + num_seen * width, targets, sizeof(int32_t) * (size_t)k);
-        seen[num_seen++ * width + k] = target;
-        row[b] = target;
-    }
+    else
+        failed = many_stacks_row(m, stacks, dfa_rows, cmaps, k, targets, &seen, &seen_cap, seen_local, row) < 0;
     if (stacks != stacks_local) {
         free(stacks);
         free(targets);
@@ -375,14 +444,7 @@ int compute_row(Machine *m, int32_t state) {
 int32_t machine_start_state(Machine *m) {
     if (m->start < 0) {
         int32_t first = node_lookup(m, 0, m->base[0]);
-        if (first < 0 || closure(m, first) < 0)
-            return -1;
-        Vec start = {NULL, 0, 0};
-        if (vec_reserve(&start, m->closure_len.data[first] + 1) < 0)
-            return -1;
-        memcpy(start.data, m->closure_pool.data + m->closure_start.data[first], sizeof(int32_t) * (size_t)m->closure_len.data[first]);
-        int32_t id = intern_state(m, start.data, m->closure_len.data[first]);
-        free(start.data);
+        int32_t id = first < 0 ? -1 : closure_alone(m, first);
         if (id < 0)
             return -1;
         m->start = id;
@@ -421,7 +483,8 @@ int machine_begin(Machine *m) {
 
     /* node 0: the empty stack; state 0: dead, its row all dead */
     if (vec_push(&m->node_parent, -1) < 0 || vec_push(&m->node_frame, -1) < 0 || vec_push(&m->closure_start, -1) < 0
-        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->mark, 0) < 0 || intern_state(m, NULL, 0) != 0)
+        || vec_push(&m->closure_len, 0) < 0 || vec_push(&m->closure_state, -1) < 0 || vec_push(&m->mark, 0) < 0
+        || intern_state(m, NULL, 0) != 0)
         return -1;
     return compute_row(m, 0); /* no stacks: every byte dead */
 }

@@ -6,8 +6,8 @@
 void machine_free_arrays(Machine *m) {
     void *blocks[] = {(void *)m->frame_row, m->canon, m->sig_slots, m->sig_start.data, m->sig_len.data, m->sig_frame.data,
                       m->sig_pool.data, m->sig_scratch.data, m->future_num.data, m->range_start.data, m->range_len.data, m->range_pool.data, m->future_long.data, m->search_mark.data, m->search_num.data,
-                      m->search_stack.data, m->classmaps, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
-                      m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data,
+                      m->search_stack.data, m->classmaps, m->class_edges, m->rule_of, m->base, m->call_start, m->call_callee, m->call_ret, m->flags,
+                      m->node_slots, m->state_slots, m->node_parent.data, m->node_frame.data, m->closure_start.data, m->closure_len.data, m->closure_state.data,
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data, m->utf8_memo.data, m->steps_asked.data};
     for (Py_ssize_t r = 0; m->rule_table && r < m->rule_capacity; r++)
@@ -59,6 +59,7 @@ int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t 
     }
     if (rule_cap != m->rule_capacity) {
         if (resize_block((void **)&m->base, rule_cap, 4) < 0 || resize_block((void **)&m->classmaps, rule_cap, 256) < 0
+            || resize_block((void **)&m->class_edges, rule_cap, CLASS_EDGE_WORDS * sizeof(uint64_t)) < 0
             || resize_block((void **)&m->rule_table, rule_cap, sizeof(int32_t *)) < 0)
             return -1;
         for (Py_ssize_t r = m->rule_capacity; r < rule_cap; r++) {
@@ -143,6 +144,8 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         return -1; /* nothing counted yet */
     }
     memcpy(m->classmaps + (Py_ssize_t)rule * 256, p->classmap, 256);
+    /* found when a row first needs them (_pushdown.c, edges_of): most rules' rows never are */
+    memset(m->class_edges + (Py_ssize_t)rule * CLASS_EDGE_WORDS, 0, CLASS_EDGE_WORDS * sizeof(uint64_t));
     m->base[rule] = (int32_t)b0;
     m->rule_table[rule] = dfa;
     m->num_rules = rules;
