@@ -139,7 +139,7 @@ def test_the_normaliser_is_one_class_and_its_modules_read_no_private_names():
 
 
 def test_nested_lazy_steps_share_one_working_normaliser_dropped_after(monkeypatch):
-    """SchemaSource._step: the steps nested in the outermost one (a schema's subschemas) use its
+    """SchemaSource._outermost_step: the steps nested in the outermost one (a schema's subschemas) use its
     working Normalizer; it is dropped when that step ends (the source holds no algebra after)."""
     from strictgen.grammar.schema import applicators
 

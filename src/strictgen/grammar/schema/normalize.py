@@ -135,7 +135,7 @@ class SchemaSource:
         self._contents: dict[int, str] = {}
         self._views: dict[int, dict] = {}
         self._keep: list = []  # keeps schema objects alive while their ids are cache keys
-        self._working: Normalizer | None = None  # while a lazy step is under way (_step)
+        self._working: Normalizer | None = None  # while a lazy step is under way (_outermost_step)
         self.pointers: dict[int, str] = {}
         self.documents = SchemaDocuments.of(documents)
         self.documents.check_bounds()
@@ -217,22 +217,28 @@ class SchemaSource:
     # ---- the lazy step of the formula algebra ----
 
     def conjuncts(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
-        """The conjuncts of the src formula `f` (schema.applicators)."""
-        return self._step(applicators.src_conjuncts, formulas, f)
-
-    def complement(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
-        """The conjuncts of the negation of the src formula `f` (schema.applicators)."""
-        return self._step(applicators.src_complement, formulas, f)
-
-    def _step(self, step: Callable[[Normalizer, Formula], list[Conjunct]], formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
-        """`step(norm, f)` with a working Normalizer over this source and `formulas`: the one made
-        by the outermost step under way, which the steps nested in it (a schema's subschemas are
-        normalised inside its own normalisation) share; copying the services into a new one
-        per step was ~2% of the front end. It is dropped when the outermost step ends, so this
-        source holds no algebra between steps (no reference cycle outlives a step)."""
+        """The conjuncts of the src formula `f` (schema.applicators). A nested step calls the
+        applicator straight from here: each Python frame a nesting level costs counts against
+        the interpreter's recursion limit, which MAX_APPLICATOR_NESTING's levels must stay under."""
         norm = self._working
         if norm is not None and norm.formulas is formulas:
-            return step(norm, f)
+            return applicators.src_conjuncts(norm, f)
+        return self._outermost_step(applicators.src_conjuncts, formulas, f)
+
+    def complement(self, formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
+        """The conjuncts of the negation of the src formula `f` (schema.applicators); nested as `conjuncts`."""
+        norm = self._working
+        if norm is not None and norm.formulas is formulas:
+            return applicators.src_complement(norm, f)
+        return self._outermost_step(applicators.src_complement, formulas, f)
+
+    def _outermost_step(self, step: Callable[[Normalizer, Formula], list[Conjunct]], formulas: FormulaAlgebra, f: Formula) -> list[Conjunct]:
+        """`step(norm, f)` with a new working Normalizer over this source and `formulas`, which
+        the steps nested in it (a schema's subschemas are normalised inside its own
+        normalisation) share; copying the services into a new one per step was ~2% of the front
+        end. It is dropped when this step ends, so this source holds no algebra between steps
+        (no reference cycle outlives a step)."""
+        norm = self._working
         self._working = Normalizer.working(self, formulas)
         try:
             return step(self._working, f)
