@@ -6,6 +6,9 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -505,6 +508,25 @@ def test_call_freedom_is_its_definition_with_the_same_memo(dag, data):
         assert builder._calls_nothing(node) == want
         assert dict(builder._memo.call_free) == memo_py
 
+
+
+_CYCLE = """
+from strictgen.grammar.automata import NFABuilder
+from strictgen.grammar.ir import Alt, Literal, Repeat, RuleRef, Seq
+for called, want in (({"c": 0}, False), ({"d": 0}, True)):
+    rules = {"a": Seq((Literal(b"x"), RuleRef("b"), Repeat(RuleRef("c"), 0, None))), "b": Alt((Literal(b"y"), Seq((Literal(b"z"), RuleRef("a"))))), "c": Literal(b"c")}
+    builder = NFABuilder(rules, called, set())
+    print([builder._calls_nothing(x) for x in (rules["a"], rules["b"], RuleRef("b"), rules["b"].items[1])] == [want] * 4)
+"""
+
+
+def test_call_freedom_ends_on_inlined_rules_on_a_cycle():
+    """Inlined rules on a reference cycle with the only call after it (a: x b c*, b: y | z a, c
+    called): the walk ends, and every node on the cycle reaches the call (none was marked free
+    before the walk met it). The walk holds the GIL, so a hang is caught in a subprocess."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", _CYCLE], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "True"], done.stderr
 
 @SETTINGS
 @given(ir_dags(), exprs)

@@ -249,3 +249,57 @@ def test_the_c_writer_follows_the_builders_shared_set_over_one_memo():
     shared.update(shared_nodes([expr]))  # the first set, grown in place
     python, c = _both(NFABuilder({}, {}, shared, memo), expr, False)
     assert c == python and lowering.SHARED in array.array("i", c[0][1])
+
+
+class _Counting(NFABuilder):
+    """A builder that counts the questions the writers ask it (embedded_dfa, templated)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.asked = 0
+
+    def embedded_dfa(self, expr):
+        self.asked += 1
+        return super().embedded_dfa(expr)
+
+    def templated(self, key):
+        self.asked += 1
+        return super().templated(key)
+
+
+def test_the_c_writer_reads_what_the_memo_settles_and_asks_the_rest():
+    """The C writer reads the builder's memo (`memo_answers`) where it settles an answer, so a
+    program written again asks nothing, and asks fewer questions than the reference, which asks
+    at every shared node and copy; both write the same ops and leave the same answers."""
+    rules = {"c": Literal(b"c")}
+    piece = Seq((Literal(b"ab"), ByteSet(((48, 57),))))  # calls nothing: embedded
+    calling = Seq((Literal(b"q"), RuleRef("c")))  # calls c: built
+    expr = Alt((Seq((piece, calling)), Seq((Literal(b"z"), piece, calling)), Repeat(calling, 2, 3)))
+    forget_kept_automata()
+    python = _Counting(rules, {"c": 0}, shared_nodes([expr]), BuildMemo())
+    c = _Counting(rules, {"c": 0}, shared_nodes([expr]), BuildMemo())
+    for _ in range(2):
+        python.asked = c.asked = 0
+        assert lowering.write(c, expr, False) == _reference(python, expr, False)
+        assert c.asked < python.asked, (c.asked, python.asked)
+    assert c.asked == 0 and python.asked > 0
+    for mine, theirs in zip(c.memo_answers, python.memo_answers):  # the same pieces embedded, built, templated
+        assert (mine.keys() if isinstance(mine, dict) else mine) == (theirs.keys() if isinstance(theirs, dict) else theirs)
+
+
+def test_the_c_writer_embeds_a_pieces_minimal_dfa_once_the_builder_has_made_it():
+    """A piece's answer changes when `regular_dfa` stores its minimal DFA (it then takes the place
+    of the determinised one): the C writer, which reads the memo live, embeds the new one, as the
+    reference does."""
+    piece = Seq((Literal(b"ab"), ByteSet(((48, 57),))))
+    expr = Alt((piece, Seq((Literal(b"c"), piece))))
+    builder = NFABuilder({}, {}, shared_nodes([expr]), BuildMemo())
+    lowering.write(builder, expr, False)
+    determinised = builder.embedded_dfa(piece)
+    minimal = builder.regular_dfa(piece)
+    assert minimal is not determinised and builder.embedded_dfa(piece) is minimal
+    python, c = _both(builder, expr, False)
+    assert c == python
+    ops = array.array("i", c[0][1])
+    embedded = [builder.lowering_memo.dfas[ops[i + 1]] for i in range(len(ops) - 1) if ops[i] == lowering.EMBED and ops[i - 1] != lowering.LIT]
+    assert minimal in embedded and determinised not in embedded

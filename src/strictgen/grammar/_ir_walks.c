@@ -334,10 +334,22 @@ static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObjec
     return children(part, types, sub) < 0 ? ERROR : ENTER;
 }
 
+/* The frame of the rule body `body` on the walk's path (an inlined rule met inside itself), or -1 */
+static Py_ssize_t on_path(const Frame *frames, Py_ssize_t nframes, PyObject *body) {
+    for (Py_ssize_t i = nframes - 1; i >= 0; i--)
+        if (frames[i].node == body)
+            return i;
+    return -1;
+}
+
 /* The walk of rule_free and call_free: the same answers and the same entries left in `known`
  * (id -> bool) as the Python walks they replace (rule_free's in the same order too): depth first,
  * a node marked True once all its children are, and on meeting a reference (or a node known
- * False) every node on the way to it marked False, the walk stopped there. */
+ * False) every node on the way to it marked False, the walk stopped there.
+ * Inlined rules on a reference cycle (call_free only: the Python walk recursed without end) are
+ * walked once: a rule body met again on the path is walked past, and a node finished above it
+ * on the path is free only if that body is, so it is not marked until the body is (`cycle`: the
+ * lowest such body's frame); the answers stay exact (a call after the cycle is still met). */
 static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called) {
     Frame *frames = frames_new(expr);
     Py_ssize_t nframes = 0, cap = FIRST_FRAMES;
@@ -365,6 +377,7 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
         }
     }
     nframes = 1;
+    Py_ssize_t cycle = PY_SSIZE_T_MAX;
     while (nframes) {
         Frame *f = &frames[nframes - 1];
         PyObject *below = NULL; /* a child to walk into */
@@ -377,7 +390,11 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
             if (how == REFERS)
                 goto refers;
             if (how == ENTER) {
-                if (sub.n > 0)
+                Py_ssize_t again = sub.n > 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] ? on_path(frames, nframes, kid(&sub, 0)) : -1;
+                if (again >= 0) {
+                    cycle = again < cycle ? again : cycle;
+                    release(&sub);
+                } else if (sub.n > 0)
                     below = part;
                 else if (sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] && known_set(known, part, Py_True) < 0) { /* an undefined rule */
                     release(&sub);
@@ -391,8 +408,10 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
                 goto done;
             continue;
         }
-        if (known_set(known, f->node, Py_True) < 0)
+        if (nframes - 1 <= cycle && known_set(known, f->node, Py_True) < 0)
             goto done;
+        if (nframes - 1 <= cycle)
+            cycle = PY_SSIZE_T_MAX;
         release(&f->k);
         nframes--;
     }

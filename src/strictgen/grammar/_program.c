@@ -6,8 +6,9 @@
  *   else `build_here`), in the same order, with the same entries left in `memo` (a LoweringMemo:
  *   dfas, dfa_index, fragment_ids, template_ids, segments). The walk itself (literals, byte sets,
  *   sequences, alternatives, repeats, calls, shared nodes, templates) is C; the builder is asked
- *   what only it decides, as Program asks it: embedded_dfa, charset_ops, regular_dfa, templated,
- *   kept_lookup, shared_ids, rules, called. It raises what Program raises (Unlowerable,
+ *   what only it decides, as Program asks it: embedded_dfa, charset_ops, regular_dfa,
+ *   kept_lookup, shared_ids, rules, called; where the builder's memo (memo_answers) already
+ *   settles an answer, it is read there instead (_known_answers.h), templated always. It raises what Program raises (Unlowerable,
  *   ProgramTooLong, GrammarTooLargeError, what the builder raises) and RecursionError where the
  *   IR nests deeper than the interpreter's recursion limit allows.
  * setup(types, errors): the IR types (Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy,
@@ -22,7 +23,7 @@
 
 #include <string.h>
 
-#include "_node_index.h"
+#include "_program_writer.h"
 #include "_walks.h"
 
 enum { OP_LIT = 1, OP_BYTES, OP_EDGES, OP_SEQ, OP_ALT, OP_REPEAT, OP_CALL, OP_EMBED, OP_SHARED, OP_TEMPLATE };
@@ -34,11 +35,11 @@ static PyObject *types[NTYPES], *errors[NERRORS];
 
 /* The fields read of a node, each of one exact type: from its slot (the IR's dataclasses have
  * slots), found once by setup(); by name where the type has no such slot (-1). */
-enum { F_DATA, F_RANGES, F_SEQ_ITEMS, F_ALT_ITEMS, F_ITEM, F_MIN, F_MAX, F_NAME, NFIELDS };
+enum { F_DATA, F_RANGES, F_CHARSET_RANGES, F_SEQ_ITEMS, F_ALT_ITEMS, F_ITEM, F_MIN, F_MAX, F_NAME, NFIELDS };
 static const struct {
     int type;
     const char *name;
-} field_of[NFIELDS] = {{T_LITERAL, "data"}, {T_BYTESET, "ranges"}, {T_SEQ, "items"}, {T_ALT, "items"},
+} field_of[NFIELDS] = {{T_LITERAL, "data"}, {T_BYTESET, "ranges"}, {T_CHARSET, "ranges"}, {T_SEQ, "items"}, {T_ALT, "items"},
                        {T_REPEAT, "item"},  {T_REPEAT, "min"},     {T_REPEAT, "max"}, {T_RULEREF, "name"}};
 static Py_ssize_t field_offset[NFIELDS];
 static PyObject *field_name[NFIELDS];
@@ -46,26 +47,8 @@ static PyObject *field_name[NFIELDS];
 /* node.<field> (a new reference), node of the field's exact type */
 static PyObject *field(PyObject *node, int f) { return ir_field(node, field_offset[f], field_name[f]); }
 static PyObject *s_rules, *s_called, *s_embedded_dfa, *s_charset_ops,
-    *s_regular_dfa, *s_templated, *s_kept_lookup, *s_shared_ids, *s_dfas, *s_dfa_index, *s_fragment_ids, *s_template_ids, *s_segments,
+    *s_regular_dfa, *s_memo_answers, *s_kept_lookup, *s_shared_ids, *s_dfas, *s_dfa_index, *s_fragment_ids, *s_template_ids, *s_segments,
     *k_item, *k_rule;
-
-typedef struct {
-    Py_ssize_t at;
-    int contained;
-} Open;
-
-/* One program being written: Program's state, its ops in C */
-typedef struct {
-    int32_t *ops;
-    Py_ssize_t len, cap, max_ops;
-    PyObject *builder, *shared, *kept, *rules, *called; /* borrowed from write()'s caller, or held by write() */
-    PyObject *dfas, *dfa_index, *fragment_ids, *template_ids, *segments;
-    const Offsets *shared_nodes; /* the nodes of `shared`, by address (SharedIndex) */
-    Offsets fragments;
-    PyObject *templates; /* key -> offset (int) here, or None while being written */
-    Open *open;
-    Py_ssize_t nopen, open_cap;
-} Writer;
 
 /* raise exc(value) (PyErr_SetObject would take a tuple value for the arguments); -1 */
 static int raise_with(PyObject *exc, PyObject *value) {
@@ -78,59 +61,6 @@ static int raise_with(PyObject *exc, PyObject *value) {
 
 static int build(Writer *w, PyObject *expr);
 static int build_here(Writer *w, PyObject *expr);
-
-static int room(Writer *w, Py_ssize_t n) {
-    if (w->len + n <= w->cap)
-        return 0;
-    Py_ssize_t cap = w->cap ? 2 * w->cap : 256;
-    while (cap < w->len + n)
-        cap *= 2;
-    int32_t *ops = realloc(w->ops, (size_t)cap * sizeof(int32_t));
-    if (!ops) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    w->ops = ops, w->cap = cap;
-    return 0;
-}
-
-static int put4(Writer *w, int32_t a, int32_t b, int32_t c, int32_t d) {
-    if (room(w, 4) < 0)
-        return -1;
-    int32_t *x = w->ops + w->len;
-    x[0] = a, x[1] = b, x[2] = c, x[3] = d;
-    w->len += 4;
-    return 0;
-}
-
-static int put2(Writer *w, int32_t a, int32_t b) {
-    if (room(w, 2) < 0)
-        return -1;
-    w->ops[w->len] = a, w->ops[w->len + 1] = b;
-    w->len += 2;
-    return 0;
-}
-
-/* a Python int as an int32 cell (what array('i') takes), or -1 with OverflowError */
-static int as_cell(PyObject *x, int32_t *out) {
-    long v = PyLong_AsLong(x);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (v < INT32_MIN || v > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
-        return -1;
-    }
-    *out = (int32_t)v;
-    return 0;
-}
-
-/* d.setdefault(key, len(d)) as an int32; -1 with an exception */
-static int numbered(PyObject *d, PyObject *key, int32_t *out) {
-    PyObject *n = PyLong_FromSsize_t(PyDict_GET_SIZE(d));
-    PyObject *got = n ? PyDict_SetDefault(d, key, n) : NULL;
-    Py_XDECREF(n);
-    return got ? as_cell(got, out) : -1;
-}
 
 /* Program._not_contained: the templates being written that began after `at` are not self-contained */
 static void not_contained(Writer *w, Py_ssize_t at) {
@@ -164,23 +94,25 @@ static int embed(Writer *w, PyObject *dfa) {
     return status < 0 ? -1 : put2(w, OP_EMBED, cell);
 }
 
-/* builder.<name>(expr) embedded when not None (*done set), else *done 0 */
-static int embed_asked(Writer *w, PyObject *name, PyObject *expr, int *done) {
-    PyObject *dfa = PyObject_CallMethodOneArg(w->builder, name, expr);
-    if (!dfa)
-        return -1;
-    *done = dfa != Py_None;
-    int status = *done ? embed(w, dfa) : 0;
-    Py_DECREF(dfa);
-    return status;
-}
-
 static int is_type(PyObject *expr, int t) { return (PyObject *)Py_TYPE(expr) == types[t]; }
 
 /* isinstance(expr, lowering.COMPOSITE) */
 static int composite(PyObject *expr) {
     return PyObject_TypeCheck(expr, (PyTypeObject *)types[T_SEQ]) || PyObject_TypeCheck(expr, (PyTypeObject *)types[T_ALT]) ||
            PyObject_TypeCheck(expr, (PyTypeObject *)types[T_REPEAT]) || PyObject_TypeCheck(expr, (PyTypeObject *)types[T_RULEREF]);
+}
+
+/* builder.embedded_dfa(expr) embedded when not None (*done set), else *done 0: read from the
+ * builder's memo where it settles the answer (_known_answers.h), else asked */
+static int embed_piece(Writer *w, PyObject *expr, int *done) {
+    PyObject *dfa = NULL;
+    int known = known_embedded(&w->known, expr, composite(expr), PyDict_GET_SIZE(w->called) > 0, w->kept, &dfa);
+    if (known < 0 || (!known && !(dfa = PyObject_CallMethodOneArg(w->builder, s_embedded_dfa, expr))))
+        return -1;
+    *done = dfa != Py_None;
+    int status = *done ? embed(w, dfa) : 0;
+    Py_DECREF(dfa);
+    return status;
 }
 
 /* Program.build: a shared node written once a program, referred to after */
@@ -204,7 +136,7 @@ static int build(Writer *w, PyObject *expr) {
         PyErr_NoMemory();
         return -1;
     }
-    if (put4(w, OP_SHARED, ident, 4, 0) < 0 || embed_asked(w, s_embedded_dfa, expr, &done) < 0 || (!done && build_here(w, expr) < 0))
+    if (put4(w, OP_SHARED, ident, 4, 0) < 0 || embed_piece(w, expr, &done) < 0 || (!done && build_here(w, expr) < 0))
         return status;
     w->ops[head + 3] = (int32_t)(w->len - head - 4);
     return 0;
@@ -229,10 +161,8 @@ static int copy(Writer *w, PyObject *key, PyObject *expr) {
     }
     if (PyErr_Occurred())
         return -1;
-    PyObject *made = PyObject_CallMethodOneArg(w->builder, s_templated, key);
-    int templated = made ? PyObject_IsTrue(made) : -1, done = 0;
-    Py_XDECREF(made);
-    if (templated < 0 || (!templated && embed_asked(w, s_embedded_dfa, expr, &done) < 0))
+    int templated = PyDict_Contains(w->known.templates, key), done = 0; /* builder.templated(key) */
+    if (templated < 0 || (!templated && embed_piece(w, expr, &done) < 0))
         return -1;
     if (done)
         return 0;
@@ -406,8 +336,10 @@ static int write_ruleref(Writer *w, PyObject *expr) {
 
 /* an Intersect, Difference or Spelled: its minimal DFA (builder.regular_dfa), embedded */
 static int write_regular(Writer *w, PyObject *expr) {
-    PyObject *dfa = PyObject_CallMethodOneArg(w->builder, s_regular_dfa, expr);
-    if (!dfa)
+    PyObject *key = PyLong_FromVoidPtr(expr), *dfa = NULL; /* made once a compile: then in the memo's dfas */
+    int known = key ? known_get(w->known.dfas, key, &dfa) : -1;
+    Py_XDECREF(key);
+    if (known < 0 || !(dfa = known ? Py_NewRef(dfa) : PyObject_CallMethodOneArg(w->builder, s_regular_dfa, expr)))
         return -1;
     int status = embed(w, dfa);
     Py_DECREF(dfa);
@@ -440,30 +372,28 @@ static int write_items(Writer *w, PyObject *expr, int32_t op) {
     return status;
 }
 
-/* Is expr a piece an earlier compile kept (kept(id) = (dfa, (expr, ...)))? Embedded then (*done). */
-static int embed_kept(Writer *w, PyObject *expr, int *done) {
-    *done = 0;
-    PyObject *key = PyLong_FromVoidPtr(expr);
-    PyObject *got = key ? PyObject_CallOneArg(w->kept, key) : NULL;
-    Py_XDECREF(key);
-    if (!got)
+/* a CharSet: its EDGES op, from the memo's charsets (by ranges) or builder.charset_ops */
+static int write_charset(Writer *w, PyObject *expr) {
+    PyObject *ranges = field(expr, F_CHARSET_RANGES), *ops = NULL;
+    int known = ranges ? known_get(w->known.charsets, ranges, &ops) : -1;
+    Py_XDECREF(ranges);
+    if (known < 0 || !(ops = known ? Py_NewRef(ops) : PyObject_CallMethodOneArg(w->builder, s_charset_ops, expr)))
         return -1;
-    int status = 0;
-    if (got != Py_None) {
-        PyObject *keep = PySequence_GetItem(got, 1), *first = keep ? PySequence_GetItem(keep, 0) : NULL, *dfa = NULL;
-        if (!first)
-            status = -1;
-        else if (first == expr) {
-            *done = 1;
-            dfa = PySequence_GetItem(got, 0);
-            status = dfa ? embed(w, dfa) : -1;
-        }
-        Py_XDECREF(keep);
-        Py_XDECREF(first);
-        Py_XDECREF(dfa);
-    }
-    Py_DECREF(got);
+    int status = write_ints(w, ops);
+    Py_DECREF(ops);
     return status;
+}
+
+/* Is expr a piece an earlier compile kept? Embedded then (*done). */
+static int embed_kept(Writer *w, PyObject *expr, int *done) {
+    PyObject *dfa;
+    int status = kept_dfa(w->kept, expr, &dfa);
+    *done = status == 1;
+    if (status == 1) {
+        status = embed(w, dfa);
+        Py_DECREF(dfa);
+    }
+    return status < 0 ? -1 : 0;
 }
 
 /* Program.build_here */
@@ -481,11 +411,8 @@ static int build_here(Writer *w, PyObject *expr) {
         status = write_items(w, expr, is_type(expr, T_SEQ) ? OP_SEQ : OP_ALT);
     else if (is_type(expr, T_BYTESET))
         status = write_byteset(w, expr);
-    else if (is_type(expr, T_CHARSET)) {
-        PyObject *ops = PyObject_CallMethodOneArg(w->builder, s_charset_ops, expr);
-        status = ops ? write_ints(w, ops) : -1;
-        Py_XDECREF(ops);
-    } else if (is_type(expr, T_REPEAT))
+    else if (is_type(expr, T_CHARSET))
+        status = write_charset(w, expr); else if (is_type(expr, T_REPEAT))
         status = write_repeat(w, expr);
     else if (is_type(expr, T_INTERSECT) || is_type(expr, T_DIFFERENCE) || is_type(expr, T_SPELLED))
         status = write_regular(w, expr);
@@ -544,6 +471,8 @@ static PyObject *write_program(PyObject *self, PyObject *args) {
     if (!(w.kept = PyObject_CallMethodNoArgs(builder, s_kept_lookup)))
         goto done;
     held[nheld++] = w.kept;
+    if (!(held[nheld] = PyObject_GetAttr(builder, s_memo_answers)) || known_from(held[nheld++], &w.known) < 0)
+        goto done;
     if (!PyAnySet_Check(w.shared)) {
         PyErr_SetString(PyExc_TypeError, "write: the builder's shared_ids are a set");
         goto done;
@@ -605,7 +534,7 @@ PyMODINIT_FUNC PyInit__program(void) {
                  {&s_embedded_dfa, "embedded_dfa"},
                  {&s_charset_ops, "charset_ops"},
                  {&s_regular_dfa, "regular_dfa"},
-                 {&s_templated, "templated"},
+                 {&s_memo_answers, "memo_answers"},
                  {&s_kept_lookup, "kept_lookup"},
                  {&s_shared_ids, "shared_ids"},
                  {&s_dfas, "dfas"},

@@ -394,6 +394,13 @@ class NFABuilder:
         (`DfaCache.same_lookup`: one dict read, asked at every composite node of a walk)."""
         return _pieces.same_lookup()
 
+    @property
+    def memo_answers(self) -> tuple:
+        """The memo's dicts and sets that settle most answers of `embedded_dfa`, `templated`,
+        `regular_dfa` and `charset_ops` (BuildMemo.answers): the C writer reads them live where
+        it would ask (a Python call each, ~5,800 a bench pass, cost more than the answers)."""
+        return self._memo.answers
+
     def templated(self, key: tuple) -> bool:
         """Has this builder's compile made the template `key` (`_copy`) in Python?"""
         return key in self._memo.templates

@@ -51,6 +51,8 @@ class BuildMemo:
         self.charsets: dict[tuple, list] = {} if charsets is None else charsets  # a CharSet's ranges -> its EDGES op
         self.embedding: set[int] = set()  # pieces whose DFA is being made (a rule met inside itself)
         self.lowering = LoweringMemo()  # what the C lowering's programs share (they share `called`)
+        # what the C writer reads instead of asking the builder where it settles the answer (_known_answers.h), in its order
+        self.answers = (self.dfas, self.embedded, self.built, self.too_big, self.embedding, self.call_free, self.templates, self.charsets)
         self._sub: BuildMemo | None = None
         self._is_sub = False
 

@@ -77,7 +77,9 @@ class DfaCache:
         if dfa.num_states * dfa.num_classes > self.cells // 8:
             return  # one automaton would crowd out the rest
         with self._lock:
-            old = self._map.pop(key)  # a replaced entry is forgotten here (the map reports evictions only)
+            # a replaced entry is forgotten here (the map reports evictions only); asked first with
+            # a lock-free read, as every put of a bench pass was of a new key (the pop cost as much as the put)
+            old = self._map.pop(key) if key in self._map else None
             if old is not None:
                 _count(self._kept_counts, old[1], -1)
             if self._map.put(key, (dfa, keep)):
