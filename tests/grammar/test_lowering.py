@@ -167,19 +167,20 @@ def _both(builder, expr, shared, max_ops=None):
 @contextlib.contextmanager
 def _compared(seen: list):
     """Every program the builders write is written by both writers and compared (appended to `seen`)."""
-    write = automata.write
+    write_c = automata.write_c
 
-    def compared(builder, expr, shared, max_ops=None):
+    def compared(builder, memo, expr, shared, max_ops):
+        assert memo is builder.lowering_memo
         python, c = _both(builder, expr, shared, max_ops)
         assert c == python
         seen.append(c[0][0])
-        return write(builder, expr, shared, max_ops) if c[0][0] != "ops" else c[0][1]
+        return write_c(builder, memo, expr, shared, max_ops) if c[0][0] != "ops" else c[0][1]
 
-    automata.write = compared
+    automata.write_c = compared
     try:
         yield
     finally:
-        automata.write = write
+        automata.write_c = write_c
 
 
 def test_the_c_writer_writes_every_program_of_the_bench_schemas_compiles_as_the_reference(qwen):

@@ -22,7 +22,7 @@ from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 from .build_memo import WALKED_KINDS, BuildMemo
 from .json_spelling import spell
-from .lowering import COMPOSITE, LoweringMemo, Unlowerable, charset_ops, write
+from .lowering import COMPOSITE, MAX_COPIES, LoweringMemo, Unlowerable, charset_ops, write_c
 
 MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
@@ -101,7 +101,7 @@ class NFABuilder:
         if not self.in_c:
             return False
         try:
-            ops = write(self, expr, shared, max_ops)
+            ops = write_c(self, self.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)  # no frame between (lowering.write_c)
         except Unlowerable:
             return False
         memo = self.lowering_memo

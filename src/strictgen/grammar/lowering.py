@@ -241,8 +241,15 @@ class Program:
 _program.setup((Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong, GrammarTooLargeError))
 
 
+# The C writer itself, `write_c(builder, builder.lowering_memo, expr, shared, max_ops)`: what
+# NFABuilder._lowered calls, with no Python frame around it. A rule inlined in a rule is lowered
+# inside its builder's question (embedded_dfa → sub_nfa → _lowered), once a level, and every Python
+# frame a level costs counts against the interpreter's recursion limit (a 150-rule Lark chain).
+write_c = _program.write
+
+
 def write(builder: NFABuilder, expr: Expr, shared: bool, max_ops: int | None = None) -> bytes:
     """The ops (native int32s) that `Program(builder, max_ops)` writes for `expr` (its `build` when
     `shared`, else `build_here`), written by C with the same questions to the builder, the same
     entries left in its lowering memo and the same errors raised."""
-    return _program.write(builder, builder.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)
+    return write_c(builder, builder.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)
