@@ -1,4 +1,4 @@
-"""The walk that writes rule programs (`lowering.write`, in C; with --python the reference
+"""The walk that writes rule programs (`lowering.write_c`, in C; with --python the reference
 `lowering.Program`), timed alone: every program the
 bench's compiles write (each bench schema compiled with a fresh GrammarCompiler, as `strictgen
 bench` does) is recorded with its builder, then written again ROUNDS times from a fresh
@@ -50,7 +50,7 @@ def in_python(builder, expr, shared) -> int:
 
 
 def in_c(builder, expr, shared) -> int:
-    return len(lowering.write(builder, expr, shared)) // 4
+    return len(lowering.write_c(builder, builder.lowering_memo, expr, shared, lowering.MAX_COPIES)) // 4
 
 
 def replay(seen: list, writer, clock=time.perf_counter) -> tuple[float, int]:

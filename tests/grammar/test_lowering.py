@@ -2,7 +2,7 @@
 against the Python builder it replaces: on random rule sets (calls, inlined rules, shared nodes,
 counted and unbounded repeats, character classes, intersections and differences) both build the
 same NFA state by state, edge by edge, and the C side built every one of them (none fell back).
-And the program's two writers, `lowering.write` (C) against `lowering.Program` (the Python
+And the program's two writers, `lowering.write_c` (C) against `lowering.Program` (the Python
 reference): the same ops, the same memo left, the same errors, on those rule sets and on every
 program the bench schemas' compiles write."""
 
@@ -152,15 +152,20 @@ def _reference(builder, expr, shared, max_ops=None):
     return program.ops.tobytes()
 
 
+def _write(builder, expr, shared, max_ops=None) -> bytes:
+    """The C writer's program for `expr`, as NFABuilder._lowered asks it (`lowering.write_c`)."""
+    return lowering.write_c(builder, builder.lowering_memo, expr, shared, lowering.MAX_COPIES if max_ops is None else max_ops)
+
+
 def _both(builder, expr, shared, max_ops=None):
     """The outcomes of both writers (Python first, on a copy of the memo) and the memos left. A
     first write on a copy of the memo that is dropped makes the pieces the builder is asked for
     (an embedded piece's own program, written meanwhile, may change the memo of a builder that
     calls nothing: its sub-builders share it): both writers then start from the same state."""
-    _outcome(lambda: lowering.write(_Beside(builder, _memo_copy(builder.lowering_memo)), expr, shared, max_ops))
+    _outcome(lambda: _write(_Beside(builder, _memo_copy(builder.lowering_memo)), expr, shared, max_ops))
     beside = _Beside(builder, _memo_copy(builder.lowering_memo))
     python = _outcome(lambda: _reference(beside, expr, shared, max_ops))
-    c = _outcome(lambda: lowering.write(builder, expr, shared, max_ops))
+    c = _outcome(lambda: _write(builder, expr, shared, max_ops))
     return (python, _memo_state(beside.lowering_memo)), (c, _memo_state(builder.lowering_memo))
 
 
@@ -234,7 +239,7 @@ def test_the_c_writer_raises_recursion_error_on_ir_nested_past_the_recursion_lim
         deep = Seq((Literal(b"("), deep))
     builder = NFABuilder({}, {}, set(), BuildMemo())
     with pytest.raises(RecursionError):
-        lowering.write(builder, deep, False)
+        _write(builder, deep, False)
 
 
 def test_the_c_writer_follows_the_builders_shared_set_over_one_memo():
@@ -281,7 +286,7 @@ def test_the_c_writer_reads_what_the_memo_settles_and_asks_the_rest():
     c = _Counting(rules, {"c": 0}, shared_nodes([expr]), BuildMemo())
     for _ in range(2):
         python.asked = c.asked = 0
-        assert lowering.write(c, expr, False) == _reference(python, expr, False)
+        assert _write(c, expr, False) == _reference(python, expr, False)
         assert c.asked < python.asked, (c.asked, python.asked)
     assert c.asked == 0 and python.asked > 0
     for mine, theirs in zip(c.memo_answers, python.memo_answers):  # the same pieces embedded, built, templated
@@ -295,7 +300,7 @@ def test_the_c_writer_embeds_a_pieces_minimal_dfa_once_the_builder_has_made_it()
     piece = Seq((Literal(b"ab"), ByteSet(((48, 57),))))
     expr = Alt((piece, Seq((Literal(b"c"), piece))))
     builder = NFABuilder({}, {}, shared_nodes([expr]), BuildMemo())
-    lowering.write(builder, expr, False)
+    _write(builder, expr, False)
     determinised = builder.embedded_dfa(piece)
     minimal = builder.regular_dfa(piece)
     assert minimal is not determinised and builder.embedded_dfa(piece) is minimal

@@ -3,7 +3,7 @@ front ends ask about a regular language: is it empty, is a string in it, how big
 
 `NFABuilder` is the one IR → NFA lowering: `compile/automaton.py` builds every rule with it (rules
 kept as calls become call edges), and the front ends use it through `Language` for emptiness and
-membership. It builds through the C lowering (`lowering.write` writes the rule as a flat
+membership. It builds through the C lowering (`lowering.write_c` writes the rule as a flat
 program, in C; `regular.lower` makes the NFA from it without the GIL), and in Python where that would
 not give the same NFA. Intersections and differences are regular operations: inside a larger expression
 they become minimal DFAs (products in the core) embedded in the NFA; at the top of a question
@@ -93,7 +93,7 @@ class NFABuilder:
 
     def _lowered(self, expr: Expr, start: int, end: int, shared: bool, max_ops: int | None = None) -> bool:
         """Did the C lowering (`regular.lower`) build `expr` from start to end? C writes the rule as
-        a flat program (`lowering.write`), asking this builder on the way the decisions only it
+        a flat program (`lowering.write_c`), asking this builder on the way the decisions only it
         takes (which pieces are embedded DFAs, which rules are calls); C builds the NFA from it
         without the GIL. False where it would not give what the Python builder gives (a rule met
         inside itself, a limit reached): the NFA is then as it was, and the Python builder raises

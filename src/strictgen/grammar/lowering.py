@@ -6,7 +6,7 @@ NFA from without the GIL (issues 28/29: rule builds were two thirds Python, and 
 it writes, in pre-order, int32 ops that leave only the NFA's states and edges to C, which makes
 them as the Python builder would, state by state (regular/_lower.c lists the ops).
 
-`write` is that walk in C (`_program.c`, issue 29: the Python walk was ~20% of the bench's compile
+`write_c` is that walk in C (`_program.c`, issue 29: the Python walk was ~20% of the bench's compile
 time): the same ops in the same order, the builder asked the same questions; `Program` stays
 the reference the tests compare it with.
 """
@@ -241,15 +241,11 @@ class Program:
 _program.setup((Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong, GrammarTooLargeError))
 
 
-# The C writer itself, `write_c(builder, builder.lowering_memo, expr, shared, max_ops)`: what
-# NFABuilder._lowered calls, with no Python frame around it. A rule inlined in a rule is lowered
-# inside its builder's question (embedded_dfa → sub_nfa → _lowered), once a level, and every Python
-# frame a level costs counts against the interpreter's recursion limit (a 150-rule Lark chain).
+# The C writer, `write_c(builder, builder.lowering_memo, expr, shared, max_ops)`: the ops (native
+# int32s) that `Program(builder, max_ops)` writes for `expr` (its `build` when `shared`, else
+# `build_here`), written by C with the same questions to the builder, the same entries left in its
+# lowering memo and the same errors raised. NFABuilder._lowered calls it with no Python frame
+# around it: a rule inlined in a rule is lowered inside its builder's question (embedded_dfa →
+# sub_nfa → _lowered), once a level, and every Python frame a level costs counts against the
+# interpreter's recursion limit (a 150-rule Lark chain).
 write_c = _program.write
-
-
-def write(builder: NFABuilder, expr: Expr, shared: bool, max_ops: int | None = None) -> bytes:
-    """The ops (native int32s) that `Program(builder, max_ops)` writes for `expr` (its `build` when
-    `shared`, else `build_here`), written by C with the same questions to the builder, the same
-    entries left in its lowering memo and the same errors raised."""
-    return write_c(builder, builder.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)
