@@ -1,12 +1,14 @@
 /* Walks of the IR that the lowering makes over every node it meets (grammar/automata.py), in C:
  * in Python each cost ~0.4-1 us a node, over tens of thousands of nodes in a big schema.
  *
- * shared(roots, types, kept) -> set of ids: automata.shared_nodes (5% of the bench's compiles)
+ * shared(roots, types, kept, kept_regular) -> set of ids: automata.shared_nodes (5% of the bench's compiles)
  *   roots  a list of expressions (the rules' bodies)
  *   types  (Seq, Alt, Intersect, Repeat, Spelled, Difference): the composite node types, the
  *          first three holding `items`, the next two `item`, the last `base` and `minus`
  *   kept   a function of id(node) giving an entry (dfa, (node, ...)) or None: a node whose entry
  *          holds that very node is not walked into (its automaton is embedded whole)
+ *   kept_regular  the same, asked of Intersect, Spelled and Difference nodes only (their minimal
+ *          automata, which the builder takes whole without walking into them)
  * Exactly the Python walk: a stack from the roots (each taken from the end), each node's children
  * in order, a child met a second time (by identity) shared; a leaf has no children. Nodes are
  * borrowed: the IR is immutable and the caller holds the roots.
@@ -166,7 +168,7 @@ static void release(Kids *k) {
 }
 
 /* e's children pushed (those met before marked shared); 0, or -1 with an exception */
-static int visit(PyObject *e, PyObject *const *types, PyObject *kept, PtrSet *seen, PtrSet *shared, Stack *work) {
+static int visit(PyObject *e, PyObject *const *types, PyObject *kept, PyObject *kept_regular, PtrSet *seen, PtrSet *shared, Stack *work) {
     Kids k;
     if (children(e, types, &k) < 0)
         return -1;
@@ -174,7 +176,10 @@ static int visit(PyObject *e, PyObject *const *types, PyObject *kept, PtrSet *se
         return 0; /* a leaf: no children */
     Py_ssize_t n = k.n;
     int status = 0;
-    int own = status ? 0 : kept_whole(kept, e);
+    int own = kept_whole(kept, e);
+    PyObject *t = (PyObject *)Py_TYPE(e);
+    if (!own && (t == types[SPELLED] || t == types[INTERSECT] || t == types[DIFFERENCE]))
+        own = kept_whole(kept_regular, e);
     if (own < 0)
         status = -1;
     for (Py_ssize_t i = 0; !status && !own && i < n; i++) {
@@ -202,8 +207,8 @@ static PyObject *const *ir_types(PyObject *types_obj, Py_ssize_t n, const char *
 }
 
 static PyObject *shared(PyObject *self, PyObject *args) {
-    PyObject *roots, *types_obj, *kept;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &roots, &PyTuple_Type, &types_obj, &kept))
+    PyObject *roots, *types_obj, *kept, *kept_regular;
+    if (!PyArg_ParseTuple(args, "O!O!OO", &PyList_Type, &roots, &PyTuple_Type, &types_obj, &kept, &kept_regular))
         return NULL;
     PyObject *const *types = ir_types(types_obj, NTYPES, "shared");
     if (!types)
@@ -221,7 +226,7 @@ static PyObject *shared(PyObject *self, PyObject *args) {
             goto done;
         }
     while (work.len)
-        if (visit(work.data[--work.len], types, kept, &seen, &both, &work) < 0)
+        if (visit(work.data[--work.len], types, kept, kept_regular, &seen, &both, &work) < 0)
             goto done;
     out = PySet_New(NULL);
     for (size_t i = 0; out && i <= both.mask; i++) {
@@ -551,7 +556,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"shared", shared, METH_VARARGS, "shared(roots, types, kept) -> the ids of the nodes used in more than one place (automata.shared_nodes)."},
+    {"shared", shared, METH_VARARGS, "shared(roots, types, kept, kept_regular) -> the ids of the nodes used in more than one place (automata.shared_nodes)."},
     {"rule_free", rule_free, METH_VARARGS, "rule_free(expr, known, types) -> does expr refer to no rule? (automata._refers_to_no_rule)"},
     {"content_hash", content_hash, METH_VARARGS, "content_hash(expr, hashes, types) -> ContentKeys.hash_of(expr), hashes filled by node id"},
     {"call_free", call_free, METH_VARARGS, "call_free(expr, known, types, rules, called) -> does expr, its rules inlined, reach no call? (NFABuilder._free_of_calls)"},

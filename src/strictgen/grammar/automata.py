@@ -33,11 +33,14 @@ _REFERENCE_KINDS = (*_COMPOSITE_KINDS, RuleRef, Lazy)  # and those that refer to
 
 def shared_nodes(rules) -> set[int]:
     """ids of composite expressions used in more than one place (the IR may be a DAG). Not inside
-    the pieces whose automata an earlier compile kept (`_pieces`): the builder embeds those whole,
-    so what they share inside never matters (sharing only saves building). A walk of every node of
-    every rule, in C (`_ir_walks.c`): in Python it was ~0.4 µs a node, 5% of the bench's
-    compile time."""
-    return _ir_walks.shared(list(rules), _COMPOSITE_KINDS, _pieces.same_lookup())
+    the pieces whose automata an earlier compile kept (`_pieces`), nor inside the intersections,
+    differences and spelled strings whose minimal automata it kept (`_minimal_pieces`): the
+    builder embeds those whole, so what they share inside never matters (sharing only saves
+    building). A date-time format's spelled string is ~12,000 nodes, half of the nodes of the
+    bench's compiles: walked into, it was ~1 ms of each compile that spells one. A walk of every
+    other node of every rule, in C (`_ir_walks.c`): in Python it was ~0.4 µs a node, 5% of the
+    bench's compile time."""
+    return _ir_walks.shared(list(rules), _COMPOSITE_KINDS, _pieces.same_lookup(), _minimal_pieces.same_lookup())
 
 
 class NFABuilder:
