@@ -220,6 +220,11 @@ def test_a_dfa_cache_knows_what_its_entries_keep_and_forgets_what_it_evicts():
     assert cache.kept_ids() == {id(x) for x in kd}
     cache.clear()
     assert cache.kept_ids() == set()
+    cache.put("a", a, ka)
+    cache.put("b", b, kb)
+    assert cache.get_kept("a") == (a, ka) and cache.get_kept("z") is None  # a hit (read after a lock-free miss check) ages a
+    cache.put("c", c, kc)  # evicts b, now the least recently used
+    assert cache.get("b") is None and cache.get("a") is a
 
 
 def _rule_free_grammar_accepts(root: Expr, data: bytes) -> bool:
@@ -420,7 +425,7 @@ def test_rule_freedom_is_its_definition_with_the_same_memo(dag, data):
     the memo that later questions of the compile read (asked of several nodes in turn)."""
     from strictgen.grammar import automata
 
-    roots, kept = dag
+    roots, kept, _ = dag
     asked = data.draw(st.lists(st.sampled_from(roots + kept), min_size=1, max_size=5))
     known_c: dict[int, bool] = {}
     known_py: dict[int, bool] = {}
@@ -517,7 +522,7 @@ def test_call_freedom_is_its_definition_with_the_same_memo(dag, data):
     """The C walk of `_calls_nothing` answers as the Python recursion did and leaves the same
     memo (asked of several nodes in turn), through inlined rules, calls, Lazy members and
     undefined rules."""
-    roots, kept = dag
+    roots, kept, _ = dag
     lazy = Lazy(LazyFamily(), 0, ())
     body = data.draw(st.sampled_from([lit("x"), RuleRef("c"), seq(lit("x"), RuleRef("c")), alt(lit("y"), lazy), repeat(RuleRef("d"), 0, 2), Seq(())]))
     rules = {"r": body, "c": lit("c")} if data.draw(st.booleans()) else {"c": lit("c")}  # "r" undefined, or inlined
@@ -564,7 +569,7 @@ def test_piece_keys_hash_as_content_keys_do(dag, expr):
     from strictgen.grammar.build_memo import PieceKeys
     from strictgen.grammar.ir_keys import ContentKeys
 
-    roots, kept = dag
+    roots, kept, _ = dag
     piece_keys, content_keys = PieceKeys(), ContentKeys()
     for node in [*roots, *kept, expr, Spelled(expr), Repeat(expr, 1, None), Repeat(expr, 1, 2)]:
         assert piece_keys.key(node) == content_keys.key(node)

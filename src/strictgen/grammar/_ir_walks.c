@@ -16,75 +16,22 @@
  * rule_free(expr, known, types) -> bool: automata._refers_to_no_rule (below), ~1 us a node in
  * Python, walked for each piece a rule build embeds (1.5% of the bench's first-pass fill CPU).
  * call_free(expr, known, types, rules, called) -> bool: NFABuilder._free_of_calls, the same walk
- * through the rules a piece inlines (~3% of the bench's rule builds in Python). */
+ * through the rules a piece inlines (~3% of the bench's rule builds in Python).
+ * content_hash and same_value: the hash and the equality of ir_keys.ContentKey. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "_pointer_sets.h"
 #include "_walks.h"
 
 enum { SEQ, ALT, INTERSECT, REPEAT, SPELLED, DIFFERENCE, NTYPES, RULEREF = NTYPES, LAZY, NREFTYPES };
 
-/* a set of pointers: open addressing, linear probing, 0 for empty (no object is at address 0) */
-typedef struct {
-    uintptr_t *keys;
-    size_t mask, len;
-} PtrSet;
-
-static int ptrset_init(PtrSet *s, size_t cap) {
-    size_t n = 64;
-    while (n < 2 * cap)
-        n <<= 1;
-    s->keys = calloc(n, sizeof(uintptr_t));
-    s->mask = n - 1, s->len = 0;
-    return s->keys ? 0 : -1;
-}
-
-/* 1: added, 0: there already, -1: out of memory */
-static int ptrset_add(PtrSet *s, uintptr_t p) {
-    if (2 * (s->len + 1) > s->mask + 1) {
-        PtrSet bigger;
-        if (ptrset_init(&bigger, s->len + 1) < 0)
-            return -1;
-        for (size_t i = 0; i <= s->mask; i++)
-            if (s->keys[i])
-                ptrset_add(&bigger, s->keys[i]);
-        free(s->keys);
-        *s = bigger;
-    }
-    size_t i = pointer_hash(p) & s->mask;
-    while (s->keys[i]) {
-        if (s->keys[i] == p)
-            return 0;
-        i = (i + 1) & s->mask;
-    }
-    s->keys[i] = p;
-    s->len++;
-    return 1;
-}
-
-typedef struct {
-    PyObject **data;
-    Py_ssize_t len, cap;
-} Stack;
-
-static int push(Stack *st, PyObject *o) {
-    if (st->len == st->cap) {
-        Py_ssize_t cap = st->cap ? 2 * st->cap : 256;
-        PyObject **data = realloc(st->data, (size_t)cap * sizeof(PyObject *));
-        if (!data)
-            return -1;
-        st->data = data, st->cap = cap;
-    }
-    st->data[st->len++] = o;
-    return 0;
-}
-
 static PyObject *attr_items, *attr_item, *attr_base, *attr_minus, *attr_name, *attr_min, *attr_max;
 
 /* The slot offsets of the composite types' children (items; item; base and minus), found for
- * the types ir_types() was last given (the same ones every call: build_memo.WALKED_KINDS). */
+ * the types ir_types() was last given (the same ones every call: ir_keys.WALKED_KINDS). */
 static PyObject *slot_type[NTYPES];
 static Py_ssize_t slot_at[NTYPES][2];
 
@@ -555,10 +502,88 @@ done:
     return result;
 }
 
+/* Do x and y differ in what they are besides their children (ir_keys._own: the type; a Repeat's
+ * bounds; a leaf's whole value)? 1 they differ, 0 not, -1 with an exception */
+static int own_differs(PyObject *x, PyObject *y, PyObject *const *types) {
+    PyObject *t = (PyObject *)Py_TYPE(x);
+    if (t != (PyObject *)Py_TYPE(y))
+        return 1;
+    if (t != types[REPEAT])
+        return composite(t, types) ? 0 : !PyObject_RichCompareBool(x, y, Py_EQ) ? 1 : PyErr_Occurred() ? -1 : 0;
+    PyObject *const bounds[2] = {attr_min, attr_max};
+    for (int i = 0; i < 2; i++) {
+        PyObject *a = PyObject_GetAttr(x, bounds[i]), *b = a ? PyObject_GetAttr(y, bounds[i]) : NULL;
+        int same = b ? PyObject_RichCompareBool(a, b, Py_EQ) : -1;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (same <= 0)
+            return same < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* same_value(a, b, types) -> bool: ir_keys.same_value in C (the equality of the content keys of
+ * the shared automata caches: ~1 us a pair of nodes in Python, the biggest Python cost of their
+ * lookups). The pairs of nodes met are compared once each (a DAG compared in linear time), from
+ * a stack of pairs; an identical pair is equal. types: shared()'s six. */
+static PyObject *same_value(PyObject *self, PyObject *args) {
+    PyObject *a, *b, *types_obj, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOO!", &a, &b, &PyTuple_Type, &types_obj))
+        return NULL;
+    PyObject *const *types = ir_types(types_obj, NTYPES, "same_value");
+    if (!types)
+        return NULL;
+    PtrSet seen = {0};
+    Stack work = {0};
+    if (ptrset_init_wide(&seen, 64, 2) < 0 || push(&work, a) < 0 || push(&work, b) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int same = 1;
+    while (same == 1 && work.len) {
+        PyObject *y = work.data[--work.len], *x = work.data[--work.len];
+        const uintptr_t pair[2] = {(uintptr_t)x, (uintptr_t)y};
+        int added = x == y ? 0 : ptrset_add_key(&seen, pair, 2);
+        if (added <= 0) {
+            if (added < 0)
+                same = -1, PyErr_NoMemory();
+            continue;
+        }
+        int differs = own_differs(x, y, types);
+        if (differs)
+            same = differs < 0 ? -1 : 0;
+        Kids kx, ky;
+        if (same < 1)
+            continue;
+        if (children(x, types, &kx) < 0) {
+            same = -1;
+            continue;
+        }
+        if (children(y, types, &ky) < 0) {
+            release(&kx);
+            same = -1;
+            continue;
+        }
+        if (kx.n != ky.n)
+            same = 0;
+        for (Py_ssize_t i = 0; same == 1 && i < kx.n; i++) /* held by x and y, which the caller holds */
+            if (push(&work, kid(&kx, i)) < 0 || push(&work, kid(&ky, i)) < 0)
+                same = -1, PyErr_NoMemory();
+        release(&kx);
+        release(&ky);
+    }
+    if (same >= 0)
+        result = Py_NewRef(same ? Py_True : Py_False);
+done:
+    free(seen.keys), free(work.data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"shared", shared, METH_VARARGS, "shared(roots, types, kept, kept_regular) -> the ids of the nodes used in more than one place (automata.shared_nodes)."},
     {"rule_free", rule_free, METH_VARARGS, "rule_free(expr, known, types) -> does expr refer to no rule? (automata._refers_to_no_rule)"},
     {"content_hash", content_hash, METH_VARARGS, "content_hash(expr, hashes, types) -> ContentKeys.hash_of(expr), hashes filled by node id"},
+    {"same_value", same_value, METH_VARARGS, "same_value(a, b, types) -> are the expressions equal as values? (ir_keys.same_value)"},
     {"call_free", call_free, METH_VARARGS, "call_free(expr, known, types, rules, called) -> does expr, its rules inlined, reach no call? (NFABuilder._free_of_calls)"},
     {NULL, NULL, 0, NULL},
 };

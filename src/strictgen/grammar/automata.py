@@ -20,7 +20,8 @@ from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, Strictge
 from . import _ir_walks
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
-from .build_memo import WALKED_KINDS, BuildMemo
+from .build_memo import BuildMemo
+from .ir_keys import WALKED_KINDS
 from .json_spelling import spell
 from .lowering import COMPOSITE, MAX_COPIES, LoweringMemo, Unlowerable, charset_ops, write_c
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 from strictgen import regular
 
 from . import _ir_walks
-from .ir import Alt, Difference, Expr, Intersect, Repeat, Seq, Spelled
-from .ir_keys import ContentKey
+from .ir import Expr
+from .ir_keys import WALKED_KINDS, ContentKey
 from .lowering import LoweringMemo
 
-__all__ = ["BuildMemo", "PieceKeys", "WALKED_KINDS"]
-
-WALKED_KINDS = (Seq, Alt, Intersect, Repeat, Spelled, Difference)  # the composite node types _ir_walks.c walks into, in its order
+__all__ = ["BuildMemo", "PieceKeys"]
 
 
 class PieceKeys:
