@@ -43,6 +43,7 @@ setup(
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H, GIL_H, "src/strictgen/regular/_columns.h"], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar._ir_walks", ["src/strictgen/grammar/_ir_walks.c"], depends=[GRAMMAR_WALKS_H, "src/strictgen/grammar/_pointer_sets.h"], extra_compile_args=["-O2"]),
+        Extension("strictgen.grammar._graphs", ["src/strictgen/grammar/_graphs.c"], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar._program", ["src/strictgen/grammar/_program.c"], depends=[GRAMMAR_WALKS_H, NODE_INDEX_H, *PROGRAM_WRITER_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._rule_sizes", RULE_SIZES_C, depends=[RULE_SIZES_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._length_classes", ["src/strictgen/grammar/schema/_length_classes.c"], extra_compile_args=["-O2"]),

@@ -2,7 +2,8 @@
 their sets give) against its definition: a name is on a cycle when it reaches itself through one
 reference or more. And post_order lists every name after the names it refers to, but on cycles;
 post_order_and_cycles gives both from one walk; states_on_cycles answers cyclic_rules on states
-numbered 0..n-1 given as successor lists (a DFA's), duplicates and self-steps included."""
+numbered 0..n-1 given as successor lists (a DFA's), duplicates and self-steps included. The walk
+is in C (grammar/_graphs.c): the same finishing order and cycles as the Python reference."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strictgen.errors import StrictgenError
+from strictgen.grammar import _graphs, graphs as grammar_graphs
 from strictgen.grammar.ir import cyclic_rules, post_order, post_order_and_cycles, states_on_cycles
 
 
@@ -77,3 +79,26 @@ def test_a_long_chain_and_a_reference_to_no_rule():
 def test_states_on_cycles_on_successor_lists(graph, data):
     succ = [sorted(graph[k]) + data.draw(st.lists(st.sampled_from(sorted(graph[k])), max_size=2)) if graph[k] else [] for k in range(len(graph))]
     assert states_on_cycles(succ) == [reaches_itself(graph, x) for x in range(len(graph))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(graphs, st.booleans())
+def test_the_walk_in_c_finishes_as_the_reference(graph, sorted_children):
+    """_graphs.components: the finishing order and cycles of the Python walk, on numbers and on
+    names (whose sorted order differs from their dict order); _graphs.cycles: its cycles on
+    successor lists."""
+    named = {f"r{(7 * k) % 31}": frozenset(f"r{(7 * v) % 31}" for v in refs) for k, refs in graph.items()}
+    for g in (graph, named):
+        assert _graphs.components(g, sorted_children) == grammar_graphs._components_in_python(g, sorted_children)
+    succ = [sorted(graph[k]) for k in range(len(graph))]
+    assert _graphs.cycles(succ) == grammar_graphs._tarjan(succ)[1]
+
+
+def test_the_walk_in_c_refuses_what_it_cannot_walk():
+    with pytest.raises(KeyError):
+        _graphs.components({"a": ["b"]}, False)
+    with pytest.raises(TypeError):
+        _graphs.components({"a": ["a", 1]}, True)  # unorderable names, as sorted() says
+    with pytest.raises(IndexError):
+        _graphs.cycles([[1]])
+    assert _graphs.components({}, True) == ([], set()) and _graphs.cycles([]) == []
