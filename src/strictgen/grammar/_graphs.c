@@ -1,15 +1,15 @@
-/* Tarjan's strongly connected components over the graphs of grammar/ir.py (rules and the rules
- * they refer to; a DFA's states), in C: the Python walk (ir._tarjan, the reference) and the
+/* Tarjan's strongly connected components over the graphs of grammar/graphs.py (rules and the rules
+ * they refer to; a DFA's states), in C: the Python walk (graphs._tarjan, the reference) and the
  * numbering around it were ~1% of a median bench schema's compile (the cycle search of the
  * compiler's rules, then of their left recursion).
  *
- * components(graph, sorted_children) -> (finished, cyclic): ir._components. graph: a dict, node ->
+ * components(graph, sorted_children) -> (finished, cyclic): graphs._components. graph: a dict, node ->
  *   an iterable of the nodes it refers to (any hashable names); with sorted_children, each node's
  *   children in sorted order, else in their iteration order. finished: the names in the order
  *   their walk finished; cyclic: the set of names on a cycle. KeyError where a node refers to a
- *   name that is not in the graph (ir.py names the pair in its error).
- * cycles(succ) -> list of bool: ir.states_on_cycles (succ: a list of lists of node numbers).
- * Both walk as ir._tarjan does: each root in node order, children in list order. */
+ *   name that is not in the graph (graphs.py names the pair in its error).
+ * cycles(succ) -> list of bool: graphs.states_on_cycles (succ: a list of lists of node numbers).
+ * Both walk as graphs._tarjan does: each root in node order, children in list order. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ typedef struct {
     Py_ssize_t node, next; /* the node walked, the position of its next child */
 } Step;
 
-/* ir._tarjan on g: finished (n entries, in finishing order) and cyclic (n flags) filled; 0, or -1
+/* graphs._tarjan on g: finished (n entries, in finishing order) and cyclic (n flags) filled; 0, or -1
  * out of memory */
 static int tarjan(const Graph *g, Py_ssize_t *finished, char *cyclic) {
     Py_ssize_t n = g->n, counter = 0, nstack = 0, nwork = 0, nfinished = 0;
@@ -230,11 +230,11 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"components", components, METH_VARARGS, "components(graph, sorted_children) -> (names in finishing order, set of names on a cycle): ir._components"},
-    {"cycles", cycles, METH_VARARGS, "cycles(succ) -> for each node, is it on a cycle?: ir.states_on_cycles"},
+    {"components", components, METH_VARARGS, "components(graph, sorted_children) -> (names in finishing order, set of names on a cycle): graphs._components"},
+    {"cycles", cycles, METH_VARARGS, "cycles(succ) -> for each node, is it on a cycle?: graphs.states_on_cycles"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_graphs", "Strongly connected components of the grammar's graphs, in C (ir.py).", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_graphs", "Strongly connected components of the grammar's graphs, in C (graphs.py).", -1, methods};
 
 PyMODINIT_FUNC PyInit__graphs(void) { return PyModule_Create(&module); }
