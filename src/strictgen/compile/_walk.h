@@ -32,9 +32,15 @@ typedef struct {
     Py_ssize_t num_inside, num_lex, num_flat, num_tokens;
 } Loop;
 
+const int32_t *row_computed_now(Rows *rows, int32_t state, PyThreadState **saved);
+
 /* The row of `state` (a state of the machine), computed with the GIL taken back when needed.
- * Returns NULL with a Python error set when that failed. Called without the GIL. */
-const int32_t *row_of(Rows *rows, int32_t state, PyThreadState **saved);
+ * Returns NULL with a Python error set when that failed. Called without the GIL, at every node a
+ * walk expands: inline where the row is there already (most calls), the computing apart. */
+static inline const int32_t *row_of(Rows *rows, int32_t state, PyThreadState **saved) {
+    const int32_t *row = computed_row(rows->machine, state);
+    return row ? row : row_computed_now(rows, state, saved);
+}
 
 /* Walk from `state`: the tokens under every live node go to views[OUT] (their ids, or their bits
  * with `as_bits`); returns how many, or -1 with a Python error set. `loop` (NULL: none) reads the
