@@ -24,6 +24,8 @@ BINDINGS_H = "src/strictgen/regular/_bindings.h"  # what the regular core's two 
 REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its files
 MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_byte_steps.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; steps without rows; its storage; merged frames
+WALK_H = "src/strictgen/compile/_walk.h"  # the trie walk, between its two files
+WALK_C = ["src/strictgen/compile/_walk.c", "src/strictgen/compile/_walk_levels.c"]  # the Python functions; the walk over the trie's levels
 MASK_STORE_H = "src/strictgen/compile/_mask_store.h"  # the store of masks, between its two files
 RULE_SIZES_H = "src/strictgen/grammar/schema/_rule_sizes.h"  # what the rule sizes' two files share
 GRAMMAR_WALKS_H = "src/strictgen/grammar/_walks.h"  # what the grammar's C walks of the IR share (_ir_walks, _program)
@@ -34,7 +36,7 @@ MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_r
 
 setup(
     ext_modules=[
-        Extension("strictgen.compile._walk", ["src/strictgen/compile/_walk.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._walk", WALK_C, depends=[VEC_H, MACHINE_H, WALK_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_bits", ["src/strictgen/compile/_mask_bits.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),

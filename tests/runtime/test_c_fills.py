@@ -148,6 +148,28 @@ def test_a_single_fill_hit_is_one_c_call(qwen, monkeypatch, kind):
         sg.GrammarMatcher(g).fill_next_token_bitmask(np.zeros((1, words), dtype=np.int32), 1)
 
 
+def test_a_fill_hit_takes_the_c_copy_for_any_int32_dtype_instance(qwen, monkeypatch):
+    """The single fill's C copy is chosen by dtype equality, not identity: an int32 bitmask whose
+    dtype is another instance (metadata, as a caller's or an unpickled array may have) takes it too,
+    and a big-endian int32 one, equal in item size but not in dtype, takes the Python path and
+    gets the same mask in its own byte order."""
+    g = _compile(qwen, "schema", small=False)
+    words = sg.allocate_token_bitmask(1, qwen.vocab_size).shape[1]
+    m = sg.GrammarMatcher(g)
+    native = np.zeros((1, words), dtype=np.int32)
+    m.fill_next_token_bitmask(native)  # the mask is stored from here on
+    calls = []
+    fill_row = _mask_store.fill_row
+    monkeypatch.setattr(_mask_store, "fill_row", lambda *a: calls.append(1) or fill_row(*a))
+    other = np.dtype(np.int32, metadata={"from": "a caller"})
+    assert other == np.dtype(np.int32) and other is not np.dtype(np.int32)
+    for dtype, through_c in ((other, True), (np.dtype(">i4"), False)):
+        calls.clear()
+        target = np.zeros((1, words), dtype=dtype)
+        m.fill_next_token_bitmask(target)
+        assert bool(calls) == through_c and np.array_equal(target.astype(np.int32), native)
+
+
 def test_eos_in_a_warm_draft_is_decided_in_c(qwen, monkeypatch):
     """EOS inside a linear draft is decided in the C walk, as accept_token decides it: accepted
     where the grammar can end (the row after it EOS only, nothing after it accepted), refused where

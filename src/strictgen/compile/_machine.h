@@ -169,7 +169,12 @@ typedef struct {
      * does. 0, or -1 with a Python error set. */
     int (*step)(Machine *m, int32_t state, const uint8_t *bytes, Py_ssize_t n, int32_t *out, PyObject *resolve);
 } MachineCAPI;
-#define STEPS_WITHOUT_ROW 2
+/* 8, not 2: a row is 1 KB of fresh memory (its page faults are not in an instruction count) and
+ * interns a state per byte class, most of which no walk enters; states asked 3 to 8 times were
+ * ~30% of the rows. DeepSeek's first pass (fills and accepts, callgrind): rows 52.8k -> 28.4k,
+ * instructions -3.0% (2 -> 4 -> 8 -> 32: 3,413 / 3,352 / 3,310 / 3,315 M), page faults taken in
+ * the fills 32-33k -> 27.6-27.8k (scripts/first_pass_fills.py). */
+#define STEPS_WITHOUT_ROW 8
 #define MACHINE_CAPI_NAME "strictgen.compile._machine._C_API"
 
 /* `obj` as a contiguous 1-D buffer of `itemsize`-byte items (writable if asked); -1 with
