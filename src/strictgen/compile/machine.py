@@ -14,7 +14,6 @@ reads them without the GIL and matchers on different threads never need to coord
 
 from __future__ import annotations
 
-import bisect
 import threading
 import weakref
 
@@ -61,12 +60,13 @@ class PushdownMachine:
     def __init__(self, automaton: CompiledAutomaton, merge_frames: bool = True):
         self.automaton = automaton
         self.merge_frames = merge_frames  # False: every frame its own (the reference the tests compare merging with)
-        parts = []
+        parts, base = [], 0
         for rule in automaton.rules:
             deadline.check()
-            parts.append(_rule_part(rule.dfa))
+            parts.append(_rule_part(rule.dfa, base))
+            base += rule.num_states
         keep = bytes(not merge_frames or keeps_identity(rule.name) for rule in automaton.rules)
-        core = _machine.Machine(parts, keep)  # each rule's arrays copied once, checked and numbered in C
+        core = _machine.Machine(parts, keep)  # each rule's table checked once and held in C, not copied
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
         self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
@@ -97,7 +97,7 @@ class PushdownMachine:
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            core.add_rule(index, _rule_part(rule.dfa), not self.merge_frames or keeps_identity(rule.name))
+            core.add_rule(index, _rule_part(rule.dfa, core.num_frames), not self.merge_frames or keeps_identity(rule.name))
             self.added[index] = rule
 
     def all_rules(self) -> list[RuleDFA] | None:
@@ -187,10 +187,12 @@ class PushdownMachine:
         self._add_lazy_rule(index)
 
 
-def _rule_part(dfa) -> tuple:
+def _rule_part(dfa, base: int) -> tuple:
     """A rule's arrays as the C machine takes them (`RulePart` in _machine.h), its DFA's own:
-    (table by byte class, classmap, accepting, call_start, callee, return), numbered locally."""
-    table, classmap = dfa.compact()
+    (table by byte class, classmap, accepting, call_start, callee, return), the table's targets
+    numbered from `base`, the rule's first frame in the machine: the machine holds that bytes
+    object as its table (the one copy of it a compile makes), and the returns are numbered locally."""
+    table, classmap = dfa.compact(base)
     return (table, classmap, dfa.accepting(), *dfa.call_arrays())
 
 
@@ -198,12 +200,14 @@ def _steps_per_byte(rule, nullable: set[int]) -> int | None:
     """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
     follow each other without a byte between; None otherwise (the rule keeps exact states)."""
-    start, callee, ret = (np.frombuffer(a, dtype=np.int32).tolist() for a in rule.dfa.call_arrays())
-    skips = [j for j, c in enumerate(callee) if c in nullable]  # call edges (a rule has a few: no numpy)
-    if not skips:
+    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
+    # in numpy: the rules that get here are the few with long counters, whose call edges run to
+    # thousands (as Python lists they cost ~140 us a rule, most of the horizon keys' set-up)
+    skips = np.flatnonzero(np.isin(callee, np.fromiter(nullable, dtype=np.int32, count=len(nullable))))
+    if not len(skips):
         return 1
-    may_skip = {bisect.bisect_right(start, j) - 1 for j in skips}  # states with a call that may read nothing
-    return None if any(ret[j] in may_skip for j in skips) else 2
+    may_skip = np.searchsorted(start, skips, side="right") - 1  # states with a call that may read nothing
+    return None if np.isin(ret[skips], may_skip).any() else 2
 
 
 class HorizonKeys:
