@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-
 from strictgen import regular
 from strictgen.errors import GrammarSyntaxError
 from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, cyclic_rules
@@ -241,9 +239,10 @@ def finishes_with_calls(dfa: regular.DFA, flags: bytearray) -> bool:
     callees first), without walking it: determinising makes only states the start reaches (by
     bytes and calls), so with every call usable some state accepts exactly when the start can
     finish. The walk that otherwise answers goes through most of the table, since a rule mostly
-    accepts at its end (4 of the bench's 11 ms of rule facts)."""
-    callees = np.frombuffer(dfa.call_arrays()[1], dtype=np.int32)
-    if len(callees) and (int(callees.max()) >= len(flags) or not np.frombuffer(flags, dtype=np.uint8)[callees].all()):
+    accepts at its end (in the bench's compiles, 359 questions: ~3 ms walked, ~2 ms this way)."""
+    # a rule calls a few rules, if many times: a set, not numpy (~10 us a question in numpy calls)
+    callees = set(memoryview(dfa.call_arrays()[1]).cast("i")) if dfa.has_calls else ()
+    if callees and (max(callees) >= len(flags) or not all(flags[c] for c in callees)):
         return dfa.can_finish(flags)
     return 1 in dfa.accepting()
 
