@@ -18,6 +18,10 @@ from strictgen.errors import GrammarSyntaxError
 from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, cyclic_rules
 
 SURROGATES = (0xD800, 0xDFFF)
+# a rule DFA with fewer states is asked whether it can finish by its walk, cheaper there than
+# reading its arrays (bench compiles, us a question: walk 1.0-2.6, arrays 1.4-3.6; from 256
+# states on, walk 17.6, arrays 5.9)
+WALKED_STATES = 256
 
 
 class IrFold:
@@ -239,7 +243,9 @@ def finishes_with_calls(dfa: regular.DFA, flags: bytearray) -> bool:
     callees first), without walking it: determinising makes only states the start reaches (by
     bytes and calls), so with every call usable some state accepts exactly when the start can
     finish. The walk that otherwise answers goes through most of the table, since a rule mostly
-    accepts at its end (in the bench's compiles, 359 questions: ~3 ms walked, ~2 ms this way)."""
+    accepts at its end; small rules are still walked (WALKED_STATES)."""
+    if dfa.num_states < WALKED_STATES:
+        return dfa.can_finish(flags)
     # a rule calls a few rules, if many times: a set, not numpy (~10 us a question in numpy calls)
     callees = set(memoryview(dfa.call_arrays()[1]).cast("i")) if dfa.has_calls else ()
     if callees and (max(callees) >= len(flags) or not all(flags[c] for c in callees)):
