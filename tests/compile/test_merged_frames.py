@@ -99,7 +99,7 @@ def test_a_kept_rule_is_never_merged(compiler):
     grammar, keeping `a` alone leaves the two return frames apart again."""
     g = compiler.compile_grammar(FINDING_D)
     names = [r.name for r in g.automaton.rules]
-    parts = _parts(g)
+    parts = [(r.dfa.compact()[0], r.dfa.compact()[1], r.dfa.accepting(), *r.dfa.call_arrays()) for r in g.automaton.rules]
     kept = _machine.Machine(parts, bytes(name == "a" for name in names))
     state = kept.step_bytes(kept.start_state(), b"(" * 6)
     assert len(kept.stacks(state)) == 2 * 2**6
@@ -143,9 +143,7 @@ def test_frames_merge_in_big_rules_with_ranged_tails(compiler):
 
 
 def _parts(g) -> list[tuple]:
-    """The rules' arrays as the C machine takes them, each table numbered from its rule's base."""
-    bases = np.cumsum([0] + [r.num_states for r in g.automaton.rules]).tolist()
-    return [(*r.dfa.compact(base), r.dfa.accepting(), *r.dfa.call_arrays()) for r, base in zip(g.automaton.rules, bases)]
+    return [(r.dfa.compact()[0], r.dfa.compact()[1], r.dfa.accepting(), *r.dfa.call_arrays()) for r in g.automaton.rules]
 
 
 def test_a_rule_built_at_run_time_merges_with_the_frames_before_it(compiler):

@@ -42,7 +42,6 @@ static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
         return -1;
     }
     p->table = (const int32_t *)views[0].buf, p->table_len = views[0].len / 4;
-    p->table_bytes = PyBytes_CheckExact(PyTuple_GET_ITEM(obj, 0)) ? PyTuple_GET_ITEM(obj, 0) : NULL;
     p->classmap = (const uint8_t *)views[1].buf;
     p->accepting = (const uint8_t *)views[2].buf, p->n = views[2].len;
     p->call_start = (const int32_t *)views[3].buf;
@@ -75,8 +74,7 @@ static void Machine_dealloc(Machine *m) {
 }
 
 /* Machine(rules, keep=b""): one tuple of arrays per rule built at compile time (see part_get), the
- * root first, each table numbered from its rule's base (the frames of the rules before it); each
- * checked once and appended (see machine_append_rule: a bytes table is held, not copied). keep[r] nonzero:
+ * root first; each copied once into the machine's arrays (see machine_append_rule). keep[r] nonzero:
  * rule r's frames keep their identity (see append_part); rules past its end may be merged. */
 static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     PyObject *rules;
@@ -373,8 +371,8 @@ static PyObject *Machine_utf8_chain(Machine *m, PyObject *arg) {
     return got < 0 ? NULL : PyLong_FromSsize_t(got);
 }
 
-/* add_rule(rule, arrays, keep=False): append lazy rule `rule`'s frames (its arrays as for the constructor,
- * its table numbered from num_frames). Existing states and rows stay valid: frames only grow, and no row
+/* add_rule(rule, arrays, keep=False): append lazy rule `rule`'s frames (its arrays as for the constructor),
+ * numbered from num_frames. Existing states and rows stay valid: frames only grow, and no row
  * depends on a rule that was not built. */
 static PyObject *Machine_add_rule(Machine *m, PyObject *args) {
     int rule, keep = 0;

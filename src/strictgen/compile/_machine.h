@@ -67,8 +67,7 @@ typedef struct {
     PyObject_HEAD
     /* the grammar, read-only after construction */
     const int32_t **frame_row;
-    PyObject **rule_table; /* each rule's table: a bytes object the machine holds (frame_row points into it) */
-    int32_t *rule_of, *base, *call_start, *call_callee, *call_ret;
+    int32_t **rule_table, *rule_of, *base, *call_start, *call_callee, *call_ret;
     uint8_t *flags, *classmaps;
     /* per rule, CLASS_EDGE_WORDS words: bit b set where byte b starts a run of one class of its
      * classmap (b == 0, or its class is not byte b - 1's), found when a row first needs them (all
@@ -212,13 +211,10 @@ Py_ssize_t utf8_chain(Machine *m, const int32_t *states, Py_ssize_t n);
  * they part ways first (see Machine.chain), -1 on error; computes no row. */
 int machine_chain(Machine *m, int32_t state, const uint8_t *loop, Py_ssize_t n, int limit, Vec *out);
 int32_t machine_sub_state(Machine *m, int32_t state, const uint8_t *keep); /* some of a state's stacks */
-/* One rule's arrays as its DFA gives them (regular.DFA's compact(base), accepting(), call_arrays()):
- * n frames, `table` n x width next frames numbered globally (the rule's first frame, base, added;
- * -1: dead) by the byte classes of `classmap`, calls [call_start[i], call_start[i + 1]) of frame i
- * as (callee rule, return frame numbered locally). `table_bytes`: the bytes object holding `table`
- * when it is one (the machine keeps it instead of a copy), else NULL. */
+/* One rule's arrays as its DFA gives them (regular.DFA's compact(), accepting(), call_arrays()),
+ * numbered locally: n frames, `table` n x width next frames (-1: dead) by the byte classes of
+ * `classmap`, calls [call_start[i], call_start[i + 1]) of frame i as (callee rule, return frame). */
 typedef struct {
-    PyObject *table_bytes;
     const int32_t *table, *call_start, *callee, *ret;
     const uint8_t *classmap, *accepting;
     Py_ssize_t n, table_len, num_calls;
@@ -227,8 +223,8 @@ typedef struct {
 
 /* Room for this many items in the grammar's arrays (see add_rule: they double). */
 int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t rules);
-/* Rule `rule`'s frames appended from num_frames (its table's base): the table checked and held,
- * returns made global, callees made start frames (the static rules' bases are set) or -(r + 1) for a rule built
+/* Rule `rule`'s frames appended from num_frames, checked and copied once: targets and returns made
+ * global, callees made start frames (the static rules' bases are set) or -(r + 1) for a rule built
  * at run time, the frame flags found. */
 int machine_append_rule(Machine *m, int32_t rule, const RulePart *part);
 /* canon[] for the frames of a rule just appended from b0 (_futures.c): its own frame where it is

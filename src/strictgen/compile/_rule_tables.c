@@ -1,7 +1,6 @@
-/* The pushdown machine's storage: the rules' tables appended to it (checked and flagged in one
- * read-only pass over each table, which the machine holds rather than copies; the other arrays
- * grow by doubling) and all of it freed at the end. The algorithm that reads them is
- * _pushdown.c's; see _machine.h. */
+/* The pushdown machine's storage: the rules' tables appended to it (checked, renumbered and
+ * flagged in one pass; the arrays grow by doubling) and all of it freed at the end. The algorithm
+ * that reads them is _pushdown.c's; see _machine.h. */
 #include "_machine.h"
 
 void machine_free_arrays(Machine *m) {
@@ -12,7 +11,7 @@ void machine_free_arrays(Machine *m) {
                       m->closure_pool.data, m->state_start.data, m->state_len.data, m->state_pool.data, m->accepting.data, m->mark.data,
                       m->work.data, m->found.data, m->utf8_memo.data, m->steps_asked.data};
     for (Py_ssize_t r = 0; m->rule_table && r < m->rule_capacity; r++)
-        Py_XDECREF(m->rule_table[r]);
+        free(m->rule_table[r]);
     free(m->rule_table);
     for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++)
         free(blocks[i]);
@@ -61,7 +60,7 @@ int machine_reserve(Machine *m, Py_ssize_t frames, Py_ssize_t calls, Py_ssize_t 
     if (rule_cap != m->rule_capacity) {
         if (resize_block((void **)&m->base, rule_cap, 4) < 0 || resize_block((void **)&m->classmaps, rule_cap, 256) < 0
             || resize_block((void **)&m->class_edges, rule_cap, CLASS_EDGE_WORDS * sizeof(uint64_t)) < 0
-            || resize_block((void **)&m->rule_table, rule_cap, sizeof(PyObject *)) < 0)
+            || resize_block((void **)&m->rule_table, rule_cap, sizeof(int32_t *)) < 0)
             return -1;
         for (Py_ssize_t r = m->rule_capacity; r < rule_cap; r++) {
             m->base[r] = -1;
@@ -83,18 +82,18 @@ static int part_fits(const RulePart *p, Py_ssize_t width) {
     return ok;
 }
 
-/* Whether one frame's row fits, read in place: every target dead (-1) or one of the rule's own
- * frames [b0, b0 + n), numbered globally already (DFA.compact(base)); `*waits` set when any is
- * live. Without a branch per entry, so the compiler turns it into vector operations: the rules'
- * tables are most of what building the machine reads at compile time, and reading them in place
- * spares a copy of each (and the fresh pages a copy writes). */
-__attribute__((optimize("O3"))) static int row_fits(const int32_t *row, int width, uint32_t n, uint32_t b0, int *waits) {
+/* One frame's row copied into `dst` with its targets made global (+ b0; -1 stays dead), and
+ * `*waits` set when any is live; -1 when a target is out of range (-1..n-1). Without a branch
+ * per entry, so the compiler turns it into vector operations: the copy of every rule's table is
+ * most of building the machine at compile time. */
+__attribute__((optimize("O3"))) static int copy_row(const int32_t *src, int32_t *dst, int width, int32_t n, int32_t b0, int *waits) {
     uint32_t bad = 0;
     int32_t live = 0;
     for (int k = 0; k < width; k++) {
-        int32_t t = row[k];
-        bad |= ((uint32_t)t - b0 >= n) & (t != -1); /* unsigned: below b0 wraps past n */
-        live |= ~t; /* nonzero unless t == -1 */
+        int32_t t = src[k];
+        bad |= (uint32_t)t + 1u > (uint32_t)n; /* t < -1 wraps past n too; unsigned: no overflow */
+        live |= ~t; /* nonzero unless t == -1 (with bad clear: t >= 0 somewhere) */
+        dst[k] = (int32_t)((uint32_t)t + (t >= 0 ? (uint32_t)b0 : 0u));
     }
     *waits = live != 0;
     return bad ? -1 : 0;
@@ -114,16 +113,15 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
     Py_ssize_t rules = rule + 1 > m->num_rules ? rule + 1 : m->num_rules;
     if (machine_reserve(m, frames, m->num_calls + p->num_calls, rules) < 0)
         return -1;
-    /* the table held as it came when it is a bytes object (immutable: its buffer never changes
-     * or moves), else copied into one */
-    PyObject *held = p->table_bytes ? Py_NewRef(p->table_bytes) : PyBytes_FromStringAndSize((const char *)p->table, p->table_len * 4);
-    if (!held)
+    int32_t *dfa = (int32_t *)malloc(sizeof(int32_t) * (size_t)(p->table_len ? p->table_len : 1));
+    if (!dfa) {
+        PyErr_NoMemory();
         return -1;
-    const int32_t *dfa = (const int32_t *)PyBytes_AS_STRING(held);
-    for (Py_ssize_t i = 0; i < p->n; i++) { /* one pass: checked, waiting found */
+    }
+    for (Py_ssize_t i = 0; i < p->n; i++) { /* one pass: copied, checked, made global, waiting found */
         int waits = 0;
-        if (row_fits(dfa + i * width, width, (uint32_t)p->n, (uint32_t)b0, &waits) < 0) {
-            Py_DECREF(held);
+        if (copy_row(p->table + i * width, dfa + i * width, width, (int32_t)p->n, (int32_t)b0, &waits) < 0) {
+            free(dfa);
             PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
             return -1; /* nothing counted yet: the frames are not appended */
         }
@@ -142,14 +140,14 @@ int machine_append_rule(Machine *m, int32_t rule, const RulePart *p) {
         m->call_ret[m->num_calls + i] = (int32_t)b0 + p->ret[i];
     }
     if (machine_canon_frames(m, p, (int32_t)b0) < 0) {
-        Py_DECREF(held);
+        free(dfa);
         return -1; /* nothing counted yet */
     }
     memcpy(m->classmaps + (Py_ssize_t)rule * 256, p->classmap, 256);
     /* found when a row first needs them (_pushdown.c, edges_of): most rules' rows never are */
     memset(m->class_edges + (Py_ssize_t)rule * CLASS_EDGE_WORDS, 0, CLASS_EDGE_WORDS * sizeof(uint64_t));
     m->base[rule] = (int32_t)b0;
-    m->rule_table[rule] = held;
+    m->rule_table[rule] = dfa;
     m->num_rules = rules;
     m->num_frames = frames;
     m->num_calls += p->num_calls;

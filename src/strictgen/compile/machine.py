@@ -60,13 +60,12 @@ class PushdownMachine:
     def __init__(self, automaton: CompiledAutomaton, merge_frames: bool = True):
         self.automaton = automaton
         self.merge_frames = merge_frames  # False: every frame its own (the reference the tests compare merging with)
-        parts, base = [], 0
+        parts = []
         for rule in automaton.rules:
             deadline.check()
-            parts.append(_rule_part(rule.dfa, base))
-            base += rule.num_states
+            parts.append(_rule_part(rule.dfa))
         keep = bytes(not merge_frames or keeps_identity(rule.name) for rule in automaton.rules)
-        core = _machine.Machine(parts, keep)  # each rule's table checked once and held in C, not copied
+        core = _machine.Machine(parts, keep)  # each rule's arrays copied once, checked and numbered in C
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
         self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
@@ -97,7 +96,7 @@ class PushdownMachine:
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            core.add_rule(index, _rule_part(rule.dfa, core.num_frames), not self.merge_frames or keeps_identity(rule.name))
+            core.add_rule(index, _rule_part(rule.dfa), not self.merge_frames or keeps_identity(rule.name))
             self.added[index] = rule
 
     def all_rules(self) -> list[RuleDFA] | None:
@@ -187,12 +186,10 @@ class PushdownMachine:
         self._add_lazy_rule(index)
 
 
-def _rule_part(dfa, base: int) -> tuple:
+def _rule_part(dfa) -> tuple:
     """A rule's arrays as the C machine takes them (`RulePart` in _machine.h), its DFA's own:
-    (table by byte class, classmap, accepting, call_start, callee, return), the table's targets
-    numbered from `base`, the rule's first frame in the machine: the machine holds that bytes
-    object as its table (the one copy of it a compile makes), and the returns are numbered locally."""
-    table, classmap = dfa.compact(base)
+    (table by byte class, classmap, accepting, call_start, callee, return), numbered locally."""
+    table, classmap = dfa.compact()
     return (table, classmap, dfa.accepting(), *dfa.call_arrays())
 
 
