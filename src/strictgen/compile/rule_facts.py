@@ -18,6 +18,10 @@ from strictgen.errors import GrammarSyntaxError
 from strictgen.grammar.ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled, cyclic_rules
 
 SURROGATES = (0xD800, 0xDFFF)
+# a rule DFA with fewer states is asked whether it can finish by its walk, cheaper there than
+# reading its arrays (bench compiles, us a question: walk 1.0-2.6, arrays 1.4-3.6; from 256
+# states on, walk 17.6, arrays 5.9)
+WALKED_STATES = 256
 
 
 class IrFold:
@@ -193,47 +197,71 @@ def _reads_a_byte_first(e: Expr) -> bool:
     return t is ByteSet or t is CharSet or t is Lazy or (t is Literal and bool(e.data))
 
 
+def least_fixpoint(candidates, holds: Callable[[int, set[int]], bool]) -> set[int]:
+    """The least set of `candidates` closed under `holds(r, found)`, a question monotone in the
+    set found so far (the same set object throughout, which the IR folds' memo keys on): asked
+    in the order of `candidates`, again while the set grows. A rule that answered no is asked
+    again only once the set has grown since (it cannot answer otherwise before), so with callees
+    listed first one pass settles all but cycles, and the next asks only the rules before the
+    last one found (asking every rule twice was most of the nullable rules' time)."""
+    found: set[int] = set()
+    asked_at: dict[int, int] = {}  # a rule's last no: the size of the set it was asked with
+    changed = True
+    while changed:
+        changed = False
+        for r in candidates:
+            if r in found or asked_at.get(r) == len(found):
+                continue
+            if holds(r, found):
+                found.add(r)
+                changed = True
+            else:
+                asked_at[r] = len(found)
+    return found
+
+
 def productive_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, lazy: int, order: list[int]) -> set[int]:
     """The rules that derive at least one finite string: rule r answers from `built[r]`'s DFA
     (determinised, not trimmed yet) when it has one, else from `bodies[r]`'s IR (the `lazy`
     family members after them are productive by construction). `order` lists callees before
     callers, so one pass settles all but cycles."""
-    found: set[int] = set()
     flags = bytearray(len(built)) + b"\x01" * lazy  # found, as the DFAs' can_finish reads it (kept in step)
-    changed = True
-    while changed:
-        changed = False
-        for r in order:
-            if r in found:
-                continue
-            rule = built[r]
-            if rule is not None:
-                ok = rule.can_finish(flags)
-            else:
-                ok = facts.nonempty(bodies[r], found)
-            if ok:
-                found.add(r)
-                flags[r] = 1
-                changed = True
-    return found
+
+    def productive(r: int, found: set[int]) -> bool:
+        rule = built[r]
+        ok = finishes_with_calls(rule, flags) if rule is not None else facts.nonempty(bodies[r], found)
+        if ok:
+            flags[r] = 1
+        return ok
+
+    return least_fixpoint(order, productive)
+
+
+def finishes_with_calls(dfa: regular.DFA, flags: bytearray) -> bool:
+    """`dfa.can_finish(flags)`: can the determinised `dfa`'s start reach acceptance by bytes and
+    calls of the rules flagged productive? Where every callee is flagged (nearly every rule, asked
+    callees first), without walking it: determinising makes only states the start reaches (by
+    bytes and calls), so with every call usable some state accepts exactly when the start can
+    finish. The walk that otherwise answers goes through most of the table, since a rule mostly
+    accepts at its end; small rules are still walked (WALKED_STATES)."""
+    if dfa.num_states < WALKED_STATES:
+        return dfa.can_finish(flags)
+    # a rule calls a few rules, if many times: a set, not numpy (~10 us a question in numpy calls)
+    callees = set(memoryview(dfa.call_arrays()[1]).cast("i")) if dfa.has_calls else ()
+    if callees and (max(callees) >= len(flags) or not all(flags[c] for c in callees)):
+        return dfa.can_finish(flags)
+    return 1 in dfa.accepting()
 
 
 def nullable_rules(built: list[regular.DFA | None], bodies: list[Expr | None], facts: IrFacts, productive: set[int], order=None) -> set[int]:
     """The productive rules that can finish without reading a byte (built ones from their
     trimmed DFAs). With `order` listing callees before callers, one pass settles all but cycles."""
-    found: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in range(len(built)) if order is None else order:
-            rule = built[r]
-            if r in found or r not in productive:
-                continue
-            ok = finishes_without_bytes(rule, found) if rule is not None else facts.nullable(bodies[r], found)
-            if ok:
-                found.add(r)
-                changed = True
-    return found
+
+    def nullable(r: int, found: set[int]) -> bool:
+        rule = built[r]
+        return finishes_without_bytes(rule, found) if rule is not None else facts.nullable(bodies[r], found)
+
+    return least_fixpoint([r for r in (range(len(built)) if order is None else order) if r in productive], nullable)
 
 
 def finishes_without_bytes(dfa: regular.DFA, nullable: set[int]) -> bool:
@@ -277,8 +305,9 @@ def check_left_recursion(names: list[str], built: list[regular.DFA | None], bodi
                         seen.add(t)
                         work.append(t)
         left.append(calls)
-    # the rules on a cycle of the left-call graph (one pass, Tarjan's), the first of them named
-    recursive = cyclic_rules(dict(enumerate(left)))
+    # the rules on a cycle of the left-call graph (one pass, Tarjan's), the first of them named;
+    # most grammars have no left call at all (a JSON value reads a byte before any call)
+    recursive = cyclic_rules(dict(enumerate(left))) if any(left) else set()
     if recursive:
         r = min(recursive)
         raise LeftRecursionError(
