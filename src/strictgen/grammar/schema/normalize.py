@@ -270,8 +270,8 @@ class SchemaSource:
                 self.pointers[id(node)] = ptr
                 self._dicts.append(node)
                 for k, v in node.items():
-                    if isinstance(v, (dict, list)):
-                        work.append((v, f"{ptr}/{escape_pointer(k)}"))
+                    if isinstance(v, (dict, list)):  # (most keys are their own pointer token: nothing to escape)
+                        work.append((v, f"{ptr}/{k}" if type(k) is str and "~" not in k and "/" not in k else f"{ptr}/{escape_pointer(k)}"))
             elif isinstance(node, list):
                 for i, v in enumerate(node):
                     if isinstance(v, (dict, list)):
