@@ -276,6 +276,8 @@ def test_kept_terms_of_a_body_met_again_are_its_walked_terms(monkeypatch):
     real = rule_sizes.flat_graph
     monkeypatch.setattr(rule_sizes, "flat_graph", lambda bodies, *a: walks.append(bodies) or real(bodies, *a))
     rule_sizes._SHARED_TERMS.clear()
+    rule_sizes._SEEN_BIG.clear()
+    rule_sizes._terms(first)  # (met once: its terms are kept from the second meeting on)
     for grammar, kept_before in ((first, False), (second, True)):
         assert (rule_sizes._SHARED_TERMS.peek(id(big)) is not None) == kept_before
         terms, ref_copies, small = rule_sizes._terms(grammar)

@@ -114,6 +114,11 @@ _IR_TYPES = (Seq, Alt, Intersect, RuleRef, Repeat, Difference, Spelled, Lazy, Li
 # identity; the entry holds the body, so the id stays its own.
 SHARED_TERMS_MIN = 10_000  # estimated states from which a body's terms are kept across compiles
 _SHARED_TERMS: BoundedLRU[tuple] = BoundedLRU(256)  # id(body) -> (body, fixed, weights, copies)
+# the big bodies met once (by id, without holding them): terms are kept from the second meeting
+# on, since most big bodies are made per compile (an object's members) and would only churn the
+# map (keeping them, reference copies included, cost more than their walk saved); an id reused
+# by a new body only keeps that body's terms one meeting early
+_SEEN_BIG: BoundedLRU[bool] = BoundedLRU(1024)
 
 
 def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Callable[[str], dict[str, int]], bool]:
@@ -148,7 +153,11 @@ def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Cal
         _SHARED_TERMS.touch([id(k[0]) for k in kept.values()])
     for i, f in enumerate(fixed):
         if f >= SHARED_TERMS_MIN and i not in kept:
-            _SHARED_TERMS.put(id(bodies[names[i]]), (bodies[names[i]], f, weights[i], flat_copies(flat, i, names)))
+            body = bodies[names[i]]
+            if _SEEN_BIG.peek(id(body)) is None:  # first met: most big bodies are made per compile
+                _SEEN_BIG.put(id(body), True)
+            else:
+                _SHARED_TERMS.put(id(body), (body, f, weights[i], flat_copies(flat, i, names)))
     small = flat_small(fixed, weights, index, index[grammar.root], BIG_RULE, MAX_INLINE_DEPTH)
 
     def ref_copies(n: str) -> dict[str, int]:
