@@ -18,9 +18,10 @@ from strictgen.errors import RegexError
 
 from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Format, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
-    pattern_language, str_meet,
+    str_meet,
 )
 from .dialects import ALL_KEYWORDS
+from .patterns import pattern_language
 from .values import escape_pointer, invalid, is_number, nonneg_int, to_fraction
 
 if TYPE_CHECKING:
