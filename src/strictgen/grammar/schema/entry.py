@@ -144,13 +144,15 @@ def json_schema_grammar(
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    # the normaliser hands over an immutable value and is dropped: the emission cannot call it
-    normalized = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages()).normalized
-    emitter = SchemaEmitter(normalized, style, any_order, reporter)
-    try:
-        grammar = emitter.build(normalized.root)
-        if not normalized.dnf(normalized.root):
-            raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
-    except RecursionError:
-        raise GrammarTooLargeError("schema nested too deeply") from None
+    # the normaliser hands over an immutable value: the emission cannot call it (the normaliser
+    # only takes the algebra's lazy steps while the emission runs, and is dropped after it)
+    normalizer = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages())
+    with normalizer.emitting() as normalized:
+        emitter = SchemaEmitter(normalized, style, any_order, reporter)
+        try:
+            grammar = emitter.build(normalized.root)
+            if not normalized.dnf(normalized.root):
+                raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
+        except RecursionError:
+            raise GrammarTooLargeError("schema nested too deeply") from None
     return grammar, list(reporter.unenforced)

@@ -48,7 +48,8 @@ schema.strings).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
@@ -244,6 +245,20 @@ class SchemaSource:
             return step(self._working, f)
         finally:
             self._working = norm
+
+    @contextmanager
+    def steps_through(self, norm: Normalizer) -> Iterator[None]:
+        """Inside the block, the lazy steps of `norm`'s algebra are taken with `norm` itself,
+        where each outermost step (each raw schema the emitter reaches first) made a working
+        Normalizer (~2.4 us: ~1.4% of the front end on the bench's schemas, ~900 steps a pass).
+        This source then holds `norm`, whose algebra holds this source: the block's end breaks
+        that reference cycle (the compile's tables are freed by reference counting, as before)."""
+        saved = self._working
+        self._working = norm
+        try:
+            yield
+        finally:
+            self._working = saved
 
     def _has_inner_resources(self, root: dict) -> bool:
         """Does the root document hold anchors, or `$id`s below its root (also draft 4/6 `id`)?
@@ -471,6 +486,14 @@ class Normalizer:
         """What the emitter receives: the root formula and the algebra's answers (an immutable
         value that holds neither this normaliser nor its source's tables directly)."""
         return NormalizedSchema.of(self.root_formula, self.formulas)
+
+    @contextmanager
+    def emitting(self) -> Iterator[NormalizedSchema]:
+        """`normalized`, with the algebra's lazy steps taken by this normaliser until the block
+        ends (SchemaSource.steps_through): the emission that runs in the block still reaches
+        only the value, never this normaliser."""
+        with self.source.steps_through(self):
+            yield self.normalized
 
     # ---- formulas of raw schemas ----
 
