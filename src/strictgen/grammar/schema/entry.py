@@ -141,12 +141,13 @@ def json_schema_grammar(
     formats="annotate" treats `format` as an annotation only (the 2020-12 default). `documents`:
     the other documents `$ref` may point to, a mapping of URI -> schema or a referencing.Registry
     (see schema.documents); nothing is fetched."""
+    root_text = schema.text if type(schema) is LoadedSchema else None  # (the root's content is cut from it)
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
     # the normaliser hands over an immutable value: the emission cannot call it (the normaliser
     # only takes the algebra's lazy steps while the emission runs, and is dropped after it)
-    normalizer = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages())
+    normalizer = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages(), root_text=root_text)
     with normalizer.emitting() as normalized:
         emitter = SchemaEmitter(normalized, style, any_order, reporter)
         try:
