@@ -188,20 +188,21 @@ class GrammarCompiler:
         strictgen.grammar.json_schema for what is produced."""
         import hashlib
 
-        from strictgen.grammar.json_schema import json_schema_grammar, schema_cache_text
+        from strictgen.grammar.json_schema import json_schema_grammar, loaded_schema
         from strictgen.grammar.json_value import JsonStyle
         from strictgen.grammar.schema.documents import SchemaDocuments
 
         style = JsonStyle(whitespace, max_indent, numbers)
         with user_errors("json_schema"):
-            text = schema_cache_text(schema)
+            loaded = loaded_schema(schema)  # (read once: the grammar is built from it, not from its text again)
+            text = loaded.text
             docs = SchemaDocuments.of(documents)
             docs_key = hashlib.sha256(docs.cache_text().encode("utf-8", "surrogatepass")).hexdigest() if docs else ""
         found: dict = {}
 
         def build() -> Grammar:
             grammar, unenforced = json_schema_grammar(
-                text, strict=strict, any_order=any_order, style=style, formats=formats, documents=docs
+                loaded, strict=strict, any_order=any_order, style=style, formats=formats, documents=docs
             )
             found["unenforced"] = unenforced
             return grammar

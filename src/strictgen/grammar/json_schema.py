@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from .json_value import JsonStyle
 from .schema.emitter import SchemaEmitter
-from .schema.entry import json_schema_grammar, schema_cache_text
+from .schema.entry import json_schema_grammar, loaded_schema, schema_cache_text
 
-__all__ = ["JsonStyle", "SchemaEmitter", "json_schema_grammar", "schema_cache_text"]
+__all__ = ["JsonStyle", "SchemaEmitter", "json_schema_grammar", "loaded_schema", "schema_cache_text"]

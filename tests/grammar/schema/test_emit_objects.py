@@ -167,3 +167,20 @@ def test_what_a_repeated_unlisted_name_could_fake_is_refused(schema, keyword, po
         with pytest.raises(SchemaError) as e:
             em.build(em.normalized.root)
         assert (e.value.keyword, e.value.pointer) == (keyword, pointer)
+
+
+@pytest.mark.parametrize("style", [None, "compact", 0])
+@pytest.mark.parametrize("name", ["a", "description", "é/ü\"\\", "x y", "\u2028", "𝄞k"])
+def test_a_named_member_is_what_seq_writes(style, name):
+    """emit_objects._member puts a spelled key, the colon and the value's rule end to end: the
+    expression seq(key, colon, value) writes, in every style (compact: seq joins the colon)."""
+    from strictgen.grammar.ir import RuleRef, seq
+    from strictgen.grammar.json_escapes import spelled_string
+    from strictgen.grammar.schema.emit_objects import _member
+
+    from strictgen.grammar.json_value import JsonStyle
+
+    style = JsonStyle() if style is None else JsonStyle("compact") if style == "compact" else JsonStyle(max_indent=style)
+    em = emitter({"type": "object"}, style=style)
+    key, value = spelled_string(name), RuleRef("s1")
+    assert _member(em, key, value) == seq(key, em.colon, value)

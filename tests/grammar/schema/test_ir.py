@@ -18,8 +18,9 @@ from strictgen.errors import RegexError
 from strictgen.grammar.automata import Language
 from strictgen.grammar.schema.ir import (
     ALL_BOOLS, FALSE, NONE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Length, Matches, NumberConstraints, ObjectConstraints,
-    KeyRule, conjunct_meet, keyword_pointer, conjunct_of, pattern_language, str_meet,
+    KeyRule, conjunct_meet, keyword_pointer, conjunct_of, str_meet,
 )
+from strictgen.grammar.schema.patterns import pattern_language
 
 from .oracle import WORDS, normalizer, nump, raw_atoms, str_holds, validator
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strictgen.grammar.ir import difference, intersect
-from strictgen.grammar.schema.ir import pattern_language
+from strictgen.grammar.schema.patterns import pattern_language
 from strictgen.grammar.schema.strings import ANY_STRING, StringLanguages
 
 POOL = ["^a", "b$", "^[0-9]+$", "x", "^(?!ab)", "^.{2}$", "^ab", "[é]", "^$", "^(a|b)*$", "zz+", "^[^a]"]

@@ -12,7 +12,7 @@ from strictgen.grammar.automata import regular_dfa
 from strictgen.grammar.ir import Lazy
 from strictgen.grammar.json_schema import json_schema_grammar
 from strictgen.grammar.schema.length_product import LengthProduct, _Lengths, char_transitions
-from strictgen.grammar.schema.ir import pattern_language
+from strictgen.grammar.schema.patterns import pattern_language
 from tests.grammar.test_json_schema import Schema
 
 WORDS = "^(?:\\S+\\s+){0,49}\\S+$"

@@ -1,12 +1,12 @@
 """oneOf's disjointness proofs read a `^text$` pattern as the one string it matches
-(schema.ir.literal_pattern) instead of building its language: that reading must be the
+(schema.patterns.literal_pattern) instead of building its language: that reading must be the
 pattern's language, and patterns that are not plain text must be left to the languages."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strictgen.grammar.ir import difference, intersect, lit
-from strictgen.grammar.schema.ir import literal_pattern, pattern_language
+from strictgen.grammar.schema.patterns import literal_pattern, pattern_language
 from strictgen.grammar.schema.strings import StringLanguages
 
 TEXT = st.text(alphabet=st.sampled_from(list("aZ0 -_/é€😀") + list("^$\\.*+?()[]{}|")), max_size=6)

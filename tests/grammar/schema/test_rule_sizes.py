@@ -259,3 +259,32 @@ def test_small_says_no_past_a_bound_and_on_a_long_chain():
     assert small([1, 1], cycle, index, 0, 4000, 24) is True
     assert small([3001, 1], cycle, index, 0, 4000, 24) is False
     assert small([1], [{"nope": 1}], index, 0, 4000, 24) is False
+
+
+def test_kept_terms_of_a_body_met_again_are_its_walked_terms(monkeypatch):
+    """A big body met in a later grammar (the same object: a format's string, a spelled enum) is
+    not walked again: its kept terms and reference copies are given, and they are the Python
+    walk's of that grammar, rule by rule, beside rules that are walked (also one that refers to
+    the big rule, and a big rule that now refers to a rule of another position)."""
+    from strictgen.grammar.ir import Grammar, Repeat, lit
+    from strictgen.grammar.schema import rule_sizes
+
+    big = Seq((Repeat(Alt((lit("ab"), RuleRef("leaf"))), 0, 4_000), RuleRef("leaf")))  # ~12,000 states
+    first = Grammar({"root": Seq((RuleRef("big"), RuleRef("leaf"))), "big": big, "leaf": lit("x")}, "root")
+    second = Grammar({"root": Alt((RuleRef("big"), lit("y"))), "leaf": lit("zz"), "other": Repeat(RuleRef("big"), 0, 3), "big": big}, "root")
+    walks = []
+    real = rule_sizes.flat_graph
+    monkeypatch.setattr(rule_sizes, "flat_graph", lambda bodies, *a: walks.append(bodies) or real(bodies, *a))
+    rule_sizes._SHARED_TERMS.clear()
+    rule_sizes._SEEN_BIG.clear()
+    rule_sizes._terms(first)  # (met once: its terms are kept from the second meeting on)
+    for grammar, kept_before in ((first, False), (second, True)):
+        assert (rule_sizes._SHARED_TERMS.peek(id(big)) is not None) == kept_before
+        terms, ref_copies, small = rule_sizes._terms(grammar)
+        assert any(b is big for b in walks[-1]) != kept_before
+        memo: dict = {}
+        for n, e in grammar.rules.items():
+            assert terms[n] == rule_sizes._size_terms(e, memo)
+            assert ref_copies(n) == rule_sizes._ref_copies(e)
+        assert not small
+        assert rule_sizes._SHARED_TERMS.peek(id(big))[0] is big

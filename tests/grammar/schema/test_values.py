@@ -181,3 +181,38 @@ def test_reporter_strict_raises_and_loose_records_each_keyword_once():
     loose.refuse("again", "uniqueItems", "/p")
     loose.refuse("cannot", "not", "/q")
     assert loose.unenforced == [("uniqueItems", "/p"), ("not", "/q")]
+
+
+def test_a_loaded_schema_is_read_once():
+    """loaded_schema reads text once: load_schema hands back that very value (no second parse or
+    bounds check); a dict is not kept (the caller may change it) but read again from its text."""
+    from strictgen.grammar.json_schema import json_schema_grammar, loaded_schema, schema_cache_text
+
+    schema = {"type": "object", "properties": {"a": {"enum": [1, 2.5, "x"]}}, "required": ["a"]}
+    text = json.dumps(schema)
+    from_text = loaded_schema(text)
+    assert from_text.text == schema_cache_text(text) == schema_cache_text(schema)
+    assert from_text.value == schema and load_schema(from_text) is from_text.value
+    from_dict = loaded_schema(schema)
+    assert from_dict.value is None and from_dict.text == from_text.text
+    again = load_schema(from_dict)
+    assert again == schema and again is not schema
+    with_tuple = {"enum": ("a", "b")}  # a tuple reads as the JSON array its text holds, as before
+    assert load_schema(loaded_schema(with_tuple)) == {"enum": ["a", "b"]}
+    expected = json_schema_grammar(text)[0]
+    for loaded in (from_text, from_dict):
+        got = json_schema_grammar(loaded)[0]
+        assert got.root == expected.root and list(got.rules) == list(expected.rules)
+        assert all(got.rules[k] == expected.rules[k] for k in got.rules)
+
+
+def test_compile_json_schema_parses_schema_text_once(monkeypatch):
+    import strictgen as sg
+    import strictgen.grammar.schema.values as values
+
+    parses = []
+    real = values.json.loads
+    monkeypatch.setattr(values.json, "loads", lambda text, *a, **k: parses.append(text) or real(text, *a, **k))
+    tok = sg.TokenizerInfo.from_vocab([bytes([b]) for b in range(256)] + [b""], eos_token_ids=[256])
+    sg.GrammarCompiler(tok).compile_json_schema('{"type": "object", "properties": {"n": {"type": "integer"}}}')
+    assert len(parses) == 1

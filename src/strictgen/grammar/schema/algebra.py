@@ -457,6 +457,8 @@ def value_formula(alg: FormulaAlgebra, o: ObjectConstraints, key: str) -> Formul
         picked = sorted(picked + [i for i in others if rule_applies(alg.strings, rules[i], key)])
     if o.key_atoms is not None and not alg.strings.member(o.key_atoms, key):
         out = FALSE
+    elif len(picked) == 1:  # (most members: one property's schema, which and_ gives back as it is)
+        out = rules[picked[0]].schema
     else:
         out = alg.and_(*(rules[i].schema for i in picked))
     memo[(id(o), key)] = (o, out)

@@ -61,10 +61,19 @@ def _norm_core(norm: Normalizer, f: Formula) -> list[Conjunct]:
     alone = type_alone(s)
     if alone is not None:  # a leaf with one type: its own keywords are all its factors
         return [alone]
+    if _FACTOR_KEYWORDS.isdisjoint(s):  # its own keywords are its one factor: their conjunct
+        local = own_keywords(norm, f)  # (what _factors and the product of one factor make of it)
+        return [] if local is None else [local]
     factors = _factors(norm, f)
     if factors is None:
         return []
     return product(norm.formulas, [pos_dnf[1]() for pos_dnf in factors], f)
+
+
+# the keywords that make a factor of their own beside a schema's own keywords (_factors, _dependencies)
+_FACTOR_KEYWORDS = frozenset(
+    ("$ref", "$dynamicRef", "$recursiveRef", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies")
+)
 
 
 def src_complement(norm: Normalizer, f: Formula) -> list[Conjunct]:

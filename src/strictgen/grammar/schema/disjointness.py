@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .ir import FALSE, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Matches, ObjectConstraints, conjunct_meet, literal_pattern, objects_only, str_meet
+from .ir import FALSE, TRUE, AmongStrings, ArrayConstraints, Conjunct, Formula, Matches, ObjectConstraints, conjunct_meet, objects_only, str_meet
+from .patterns import literal_pattern
 from .key_space import objects_keys_disjoint
 from .values import RefLoop, json_equal
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
 
 from ..automata import regular_dfa
-from ..ir import NOTHING, Expr, RuleRef, Seq, difference, intersect, literal_trie, seq
+from ..ir import NOTHING, Expr, Literal, RuleRef, Seq, difference, intersect, literal_trie, seq
 from ..json_escapes import spelled_string
 from ..json_value import json_container, json_string
 from .counting import MAX_DP_STATES, counting_language, suffix_body
@@ -73,13 +73,13 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
                 return NOTHING
             continue
         key = spelled_string(k)
-        variants = [(seq(key, em.colon, em.ref(vf)), 0)]
+        variants = [(_member(em, key, em.ref(vf)), 0)]
         if exists:
             applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
             for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
                 f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
                 if not em.is_empty(f):
-                    variants.append((seq(key, em.colon, em.ref(f)), mask))
+                    variants.append((_member(em, key, em.ref(f)), mask))
         slots.append((variants, k in o.required, k))
     extras = _additional(em, o, names, exists)
     open_, close_more, close_first = em.open_close("{", "}")
@@ -183,6 +183,18 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
         return (k, c, not first, bin(sat).count("1"))
 
     return _named(em, distinct, seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress)))
+
+
+def _member(em: SchemaEmitter, key: Expr, value: Expr) -> Expr:
+    """`seq(key, em.colon, value)` for a spelled key (json_escapes.spelled_string) and a rule
+    reference: the key's items are seq's output already (flat, no empty or adjacent literals),
+    and with a colon that begins and ends with a rule (the flexible style's whitespace) nothing
+    joins at the seams, so seq's output is the three item tuples end to end, made at once (seq
+    walks every character's spelling of the key twice: every named member of every object)."""
+    colon = em.colon
+    if type(key) is Seq and type(value) is RuleRef and type(colon) is Seq and type(colon.items[0]) is not Literal and type(colon.items[-1]) is not Literal:
+        return Seq(key.items + colon.items + (value,))
+    return seq(key, colon, value)
 
 
 def _members_in_order(em: SchemaEmitter, slots: list, extras: list, close_first: Expr, close_more: Expr) -> Expr:

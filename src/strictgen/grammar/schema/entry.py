@@ -105,14 +105,26 @@ from ..json_value import JsonStyle
 from .emitter import SchemaEmitter
 from .normalize import Normalizer
 from .strings import StringLanguages
-from .values import Reporter, load_schema
+from .values import LoadedSchema, Reporter, load_schema
 
-__all__ = ["json_schema_grammar", "schema_cache_text"]
+__all__ = ["json_schema_grammar", "loaded_schema", "schema_cache_text"]
 
 
 def schema_cache_text(schema: Any) -> str:
     """The content key of a schema: its JSON text (member order kept: it is the emission order)."""
-    return json.dumps(load_schema(schema), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return loaded_schema(schema).text
+
+
+def loaded_schema(schema: Any) -> LoadedSchema:
+    """The schema read and checked once, with its content key (`schema_cache_text`): what the
+    compiler keys its cache by and then gives `json_schema_grammar`, which reads it without
+    parsing and checking the text again (the text was parsed twice per compile, ~2% of the front
+    end on the bench's schemas). Parsed text keeps its value; a dict or model is read from the
+    text when the grammar is built, as before."""
+    parsed = isinstance(schema, (str, bytes, bytearray))
+    value = load_schema(schema)
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return LoadedSchema(text, value if parsed else None)
 
 
 def json_schema_grammar(
@@ -124,21 +136,24 @@ def json_schema_grammar(
     formats: str = "assert",
     documents: Any = None,
 ) -> tuple[Grammar, list[tuple[str, str]]]:
-    """The grammar of the JSON documents valid under `schema` (dict, bool, JSON text or a pydantic
-    model class), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict).
+    """The grammar of the JSON documents valid under `schema` (dict, bool, JSON text, a pydantic
+    model class or a `loaded_schema`), and the (keyword, JSON pointer) pairs left unenforced (always [] when strict).
     formats="annotate" treats `format` as an annotation only (the 2020-12 default). `documents`:
     the other documents `$ref` may point to, a mapping of URI -> schema or a referencing.Registry
     (see schema.documents); nothing is fetched."""
+    root_text = schema.text if type(schema) is LoadedSchema else None  # (the root's content is cut from it)
     schema = load_schema(schema)
     style = style or JsonStyle()
     reporter = Reporter(strict)
-    # the normaliser hands over an immutable value and is dropped: the emission cannot call it
-    normalized = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages()).normalized
-    emitter = SchemaEmitter(normalized, style, any_order, reporter)
-    try:
-        grammar = emitter.build(normalized.root)
-        if not normalized.dnf(normalized.root):
-            raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
-    except RecursionError:
-        raise GrammarTooLargeError("schema nested too deeply") from None
+    # the normaliser hands over an immutable value: the emission cannot call it (the normaliser
+    # only takes the algebra's lazy steps while the emission runs, and is dropped after it)
+    normalizer = Normalizer(schema, reporter, formats=formats, documents=documents, strings=StringLanguages(), root_text=root_text)
+    with normalizer.emitting() as normalized:
+        emitter = SchemaEmitter(normalized, style, any_order, reporter)
+        try:
+            grammar = emitter.build(normalized.root)
+            if not normalized.dnf(normalized.root):
+                raise SchemaError("the schema admits no JSON value at all", keyword="", pointer="")
+        except RecursionError:
+            raise GrammarTooLargeError("schema nested too deeply") from None
     return grammar, list(reporter.unenforced)

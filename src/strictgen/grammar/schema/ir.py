@@ -1,17 +1,13 @@
 """The schema IR: formulas (interned references to subschemas and their boolean combinations),
-the per-type parts of a conjunct (NumberConstraints, string atoms, ArrayConstraints with Contains, ObjectConstraints with KeyRule), the
-conjunct `Conjunct` itself, and the regular languages of `pattern`s."""
+the per-type parts of a conjunct (NumberConstraints, string atoms, ArrayConstraints with Contains, ObjectConstraints with KeyRule) and
+the conjunct `Conjunct` itself. The regular languages of `pattern`s are schema.patterns'."""
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from dataclasses import field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
-
-from strictgen.errors import RegexError
 
 from .records import record
 from .values import json_type
@@ -21,75 +17,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Formula", "TRUE", "FALSE", "SrcInfo", "NumberConstraints", "Length", "Matches", "Format", "AmongStrings", "NotAll", "str_meet", "Contains", "ArrayConstraints", "KeyRule",
-    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet", "pattern_language", "literal_pattern",
+    "ObjectConstraints", "ALL_BOOLS", "Conjunct", "TOP", "NONE", "conjunct_of", "conjunct_meet",
     "keyword_pointer", "eval_signature", "without_evaluation", "objects_only",
 ]
-
-
-# ---- patterns -------------------------------------------------------------------------------------
-
-
-def _structure(p: str, start: int = 0):
-    """(index, char, depth before it) for each `(`, `)` and `|` of regex `p` outside escapes and classes."""
-    depth, i, in_class = 0, start, False
-    while i < len(p):
-        c = p[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif c in "()|":
-            yield i, c, depth
-            depth += {"(": 1, ")": -1, "|": 0}[c]
-        i += 1
-
-
-def _split_leading_lookahead(p: str) -> tuple[str, str] | None:
-    """`^(?!A)B` with no alternation at the top level of B → (A, B); otherwise None."""
-    if not p.startswith("^(?!"):
-        return None
-    close = next((i for i, c, d in _structure(p, 4) if c == ")" and d == 0), None)
-    if close is None:
-        return None
-    a, b = p[4:close], p[close + 1 :]
-    if any(c == "|" and d == 0 for _, c, d in _structure(b)):
-        return None
-    return a, b
-
-
-@functools.lru_cache(maxsize=4096)
-def pattern_language(p: str):
-    """Strings containing a match of the ECMA-262 pattern `p` (JSON Schema `pattern`).
-
-    Beyond regex.py: a leading negative lookahead `^(?!A)B` is the difference of two searches,
-    strings with a prefix matching B minus strings with a prefix matching A."""
-    from ..ir import difference
-    from ..regex import parse_regex_search
-
-    try:
-        return parse_regex_search(p)
-    except RegexError:
-        split = _split_leading_lookahead(p)
-        if split is None:
-            raise
-        a, b = split
-        return difference(parse_regex_search("^(?:" + b + ")"), parse_regex_search("^(?:" + a + ")"))
-
-
-# `^text$` with no ECMA-262 syntax character (^ $ \\ . * + ? ( ) [ ] { } |) nor surrogate in text
-_LITERAL_PATTERN = re.compile("\\^([^^$\\\\.*+?()\\[\\]{}|\ud800-\udfff]*)\\$\\Z")
-
-
-def literal_pattern(p: str) -> str | None:
-    """The one string the ECMA-262 pattern `p` matches when it is `^text$` with no syntax
-    character (nor surrogate) in `text` (`^` and `$` match only at the ends without the `m`
-    flag), else None: a tag such as `^Abs$` is decided without building its language. (One
-    regex match: oneOf's pairwise proofs ask it of every pair of tags.)"""
-    m = _LITERAL_PATTERN.match(p)
-    return m.group(1) if m else None
 
 
 # ---- formulas -------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir import NOTHING, Expr, alt, difference, intersect, lit, literal_trie
-from .ir import Formula, KeyRule, ObjectConstraints, pattern_language
+from .ir import Formula, KeyRule, ObjectConstraints
+from .patterns import pattern_language
 from .strings import ANY_STRING, pattern_region, string_language
 
 if TYPE_CHECKING:

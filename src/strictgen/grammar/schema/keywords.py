@@ -18,9 +18,10 @@ from strictgen.errors import RegexError
 
 from .ir import (
     ALL_BOOLS, FALSE, TOP, TRUE, AmongStrings, ArrayConstraints, Conjunct, Contains, Format, Formula, KeyRule, Length, Matches, NotAll, NumberConstraints, ObjectConstraints,
-    pattern_language, str_meet,
+    str_meet,
 )
 from .dialects import ALL_KEYWORDS
+from .patterns import pattern_language
 from .values import escape_pointer, invalid, is_number, nonneg_int, to_fraction
 
 if TYPE_CHECKING:
@@ -94,14 +95,14 @@ def own_keywords(norm: Normalizer, f: Formula) -> Conjunct | None:
         atoms = _string(norm, f)
         if atoms:
             st, narrowed = str_meet(st, atoms), True
-    if arr is not None:
+    if arr is not None:  # (TOP.arr here: its meet with `a` is `a`, when `a`'s bounds admit an array)
         a = _array(norm, f)
         if a is not None:
-            arr, narrowed = arr.meet(a, norm.formulas), True
-    if obj is not None:
+            arr, narrowed = (a if a.max is None or a.min <= a.max else None), True
+    if obj is not None:  # (TOP.obj here: its meet with `o` is `o`, when `o` admits an object)
         o = _object(norm, f)
         if o is not None:
-            obj, narrowed = obj.meet(o), True
+            obj, narrowed = (o if o.meets(o) else None), True
     if not narrowed:
         return TOP
     if not null and not bools and num is None and st is None and arr is None and obj is None:

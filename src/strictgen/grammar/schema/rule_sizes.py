@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Callable
 
 from strictgen import deadline
+from strictgen.lru import BoundedLRU
 
 from ._rule_sizes import copies as flat_copies, graph as flat_graph, small as flat_small
 from ..ir import (
+    EMPTY,
     Alt,
     ByteSet,
     CharSet,
@@ -105,6 +107,20 @@ def call_big_rules(grammar: Grammar) -> None:
 _IR_TYPES = (Seq, Alt, Intersect, RuleRef, Repeat, Difference, Spelled, Lazy, Literal, CharSet)  # _rule_sizes.c's order
 
 
+# The terms of big rule bodies met again: the pieces the front end builds once a process (a format's
+# or a pattern's escaped string, a spelled enum choice) are the same body object in every grammar
+# that uses them, and walking one was the most of _rule_sizes.c's time in the compiles that have
+# one (12,191 nodes for a long-length string, ~2.3 ms of a 6 ms front end). Keyed by the body's
+# identity; the entry holds the body, so the id stays its own.
+SHARED_TERMS_MIN = 10_000  # estimated states from which a body's terms are kept across compiles
+_SHARED_TERMS: BoundedLRU[tuple] = BoundedLRU(256)  # id(body) -> (body, fixed, weights, copies)
+# the big bodies met once (by id, without holding them): terms are kept from the second meeting
+# on, since most big bodies are made per compile (an object's members) and would only churn the
+# map (keeping them, reference copies included, cost more than their walk saved); an id reused
+# by a new body only keeps that body's terms one meeting early
+_SEEN_BIG: BoundedLRU[bool] = BoundedLRU(1024)
+
+
 def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Callable[[str], dict[str, int]], bool]:
     """Each rule's size terms (fixed, weights: see `_size_terms`), its `_ref_copies` by name, and
     whether every rule is small (_rule_sizes.c's `small`: the planning would make no call; False
@@ -113,19 +129,40 @@ def _terms(grammar: Grammar) -> tuple[dict[str, tuple[int, dict[str, int]]], Cal
     From the C walk (_rule_sizes.c: the IR's nodes numbered once, the terms on flat arrays; the
     Python walk cost ~2.5 us a node, 80-200 ms in the slowest compiles); from the Python one where
     a repeat bound passes int64 or a size 128 bits, or a rule refers to no rule (post_order_and_cycles then
-    says so). The bodies planned are these (the planning replaces a body only after planning it)."""
+    says so). The bodies planned are these (the planning replaces a body only after planning it).
+    A big body whose terms are kept (`_SHARED_TERMS`) is walked as EMPTY and given its kept terms:
+    a rule's terms are a function of its own body, which refers to the rules by name."""
     names = list(grammar.rules)
     index = {n: i for i, n in enumerate(names)}
     bodies = dict(grammar.rules)
-    got = flat_graph(list(bodies.values()), index, _IR_TYPES, names)
+    walked = list(bodies.values())
+    kept: dict[int, tuple] = {}
+    for i, e in enumerate(walked):
+        got = _SHARED_TERMS.peek(id(e))
+        if got is not None and got[0] is e and all(r in index for r in got[2]):
+            kept[i] = got
+            walked[i] = EMPTY
+    got = flat_graph(walked, index, _IR_TYPES, names)
     if got is None:
         memo: dict[int, tuple[int, dict[str, int]]] = {}
         return {n: _size_terms(e, memo) for n, e in bodies.items()}, lambda n: _ref_copies(bodies[n]), False
     fixed, weights, flat = got
+    for i, (_, f, w, _) in kept.items():
+        fixed[i], weights[i] = f, w
+    if kept:
+        _SHARED_TERMS.touch([id(k[0]) for k in kept.values()])
+    for i, f in enumerate(fixed):
+        if f >= SHARED_TERMS_MIN and i not in kept:
+            body = bodies[names[i]]
+            if _SEEN_BIG.peek(id(body)) is None:  # first met: most big bodies are made per compile
+                _SEEN_BIG.put(id(body), True)
+            else:
+                _SHARED_TERMS.put(id(body), (body, f, weights[i], flat_copies(flat, i, names)))
     small = flat_small(fixed, weights, index, index[grammar.root], BIG_RULE, MAX_INLINE_DEPTH)
 
     def ref_copies(n: str) -> dict[str, int]:
-        copies = flat_copies(flat, index[n], names)
+        i = index[n]
+        copies = kept[i][3] if i in kept else flat_copies(flat, i, names)
         return _ref_copies(bodies[n]) if copies is None else copies
 
     return {n: (fixed[i], weights[i]) for i, n in enumerate(names)}, ref_copies, small

@@ -33,7 +33,8 @@ from ..ir import (
     normalize_ranges,
     repeat,
 )
-from .ir import AmongStrings, Format, Length, Matches, NotAll, pattern_language
+from .ir import AmongStrings, Format, Length, Matches, NotAll
+from .patterns import pattern_language
 from .rule_sizes import length_range
 
 __all__ = ["ANY_CHAR", "ANY_STRING", "StringLanguages", "pattern_region", "string_language"]

@@ -16,7 +16,7 @@ from .limits import MAX_SCHEMA_DEPTH, check_schema_bounds
 
 __all__ = [
     "FORMAT_MODES", "Reporter", "RefLoop", "invalid", "escape_pointer", "is_number", "to_fraction",
-    "json_equal", "json_type", "plain_type_holds", "dedupe_values", "value_key", "load_schema", "nonneg_int",
+    "json_equal", "json_type", "plain_type_holds", "dedupe_values", "value_key", "LoadedSchema", "load_schema", "nonneg_int",
 ]
 
 
@@ -152,17 +152,28 @@ def value_key(v: Any) -> str:
     return "{" + ",".join(json.dumps(k) + ":" + value_key(v[k]) for k in sorted(v)) + "}"
 
 
+class LoadedSchema:
+    """A schema `load_schema` has read and checked already, as the compiler's cache key made it:
+    its JSON text and, where reading it parsed text (an object no caller holds), that value. Given
+    to `load_schema` again, it is not parsed nor checked a second time: the value, or the text
+    parsed now (a dict the caller gave may be changed after the call, and holds Python values
+    that JSON text does not, such as tuples: the grammar is built from its text, as before)."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, text: str, value: Any = None):
+        self.text = text
+        self.value = value  # None: parse `text` when the value is asked
+
+
 def load_schema(schema: Any) -> Any:
     """dict / bool / JSON text / pydantic model class → a JSON Schema (dict or bool)."""
+    if type(schema) is LoadedSchema:
+        return schema.value if schema.value is not None else _parsed(schema.text)
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"schema text is not valid JSON: {e}") from None
-        except RecursionError:
-            raise GrammarTooLargeError(f"schema text nested too deeply to parse (limit MAX_SCHEMA_DEPTH = {MAX_SCHEMA_DEPTH} levels)") from None
+        schema = _parsed(schema)
     elif isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
     elif hasattr(schema, "model_json_schema") and callable(schema.model_json_schema):
@@ -171,6 +182,16 @@ def load_schema(schema: Any) -> Any:
         raise SchemaError(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
     check_schema_bounds(schema)
     return schema
+
+
+def _parsed(text: str) -> Any:
+    """The JSON value of schema text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"schema text is not valid JSON: {e}") from None
+    except RecursionError:
+        raise GrammarTooLargeError(f"schema text nested too deeply to parse (limit MAX_SCHEMA_DEPTH = {MAX_SCHEMA_DEPTH} levels)") from None
 
 
 def nonneg_int(value: Any, keyword: str, pointer: str) -> int:
