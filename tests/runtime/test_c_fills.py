@@ -341,3 +341,21 @@ def test_warm_tree_fill_releases_the_gil(monkeypatch):
             if moved[0]:
                 break
     assert moved[0], "no other thread ran while the tree was walked in C: the GIL was held"
+
+
+def test_a_miss_whose_mask_is_not_kept_still_fills_the_row(qwen):
+    """A plain miss computes the mask into the store and copies it from there (a second
+    `fill_row`); where the store does not keep it (a store of no entries here, an eviction by
+    another thread in general) the fill writes the computed row itself: the same words and the
+    same return as with a store that keeps every mask."""
+    kept = _compile(qwen, "schema", small=False)
+    bare = _compile(qwen, "schema", small=False)
+    bare.masker = TokenMasker(bare.machine, qwen.trie, qwen.vocab_size, qwen.eos_token_ids, max_cached=0, markers=bare.marker_tokens)
+    ids = canonical_ids("qwen", json.dumps(SCHEMA_DOCS[0])) + list(qwen.eos_token_ids[:1])
+    a, b = sg.GrammarMatcher(kept), sg.GrammarMatcher(bare)
+    words = sg.allocate_token_bitmask(1, qwen.vocab_size).shape[1]
+    for token in ids:
+        fa, fb = np.full((2, words), -5, dtype=np.int32), np.full((2, words), -5, dtype=np.int32)
+        assert a.fill_next_token_bitmask(fa, 1) == b.fill_next_token_bitmask(fb, 1)
+        assert np.array_equal(fa, fb) and bare.masker.cached(b.state) is None
+        assert a.accept_token(token) and b.accept_token(token)
