@@ -47,6 +47,16 @@ def test_keep_shares_equal_contents_and_copies_new_ones():
     assert second is not first and second.tolist() == [1, 2, 3, 4, 6] and first.tolist() == [1, 2, 3, 4, 5]
 
 
+def test_blank_copy_holds_exactly_its_source_whatever_the_scratch_held():
+    dirty = mask_memory.blank(6)
+    dirty[:] = -1
+    mask_memory.give_back(dirty)  # the next scratch row is this one, every bit set
+    source = np.array([0, 5, 0, 7, 0, 9], dtype=np.int32)
+    row = mask_memory.blank_copy(source)
+    assert row is dirty and row.tolist() == source.tolist() and row is not source
+    mask_memory.give_back(row)
+
+
 def test_a_digest_collision_keeps_each_content():
     table = _mask_bits.ContentTable(digest_mask=0)  # a planted collision: every row one digest
     kept = []

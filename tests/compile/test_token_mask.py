@@ -186,3 +186,32 @@ def test_age_keeps_read_masks_from_eviction_once_half_full(qwen):
     for s in states[2:]:
         masker.mask(s)  # the fifth entry evicts the oldest: states[1], not the aged states[0]
     assert masker.cached(states[0]) is not None and masker.cached(states[1]) is None
+
+
+def test_restricted_walks_start_from_the_roots_of_their_first_bytes(qwen):
+    """`_roots_from` (a restricted walk's roots, remembered per trie and set of first bytes) gives
+    the depth-0 nodes whose byte is in the set, the same on a second ask (a memo hit) as on the
+    first, per trie: a sub-trie with other roots gets its own; and a walk from them allows
+    exactly the whole walk's tokens that start with those bytes."""
+    from strictgen.compile import _walk
+    from strictgen.tokenizer.trie import words_for
+
+    grammar = sg.GrammarCompiler(qwen).compile_json_schema({"type": "string"})
+    masker, trie = grammar.masker, qwen.trie
+    state = sg.GrammarMatcher(grammar).state
+    rng = np.random.default_rng(7)
+    whole = np.zeros(words_for(qwen.vocab_size), dtype=np.int32)
+    _walk.walk_bits(*masker._walk_args(state, trie, None), whole)
+    allowed = np.flatnonzero(np.unpackbits(whole.view(np.uint8), bitorder="little"))
+    first_of = np.array([qwen.token_bytes(int(t))[0] for t in allowed])
+    sub = trie.split_lead_trie
+    for _ in range(6):
+        first = rng.random(256) < 0.3
+        for t in (trie, sub):
+            expected = np.flatnonzero(first[t.node_byte[: len(t.roots)]])
+            assert np.array_equal(masker._roots_from(t, first), expected)
+            assert np.array_equal(masker._roots_from(t, first.copy()), expected)  # asked again: the memo's
+        packed = np.zeros_like(whole)
+        _walk.walk_bits(*masker._walk_args(state, trie, first), packed)
+        got = np.flatnonzero(np.unpackbits(packed.view(np.uint8), bitorder="little"))
+        assert np.array_equal(got, allowed[first[first_of]])

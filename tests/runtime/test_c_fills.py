@@ -115,8 +115,9 @@ def test_a_warm_draft_is_one_c_call(qwen, monkeypatch):
 def test_a_single_fill_hit_is_one_c_call(qwen, monkeypatch, kind):
     """`fill_next_token_bitmask` into a 2-D int32 bitmask copies a stored mask in one C call
     (`_mask_store.fill_row`) and writes what the Python path writes: the same words (those past the
-    vocabulary's left alone), the same return, into the row asked; misses, an ended matcher and a
-    tracked one (uniqueItems) take the Python path, and a row out of range fails as numpy's does."""
+    vocabulary's left alone), the same return, into the row asked; a miss computes the mask into the
+    store and copies it the same way (a second call); an ended matcher and a tracked one
+    (uniqueItems) take the Python path, and a row out of range fails as numpy's does."""
     if kind == "unique":
         g = sg.GrammarCompiler(qwen, cache_size=1).compile_json_schema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True})
         ids = canonical_ids("qwen", "[1, 3]") + list(qwen.eos_token_ids[:1])
@@ -141,7 +142,8 @@ def test_a_single_fill_hit_is_one_c_call(qwen, monkeypatch, kind):
             assert np.array_equal(fast, slow) and got == bool((row != -1).any())
             plain = kind != "unique" and not m.is_terminated()
             assert stored or not warm or not plain  # the warm pass has every mask stored
-            assert codes == ([int(got)] if stored and plain else [_mask_store.NOT_PLAIN if not plain else _mask_store.MISSED])
+            # a plain miss computes the mask into the store and copies it with a second call
+            assert codes == ([int(got)] if stored and plain else [_mask_store.NOT_PLAIN] if not plain else [_mask_store.MISSED, int(got)])
             if token is not None:
                 assert m.accept_token(token)
     with pytest.raises(IndexError):
@@ -339,3 +341,21 @@ def test_warm_tree_fill_releases_the_gil(monkeypatch):
             if moved[0]:
                 break
     assert moved[0], "no other thread ran while the tree was walked in C: the GIL was held"
+
+
+def test_a_miss_whose_mask_is_not_kept_still_fills_the_row(qwen):
+    """A plain miss computes the mask into the store and copies it from there (a second
+    `fill_row`); where the store does not keep it (a store of no entries here, an eviction by
+    another thread in general) the fill writes the computed row itself: the same words and the
+    same return as with a store that keeps every mask."""
+    kept = _compile(qwen, "schema", small=False)
+    bare = _compile(qwen, "schema", small=False)
+    bare.masker = TokenMasker(bare.machine, qwen.trie, qwen.vocab_size, qwen.eos_token_ids, max_cached=0, markers=bare.marker_tokens)
+    ids = canonical_ids("qwen", json.dumps(SCHEMA_DOCS[0])) + list(qwen.eos_token_ids[:1])
+    a, b = sg.GrammarMatcher(kept), sg.GrammarMatcher(bare)
+    words = sg.allocate_token_bitmask(1, qwen.vocab_size).shape[1]
+    for token in ids:
+        fa, fb = np.full((2, words), -5, dtype=np.int32), np.full((2, words), -5, dtype=np.int32)
+        assert a.fill_next_token_bitmask(fa, 1) == b.fill_next_token_bitmask(fb, 1)
+        assert np.array_equal(fa, fb) and bare.masker.cached(b.state) is None
+        assert a.accept_token(token) and b.accept_token(token)

@@ -52,8 +52,9 @@ def give_back(row: np.ndarray) -> None:
 
 
 def blank_copy(source: np.ndarray) -> np.ndarray:
-    """`blank` holding the words of `source` (a cached set of tokens a mask starts from)."""
-    row = blank(len(source))
+    """A `scratch` row holding the words of `source` (a cached set of tokens a mask starts from):
+    the copy writes every word, so the row is not zeroed first (a memset of 16 KB saved)."""
+    row = scratch(len(source))
     np.copyto(row, source)
     return row
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # walks the vocabulary instead, reading what comes back to the loop unseen (`_live_loop_bits`)
 MAX_SUFFIX_TOKENS = 20_000
 CHAR_INSIDES_KEPT = 4096  # loop states whose character-level inside set (`_char_inside`) a masker keeps
+ROOT_SETS_KEPT = 64  # (trie, first bytes) sets whose restricted walks' roots (`_roots_from`) a masker keeps
 MIN_INSIDE_FRACTION = 0.2  # string-like shortcuts pay when at least this share of tokens is skipped
 # a counted string's tokens outside its loop are one trie per loop up to this share of the
 # vocabulary (a JSON string body's 4%: 2 ms to build), else one per set of entering first bytes
@@ -51,21 +52,22 @@ class TokenMasker:
         longest = max((len(b) for _, b in self.markers), default=0)
         self.trie = trie
         self.vocab_size = vocab_size
+        self.words = words_for(vocab_size)  # int32 words per mask
         self.eos = np.asarray(sorted(eos_token_ids), dtype=np.int64)
         self.max_cached = max_cached
         # by state, in C (batch and draft fills read it without the GIL); masks are all one size,
         # so the bound on entries bounds bytes
-        self.store = _mask_store.MaskStore(words_for(vocab_size), max_cached)
+        self.store = _mask_store.MaskStore(self.words, max_cached)
         # by horizon key (a frozenset, when a rule merges states): few, and read by Python only
         self._shared: BoundedLRU[np.ndarray] = BoundedLRU(max_cached)
         self._horizon = HorizonKeys(machine, max(trie.depth, longest) + 1)  # the most bytes a token reads
         # text tokens never allowed (special_tokens.py: those holding a stand-in's first byte)
         self.blocked = None
         if blocked is not None and len(blocked):
-            self.blocked = np.zeros(words_for(vocab_size), dtype=np.int32)
+            self.blocked = np.zeros(self.words, dtype=np.int32)
             _mask_bits.set_bits(self.blocked, blocked)
             self.blocked = ~self.blocked
-        self.eos_only = self._with_eos(np.zeros(words_for(vocab_size), dtype=np.int32))
+        self.eos_only = self._with_eos(np.zeros(self.words, dtype=np.int32))
 
     def _with_eos(self, packed: np.ndarray) -> np.ndarray:
         _mask_bits.set_bits(packed, self.eos)
@@ -148,7 +150,7 @@ class TokenMasker:
         the valid tokens' bits in a packed mask (a blank one by default, `mask_memory.blank`):
         no id list, no bool vector, no packing."""
         if packed is None:
-            packed = mask_memory.blank(words_for(self.vocab_size))
+            packed = mask_memory.blank(self.words)
         trie = self.trie if trie is None else trie
         _walk.walk_bits(*self._walk_args(state, trie, first_bytes), packed)
         return packed
@@ -178,19 +180,30 @@ class TokenMasker:
             if whole is None:
                 whole = self._whole_walk = (*self.machine.walk_source(), trie.walk_nodes, trie.node_byte, trie.node_tokens, trie.roots)
             return (*whole, state)
-        roots = trie.roots if first_bytes is None or not trie.depth else trie.roots[first_bytes[trie.bytes[0]]]
-        return (
-            *self.machine.walk_source(),
-            trie.walk_nodes,
-            trie.node_byte,
-            trie.node_tokens,
-            roots,
-            state,
-        )
+        roots = trie.roots if first_bytes is None or not trie.depth else self._roots_from(trie, first_bytes)
+        return (*self.machine.walk_source(), trie.walk_nodes, trie.node_byte, trie.node_tokens, roots, state)
 
     # `_walk_args` of the whole vocabulary but the state (the machine's walk source and the trie's
     # arrays never change): ~1 us a mask less than building them again (made on first use)
     _whole_walk: tuple | None = None
+
+    def _roots_from(self, trie: VocabTrie, first_bytes: np.ndarray) -> np.ndarray:
+        """The depth-0 nodes of `trie` whose byte is in `first_bytes` (bool per byte value), where a
+        restricted walk starts. Remembered per trie and set of bytes: a string state's walks ask
+        the same few sets again and again, and the fancy indexing that finds them cost ~3 us a walk
+        (a bytes key and a dict read: ~0.25 us)."""
+        key = (trie, first_bytes.tobytes())
+        memo = self._roots_memo
+        if memo is None:
+            memo = self._roots_memo = BoundedLRU(ROOT_SETS_KEPT)
+        got = memo.peek(key)
+        if got is None:
+            got = trie.roots[first_bytes[trie.bytes[0]]]
+            memo.put(key, got)
+        return got
+
+    # `_roots_from` by (trie, first bytes), as asked (made on first use)
+    _roots_memo: BoundedLRU[np.ndarray] | None = None
 
     def _allowed(self, state: int) -> np.ndarray:
         """The packed mask of the tokens valid from `state`, with a shortcut for string-like states.
@@ -223,7 +236,7 @@ class TokenMasker:
             if inside_count < MIN_INSIDE_FRACTION * trie.num_text_tokens:
                 continue  # too little to skip: the full walk is as good
             if trie.num_text_tokens - inside_count > MAX_SUFFIX_TOKENS:  # too many suffixes for a trie
-                packed = mask_memory.blank(words_for(self.vocab_size))
+                packed = mask_memory.blank(self.words)
                 inside = None if multibyte else self._char_inside(t, loop_key)
                 self._live_loop_bits(state, None, packed, t, loop_key, multibyte or inside is not None, inside)
                 return packed
@@ -338,10 +351,10 @@ class TokenMasker:
     def _compute(self, state: int) -> np.ndarray:
         """The mask of `state`, written into a `mask_memory.blank` row for `mask_memory.keep`."""
         if state == DEAD:
-            return mask_memory.blank(words_for(self.vocab_size))
+            return mask_memory.blank(self.words)
         # the common case in one C call: a state no string shortcut takes, zeroed and walked whole,
         # its blocked tokens cleared and EOS set where it accepts (else the row goes back unused)
-        packed = mask_memory.scratch(words_for(self.vocab_size))
+        packed = mask_memory.scratch(self.words)
         if _walk.plain_mask(*self._walk_args(state, self.trie, None), packed, self.blocked, self.eos):
             return self._with_markers(state, packed)
         mask_memory.give_back(packed)

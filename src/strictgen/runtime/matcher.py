@@ -24,6 +24,7 @@ from . import captures, drafts
 # only for another instance (metadata, a byte order spelled "=", unpickled: equal, and as good);
 # a non-native int32 is not equal (~17 ns a fill saved by not asking equality first)
 _INT32 = np.dtype(np.int32)
+_MISSED = _mask_store.MISSED  # fill_row's code for a plain row whose state's mask is not stored yet
 
 
 def complete_utf8_prefix(data: bytes) -> str:
@@ -195,7 +196,15 @@ class GrammarMatcher(_mask_store.RowState):
             code = _mask_store.fill_row(self, target, index)
             if code <= 1:
                 return code == 1
-        row = self.next_token_mask()
+            if code == _MISSED:  # a plain row not computed yet: computed into the store, then copied as a hit is
+                row = self._masker.mask(self._state)
+                code = _mask_store.fill_row(self, target, index)
+                if code <= 1:  # (~1 us a first-time fill less than the copy below and its "needs apply")
+                    return code == 1
+            else:
+                row = self.next_token_mask()
+        else:
+            row = self.next_token_mask()
         if target.ndim == 1:
             target[: len(row)] = row
         else:
