@@ -11,7 +11,7 @@ whole DFAs.
 Every operation takes the compile deadline (`strictgen.deadline`) and a state budget: past the
 deadline it raises CompileTimeoutError, past the budget GrammarTooLargeError with the caller's
 message. The work is in C: one file per algorithm family (`_nfa.c`, `_lazy.c`, `_dfa.c`,
-`_minimize.c`, `_search.c`; `_regular.h` between them), the Python types in `_regular.c`, and
+`_minimize.c`, `_rounds.c`, `_search.c`; `_regular.h` between them), the Python types in `_regular.c`, and
 `_spelling.c` (the JSON spellings of a string DFA); this module only translates arguments and
 errors.
 """
