@@ -88,8 +88,12 @@ def refine(dfa: DFA, rounds: int) -> tuple[bytes, int]:
 
 
 def minimal(dfa: DFA, productive: bytes | None = None) -> DFA:
-    """Trim (calls only of the rules flagged in `productive`), then minimise."""
-    return minimize(dfa.trim(productive))
+    """Trim (calls only of the rules flagged in `productive`), then minimise: in one C call, which
+    for a DFA without calls (products, pieces) makes no trimmed copy (see _minimize.c)."""
+    try:
+        return dfa.trim_minimize(productive, deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, "automaton too large to minimise")
 
 
 def minimal_with_splits(dfa: DFA, productive: bytes | None = None) -> tuple[DFA, tuple[bytes, bytes] | None]:

@@ -14,25 +14,26 @@
  * partition_init: (first, end, target) in class order, state s's from rows[s] to rows[s + 1]), which
  * meet the targets in the order the classes do: rule DFAs' rows are mostly missing edges, and a
  * walk over every class was a tenth of minimising them. */
-DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs) {
+DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs, int32_t dead) {
     int32_t n = d->n, k = d->k;
     DFA *result = NULL, *out = NULL;
     int32_t *new_id = new_id_out ? new_id_out : (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     int32_t *rep = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     int32_t *order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
-    int32_t *state_id = nblocks == n ? (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)) : NULL;
-    if (!new_id || !rep || !order || (nblocks == n && !state_id)) {
+    int32_t *state_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!new_id || !rep || !order || !state_id) {
         vec_no_memory();
         goto done;
     }
-    if (nblocks < n && !(out = dfa_new(nblocks, k, d->call_start[n]))) /* rows written as numbered; calls at most d's */
+    for (int32_t b = 0; b < nblocks; b++)
+        new_id[b] = -1, rep[b] = -1;
+    int merged = 0; /* two states in one block (block ids may outnumber states: some blocks empty) */
+    for (int32_t s = n - 1; s >= 0; s--) /* any member stands for its block: the first one */
+        merged |= rep[blk[s]] >= 0, rep[blk[s]] = s;
+    if (merged && !(out = dfa_new(nblocks < n ? nblocks : n, k, d->call_start[n]))) /* rows written as numbered; calls at most d's */
         goto done;
     if (out)
         memcpy(out->classmap, d->classmap, 256);
-    for (int32_t b = 0; b < nblocks; b++)
-        new_id[b] = -1, rep[b] = -1;
-    for (int32_t s = n - 1; s >= 0; s--) /* any member stands for its block: the first one */
-        rep[blk[s]] = s;
     int32_t m = 0;
     Py_ssize_t at = 0; /* calls written */
     order[m] = blk[0], new_id[blk[0]] = m++;
@@ -43,6 +44,8 @@ DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_o
             memset(to, 0xff, sizeof(int32_t) * (size_t)k);
         for (Py_ssize_t r = rows[s]; r < rows[s + 1]; r += 3) {
             int32_t t = runs[r + 2];
+            if (blk[t] == dead)
+                continue; /* an edge trimming drops */
             if (new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
             if (to)
@@ -53,6 +56,8 @@ DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_o
             out->acc[i] = d->acc[s], out->call_start[i] = (int32_t)at;
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
             int32_t t = d->call_ret[j];
+            if (blk[t] == dead)
+                continue;
             if (new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
             if (out)
@@ -339,25 +344,44 @@ static int32_t *block_snapshot(Partition *p, int32_t b, int32_t *m) {
     return p->snap;
 }
 
-/* Hopcroft's partition refinement on the partial automaton. Every initial block starts in the
- * work list, which makes the "smaller half" rule exact without a sink state. States that cannot
- * reach acceptance should be trimmed first (else they stay apart from missing edges). The minimal
- * DFA, numbered breadth first from the start (0); a new reference (d itself if it is). */
-DFA *dfa_minimize(DFA *d, double deadline) {
+/* Hopcroft's refinement of p (a partition of d just made; freed here), then the quotient.
+ * Every initial block starts in the work list, which makes the "smaller half" rule exact without
+ * a sink state. `dead`: the block of the states that cannot reach acceptance (their edges lead
+ * only there), never a splitter, so that edges into it part nothing from missing ones, as after
+ * trimming; -1 for none (then states that cannot finish stay apart from missing edges: trim
+ * first). */
+static DFA *hopcroft(DFA *d, Partition *p, int32_t dead, double deadline) {
     int32_t n = d->n;
     DFA *result = NULL;
-    Partition p;
     Vec splits = {0};
     uint8_t *inwork = (uint8_t *)calloc((size_t)n + 1, 1);
     int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    if (partition_init(&p, d) < 0 || !inwork || !work) {
-        if (!PyErr_Occurred())
-            vec_no_memory();
+    if (!inwork || !work) {
+        vec_no_memory();
         goto done;
     }
     Py_ssize_t wtop = 0;
-    for (int32_t b = 0; b < p.nblocks; b++)
-        work[wtop++] = b, inwork[b] = 1;
+    int32_t initial = p->nblocks;
+    if (partition_first_round(p, d, p->rows, p->runs, dead, &splits) < 0)
+        goto done;
+    /* stable now for every initial block: of the parts of each, all but the heaviest go to work */
+    int32_t *heaviest = (int32_t *)work; /* by initial block, before the work list fills: scratch */
+    for (int32_t b = 0; b < initial; b++)
+        heaviest[b] = b;
+    for (Py_ssize_t i = 0; i < splits.len; i += 4) {
+        int32_t X = splits.data[i], Z = splits.data[i + 1];
+        if (p->weight[Z] > p->weight[heaviest[X]])
+            heaviest[X] = Z;
+    }
+    for (int32_t b = 0; b < initial; b++)
+        inwork[b] = heaviest[b] != b; /* split: X itself goes unless it is the heaviest */
+    for (Py_ssize_t i = 0; i < splits.len; i += 4) {
+        int32_t X = splits.data[i], Z = splits.data[i + 1];
+        inwork[Z] = heaviest[X] != Z;
+    }
+    for (int32_t b = 0; b < p->nblocks; b++)
+        if (inwork[b])
+            work[wtop++] = b;
     long steps = 0;
     while (wtop) {
         if (!(++steps & 1023) && past(deadline))
@@ -365,8 +389,8 @@ DFA *dfa_minimize(DFA *d, double deadline) {
         int32_t B = work[--wtop], m;
         inwork[B] = 0;
         splits.len = 0;
-        const int32_t *states = block_snapshot(&p, B, &m);
-        if (partition_split(&p, states, m, &splits) < 0)
+        const int32_t *states = block_snapshot(p, B, &m);
+        if (partition_split(p, states, m, &splits) < 0)
             goto done;
         for (Py_ssize_t i = 0; i < splits.len; i += 4) { /* X in the work list: Z too; else the part smaller then */
             int32_t X = splits.data[i], Z = splits.data[i + 1];
@@ -375,10 +399,81 @@ DFA *dfa_minimize(DFA *d, double deadline) {
                 work[wtop++] = add, inwork[add] = 1;
         }
     }
-    result = dfa_quotient(d, p.blk, p.nblocks, NULL, p.rows, p.runs);
+    result = dfa_quotient(d, p->blk, p->nblocks, NULL, p->rows, p->runs, dead);
 done:
-    partition_free(&p);
+    partition_free(p);
     vec_free(&splits);
     free(inwork), free(work);
+    return result;
+}
+
+/* The minimal DFA of a trimmed d (Hopcroft), numbered breadth first from the start (0); a new
+ * reference (d itself if it is). */
+DFA *dfa_minimize(DFA *d, double deadline) {
+    Partition p;
+    if (partition_init(&p, d) < 0) {
+        partition_free(&p);
+        return NULL;
+    }
+    return hopcroft(d, &p, -1, deadline);
+}
+
+/* The states of p that `live` does not flag, moved into a new block (the elems regrouped by
+ * block, the weights counted again); its id. */
+static int32_t partition_set_apart(Partition *p, const uint8_t *live) {
+    int32_t n = p->n, dead = p->nblocks++;
+    for (int32_t s = 0; s < n; s++)
+        if (!live[s])
+            p->blk[s] = dead;
+    for (int32_t b = 0; b < p->nblocks; b++)
+        p->bend[b] = 0, p->weight[b] = 0;
+    for (int32_t s = 0; s < n; s++)
+        p->bend[p->blk[s]]++, p->weight[p->blk[s]] += p->istart[s + 1] - p->istart[s];
+    for (int32_t b = 0, at = 0; b < p->nblocks; b++)
+        p->bfirst[b] = at, at += p->bend[b], p->bend[b] = p->bfirst[b];
+    for (int32_t s = 0; s < n; s++) {
+        int32_t b = p->blk[s];
+        p->elems[p->bend[b]] = s, p->loc[s] = p->bend[b]++;
+    }
+    return dead;
+}
+
+/* minimize(trim(d, productive)) without the trimmed copy, for a DFA without calls (products, the
+ * pieces of schemas): the states that cannot reach acceptance (back from the accepting ones over
+ * the partition's in-edges) go into a block that is never a splitter and that the quotient never
+ * enters, and unreachable states into no block the quotient reaches. Trimming a product of a long
+ * counter copied its whole table (151,000 states x 58 classes: a third of minimising it). With
+ * calls, or when the start cannot finish, it trims first. */
+DFA *dfa_trim_minimize(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline) {
+    int32_t n = d->n;
+    Partition p;
+    if (d->call_start[n] == 0) {
+        if (partition_init(&p, d) < 0) {
+            partition_free(&p);
+            return NULL;
+        }
+        uint8_t *live = (uint8_t *)calloc((size_t)n + 1, 1);
+        int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+        if (!live || !work) {
+            free(live), free(work), partition_free(&p);
+            vec_no_memory();
+            return NULL;
+        }
+        int32_t nlive = dfa_finishing(d, p.istart, p.isrc, live, work), dead = -1;
+        if (live[0] && nlive < n)
+            dead = partition_set_apart(&p, live);
+        int start_live = live[0];
+        free(live), free(work);
+        if (start_live)
+            return hopcroft(d, &p, dead, deadline);
+        partition_free(&p); /* the empty language: trimming gives its one dead state */
+    }
+    DFA *trimmed = dfa_trim(d, productive, nprod), *result = NULL;
+    if (trimmed) {
+        result = dfa_minimize(trimmed, deadline);
+        PyGILState_STATE gil = PyGILState_Ensure();
+        Py_DECREF(trimmed);
+        PyGILState_Release(gil);
+    }
     return result;
 }

@@ -34,9 +34,13 @@ void partition_free(Partition *p);
 /* Split every block by "enters S on letter a", S = states[0..m); each split appended to *splits as
  * (X, the new block Z, X's size, Z's); -1 when out of memory. */
 int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *splits);
+/* Moore's round 1 (split by every initial block) in one pass over the rows (_rounds.c); edges into
+ * block `dead` (-1: none) read as missing ones, and that block left whole. */
+int partition_first_round(Partition *p, const DFA *d, const Py_ssize_t *rows, const int32_t *runs, int32_t dead, Vec *splits);
 /* The quotient of d by the blocks blk (a new reference: d itself when it is already), numbered
- * breadth first from the start; rows and runs: partition_init's. */
-DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs);
+ * breadth first from the start; rows and runs: partition_init's; edges into block `dead` (-1:
+ * none) dropped. */
+DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs, int32_t dead);
 
 #pragma GCC visibility pop
 #endif

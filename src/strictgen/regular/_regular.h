@@ -182,8 +182,10 @@ DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod);
 /* ---- minimisation and refinement (_minimize.c, _rounds.c) ---- */
 
 DFA *dfa_minimize(DFA *d, double deadline);
+DFA *dfa_trim_minimize(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline); /* dfa_minimize of dfa_trim's */
 int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable, int32_t *parent, int32_t *born); /* n classes, malloc'd */
 DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born, int32_t **parent); /* Moore: minimal, with its splits */
+int32_t dfa_finishing(const DFA *d, const int32_t *istart, const int32_t *isrc, uint8_t *ok, int32_t *work); /* can finish, from in-edges */
 int dfa_is_trim(const DFA *d, const int32_t *istart, const int32_t *isrc, const Py_ssize_t *rows, const int32_t *runs, const uint8_t *productive, Py_ssize_t nprod); /* would dfa_trim keep d? */
 DFA *dfa_trim_minimize_rounds(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline, int32_t **born, int32_t **parent); /* the same of dfa_trim's */
 

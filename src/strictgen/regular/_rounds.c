@@ -45,7 +45,7 @@ int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out
  * bench's rules: every state is in a splitter). Recorded as partition_split records a split:
  * each part of an initial block but its first (in elems order) is a new block, appended to
  * *splits as (X, Z, X's size, Z's). -1 when out of memory. */
-static int partition_first_round(Partition *p, const DFA *d, const Py_ssize_t *rows, const int32_t *runs, Vec *splits) {
+int partition_first_round(Partition *p, const DFA *d, const Py_ssize_t *rows, const int32_t *runs, int32_t dead, Vec *splits) {
     int32_t n = p->n, nblocks = p->nblocks;
     Vec key = {0}; /* the keys met, state s's from key_at[s] to key_at[s + 1] (empty where an earlier state has it) */
     int ok = -1;
@@ -71,6 +71,8 @@ static int partition_first_round(Partition *p, const DFA *d, const Py_ssize_t *r
         *at++ = p->blk[s];
         for (Py_ssize_t r = rows[s]; r < rows[s + 1]; r += 3) {
             int32_t to = p->blk[runs[r + 2]];
+            if (to == dead)
+                continue; /* as a missing edge */
             if (last && last[1] == runs[r] && last[2] == to)
                 last[1] = runs[r + 1];
             else
@@ -93,7 +95,7 @@ static int partition_first_round(Partition *p, const DFA *d, const Py_ssize_t *r
     }
     for (int32_t X = 0; X < nblocks; X++) {
         int32_t lo = p->bfirst[X], hi = p->bend[X], parts = 0;
-        for (int32_t e = lo; e < hi; e++)
+        for (int32_t e = lo; e < hi && X != dead; e++)
             if (count[cls[p->elems[e]]]++ == 0)
                 order[parts++] = cls[p->elems[e]];
         if (parts > 1) { /* the parts in order of first appearance, each a run of elems */
@@ -159,7 +161,7 @@ static int32_t *refine_partition(Partition *pp, const DFA *d, const Py_ssize_t *
         }
         splits.len = 0;
         if (r == 1) { /* by every initial block: one pass over the rows does it */
-            if (partition_first_round(&p, d, rows, runs, &splits) < 0)
+            if (partition_first_round(&p, d, rows, runs, -1, &splits) < 0)
                 goto done;
         } else {
             int32_t at = 0; /* the splitters' states, copied before the round moves them */
@@ -259,7 +261,7 @@ static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **bor
         vec_no_memory();
         goto done;
     }
-    if (!(result = dfa_quotient(d, cls, nblocks, new_id, rows, runs)))
+    if (!(result = dfa_quotient(d, cls, nblocks, new_id, rows, runs, -1)))
         goto done;
     if (result->n == nblocks) { /* else some class is unreachable: no history */
         for (int32_t b = 0; b < nblocks; b++)
