@@ -20,8 +20,9 @@ INTERN_H = "src/strictgen/regular/_intern.h"  # interned int sequences and the c
 REGULAR_H = "src/strictgen/regular/_regular.h"  # the regular core's automata and algorithms, between its files
 GIL_H = "src/strictgen/regular/_gil.h"  # when the regular core's C calls let the GIL go
 BINDINGS_H = "src/strictgen/regular/_bindings.h"  # what the regular core's two binding files share
+PARTITION_H = "src/strictgen/regular/_partition.h"  # the partition both minimisations refine
 # one file per algorithm family, the Python types apart (_regular.c, _dfa_type.c)
-REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_search")]
+REGULAR_C = [f"src/strictgen/regular/{name}.c" for name in ("_regular", "_dfa_type", "_nfa", "_lower", "_lazy", "_dfa", "_minimize", "_rounds", "_search")]
 MACHINE_H = "src/strictgen/compile/_machine.h"  # the pushdown machine's storage, between its files
 MACHINE_C = ["src/strictgen/compile/_machine.c", "src/strictgen/compile/_pushdown.c", "src/strictgen/compile/_byte_steps.c", "src/strictgen/compile/_rule_tables.c", "src/strictgen/compile/_futures.c"]  # the Python type; the algorithm; steps without rows; its storage; merged frames
 WALK_H = "src/strictgen/compile/_walk.h"  # the trie walk, between its two files
@@ -40,7 +41,7 @@ setup(
         Extension("strictgen.compile._mask_bits", ["src/strictgen/compile/_mask_bits.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
-        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H, GIL_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H, GIL_H, PARTITION_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H, GIL_H, "src/strictgen/regular/_columns.h"], extra_compile_args=["-O2"]),

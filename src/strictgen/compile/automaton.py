@@ -173,18 +173,19 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     memo = BuildMemo()  # pieces built once for all the rules, deferred ones too
     lowered: dict[str, _Lowered] = {}  # rules lowered ahead but too big to determinise then: their NFAs
 
-    def build(name: str) -> regular.DFA:
-        return _rule_dfa(grammar, name, called, shared, memo, reach[name], lowered.pop(name, None))
+    def build(name: str, max_nfa: int | None = None, reused: set[int] | None = None) -> regular.DFA | _Lowered | None:
+        """Rule `name`'s automaton (`_rule_dfa`): for the compile, and for LazyRules at a rule's first entry."""
+        return _rule_dfa(grammar, name, called, shared, memo, reach[name], lowered.pop(name, None), max_nfa, reused)
 
     reused: set[int] = set()  # ids of the DFAs built above that came from the cache of rule automata
-    built: list[regular.DFA | None] = [_rule_dfa(grammar, n, called, shared, memo, reach[n], reused=reused) for n in names[: 1 + len(first)]]
+    built: list[regular.DFA | None] = [build(n, reused=reused) for n in names[: 1 + len(first)]]
     at_start = _called_at_start(built)
     spent = 0
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
         if defer and spent >= build_ahead:
             break
         index = len(built)  # a rule the machine's start enters is built now however big (its set-up would build it)
-        dfa = _rule_dfa(grammar, name, called, shared, memo, reach[name], max_nfa=AHEAD_NFA_STATES if defer and index not in at_start else None, reused=reused)
+        dfa = build(name, AHEAD_NFA_STATES if defer and index not in at_start else None, reused)
         if dfa is None or isinstance(dfa, _Lowered):  # too big to build now: it and the rules after it wait (those built are a prefix of names)
             if dfa is not None:
                 lowered[name] = dfa

@@ -11,7 +11,7 @@ whole DFAs.
 Every operation takes the compile deadline (`strictgen.deadline`) and a state budget: past the
 deadline it raises CompileTimeoutError, past the budget GrammarTooLargeError with the caller's
 message. The work is in C: one file per algorithm family (`_nfa.c`, `_lazy.c`, `_dfa.c`,
-`_minimize.c`, `_search.c`; `_regular.h` between them), the Python types in `_regular.c`, and
+`_minimize.c`, `_rounds.c`, `_search.c`; `_regular.h` between them), the Python types in `_regular.c`, and
 `_spelling.c` (the JSON spellings of a string DFA); this module only translates arguments and
 errors.
 """
@@ -88,8 +88,12 @@ def refine(dfa: DFA, rounds: int) -> tuple[bytes, int]:
 
 
 def minimal(dfa: DFA, productive: bytes | None = None) -> DFA:
-    """Trim (calls only of the rules flagged in `productive`), then minimise."""
-    return minimize(dfa.trim(productive))
+    """Trim (calls only of the rules flagged in `productive`), then minimise: in one C call, which
+    for a DFA without calls (products, pieces) makes no trimmed copy (see _minimize.c)."""
+    try:
+        return dfa.trim_minimize(productive, deadline.expires_at())
+    except Limit as exc:
+        _raise(exc, "automaton too large to minimise")
 
 
 def minimal_with_splits(dfa: DFA, productive: bytes | None = None) -> tuple[DFA, tuple[bytes, bytes] | None]:

@@ -336,6 +336,25 @@ done:
     return out;
 }
 
+/* Flags in ok (n, zeroed) the states that can reach acceptance, back from the accepting states
+ * over in-edges (the sources of state t's: isrc[istart[t]..istart[t + 1])), with `work` (n) as
+ * the stack; how many. */
+int32_t dfa_finishing(const DFA *d, const int32_t *istart, const int32_t *isrc, uint8_t *ok, int32_t *work) {
+    Py_ssize_t top = 0;
+    int32_t found = 0;
+    for (int32_t s = 0; s < d->n; s++)
+        if (d->acc[s])
+            ok[s] = 1, work[top++] = s;
+    while (top) {
+        int32_t t = work[--top];
+        found++;
+        for (int32_t j = istart[t]; j < istart[t + 1]; j++)
+            if (!ok[isrc[j]])
+                ok[isrc[j]] = 1, work[top++] = isrc[j];
+    }
+    return found;
+}
+
 /* Would dfa_trim give d itself (every call's callee flagged productive, every state reachable and
  * able to finish, numbered breadth first)? Answered from what a minimisation's set-up has made
  * (_minimize.c): each state's in-edges' sources (isrc[istart[t]..istart[t + 1]), calls included:
@@ -352,17 +371,7 @@ int dfa_is_trim(const DFA *d, const int32_t *istart, const int32_t *isrc, const 
     int same = 0;
     if (marks_and_stack(n, &ok, &work) < 0)
         return -1;
-    Py_ssize_t top = 0, finish = 0; /* back from the accepting states over the in-edges */
-    for (int32_t s = 0; s < n; s++)
-        if (d->acc[s])
-            ok[s] = 1, work[top++] = s;
-    while (top) {
-        int32_t t = work[--top];
-        finish++;
-        for (int32_t j = istart[t]; j < istart[t + 1]; j++)
-            if (!ok[isrc[j]])
-                ok[isrc[j]] = 1, work[top++] = isrc[j];
-    }
+    int32_t finish = dfa_finishing(d, istart, isrc, ok, work);
     if (finish == n) { /* every state can finish: numbered breadth first from the start, every one met? */
         memset(ok, 0, (size_t)n);
         int32_t m = 1;

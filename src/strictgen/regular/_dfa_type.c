@@ -122,22 +122,35 @@ static PyObject *DFA_minimize_rounds(DFA *d, PyObject *args) {
     return rounds_result(out, born, parent);
 }
 
-/* trim_minimize_rounds(productive=None, deadline=0): minimize_rounds of trim(productive), without
- * trimming's own scans where it would keep the DFA as it is */
-static PyObject *DFA_trim_minimize_rounds(DFA *d, PyObject *args) {
+/* trim_minimize(productive=None, deadline=0): minimize(trim(productive)), without the trimmed copy
+ * where d has no calls; trim_minimize_rounds(productive=None, deadline=0): minimize_rounds of
+ * trim(productive), without trimming's own scans where it would keep the DFA as it is
+ * (_minimize.c, _rounds.c) */
+static PyObject *trim_minimized(DFA *d, PyObject *args, int rounds) {
     PyObject *prod = Py_None;
     Py_buffer pb;
     double deadline = 0;
     if (!PyArg_ParseTuple(args, "|Od", &prod, &deadline) || productive_arg(prod, &pb) < 0)
         return NULL;
     DFA *out;
-    int32_t *born, *parent;
+    int32_t *born = NULL, *parent = NULL;
     PyThreadState *ts = let_go_if(cells(d));
-    out = dfa_trim_minimize_rounds(d, (const uint8_t *)pb.buf, pb.len, deadline, &born, &parent);
+    if (rounds)
+        out = dfa_trim_minimize_rounds(d, (const uint8_t *)pb.buf, pb.len, deadline, &born, &parent);
+    else
+        out = dfa_trim_minimize(d, (const uint8_t *)pb.buf, pb.len, deadline);
     take_back(ts);
     if (pb.obj)
         PyBuffer_Release(&pb);
-    return rounds_result(out, born, parent);
+    return rounds ? rounds_result(out, born, parent) : (PyObject *)out;
+}
+
+static PyObject *DFA_trim_minimize(DFA *d, PyObject *args) {
+    return trim_minimized(d, args, 0);
+}
+
+static PyObject *DFA_trim_minimize_rounds(DFA *d, PyObject *args) {
+    return trim_minimized(d, args, 1);
 }
 
 /* product(other, difference=False, max_states=-1, deadline=0) */
@@ -310,6 +323,7 @@ static PyObject *DFA_get_has_calls(DFA *d, void *closure) { return PyBool_FromLo
 static PyMethodDef DFA_methods[] = {
     {"minimize", (PyCFunction)DFA_minimize, METH_VARARGS, "minimize(deadline=0): the minimal DFA of a trimmed DFA (start 0)."},
     {"trim", (PyCFunction)DFA_trim, METH_VARARGS, "trim(productive=None): reachable states that can finish."},
+    {"trim_minimize", (PyCFunction)DFA_trim_minimize, METH_VARARGS, "trim_minimize(productive=None, deadline=0): minimize(trim(productive))."},
     {"can_finish", (PyCFunction)DFA_can_finish, METH_VARARGS, "can_finish(productive=None): can the start reach acceptance?"},
     {"product", (PyCFunction)DFA_product, METH_VARARGS, "product(other, difference=False, max_states=-1, deadline=0)."},
     {"shortest", (PyCFunction)DFA_shortest, METH_NOARGS, "A shortest accepted byte string, or None."},

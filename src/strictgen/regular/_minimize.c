@@ -1,6 +1,8 @@
-/* Minimisation (Hopcroft) and refinement (Moore rounds, for horizon classes) of DFAs with call
- * edges, both on one partition refined by splitters. See _regular.h. */
+/* Minimisation (Hopcroft) of DFAs with call edges on a partition refined by splitters, that
+ * partition (_partition.h; Moore's rounds in _rounds.c refine it too) and the quotient both
+ * minimisations end with. See _regular.h. */
 #include "_regular.h"
+#include "_partition.h"
 
 /* The quotient of d by the blocks blk[s] (equivalent states share a block; 0 <= blk < nblocks),
  * numbered breadth first from the start's block: the numbering Hopcroft and Moore both give, so
@@ -12,25 +14,26 @@
  * partition_init: (first, end, target) in class order, state s's from rows[s] to rows[s + 1]), which
  * meet the targets in the order the classes do: rule DFAs' rows are mostly missing edges, and a
  * walk over every class was a tenth of minimising them. */
-static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs) {
+DFA *dfa_quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_id_out, const Py_ssize_t *rows, const int32_t *runs, int32_t dead) {
     int32_t n = d->n, k = d->k;
     DFA *result = NULL, *out = NULL;
     int32_t *new_id = new_id_out ? new_id_out : (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     int32_t *rep = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
     int32_t *order = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
-    int32_t *state_id = nblocks == n ? (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)) : NULL;
-    if (!new_id || !rep || !order || (nblocks == n && !state_id)) {
+    int32_t *state_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+    if (!new_id || !rep || !order || !state_id) {
         vec_no_memory();
         goto done;
     }
-    if (nblocks < n && !(out = dfa_new(nblocks, k, d->call_start[n]))) /* rows written as numbered; calls at most d's */
+    for (int32_t b = 0; b < nblocks; b++)
+        new_id[b] = -1, rep[b] = -1;
+    int merged = 0; /* two states in one block (block ids may outnumber states: some blocks empty) */
+    for (int32_t s = n - 1; s >= 0; s--) /* any member stands for its block: the first one */
+        merged |= rep[blk[s]] >= 0, rep[blk[s]] = s;
+    if (merged && !(out = dfa_new(nblocks < n ? nblocks : n, k, d->call_start[n]))) /* rows written as numbered; calls at most d's */
         goto done;
     if (out)
         memcpy(out->classmap, d->classmap, 256);
-    for (int32_t b = 0; b < nblocks; b++)
-        new_id[b] = -1, rep[b] = -1;
-    for (int32_t s = n - 1; s >= 0; s--) /* any member stands for its block: the first one */
-        rep[blk[s]] = s;
     int32_t m = 0;
     Py_ssize_t at = 0; /* calls written */
     order[m] = blk[0], new_id[blk[0]] = m++;
@@ -41,6 +44,8 @@ static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_i
             memset(to, 0xff, sizeof(int32_t) * (size_t)k);
         for (Py_ssize_t r = rows[s]; r < rows[s + 1]; r += 3) {
             int32_t t = runs[r + 2];
+            if (blk[t] == dead)
+                continue; /* an edge trimming drops */
             if (new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
             if (to)
@@ -51,6 +56,8 @@ static DFA *quotient(DFA *d, const int32_t *blk, int32_t nblocks, int32_t *new_i
             out->acc[i] = d->acc[s], out->call_start[i] = (int32_t)at;
         for (int32_t j = d->call_start[s]; j < d->call_start[s + 1]; j++) {
             int32_t t = d->call_ret[j];
+            if (blk[t] == dead)
+                continue;
             if (new_id[blk[t]] < 0)
                 order[m] = blk[t], new_id[blk[t]] = m++;
             if (out)
@@ -83,30 +90,8 @@ done:
     return result;
 }
 
-/* A partition of a DFA's states, refined by splitters: the states that enter a set S on a letter
- * part from those that do not. Letters are the byte classes, then one letter per callee (a call
- * edge is a transition to its return state). Blocks live in one array (elems, ordered by block;
- * loc is the inverse); a block that splits keeps its id for the unmarked part and the marked part
- * gets the next id, so every id ever made is a block at the end. Both minimisations drive it:
- * Hopcroft's by a work list, Moore's rounds by the blocks the round before split off.
- *
- * In-edges are kept as runs: a source's consecutive byte classes [first, end) with one target (a
- * call edge is a run of its one letter). Rule DFAs' rows are mostly runs (0.60M runs against 1.73M
- * class edges over the bench), and a splitter's work follows its runs, not its classes: see
- * partition_split. */
-typedef struct {
-    int32_t n, k, letters, nblocks;
-    Py_ssize_t *rows; /* the rows' runs: (first, end, target) in class order, state s's from rows[s] to rows[s + 1] in runs */
-    int32_t *runs;
-    int by_runs; /* in-edges as runs (else one per class edge, each read as a callee's letter is) */
-    int32_t *blk, *elems, *loc, *bfirst, *bend, *bmarked, *touched;
-    int64_t *weight; /* by block: the in-runs of its states (what using it as a splitter costs) */
-    int32_t *istart, *isrc, *ifirst, *iend;            /* in-runs by target: (source, [first, end)) */
-    int32_t *lcount, *lstart, *cur, *used, *lsrc, *snap; /* a splitter's run ends by letter */
-    uint8_t *odd;                                        /* by state: seen an odd number of times at a letter */
-} Partition;
 
-static void partition_free(Partition *p) {
+void partition_free(Partition *p) {
     free(p->weight), free(p->blk), free(p->elems), free(p->loc), free(p->bfirst), free(p->bend), free(p->bmarked), free(p->touched);
     free(p->istart), free(p->isrc), free(p->ifirst), free(p->iend), free(p->odd);
     free(p->lcount), free(p->lstart), free(p->cur), free(p->used), free(p->lsrc), free(p->snap);
@@ -138,7 +123,7 @@ static inline int32_t next_run(const int32_t *row, int32_t k, int32_t *at, int32
 /* The initial blocks (accepting, the callees called), numbered in order of first appearance,
  * the in-edges and the rows' runs (p->rows, p->runs, which the quotient walks). -1 (with
  * MemoryError) when out of memory. */
-static int partition_init(Partition *p, const DFA *d) {
+int partition_init(Partition *p, const DFA *d) {
     int32_t n = d->n, k = d->k;
     size_t N = (size_t)n + 1;
     Py_ssize_t ncalls = d->call_start[n];
@@ -278,7 +263,7 @@ done:
  * twice (a source's run into S ends where its next run into S starts), so each run is read at
  * most twice, whatever its length, and a letter no run starts or ends at costs nothing. A callee's
  * letter splits by M_a itself (one source may call a callee twice: no xor there). */
-static int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *splits) {
+int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *splits) {
     /* the arrays in locals that nothing else writes: through p, every byte store (odd) made the
      * compiler load them again, in the loops that are most of minimising */
     const int32_t *restrict istart = p->istart, *restrict isrc = p->isrc, *restrict ifirst = p->ifirst, *restrict iend = p->iend;
@@ -359,25 +344,44 @@ static int32_t *block_snapshot(Partition *p, int32_t b, int32_t *m) {
     return p->snap;
 }
 
-/* Hopcroft's partition refinement on the partial automaton. Every initial block starts in the
- * work list, which makes the "smaller half" rule exact without a sink state. States that cannot
- * reach acceptance should be trimmed first (else they stay apart from missing edges). The minimal
- * DFA, numbered breadth first from the start (0); a new reference (d itself if it is). */
-DFA *dfa_minimize(DFA *d, double deadline) {
+/* Hopcroft's refinement of p (a partition of d just made; freed here), then the quotient.
+ * Every initial block starts in the work list, which makes the "smaller half" rule exact without
+ * a sink state. `dead`: the block of the states that cannot reach acceptance (their edges lead
+ * only there), never a splitter, so that edges into it part nothing from missing ones, as after
+ * trimming; -1 for none (then states that cannot finish stay apart from missing edges: trim
+ * first). */
+static DFA *hopcroft(DFA *d, Partition *p, int32_t dead, double deadline) {
     int32_t n = d->n;
     DFA *result = NULL;
-    Partition p;
     Vec splits = {0};
     uint8_t *inwork = (uint8_t *)calloc((size_t)n + 1, 1);
     int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    if (partition_init(&p, d) < 0 || !inwork || !work) {
-        if (!PyErr_Occurred())
-            vec_no_memory();
+    if (!inwork || !work) {
+        vec_no_memory();
         goto done;
     }
     Py_ssize_t wtop = 0;
-    for (int32_t b = 0; b < p.nblocks; b++)
-        work[wtop++] = b, inwork[b] = 1;
+    int32_t initial = p->nblocks;
+    if (partition_first_round(p, d, p->rows, p->runs, dead, &splits) < 0)
+        goto done;
+    /* stable now for every initial block: of the parts of each, all but the heaviest go to work */
+    int32_t *heaviest = (int32_t *)work; /* by initial block, before the work list fills: scratch */
+    for (int32_t b = 0; b < initial; b++)
+        heaviest[b] = b;
+    for (Py_ssize_t i = 0; i < splits.len; i += 4) {
+        int32_t X = splits.data[i], Z = splits.data[i + 1];
+        if (p->weight[Z] > p->weight[heaviest[X]])
+            heaviest[X] = Z;
+    }
+    for (int32_t b = 0; b < initial; b++)
+        inwork[b] = heaviest[b] != b; /* split: X itself goes unless it is the heaviest */
+    for (Py_ssize_t i = 0; i < splits.len; i += 4) {
+        int32_t X = splits.data[i], Z = splits.data[i + 1];
+        inwork[Z] = heaviest[X] != Z;
+    }
+    for (int32_t b = 0; b < p->nblocks; b++)
+        if (inwork[b])
+            work[wtop++] = b;
     long steps = 0;
     while (wtop) {
         if (!(++steps & 1023) && past(deadline))
@@ -385,8 +389,8 @@ DFA *dfa_minimize(DFA *d, double deadline) {
         int32_t B = work[--wtop], m;
         inwork[B] = 0;
         splits.len = 0;
-        const int32_t *states = block_snapshot(&p, B, &m);
-        if (partition_split(&p, states, m, &splits) < 0)
+        const int32_t *states = block_snapshot(p, B, &m);
+        if (partition_split(p, states, m, &splits) < 0)
             goto done;
         for (Py_ssize_t i = 0; i < splits.len; i += 4) { /* X in the work list: Z too; else the part smaller then */
             int32_t X = splits.data[i], Z = splits.data[i + 1];
@@ -395,202 +399,78 @@ DFA *dfa_minimize(DFA *d, double deadline) {
                 work[wtop++] = add, inwork[add] = 1;
         }
     }
-    result = quotient(d, p.blk, p.nblocks, NULL, p.rows, p.runs);
+    result = dfa_quotient(d, p->blk, p->nblocks, NULL, p->rows, p->runs, dead);
 done:
-    partition_free(&p);
+    partition_free(p);
     vec_free(&splits);
     free(inwork), free(work);
     return result;
 }
 
-static int32_t *refine_partition(Partition *pp, int32_t n, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born);
-
-/* refine(rounds): Moore's refinement from the initial partition (accepting, callees), at most
- * `rounds` rounds: each state's class (n int32, malloc'd), and in *stable_out the first round
- * that changed nothing, or -1.
- *
- * Moore's rounds by Hopcroft's splitters: round r splits every block by the blocks round r - 1
- * made, but for the heaviest part of each block that split (its states are known from the others:
- * the states of the block before the round less theirs). Two states of one block go to blocks of
- * one round-(r - 2) block on every letter, so they stay together exactly when, on every letter,
- * they agree on membership of those parts: the classes after round r are Moore's. Round 1 splits
- * by every initial block (missing edges part from present ones). A splitter costs the in-runs of
- * its states (its weight), and a state's in-runs are read again only when its block is not the
- * heaviest part of a split, which halves that weight: O(runs x log runs) in all, however many
- * rounds a long counter takes (Moore's signatures cost rounds x states; on (a|b)*a(a|b){14} that
- * was 4x Hopcroft, now under 2x).
- *
- * rounds < 0: until nothing changes (then the classes are those of the minimal DFA). With `parent`
- * and `born` (room for n each), the history of the splits: a class keeps its id when it splits
- * (for the part that stays), so every id ever made is a class at the end; born[c] is the round
- * that split class c off parent[c] (0 and -1 for the initial classes). The classes after round
- * r are then each final class's first ancestor born by round r. */
-int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born) {
+/* The minimal DFA of a trimmed d (Hopcroft), numbered breadth first from the start (0); a new
+ * reference (d itself if it is). */
+DFA *dfa_minimize(DFA *d, double deadline) {
     Partition p;
     if (partition_init(&p, d) < 0) {
         partition_free(&p);
         return NULL;
     }
-    return refine_partition(&p, d->n, rounds, deadline, stable_out, parent, born);
+    return hopcroft(d, &p, -1, deadline);
 }
 
-/* dfa_refine's rounds on p, a partition of n states just made (freed here) */
-static int32_t *refine_partition(Partition *pp, int32_t n, long rounds, double deadline, long *stable_out, int32_t *parent, int32_t *born) {
-    int32_t *result = NULL;
-    Partition p = *pp;
-    Vec splits = {0}, splitters = {0}, next = {0}; /* splitters: (first, end) ranges of copy */
-    int32_t *family = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));      /* by block made this round: the block it came from */
-    int32_t *largest = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));     /* by that block: its heaviest part */
-    int32_t *round_of = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));    /* by block: the round that made it */
-    int32_t *copy = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));        /* the round's splitters' states */
-    if (!family || !largest || !round_of || !copy) {
-        vec_no_memory();
-        goto done;
-    }
-    for (int32_t b = 0; b < p.nblocks; b++) {
-        round_of[b] = 0;
-        if (parent)
-            parent[b] = -1, born[b] = 0;
-        if (vec_push(&next, b) < 0)
-            goto done;
-    }
-    long stable = -1;
-    for (long r = 1; rounds < 0 || r <= rounds; r++) {
-        if (past(deadline))
-            goto done;
-        if (p.nblocks == n) { /* every state apart already: round r changes nothing */
-            stable = r;
-            break;
-        }
-        int32_t at = 0; /* the splitters' states, copied before the round moves them */
-        splitters.len = 0;
-        for (Py_ssize_t i = 0; i < next.len; i++) {
-            int32_t b = next.data[i], m = p.bend[b] - p.bfirst[b];
-            memcpy(copy + at, p.elems + p.bfirst[b], sizeof(int32_t) * (size_t)m);
-            if (vec_push(&splitters, at) < 0 || vec_push(&splitters, at + m) < 0)
-                goto done;
-            at += m;
-        }
-        splits.len = 0;
-        for (Py_ssize_t i = 0; i < splitters.len; i += 2)
-            if (partition_split(&p, copy + splitters.data[i], splitters.data[i + 1] - splitters.data[i], &splits) < 0)
-                goto done;
-        if (splits.len == 0) {
-            stable = r;
-            break;
-        }
-        /* the next splitters: every part of each block that split this round but its heaviest */
-        for (Py_ssize_t i = 0; i < splits.len; i += 4) {
-            int32_t X = splits.data[i], Z = splits.data[i + 1], root = round_of[X] == r ? family[X] : X;
-            round_of[Z] = (int32_t)r, family[Z] = root, largest[root] = root;
-            if (parent)
-                parent[Z] = X, born[Z] = (int32_t)r;
-        }
-        for (Py_ssize_t i = 0; i < splits.len; i += 4) {
-            int32_t Z = splits.data[i + 1], big = largest[family[Z]];
-            if (p.weight[Z] > p.weight[big])
-                largest[family[Z]] = Z;
-        }
-        next.len = 0;
-        for (Py_ssize_t i = 0; i < splits.len; i += 4) {
-            int32_t Z = splits.data[i + 1];
-            if (Z != largest[family[Z]] && vec_push(&next, Z) < 0)
-                goto done;
-        }
-        for (Py_ssize_t i = 0; i < splits.len; i += 4) { /* the block the parts came from, once */
-            int32_t root = family[splits.data[i + 1]];
-            if (largest[root] != root && largest[root] >= 0 && vec_push(&next, root) < 0)
-                goto done;
-            largest[root] = -1;
-        }
-    }
-    *stable_out = stable;
-    result = p.blk, p.blk = NULL;
-done:
-    partition_free(&p);
-    vec_free(&splits), vec_free(&splitters), vec_free(&next);
-    free(family), free(largest), free(round_of), free(copy);
-    return result;
-}
-
-static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **born_out, int32_t **parent_out);
-
-/* The minimal DFA of a trimmed d by Moore's refinement to its fixpoint (the same DFA as
- * dfa_minimize), and the history of its splits by state of the result (see dfa_refine): in
- * *born_out and *parent_out (malloc'd, n of the result each) the round each state's class split
- * off and the state it split from, or NULL for both where some class is unreachable (never after
- * a trim). What this buys over Hopcroft: the classes of every round come with it, where horizon
- * classes (compile/automaton.py) took one more refinement after minimising. */
-DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born_out, int32_t **parent_out) {
-    Partition p;
-    *born_out = *parent_out = NULL;
-    if (partition_init(&p, d) < 0) {
-        partition_free(&p);
-        return NULL;
-    }
-    return rounds_quotient(d, &p, deadline, born_out, parent_out);
-}
-
-/* dfa_minimize_rounds on p, a partition of d's states just made (freed here) */
-static DFA *rounds_quotient(DFA *d, Partition *p, double deadline, int32_t **born_out, int32_t **parent_out) {
-    int32_t n = d->n;
-    long stable;
-    DFA *result = NULL;
-    int32_t *parent = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)), *born = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
-    int32_t *new_id = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1)), *cls = NULL;
-    int32_t *b2 = NULL, *p2 = NULL;
-    Py_ssize_t *rows = p->rows; /* the quotient's, kept past the partition (refine_partition frees it) */
-    int32_t *runs = p->runs;
-    p->rows = NULL, p->runs = NULL;
-    *born_out = *parent_out = NULL;
-    if (!parent || !born || !new_id) {
-        partition_free(p);
-        vec_no_memory();
-        goto done;
-    }
-    if (!(cls = refine_partition(p, n, -1, deadline, &stable, parent, born)))
-        goto done;
-    int32_t nblocks = 0;
+/* The states of p that `live` does not flag, moved into a new block (the elems regrouped by
+ * block, the weights counted again); its id. */
+static int32_t partition_set_apart(Partition *p, const uint8_t *live) {
+    int32_t n = p->n, dead = p->nblocks++;
     for (int32_t s = 0; s < n; s++)
-        if (cls[s] >= nblocks)
-            nblocks = cls[s] + 1;
-    b2 = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1)), p2 = (int32_t *)malloc(sizeof(int32_t) * ((size_t)nblocks + 1));
-    if (!b2 || !p2) {
-        vec_no_memory();
-        goto done;
+        if (!live[s])
+            p->blk[s] = dead;
+    for (int32_t b = 0; b < p->nblocks; b++)
+        p->bend[b] = 0, p->weight[b] = 0;
+    for (int32_t s = 0; s < n; s++)
+        p->bend[p->blk[s]]++, p->weight[p->blk[s]] += p->istart[s + 1] - p->istart[s];
+    for (int32_t b = 0, at = 0; b < p->nblocks; b++)
+        p->bfirst[b] = at, at += p->bend[b], p->bend[b] = p->bfirst[b];
+    for (int32_t s = 0; s < n; s++) {
+        int32_t b = p->blk[s];
+        p->elems[p->bend[b]] = s, p->loc[s] = p->bend[b]++;
     }
-    if (!(result = quotient(d, cls, nblocks, new_id, rows, runs)))
-        goto done;
-    if (result->n == nblocks) { /* else some class is unreachable: no history */
-        for (int32_t b = 0; b < nblocks; b++)
-            b2[new_id[b]] = born[b], p2[new_id[b]] = parent[b] < 0 ? -1 : new_id[parent[b]];
-        *born_out = b2, *parent_out = p2;
-        b2 = p2 = NULL;
-    }
-done:
-    free(parent), free(born), free(new_id), free(cls), free(b2), free(p2), free(rows), free(runs);
-    return result;
+    return dead;
 }
 
-/* dfa_minimize_rounds of dfa_trim(d, productive, nprod), where trimming would keep d as it is
- * (the rules' DFAs but a few) without its scans: the partition's set-up lists the predecessors
- * and row runs trimming would make (a tenth of minimising a rule). Else it trims first. */
-DFA *dfa_trim_minimize_rounds(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline, int32_t **born_out, int32_t **parent_out) {
+/* minimize(trim(d, productive)) without the trimmed copy, for a DFA without calls (products, the
+ * pieces of schemas): the states that cannot reach acceptance (back from the accepting ones over
+ * the partition's in-edges) go into a block that is never a splitter and that the quotient never
+ * enters, and unreachable states into no block the quotient reaches. Trimming a product of a long
+ * counter copied its whole table (151,000 states x 58 classes: a third of minimising it). With
+ * calls, or when the start cannot finish, it trims first. */
+DFA *dfa_trim_minimize(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline) {
+    int32_t n = d->n;
     Partition p;
-    *born_out = *parent_out = NULL;
-    if (partition_init(&p, d) < 0) {
-        partition_free(&p);
-        return NULL;
+    if (d->call_start[n] == 0) {
+        if (partition_init(&p, d) < 0) {
+            partition_free(&p);
+            return NULL;
+        }
+        uint8_t *live = (uint8_t *)calloc((size_t)n + 1, 1);
+        int32_t *work = (int32_t *)malloc(sizeof(int32_t) * ((size_t)n + 1));
+        if (!live || !work) {
+            free(live), free(work), partition_free(&p);
+            vec_no_memory();
+            return NULL;
+        }
+        int32_t nlive = dfa_finishing(d, p.istart, p.isrc, live, work), dead = -1;
+        if (live[0] && nlive < n)
+            dead = partition_set_apart(&p, live);
+        int start_live = live[0];
+        free(live), free(work);
+        if (start_live)
+            return hopcroft(d, &p, dead, deadline);
+        partition_free(&p); /* the empty language: trimming gives its one dead state */
     }
-    int trim = dfa_is_trim(d, p.istart, p.isrc, p.rows, p.runs, productive, nprod);
-    if (trim == 1)
-        return rounds_quotient(d, &p, deadline, born_out, parent_out);
-    partition_free(&p);
-    if (trim < 0)
-        return NULL;
     DFA *trimmed = dfa_trim(d, productive, nprod), *result = NULL;
     if (trimmed) {
-        result = dfa_minimize_rounds(trimmed, deadline, born_out, parent_out);
+        result = dfa_minimize(trimmed, deadline);
         PyGILState_STATE gil = PyGILState_Ensure();
         Py_DECREF(trimmed);
         PyGILState_Release(gil);

@@ -13,9 +13,10 @@
  *         computes every reachable row.                                                 (_lazy.c)
  *   DFA   n states x k byte classes (-1 = dead), accepting flags, call edges sorted by callee.
  *         Storage, tables, trim (co-reachability, calls only to productive rules)       (_dfa.c);
- *         minimize (Hopcroft on the partial automaton, call edges as extra letters; or Moore's
- *         rounds to their fixpoint, keeping the history of splits) and refine (Moore rounds, for
- *         horizon classes)                                                          (_minimize.c);
+ *         minimize (Hopcroft on the partial automaton, call edges as extra letters) (_minimize.c,
+ *         with the partition both minimisations refine: _partition.h); Moore's rounds to their
+ *         fixpoint, keeping the history of splits, and refine (Moore rounds, for horizon
+ *         classes)                                                                    (_rounds.c);
  *         product (and / and-not), shortest member, and `find_member`, which searches a product
  *         of several Lazy automata (each taken positively or complemented) breadth first and
  *         stops at the first member, a shortest one: emptiness without whole DFAs.  (_search.c)
@@ -178,11 +179,13 @@ DFA *dfa_subset(const DFA *d, const int32_t *kept, int32_t m, const int32_t *new
 int dfa_start_can_finish(const DFA *d, const uint8_t *productive, Py_ssize_t nprod); /* 1, 0, -1 */
 DFA *dfa_trim(DFA *d, const uint8_t *productive, Py_ssize_t nprod);
 
-/* ---- minimisation and refinement (_minimize.c) ---- */
+/* ---- minimisation and refinement (_minimize.c, _rounds.c) ---- */
 
 DFA *dfa_minimize(DFA *d, double deadline);
+DFA *dfa_trim_minimize(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline); /* dfa_minimize of dfa_trim's */
 int32_t *dfa_refine(const DFA *d, long rounds, double deadline, long *stable, int32_t *parent, int32_t *born); /* n classes, malloc'd */
 DFA *dfa_minimize_rounds(DFA *d, double deadline, int32_t **born, int32_t **parent); /* Moore: minimal, with its splits */
+int32_t dfa_finishing(const DFA *d, const int32_t *istart, const int32_t *isrc, uint8_t *ok, int32_t *work); /* can finish, from in-edges */
 int dfa_is_trim(const DFA *d, const int32_t *istart, const int32_t *isrc, const Py_ssize_t *rows, const int32_t *runs, const uint8_t *productive, Py_ssize_t nprod); /* would dfa_trim keep d? */
 DFA *dfa_trim_minimize_rounds(DFA *d, const uint8_t *productive, Py_ssize_t nprod, double deadline, int32_t **born, int32_t **parent); /* the same of dfa_trim's */
 
