@@ -205,3 +205,22 @@ def test_arrays_round_trip_and_refuse_what_the_walk_cannot_read(vocab):
             VocabTrie.from_arrays(broken, tok.all_token_bytes, tok.is_special)
     with pytest.raises(ValueError):
         VocabTrie.from_arrays(arrays, tok.all_token_bytes[:-1], tok.is_special[:-1])  # another vocabulary's size
+
+
+FIRST_FILL_TABLES = ("lex_order", "char_table", "max_multibyte_chars", "split_lead_trie", "bytes")
+
+
+def test_the_first_fills_tables_are_built_with_the_vocabulary(vocab):
+    """A vocabulary's trie, built or loaded from its arrays, holds the tables a first mask fill
+    would otherwise build on first use (`_prepare_first_fill_tables`), with the values a fresh
+    trie builds when asked."""
+    _, tok = vocab
+    built = tok.trie
+    loaded = VocabTrie.from_arrays(built.arrays(), tok.all_token_bytes, tok.is_special)
+    fresh = VocabTrie(tok.all_token_bytes, tok.is_special)
+    for trie in (built, loaded):
+        for name in FIRST_FILL_TABLES:
+            assert name in trie.__dict__, name
+        assert trie.max_multibyte_chars == fresh.max_multibyte_chars
+        _same(trie.split_lead_trie, fresh.split_lead_trie)
+    _same(built, fresh)  # `bytes` among the rest

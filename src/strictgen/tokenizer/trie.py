@@ -454,14 +454,18 @@ class VocabTrie:
             for skip_first in (False, True):
                 self._kept[("suffixes", loop_bytes, multibyte, skip_first)] = self._loop_suffixes(loop_bytes, multibyte, skip_first)
             self._kept[("rest", loop_bytes, multibyte)] = self.subtrie(~inside)  # a counted string's (maxLength)
-        self._prepare_lex_order()
+        self._prepare_first_fill_tables()
 
-    def _prepare_lex_order(self) -> None:
-        """Build `lex_order` (~1-4 ms) and `char_table` (~5 ms) now, with the vocabulary's other
-        tables, not in the first fill that walks a loop (they are built again, not stored: as
-        quick as reading them)."""
-        self.__dict__.setdefault("lex_order", VocabTrie.lex_order.func(self))
-        self.__dict__.setdefault("char_table", VocabTrie.char_table.func(self))
+    def _prepare_first_fill_tables(self) -> None:
+        """Build now, with the vocabulary's other tables, what the first fills would build on
+        first use: `lex_order` (~1-4 ms) and `char_table` (~5 ms), read by the first fill that
+        walks a loop, and `max_multibyte_chars`, `split_lead_trie` and `bytes` (~1.5 ms together
+        on Qwen and DeepSeek), read by the first counted string, the first key entered by a
+        whole character and the first restricted walk. They are built again, not stored: as
+        quick as reading them."""
+        for name in ("lex_order", "char_table", "max_multibyte_chars", "split_lead_trie", "bytes"):
+            if name not in self.__dict__:
+                getattr(self, name)  # a cached_property keeps it in __dict__
 
     def _common_loop_arrays(self) -> dict[str, np.ndarray]:
         """The kept splits of `prepare_common_loops` as named arrays, under "loops.<i>." for
@@ -556,7 +560,7 @@ class VocabTrie:
         out._start(facts.flat, facts.starts, facts.lengths, excluded, None)
         out._set_tables(*tables)
         out._restore_common_loops(arrays)
-        out._prepare_lex_order()
+        out._prepare_first_fill_tables()
         return out
 
 
