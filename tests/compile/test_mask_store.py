@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from strictgen.compile._mask_store import MaskStore
@@ -72,6 +72,58 @@ def test_the_store_is_a_bounded_map(capacity, ops):
         assert len(kept) == len(set(kept)) == len(store) <= capacity
         for s in kept:
             assert store.peek(s) is model[s]
+
+
+class _ClockModel:
+    """The store's eviction in Python (_mask_store.c's comment): entries in put order, a used bit
+    set by reads once the store is half full, the hand clearing bits until an unused entry."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.keys, self.used, self.hand = capacity, [], [], 0
+
+    def put(self, key: int) -> None:
+        if key in self.keys:
+            self.used[self.keys.index(key)] = False
+        elif len(self.keys) < self.capacity:
+            self.keys.append(key), self.used.append(False)
+        else:
+            while self.used[self.hand]:
+                self.used[self.hand] = False
+                self.hand = (self.hand + 1) % self.capacity
+            self.keys[self.hand], self.used[self.hand] = key, False
+            self.hand = (self.hand + 1) % self.capacity
+
+    def read(self, key: int) -> None:
+        if key in self.keys and 2 * len(self.keys) >= self.capacity:
+            self.used[self.keys.index(key)] = True
+
+
+# a sure case: 200 entries reached through 64 and 128, then evictions spared and not
+_LONG = [(["put", "get", "touch"][(i * 7) % 3] if i > 300 else "put", (i * 37) % 450) for i in range(2000)]
+
+
+@settings(max_examples=25, deadline=None)
+@example(200, _LONG)
+@given(st.sampled_from([1, 63, 64, 65, 200, 300]), st.lists(st.tuples(st.sampled_from(["put", "get", "touch"]), st.integers(0, 500)), max_size=400))
+def test_a_store_grown_as_it_fills_evicts_as_one_made_whole(capacity, ops):
+    """The store allocates a few entries first and doubles them as puts need (a compile no longer
+    pays for 4096 entries up front): the states it keeps, in their order, are those of the CLOCK
+    model of a store whose whole capacity is there from the start, through every growth."""
+    store, model = MaskStore(2, capacity), _ClockModel(capacity)
+    for op, state in ops:
+        if op == "put":
+            row = _row(state, 2)
+            store.put(state, row)
+            model.put(state)
+            assert store.peek(state) is row
+        elif op == "get":
+            store.get(state)
+            model.read(state)
+        else:
+            store.touch([state])
+            model.read(state)
+        assert store.states() == model.keys
+        assert all(got is not None and got[0] == s for s, got in zip(model.keys, map(store.peek, model.keys)))  # all still found
 
 
 def test_puts_and_reads_from_several_threads():

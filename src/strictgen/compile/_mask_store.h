@@ -26,8 +26,9 @@ typedef struct {
     PyObject_HEAD
     pthread_rwlock_t lock;
     Py_ssize_t width, capacity, count, hand;
-    Entry *entries; /* [capacity], the first `count` in use */
-    int32_t *slots; /* open addressing (linear probing) by key: an entry's index or -1 */
+    Py_ssize_t allocated; /* entries allocated so far: doubled up to `capacity` as puts need them */
+    Entry *entries; /* [allocated], the first `count` in use */
+    int32_t *slots; /* open addressing (linear probing) by key: an entry's index or -1; at least 2 per allocated entry */
     uint64_t slot_mask;
 } MaskStore;
 
