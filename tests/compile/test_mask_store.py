@@ -126,27 +126,33 @@ def test_a_store_grown_as_it_fills_evicts_as_one_made_whole(capacity, ops):
         assert all(got is not None and got[0] == s for s, got in zip(model.keys, map(store.peek, model.keys)))  # all still found
 
 
-def test_puts_and_reads_from_several_threads():
+@pytest.mark.parametrize("capacity, num_states, fresh_every", [(16, 64, None), (600, 1000, 700)])
+def test_puts_and_reads_from_several_threads(capacity, num_states, fresh_every):
     """Readers (peek, and the C batch copy) on several threads while another thread puts and evicts:
-    every row read is a whole row that was put for that state."""
+    every row read is a whole row that was put for that state. With `fresh_every`, the writer
+    starts a new store that often, so its entries grow (64, 128, ...) while the readers read."""
     from strictgen.compile import _mask_store
 
-    store, width = MaskStore(64, 16), 64
-    rows = {s: _row(s, width) for s in range(64)}
+    width = 64
+    current = [MaskStore(width, capacity)]
+    rows = {s: _row(s, width) for s in range(num_states)}
     stop = threading.Event()
     errors = []
 
     def writer():
         k = 0
         while not stop.is_set():
-            store.put(k % 64, rows[k % 64])
+            if fresh_every and k % fresh_every == 0:
+                current[0] = MaskStore(width, capacity)
+            current[0].put(k % num_states, rows[k % num_states])
             k += 1
 
     def reader():
         target = np.zeros((8, width), dtype=np.int32)
         codes = np.zeros(8, dtype=np.uint8)
-        states = np.arange(8, dtype=np.int64) * 8
+        states = np.arange(8, dtype=np.int64) * (num_states // 8)
         for _ in range(2000):
+            store = current[0]
             got = store.peek(int(states[0]))
             if got is not None and not (got == 0).all():
                 errors.append("peek")
