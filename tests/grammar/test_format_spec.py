@@ -75,3 +75,24 @@ def test_a_grammar_field_takes_gbnf_or_lark_and_the_lark_kind_lark(qwen):
     with pytest.raises(sg.GrammarSyntaxError) as info:
         compiler.compile_format(FormatSpec("grammar", 'start: "a"\n  | /(?<=x)b/\n', FormatOptions()))
     assert info.value.line == 2
+
+
+def test_an_embedded_json_schema_is_read_once_and_builds_the_grammar_of_its_text(monkeypatch):
+    """format_spec and structural_tag hand json_schema_grammar the schema read once (a
+    loaded_schema: the root's content is cut from its text, a text schema is not parsed again),
+    and the grammar is the one of the schema's text."""
+    import strictgen.grammar.json_schema as json_schema
+    from strictgen.grammar.format_spec import prepare
+    from strictgen.grammar.schema.values import LoadedSchema
+    from strictgen.grammar.structural_tag import embed_schema
+
+    schema = {"title": "t", "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    want = json_schema.json_schema_grammar(json.dumps(schema))[0]
+    given = []
+    real = json_schema.json_schema_grammar
+    monkeypatch.setattr(json_schema, "json_schema_grammar", lambda s, **kw: given.append(type(s)) or real(s, **kw))
+    for value in (schema, json.dumps(schema)):
+        assert prepare(FormatSpec("json_schema", value))[1]().rules == want.rules
+    rules: dict = {}
+    embed_schema(schema, "p_", rules, FormatOptions().style)
+    assert given == [LoadedSchema] * 3 and len(rules) == len(want.rules)

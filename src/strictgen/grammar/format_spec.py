@@ -115,9 +115,10 @@ def _tag(value: Any, where: str) -> Any:
 
 
 def _schema_grammar(schema: Any, o: FormatOptions) -> Grammar:
-    from .json_schema import json_schema_grammar, schema_cache_text
+    from .json_schema import json_schema_grammar, loaded_schema
 
-    return json_schema_grammar(schema_cache_text(schema), strict=o.strict, any_order=o.any_order, style=o.style)[0]
+    # (read once: the text is not parsed again, and the root's content is cut from it)
+    return json_schema_grammar(loaded_schema(schema), strict=o.strict, any_order=o.any_order, style=o.style)[0]
 
 
 def _schema_key(schema: Any) -> str:

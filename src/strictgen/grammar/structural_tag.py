@@ -63,9 +63,10 @@ def embed(grammar: Grammar, prefix: str, rules: dict[str, Expr]) -> Expr:
 
 def embed_schema(schema: Any, prefix: str, rules: dict[str, Expr], style: JsonStyle, any_order: bool = False) -> Expr:
     """The JSON documents valid under `schema`, embedded into `rules` (strict: SchemaError otherwise)."""
-    from .json_schema import json_schema_grammar, schema_cache_text
+    from .json_schema import json_schema_grammar, loaded_schema
 
-    grammar, _ = json_schema_grammar(schema_cache_text(schema), strict=True, any_order=any_order, style=style)
+    # (read once: the text is not parsed again, and the root's content is cut from it)
+    grammar, _ = json_schema_grammar(loaded_schema(schema), strict=True, any_order=any_order, style=style)
     return embed(grammar, prefix, rules)
 
 
