@@ -18,9 +18,9 @@ from strictgen.errors import CompileTimeoutError
 from .test_core import FAST, RefNFA, moore_classes, nfas, same_partition
 
 
-def classes_after(splits: tuple[bytes, bytes], rounds: int) -> list[int]:
+def classes_after(splits: regular.Splits, rounds: int) -> list[int]:
     """Each state's class after `rounds` rounds, read off the history: its first ancestor split off by then."""
-    born, parent = (np.frombuffer(a, dtype=np.int32) for a in splits)
+    born, parent = (np.frombuffer(a, dtype=np.int32) for a in (splits.born, splits.parent))
     out = []
     for s in range(len(born)):
         while born[s] > rounds:
@@ -42,11 +42,13 @@ def test_moore_minimal_is_hopcrofts_with_every_round_inside(ref, productive_call
     got, splits = regular.minimal_with_splits(dfa, productive)
     assert same_dfa(got, want)
     assert splits is not None  # a trimmed DFA reaches every class
-    born = np.frombuffer(splits[0], dtype=np.int32)
-    for rounds in range(int(born.max()) + 2):
+    born = np.frombuffer(splits.born, dtype=np.int32)
+    assert splits.last == int(born.max())  # the last round that split a class, counted in C
+    for rounds in range(splits.last + 2):
         want_classes, _ = moore_classes(got, rounds)
         assert same_partition(classes_after(splits, rounds), want_classes), rounds
-    assert len(set(classes_after(splits, int(born.max())))) == got.num_states  # the last split leaves every state apart
+    assert len(set(classes_after(splits, splits.last))) == got.num_states  # the last split leaves every state apart
+    assert splits.last == 0 or len(set(classes_after(splits, splits.last - 1))) < got.num_states  # and the round before did not
 
 
 def test_a_counters_history():
@@ -55,7 +57,7 @@ def test_a_counters_history():
     ref = RefNFA(n, [(i, 0x61, 0x61, i + 1) for i in range(n - 1)], [])
     got, splits = regular.minimal_with_splits(regular.determinize(ref.core(), 0, n - 1))
     assert got.num_states == n
-    born = np.frombuffer(splits[0], dtype=np.int32).tolist()
+    born = np.frombuffer(splits.born, dtype=np.int32).tolist()
     assert born[n - 1] == 0 and sorted(born[: n - 1]) == [0, *range(1, n - 1)]
     assert len(set(classes_after(splits, 5))) == 7  # 0..5 letters left apart, the rest one class
 
@@ -83,7 +85,7 @@ def assert_refine_is_moores_every_round(dfa: regular.DFA) -> None:
 
 def assert_history_is_moores(got: regular.DFA, splits: tuple[bytes, bytes]) -> None:
     """the classes read off minimal_with_splits' history after every round are Moore's on the minimal DFA"""
-    born = np.frombuffer(splits[0], dtype=np.int32)
+    born = np.frombuffer(splits.born, dtype=np.int32)
     for rounds in range(int(born.max()) + 2):
         assert same_partition(classes_after(splits, rounds), moore_classes(got, rounds)[0]), rounds
 
@@ -125,8 +127,8 @@ def test_a_shifting_window_minimises_in_few_passes():
     dfa = regular.determinize(ref.core(), 0, k + 1)
     got, splits = regular.minimal_with_splits(dfa)
     assert got.num_states == dfa.num_states == 2 ** (k + 1)
-    born = np.frombuffer(splits[0], dtype=np.int32)
-    assert int(born.max()) == k  # the accepting flag tells one letter; each round one more
+    born = np.frombuffer(splits.born, dtype=np.int32)
+    assert int(born.max()) == splits.last == k  # the accepting flag tells one letter; each round one more
     for rounds in (0, 1, 4, k - 1, k):
         assert len(set(classes_after(splits, rounds))) == len(set(moore_classes(got, rounds)[0])), rounds
 

@@ -22,7 +22,7 @@ from strictgen import deadline, regular
 from strictgen.errors import StrictgenError
 from strictgen.grammar.automata import MAX_DFA_STATES, MAX_NFA_STATES, DfaCache, NFABuilder, shared_nodes
 from strictgen.grammar.build_memo import BuildMemo
-from strictgen.grammar.ir import Grammar, post_order, recursive_rules, rule_references
+from strictgen.grammar.ir import Grammar, post_order_and_cycles, recursive_rules, rule_references
 from strictgen.grammar.lowering import ProgramTooLong
 from strictgen.grammar.schema.unique import UNIQUE_MARK
 from strictgen.lru import BoundedLRU
@@ -64,16 +64,16 @@ class RuleDFA:
 
     name: str
     dfa: regular.DFA
-    splits: tuple[bytes, bytes] | None = None  # regular.minimal_with_splits's history of classes (None: unknown)
+    splits: regular.Splits | None = None  # regular.minimal_with_splits's history of classes (None: unknown)
 
     @property
     def num_states(self) -> int:
         return self.dfa.num_states
 
-    @cached_property
+    @property
     def last_split(self) -> int:
         """The last of Moore's rounds that split a class (from `splits`, which must be known)."""
-        return int(np.frombuffer(self.splits[0], dtype=np.int32).max())
+        return self.splits.last
 
     @cached_property
     def accepting(self) -> list[bool]:
@@ -127,7 +127,7 @@ def horizon_classes(rule: RuleDFA, horizon: int) -> np.ndarray | None:
         raw, _ = regular.refine(rule.dfa, horizon)
         classes = np.frombuffer(raw, dtype=np.int32).astype(np.int64)
         return None if int(classes.max()) + 1 == n else classes
-    born, parent = (np.frombuffer(a, dtype=np.int32) for a in rule.splits)
+    born, parent = (np.frombuffer(a, dtype=np.int32) for a in (rule.splits.born, rule.splits.parent))
     classes = np.arange(n, dtype=np.int64)  # each state's class after `horizon` rounds: its first ancestor split off by then
     late = born[classes] > horizon
     while late.any():
@@ -276,8 +276,10 @@ def _reached_first(root: str, calls: dict[str, set[str]]) -> list[str]:
 
 
 def _callees_first(names: list[str], calls: dict[str, set[str]], called: CallIndex) -> list[int]:
-    """The rules' indices, each after the rules it calls (but on cycles)."""
-    return post_order({i: [called[c] for c in calls[n]] for i, n in enumerate(names)})
+    """The rules' indices, each after the rules it calls (but on cycles): `post_order`'s order, from
+    the graph walk in C that also finds the cycles (post_order's walk in Python was 1.4 ms of the
+    bench's 79 compiles, this 0.9: most of what is left is making the graph)."""
+    return post_order_and_cycles({i: [called[c] for c in calls[n]] for i, n in enumerate(names)})[0]
 
 
 # Rules that recur across grammars as the same objects (a schema grammar's whitespace and
@@ -298,7 +300,7 @@ SMALL_RULE = 64
 _minimal = BoundedLRU(256, 1 << 22, lambda entry: entry[1].num_states * entry[1].num_classes + (entry[0].num_states * entry[0].num_classes if entry[0] is not entry[1] else 0))
 
 
-def minimal_rule(dfa: regular.DFA, productive: bytes, reused: bool = False) -> tuple[regular.DFA, tuple[bytes, bytes] | None]:
+def minimal_rule(dfa: regular.DFA, productive: bytes, reused: bool = False) -> tuple[regular.DFA, regular.Splits | None]:
     """`regular.minimal_with_splits(dfa, productive)`; with `reused` (`dfa` came from the cache of
     rule automata, so compiles share it) kept, and read again by a later compile that minimises
     this very DFA under the same flags for the rules it calls (all that trimming reads of them; a

@@ -66,7 +66,7 @@ class LazyRules:
         self._build = build
         self.lock = threading.Lock()
 
-    def dfa(self, index: int) -> tuple[str, regular.DFA, tuple[bytes, bytes] | None]:
+    def dfa(self, index: int) -> tuple[str, regular.DFA, regular.Splits | None]:
         """(name, the minimal, trimmed DFA, the history of its classes: `regular.minimal_with_splits`)
         of run-time rule `index`, a RuleDFA's fields (callers hold `lock`)."""
         if index < len(self.names):  # a deferred static rule

@@ -19,7 +19,7 @@ errors.
 from __future__ import annotations
 
 import array
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from strictgen import deadline
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
@@ -32,7 +32,7 @@ from ._regular import lower as _lower
 from ._spelling import columns as _columns
 from ._spelling import spell as _spell
 
-__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "table_columns", "lazy", "lower", "minimal", "minimal_with_splits", "minimize", "product", "refine"]
+__all__ = ["DFA", "NFA", "Lazy", "dense", "determinize", "from_classes", "find_member", "from_table", "is_empty", "json_spellings", "table_columns", "lazy", "lower", "minimal", "minimal_with_splits", "minimize", "product", "refine", "Splits"]
 
 
 def _raise(exc: Limit, too_large: str) -> None:
@@ -96,20 +96,32 @@ def minimal(dfa: DFA, productive: bytes | None = None) -> DFA:
         _raise(exc, "automaton too large to minimise")
 
 
-def minimal_with_splits(dfa: DFA, productive: bytes | None = None) -> tuple[DFA, tuple[bytes, bytes] | None]:
+class Splits(NamedTuple):
+    """The history of a minimisation by Moore's rounds (`minimal_with_splits`), by state of the
+    minimal DFA: the round that split its class off (`born`, int32 bytes; 0 for the initial classes
+    of (accepting, callees)), the state it split from (`parent`, int32 bytes; -1 for the initial
+    classes), and the last round that split anything (`last`: born's largest, read in C with the
+    minimisation; a compile asks it of every rule, and in numpy it cost ~20 us a rule)."""
+
+    born: bytes
+    parent: bytes
+    last: int
+
+
+def minimal_with_splits(dfa: DFA, productive: bytes | None = None) -> tuple[DFA, Splits | None]:
     """Trim (as `minimal`), then minimise by Moore's rounds to their fixpoint: (the DFA `minimal`
     gives, the history of its splits or None). In one C call: where trimming would keep the DFA
     as it is (all but a few rule DFAs over the bench), the minimisation's set-up answers that from
     the in-edges and row runs it makes anyway, and trimming's own scans are skipped (14% of
-    trimming and minimising the bench's rule DFAs). The history is two int32 arrays by state, the
-    round that split the state's class off and the state it split from (-1 for the initial classes
-    of (accepting, callees)); the classes after any round r follow from it (each state's first
+    trimming and minimising the bench's rule DFAs). The history (`Splits`) is two int32 arrays by
+    state, the round that split the state's class off and the state it split from (-1 for the
+    initial classes of (accepting, callees)), and the last round that split one; the classes after any round r follow from it (each state's first
     ancestor split off by round r), so a rule's horizon classes need no refinement of their own."""
     try:
-        got, born, parent = dfa.trim_minimize_rounds(productive, deadline.expires_at())
+        got, born, parent, last = dfa.trim_minimize_rounds(productive, deadline.expires_at())
     except Limit as exc:
         _raise(exc, "automaton too large to minimise")
-    return got, None if born is None else (born, parent)
+    return got, None if born is None else Splits(born, parent, last)
 
 
 def product(a: DFA, b: DFA, difference: bool = False, max_states: int = -1, too_large: str = "automaton too large") -> DFA:
