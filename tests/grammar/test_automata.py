@@ -601,19 +601,3 @@ def test_intersections_with_the_first_operands_in_common_build_their_product_onc
         s = got.step(0, w)
         assert (s >= 0 and got.is_accepting(s)) == matches(with_d, w), w
 
-
-def test_a_big_piece_is_kept_the_first_time_it_is_built():
-    """A rule-free piece whose minimal DFA has KEEP_AT_ONCE states or more is kept by identity at
-    its first build (two front-end questions of one compile build it once); a small one only from
-    its second."""
-    from strictgen.grammar import automata
-
-    automata.forget_kept_automata()
-    small = repeat(alt(lit("ab"), lit("c")), 1, 4)
-    big = repeat(ByteSet(((0x61, 0x7A),)), 0, automata.KEEP_AT_ONCE)  # one state per count
-    assert regular_dfa(small).num_states < automata.KEEP_AT_ONCE
-    assert automata._minimal_pieces.get_same(small) is None
-    dfa = regular_dfa(big)
-    assert dfa.num_states >= automata.KEEP_AT_ONCE
-    assert automata._minimal_pieces.get_same(big) is dfa
-    assert regular_dfa(big) is dfa

@@ -295,7 +295,7 @@ class NFABuilder:
             got = regular.minimal(regular.determinize(nfa, start, final, MAX_DFA_STATES, _PRODUCT_TOO_LARGE))
         self._memo.dfas[id(expr)] = got
         if self._rule_free(expr):
-            _minimal_pieces.put_same(expr, got, got.num_states >= KEEP_AT_ONCE)
+            _minimal_pieces.put_same(expr, got)
         return got
 
     def _product_dfa(self, expr: Intersect | Difference) -> regular.DFA:
@@ -474,10 +474,6 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
 # determinised automata of embedded pieces, `_minimal_pieces` the minimal ones of `regular_dfa`.
 _pieces = DfaCache(4096, 1 << 22)  # at most 16 MiB of tables
 _minimal_pieces = DfaCache(2048, 1 << 22)
-# A minimal piece of this many states is kept the first time it is built, not the second: the
-# front end's questions (dfa_size, emptiness) each build with a memo of their own, so one compile
-# built string3's pattern (8,680 states determinised, 1,934 minimal; ~7 ms) twice.
-KEEP_AT_ONCE = 1_000
 
 
 # Spelled languages recur across schemas (the same enum, pattern, format or length bound): their

@@ -55,13 +55,12 @@ class DfaCache:
         entry (dfa, keep) or None; the entry is this node's only where keep[0] is the node."""
         return self._map.peek
 
-    def put_same(self, node, dfa: regular.DFA, at_once: bool = False) -> None:
+    def put_same(self, node, dfa: regular.DFA) -> None:
         """Keep `dfa` for the object `node` (held, so that its id stays its own), from the second
         time it is offered: a piece of one compile only is never held (held IR is heap that every
-        full collection walks). The ids offered once are plain ints, never objects. `at_once`:
-        kept the first time (a piece that costs more to build again than to hold)."""
+        full collection walks). The ids offered once are plain ints, never objects."""
         with self._lock:
-            if not at_once and id(node) not in self._offered:
+            if id(node) not in self._offered:
                 if len(self._offered) >= 8 * self.entries:
                     self._offered.clear()
                 self._offered.add(id(node))
