@@ -576,3 +576,28 @@ def test_piece_keys_hash_as_content_keys_do(dag, expr):
         assert hash(piece_keys.key(node)) == content_keys.hash_of(node)
         assert PieceKeys().key(_twin(node)) == piece_keys.key(node)
     assert piece_keys.key(Repeat(expr, 1, None)) != piece_keys.key(Repeat(expr, 1, 2))
+
+
+def test_intersections_with_the_first_operands_in_common_build_their_product_once(monkeypatch):
+    """The left fold of A ∩ B ∩ C is kept by the value of its first operands, so A ∩ B ∩ D (other
+    objects) builds one product more, not two; and its automaton is the one a fresh build gives."""
+    from strictgen import regular
+    from strictgen.grammar.automata import forget_kept_automata
+
+    def operands(last: Expr) -> tuple[Expr, ...]:
+        return (repeat(ByteSet(((0x61, 0x64),)), 1, 9), seq(repeat(ByteSet(((0, 255),))), lit("b"), repeat(ByteSet(((0, 255),)))), last)
+
+    forget_kept_automata()
+    regular_dfa(Intersect(operands(seq(lit("a"), repeat(ByteSet(((0, 255),)))))))
+    products = []
+    real = regular.product
+    monkeypatch.setattr(regular, "product", lambda *a: products.append(a) or real(*a))
+    with_d = Intersect(operands(repeat(lit("ab"), 1, 3)))
+    got = regular_dfa(with_d)
+    assert len(products) == 1  # (a..d){1,9} ∩ .*b.* came from the first build
+    forget_kept_automata()
+    assert table_key(regular_dfa(Intersect(operands(repeat(lit("ab"), 1, 3))))) == table_key(got)
+    for w in WORDS:
+        s = got.step(0, w)
+        assert (s >= 0 and got.is_accepting(s)) == matches(with_d, w), w
+
