@@ -308,7 +308,7 @@ def minimal_rule(dfa: regular.DFA, productive: bytes, reused: bool = False) -> t
     objects are what a fresh minimisation would give."""
     if not reused or dfa.num_states < SMALL_RULE:
         return regular.minimal_with_splits(dfa, productive)
-    callees = sorted(set(memoryview(dfa.call_arrays()[1]).cast("i"))) if dfa.has_calls else ()
+    callees = sorted(rule_facts.callees_of(dfa))
     key = (id(dfa), bytes(productive[c] if c < len(productive) else 0 for c in callees))
     got = _minimal.peek(key)  # the entry holds `dfa`: its id is that DFA's while the entry lives
     if got is not None:

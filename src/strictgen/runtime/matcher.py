@@ -192,18 +192,15 @@ class GrammarMatcher(_mask_store.RowState):
 
         Returns True when some token is disallowed (the mask needs applying)."""
         target = bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()
+        row = None
         if target.ndim == 2 and (target.dtype is _INT32 or target.dtype == _INT32):  # a stored mask: copied in one C call (~0.5 us of ~1.4 a hit)
             code = _mask_store.fill_row(self, target, index)
+            if code == _MISSED:  # a plain row not computed yet: computed into the store, then copied as a hit is
+                row = self._masker.mask(self._state)  # (~1 us a first-time fill less than the copy below and its "needs apply")
+                code = _mask_store.fill_row(self, target, index)
             if code <= 1:
                 return code == 1
-            if code == _MISSED:  # a plain row not computed yet: computed into the store, then copied as a hit is
-                row = self._masker.mask(self._state)
-                code = _mask_store.fill_row(self, target, index)
-                if code <= 1:  # (~1 us a first-time fill less than the copy below and its "needs apply")
-                    return code == 1
-            else:
-                row = self.next_token_mask()
-        else:
+        if row is None:  # (a row computed above but not stored is written as it is)
             row = self.next_token_mask()
         if target.ndim == 1:
             target[: len(row)] = row
