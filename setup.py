@@ -8,7 +8,8 @@ strictgen.compile._mask_bits a mask's bits set by token id, and a mask found by 
 strictgen.regular._regular the regular-language core (subset construction, products, minimisation,
 emptiness) beneath grammar/ and compile/, strictgen.grammar.schema._rule_sizes the size terms of a
 schema grammar's rules (which rules stay calls), strictgen.grammar.schema._length_classes the states of a
-pattern's minimal DFA under a length bound (counted without building it). An extension of several files keeps its algorithms apart
+pattern's minimal DFA under a length bound (counted without building it), strictgen.compile._unique_classes the
+token facts uniqueItems reads (one pass over a vocabulary's bytes). An extension of several files keeps its algorithms apart
 from its Python bindings, with a header between them.
 """
 
@@ -40,6 +41,7 @@ setup(
         Extension("strictgen.compile._walk", WALK_C, depends=[VEC_H, MACHINE_H, WALK_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_bits", ["src/strictgen/compile/_mask_bits.c"], depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._mask_store", MASK_STORE_C, depends=[VEC_H, MACHINE_H, MASK_STORE_H], extra_compile_args=["-O2"]),
+        Extension("strictgen.compile._unique_classes", ["src/strictgen/compile/_unique_classes.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.compile._machine", MACHINE_C, depends=[VEC_H, MACHINE_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._regular", REGULAR_C, depends=[VEC_H, INTERN_H, REGULAR_H, BINDINGS_H, GIL_H, PARTITION_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),

@@ -47,6 +47,7 @@ import numpy as np
 from strictgen.grammar.json_value import MAX_FRACTION_DIGITS
 from strictgen.grammar.schema.unique import INFINITE_KINDS, UNIQUE_MARK
 from strictgen.grammar.schema.unique_strings import StringCounter, escape_ranges
+from . import _unique_classes
 from .machine import DEAD
 from .tracked_rules import VETO, RuleTracker
 from .unique_spelling import consistent, split_text
@@ -239,25 +240,13 @@ class _Brackets:
     plain: np.ndarray
 
     @classmethod
-    def of(cls, info) -> "_Brackets":
-        """From the trie's token facts (running counts of each kind of byte over all tokens)."""
-        facts = info.trie.facts
-        starts, ends = facts.starts, facts.starts + facts.lengths
-
-        def running(chars: bytes) -> np.ndarray:
-            flags = np.zeros(256, dtype=bool)
-            flags[list(chars)] = True
-            return np.concatenate([[0], np.cumsum(flags[facts.flat], dtype=np.int64)])
-
-        quote, opens, closes, backslash = running(b'"'), running(b"["), running(b"]}"), running(b"\\")
-        # just past the first quote: where the running count of quotes first exceeds the token's start
-        first = np.searchsorted(quote, quote[starts] + 1)
-        first = np.where(quote[ends] > quote[starts], first, ends)  # no quote: nothing after it
-        n = len(starts)
-        keep = ((opens[ends] > opens[starts]) | (closes[ends] > closes[starts])) & ~np.asarray(info.is_special[:n], dtype=bool)
-        ids = np.flatnonzero(keep)
-        s, e, f = starts[ids], ends[ids], first[ids]
-        return cls(ids.astype(np.int64), opens[e] - opens[s], closes[e] - closes[s], opens[e] - opens[f], closes[e] - closes[f], backslash[e] == backslash[s])
+    def of(cls, info, flags: np.ndarray, counts: np.ndarray) -> "_Brackets":
+        """From the vocabulary's byte facts (_byte_facts)."""
+        n = len(flags)
+        keep = ((flags & (_unique_classes.OPEN | _unique_classes.CLOSE)) != 0) & ~np.asarray(info.is_special[:n], dtype=bool)
+        ids = np.flatnonzero(keep).astype(np.int64)
+        opens, closes, opens_after_quote, closes_after_quote = np.ascontiguousarray(counts[ids].T, dtype=np.int64)
+        return cls(ids, opens, closes, opens_after_quote, closes_after_quote, (flags[ids] & _unique_classes.BACKSLASH) == 0)
 
 
 def _opens(frame: Frame) -> bool:
@@ -483,24 +472,21 @@ _CLASSES_LOCK = threading.Lock()
 
 
 def _token_classes(info) -> dict[str, np.ndarray]:
-    """Per vocabulary, once (array arithmetic over the trie's token facts): classes of tokens that
-    cannot repeat an item from some kind of position (see UniqueItems.passive); special tokens
-    are in all of them."""
+    """Per vocabulary, once (one pass in C over the tokens' bytes, _unique_classes.c): classes
+    of tokens that cannot repeat an item from some kind of position (see UniqueItems.passive);
+    special tokens are in all of them."""
     with _CLASSES_LOCK:
         got = _CLASSES.get(info)
     if got is not None:
         return got
     facts = info.trie.facts
     n = len(facts.lengths)
+    flags, counts = _byte_facts(facts)
     special = np.ones(info.vocab_size, dtype=bool)
     special[:n] = info.is_special[:n]
 
-    def has(text: bytes) -> np.ndarray:
-        """Tokens holding some byte of `text` (from their byte sets)."""
-        out = np.zeros(n, dtype=bool)
-        for b in text:
-            out |= (facts.byte_sets[:, b >> 6] >> np.uint64(b & 63)) & np.uint64(1) != 0
-        return out
+    def has(bits: int) -> np.ndarray:
+        return (flags & bits) != 0
 
     def lacking(holds: np.ndarray) -> np.ndarray:
         out = np.zeros(info.vocab_size, dtype=bool)
@@ -509,48 +495,24 @@ def _token_classes(info) -> dict[str, np.ndarray]:
 
     got = {
         "special": special,
-        "no_quote": lacking(has(b'"')),
-        "no_comma": lacking(has(b",")),
-        "not_opening": lacking(has(b"[") & has(b",")),
-        "no_bracket": lacking(has(b"[]}")),
-        "no_close": lacking(has(b"]}")),
-        "starts_item": lacking(~_starts_item_tokens(facts)),
-        "brackets": _Brackets.of(info),
+        "no_quote": lacking(has(_unique_classes.QUOTE)),
+        "no_comma": lacking(has(_unique_classes.COMMA)),
+        "not_opening": lacking(has(_unique_classes.OPEN) & has(_unique_classes.COMMA)),
+        "no_bracket": lacking(has(_unique_classes.OPEN | _unique_classes.CLOSE)),
+        "no_close": lacking(has(_unique_classes.CLOSE)),
+        "starts_item": lacking(~has(_unique_classes.STARTS_ITEM)),
+        "brackets": _Brackets.of(info, flags, counts),
     }
     with _CLASSES_LOCK:
         _CLASSES[info] = got
     return got
 
 
-def _counts(facts, byte_flags: np.ndarray) -> np.ndarray:
-    """Per token, how many of its bytes are flagged in `byte_flags` (256 bools)."""
-    per_byte = np.concatenate([[0], np.cumsum(byte_flags[facts.flat], dtype=np.int64)])
-    return per_byte[facts.starts + facts.lengths] - per_byte[facts.starts]
-
-
-def _starts_item_tokens(facts) -> np.ndarray:
-    """Per token: read between items, does it only start one it cannot finish or fix? After
-    leading whitespace, a string open without its closing quote, digits 1-9 then digits only, or
-    one opening bracket and no other bracket; and no comma anywhere."""
-    flags = np.zeros((5, 256), dtype=bool)
-    space, quote, digit, bracket, comma = flags
-    space[list(b" \t\n\r")] = True
-    quote[ord('"')] = True
-    digit[list(b"0123456789")] = True
-    bracket[list(b"[]{}")] = True
-    comma[ord(",")] = True
-    lengths, flat, starts = facts.lengths, facts.flat, facts.starts
-    # the first byte after the leading whitespace: where the running count of non-space bytes
-    # first rises past its count at the token's start
-    non_space = np.concatenate([[0], np.cumsum(~space[flat], dtype=np.int64)])
-    some = (non_space[starts + lengths] - non_space[starts]) > 0
-    first_text = np.searchsorted(non_space, non_space[starts[some]] + 1) - 1  # index in flat
-    rest = lengths.copy()  # bytes from the first non-space one on
-    rest[some] -= first_text - starts[some]
-    first = np.zeros(len(lengths), dtype=np.uint8)
-    first[some] = flat[first_text]
-    ok = some & (_counts(facts, comma) == 0)
-    opens_string = (first == ord('"')) & (_counts(facts, quote) == 1)
-    opens_number = np.isin(first, list(b"123456789")) & (_counts(facts, digit) == rest)
-    opens_container = np.isin(first, list(b"[{")) & (_counts(facts, bracket) == 1)
-    return ok & (opens_string | opens_number | opens_container)
+def _byte_facts(facts) -> tuple[np.ndarray, np.ndarray]:
+    """Per token, its class bits (_unique_classes' QUOTE, COMMA, OPEN, CLOSE, BACKSLASH,
+    STARTS_ITEM) and its counts of `[` and of `]}`, in all and after its first quote (n x 4)."""
+    n = len(facts.lengths)
+    flags = np.empty(n, dtype=np.uint8)
+    counts = np.empty((n, 4), dtype=np.int32)
+    _unique_classes.token_classes(facts.flat, facts.starts, facts.lengths, flags, counts)
+    return flags, counts
