@@ -9,7 +9,7 @@ import jsonschema.validators as jv
 import pytest
 import referencing
 
-from strictgen.grammar.schema.dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020, legacy_items_2020_validator
+from strictgen.grammar.schema.dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, legacy_items_2020, legacy_items_2020_validator, unresolved_dialect
 
 from .oracle import SEEDS, check_agreement, normalizer
 
@@ -82,3 +82,32 @@ def test_the_legacy_validator_reads_items_by_its_form(schema, judge):
     theirs = judge(schema)
     for v in [[], [1], ["a"], [1, "a"], [1, 2], ["a", 1], [1, "a", "b"], [1, "a", 3], "x"]:
         assert ours.is_valid(v) == theirs.is_valid(v), v
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema#", "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-07/schema", "http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft-04/schema", "http://json-schema.org/draft-03/schema#", "http://json-schema.org/draft-04/schema##",
+        "https://json-schema.org/draft-07/schema#", "http://json-schema.org/schema#", "https://example.com/custom", "", None, 7,
+    ],
+)
+def test_unresolved_dialects_are_the_ones_referencing_names(uri):
+    """A standard `$schema` gets referencing's name for the draft (2020-12: legacy_items_2020's,
+    also without `$schema`) without importing referencing; any other value is left to referencing
+    (None)."""
+    import referencing.jsonschema as rj
+
+    got = unresolved_dialect(uri)
+    if uri is None:
+        assert got.name == legacy_items_2020().name
+        return
+    try:
+        spec = rj.specification_with(uri) if isinstance(uri, str) else None
+    except rj.UnknownDialect:
+        spec = None
+    if spec is None:
+        assert got is None
+    else:
+        assert got.name == (legacy_items_2020() if spec is rj.DRAFT202012 else spec).name

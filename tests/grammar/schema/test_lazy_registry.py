@@ -1,6 +1,8 @@
-"""A schema with nothing to resolve (no `$ref`, `$id`, anchor or `$schema`, no documents=) is
-normalised without `referencing`: its registry is made only if the jsonschema judge asks for it
-(normalize.SchemaSource). Checked in fresh interpreters, since this process imported it long ago."""
+"""A schema with nothing to resolve but plain JSON pointers into itself (no `$id`, anchor, dynamic
+reference or documents=; `$schema` a standard draft or none) is normalised without `referencing`:
+its registry is made only if the jsonschema judge, or a reference plain_pointer cannot answer,
+asks for it (normalize.SchemaSource). Checked in fresh interpreters, since this process imported
+it long ago."""
 
 from __future__ import annotations
 
@@ -32,16 +34,39 @@ def test_first_compile_without_references_imports_no_referencing():
     assert _imports_after("{'type': 'object', 'properties': {'a': {'type': 'string', 'maxLength': 3}}, 'required': ['a']}") == []
 
 
-def test_a_reference_still_makes_the_registry():
-    assert _imports_after("{'$defs': {'n': {'type': 'integer'}}, 'properties': {'a': {'$ref': '#/$defs/n'}}}") == ["referencing"]
+def test_plain_pointers_and_a_standard_dialect_import_no_referencing():
+    """References that are plain JSON pointers into the document (plain_pointer answers them) and a
+    `$schema` naming a standard draft need no registry either."""
+    assert _imports_after("{'$defs': {'n': {'type': 'integer'}}, 'properties': {'a': {'$ref': '#/$defs/n'}}}") == []
+    assert _imports_after(
+        "{'$schema': 'http://json-schema.org/draft-04/schema#', 'definitions': {'n': {'type': 'integer'}},"
+        " 'properties': {'a': {'$ref': '#/definitions/n'}, 'b': {'$ref': '#/definitions/n'}}}"
+    ) == []
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "{'$defs': {'a/b': {'type': 'integer'}}, 'properties': {'a': {'$ref': '#/$defs/a~1b'}}}",  # an escape: referencing decodes it
+        "{'$id': 'https://example.com/s.json', '$defs': {'n': {'type': 'integer'}}, '$ref': '#/$defs/n'}",  # a base URI of its own
+        "{'$defs': {'n': {'$anchor': 'n', 'type': 'integer'}}, '$ref': '#n'}",  # an anchor
+        "{'$schema': 'https://example.com/custom', 'type': 'string'}",  # a dialect only referencing can name
+    ],
+)
+def test_a_reference_plain_pointer_cannot_answer_still_makes_the_registry(schema):
+    assert _imports_after(schema) == ["referencing"]
 
 
 def test_no_registry_until_the_judge_asks():
     plain = SchemaSource({"type": "object", "properties": {"a": {"type": "string"}}})
     assert plain.registry is None and plain.resolver is None
-    assert SchemaSource({"$defs": {}, "$ref": "#/$defs"}).registry is not None
+    assert SchemaSource({"$defs": {}, "$ref": "#/$defs"}).registry is None
+    assert SchemaSource({"$schema": "http://json-schema.org/draft-07/schema#"}).registry is None
+    assert SchemaSource({"$schema": "http://json-schema.org/draft-07/schema#"}).spec.name == "draft-07"
     assert SchemaSource({"type": "string"}, documents={"urn:x": {"type": "integer"}}).registry is not None
-    assert SchemaSource({"$schema": "http://json-schema.org/draft-07/schema#"}).registry is not None
+    assert SchemaSource({"$id": "urn:s", "$defs": {}, "$ref": "#/$defs"}).registry is not None
+    assert SchemaSource({"$defs": {"a": {"$id": "urn:a"}}, "$ref": "#/$defs/a"}).registry is not None
+    assert SchemaSource({"$dynamicRef": "#/$defs/a", "$defs": {"a": {}}}).registry is not None
 
 
 def test_the_judge_makes_the_registry_and_filters_the_enum():

@@ -31,15 +31,18 @@ def test_where_it_answers_it_is_referencings_lookup(defs, path, uri):
         root["$id"] = uri
     norm = normalizer(root)
     target_ref = "#/x-data/" + "/".join(path)
-    got = norm.plain_pointer(norm.resolver, target_ref)
+    unset = norm.plain_pointer(norm.resolver, target_ref)  # (no $id: set up without referencing, resolver None)
+    resolver = norm.source.resolver_of(norm.root_formula)  # referencing's, made now where it was not
+    got = norm.plain_pointer(resolver, target_ref)
+    assert got is unset
     try:
-        resolved = norm.resolver.lookup(target_ref)
+        resolved = resolver.lookup(target_ref)
     except Exception:  # noqa: BLE001 - referencing's PointerToNowhere and the like
         assert got is None
         return
     if got is not None:
         assert got is resolved.contents
-        assert base_uri(resolved.resolver) == base_uri(norm.resolver)
+        assert base_uri(resolved.resolver) == base_uri(resolver)
 
 
 @pytest.mark.parametrize(
@@ -56,7 +59,8 @@ def test_where_it_answers_it_is_referencings_lookup(defs, path, uri):
 )
 def test_it_declines_where_the_lookup_must_decide(defs, target_ref):
     norm = normalizer({"$defs": {"ok": {"type": "string"}, **defs}, "$ref": "#/$defs/ok"})
-    assert norm.resolver is not None  # references are set up: the decline is plain_pointer's own
+    resolver = norm.source.resolver_of(norm.root_formula)  # references set up: the decline is plain_pointer's own
+    assert resolver is not None and norm.plain_pointer(resolver, target_ref) is None
     assert norm.plain_pointer(norm.resolver, target_ref) is None
 
 

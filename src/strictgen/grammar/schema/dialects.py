@@ -38,15 +38,44 @@ def legacy_items_2020():
 
 
 class UnresolvedDialect:
-    """Draft 2020-12 (as `legacy_items_2020`) for documents in which nothing is ever resolved: no
-    `$ref`, `$id`, anchor or `$schema` anywhere and no other documents. Only the dialect's `name`
-    is read there, so a compile of such a schema never imports `referencing` (~45 ms of a
-    process's first compile); the registry is made only if the jsonschema judge is asked."""
+    """A standard draft known by its name only, for documents where `referencing` is not needed:
+    no `$id`, anchor or other document, no dynamic reference, and references (if any) that are
+    plain JSON pointers into the document itself (normalize.SchemaSource.plain_pointer answers
+    them). Only the dialect's `name` is read there (keyword vocabularies, legacy forms, the
+    judge's draft), so such a compile never imports `referencing` (~21 ms of a process's first
+    compile; more with the crawl); the registry is made if the jsonschema judge, or a reference
+    plain_pointer cannot answer, asks."""
 
-    name = "draft2020-12"  # legacy_items_2020().name
+    def __init__(self, name: str):
+        self.name = name  # as referencing's Specification of the draft names it
+
+    def __repr__(self) -> str:
+        return f"UnresolvedDialect({self.name!r})"
 
 
-UNRESOLVED_2020 = UnresolvedDialect()
+# the standard drafts by `$schema` URI (trailing "#" dropped, as referencing.jsonschema's
+# specification_with does), named as referencing names them (2020-12: legacy_items_2020's name);
+# tests/grammar/schema/test_dialects.py checks the table against referencing
+_STANDARD_DIALECTS = {
+    uri: UnresolvedDialect(name)
+    for uri, name in (
+        ("https://json-schema.org/draft/2020-12/schema", "draft2020-12"),
+        ("https://json-schema.org/draft/2019-09/schema", "draft2019-09"),
+        ("http://json-schema.org/draft-07/schema", "draft-07"),
+        ("http://json-schema.org/draft-06/schema", "draft-06"),
+        ("http://json-schema.org/draft-04/schema", "draft-04"),
+        ("http://json-schema.org/draft-03/schema", "draft-03"),
+    )
+}
+UNRESOLVED_2020 = _STANDARD_DIALECTS["https://json-schema.org/draft/2020-12/schema"]
+
+
+def unresolved_dialect(schema_uri: Any) -> UnresolvedDialect | None:
+    """The UnresolvedDialect of a document whose `$schema` is `schema_uri` (None: it has none,
+    2020-12); None for any other value (a custom dialect, an unknown URI): referencing decides."""
+    if schema_uri is None:
+        return UNRESOLVED_2020
+    return _STANDARD_DIALECTS.get(schema_uri.rstrip("#")) if isinstance(schema_uri, str) else None
 
 
 @functools.lru_cache(maxsize=None)

@@ -55,7 +55,7 @@ from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
 from . import applicators
-from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, UNRESOLVED_2020, legacy_items_2020_validator
+from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, UNRESOLVED_2020, legacy_items_2020_validator, unresolved_dialect
 from .documents import SchemaDocuments, dialect_of
 from .formulas import MAX_FORMULAS, FormulaAlgebra
 from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
@@ -76,12 +76,7 @@ _NO_CONTENT = frozenset(
     "title description default examples example $comment deprecated readOnly writeOnly".split()
 )
 
-# the keys that make a schema resolve references or name resources, or name its dialect: without
-# any (and without documents=) no registry is made unless the judge asks, and `referencing` is
-# not imported
-_REFERENCE_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema"))
-
-# the keys whose resolution reads a resolver's dynamic scope (SchemaSource.plain_pointer)
+# the keys whose resolution reads a resolver's dynamic scope (SchemaSource.plain_pointer, _local_dialect)
 _DYNAMIC_KEYS = frozenset(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"))
 _MISSING = object()
 
@@ -191,18 +186,31 @@ class SchemaSource:
         )  # ($recursiveRef is refused)
         self.plain_document: tuple[str, dict] | None = None  # (URI, root) where plain_pointer may answer
         self.registry: Any = None  # referencing's, with the root's resolver: None while nothing
-        self.resolver: Any = None  # resolves (made for the judge then, _judge_resolver)
+        self.resolver: Any = None  # resolves (made when asked then, resolver_of)
+        local = None if not isinstance(root, dict) or self.documents else self._local_dialect(root, keys)
         if not isinstance(root, dict):
             self.scope = DynamicScope(None, False)
             self.spec = UNRESOLVED_2020
-        elif self.documents or not _REFERENCE_KEYS.isdisjoint(keys):
+        elif local is None:
             self._set_up_references(root, keys)
-        else:  # nothing to resolve: the registry waits for the judge (_judge_resolver)
+        else:  # nothing to resolve but plain pointers: the registry waits for the judge or a reference plain_pointer cannot answer (resolver_of)
             bad = malformed_subschema(root)  # what referencing would have refused
             if bad is not None:
                 raise self._shape_error(bad, "")
-            self.spec = UNRESOLVED_2020
+            self.spec = local
             self.scope = DynamicScope(None, False)
+            self.plain_document = ("", root)
+
+    def _local_dialect(self, root: dict, keys: set) -> Any:
+        """The dialect, by name (dialects.unresolved_dialect), of a root document that needs no
+        referencing until a reference plain_pointer cannot answer: no dynamic reference, no `$id`
+        or `id` of its own, no anchor or inner resource, a standard `$schema` or none (and no other
+        documents: the caller's check); None where referencing must index it."""
+        if not _DYNAMIC_KEYS.isdisjoint(keys) or "$id" in root or isinstance(root.get("id"), str):
+            return None
+        if not _RESOURCE_KEYS.isdisjoint(keys) and self._has_inner_resources(root):
+            return None
+        return unresolved_dialect(root.get("$schema"))
 
     def _set_up_references(self, root: dict, keys: set) -> None:
         """The registry of the documents, the root's resolver, dialect and dynamic scope, for a
@@ -247,9 +255,10 @@ class SchemaSource:
                 return None
         return node
 
-    def _judge_resolver(self, f: Formula) -> Any:
-        """The resolver the jsonschema judge of the src formula `f` starts from: its own, or for a
-        schema with nothing to resolve the root's, the registry made now (once)."""
+    def resolver_of(self, f: Formula) -> Any:
+        """The referencing resolver of the src formula `f` (where the jsonschema judge starts from,
+        and a reference plain_pointer cannot answer is looked up): its own, or for a schema set up
+        without referencing (_local_dialect) the root's, the registry made now (once)."""
         if f.src.resolver is None and self.registry is None:
             self._set_up_references(self.root, set())
         return f.src.resolver if f.src.resolver is not None else self.resolver
@@ -444,7 +453,7 @@ class SchemaSource:
         }.get(name) or legacy_items_2020_validator()
         cls = self.vocabularies.judge_class(cls, info.spec)
         checker = cls.FORMAT_CHECKER if self.vocabularies.format_asserted(info.spec) else None
-        resolver = self._judge_resolver(f)
+        resolver = self.resolver_of(f)
         base = cls(self.root if isinstance(self.root, dict) else {}, registry=self.registry, format_checker=checker)
         return base.evolve(schema=info.schema, _resolver=resolver)
 

@@ -1,6 +1,8 @@
 """References: `$ref`, `$dynamicRef` (with its dynamic scope) and `$recursiveRef`, resolved with
 `referencing` in the registry the normaliser built from the root document and the `documents=`
-supplied (nothing is fetched).
+supplied (nothing is fetched), or as plain JSON pointers into the root document where that gives
+the same schema (SchemaSource.plain_pointer; a document whose references are all such pointers
+is normalised without importing referencing, its registry made only if something else asks).
 
 Functions of the normaliser, not a mixin: `ref`, `dynamic_ref` and `recursive_ref` (what the
 applicators ask) return the formula a reference points to; they use the normaliser's registry,
@@ -93,10 +95,11 @@ def ref(norm: Normalizer, f: Formula, target_ref: Any, kw: str) -> Formula:
     if target is not None:
         found = f.src.resolver
     else:
+        resolver = norm.source.resolver_of(f)  # (a document set up without referencing gets it now)
         try:
-            resolved = f.src.resolver.lookup(target_ref)
+            resolved = resolver.lookup(target_ref)
         except Exception as e:
-            norm.reporter.refuse(_unresolvable(norm, f.src.resolver, target_ref, e), kw, ptr)
+            norm.reporter.refuse(_unresolvable(norm, resolver, target_ref, e), kw, ptr)
             return TRUE
         target, found = resolved.contents, resolved.resolver
     if isinstance(target, bool):
@@ -119,7 +122,7 @@ def _canonical(norm: Normalizer, resolver: Any, target: dict, spec: Any) -> Any:
     if inside is resolver:
         return resolver
     try:
-        return inside if norm.registry.contents(base_uri(inside)) is target else resolver
+        return inside if norm.source.registry.contents(base_uri(inside)) is target else resolver
     except LookupError:
         return resolver
 
@@ -132,7 +135,7 @@ def _unresolvable(norm: Normalizer, resolver: Any, target_ref: str, exc: Excepti
     base = base_uri(resolver)
     uri, fragment = urldefrag(urljoin(base, target_ref)) if not target_ref.startswith("#") else (base, target_ref[1:])
     try:
-        norm.registry[uri]
+        norm.source.registry[uri]
     except LookupError:
         return (
             f"cannot resolve reference {target_ref!r}: no document {uri or '(the root)'!r} was supplied "
