@@ -138,8 +138,11 @@ class StrictgenEngine(_BackendApiEngine):
         return info
 
     def adopt(self, state) -> None:
+        from strictgen.grammar.schema.dialects import import_lazy_modules
+
         self.state = state
         self._set_info(state)
+        import_lazy_modules()  # untimed, as a server's start does (serve.grammars.warm_up)
 
     def new_compiler(self):
         return self.lib.GrammarCompiler(self.state)

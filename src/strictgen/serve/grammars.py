@@ -122,9 +122,11 @@ WARM_UP_SCHEMA = {
 
 def warm_up(grammars: GrammarFactory) -> CompiledGrammar:
     """Compile WARM_UP_SCHEMA as a request would (the server's options) and fill its first mask."""
+    from strictgen.grammar.schema.dialects import import_lazy_modules
     from strictgen.runtime.bitmask import allocate_token_bitmask
     from strictgen.runtime.matcher import GrammarMatcher
 
+    import_lazy_modules()  # what the warm-up schema does not need: a request's first $id or judge
     grammar = grammars.compile(FormatSpec("json_schema", WARM_UP_SCHEMA, grammars.options, "warm-up"))
     assert grammar is not None  # (None only for free text)
     GrammarMatcher(grammar).fill_next_token_bitmask(allocate_token_bitmask(1, grammars.compiler.tokenizer_info.vocab_size), 0)

@@ -111,3 +111,24 @@ def test_unresolved_dialects_are_the_ones_referencing_names(uri):
         assert got is None
     else:
         assert got.name == (legacy_items_2020() if spec is rj.DRAFT202012 else spec).name
+
+
+def test_import_lazy_modules_imports_what_a_first_compile_would():
+    """A fresh interpreter: `import strictgen` leaves referencing, jsonschema and the string formats
+    unimported (they stay lazy); import_lazy_modules() (a server's start, the bench's warm-up)
+    imports all three."""
+    import subprocess
+    import sys
+
+    lazy = ("referencing", "jsonschema", "strictgen.grammar.string_formats")
+    code = (
+        "import sys, strictgen\n"
+        f"lazy = {lazy!r}\n"
+        "print(sum(m in sys.modules for m in lazy))\n"
+        "from strictgen.grammar.schema.dialects import import_lazy_modules\n"
+        "import_lazy_modules()\n"
+        "print(sum(m in sys.modules for m in lazy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "3"]

@@ -78,6 +78,18 @@ def unresolved_dialect(schema_uri: Any) -> UnresolvedDialect | None:
     return _STANDARD_DIALECTS.get(schema_uri.rstrip("#")) if isinstance(schema_uri, str) else None
 
 
+def import_lazy_modules() -> None:
+    """Import now what a schema compile imports the first time it needs it: `referencing` (a
+    document with `$id`, anchors or other documents), jsonschema's validators (the judge) and the
+    string formats. The library keeps them lazy so that `import strictgen` and compiles that never
+    need them stay cheap; a process that wants its first request to pay none of it (a server's
+    start, a benchmark's untimed warm-up) calls this once."""
+    import jsonschema.validators  # noqa: F401
+    import referencing.jsonschema  # noqa: F401
+
+    from .. import string_formats  # noqa: F401
+
+
 @functools.lru_cache(maxsize=None)
 def legacy_items_2020_validator():
     """jsonschema's 2020-12 validator class, with `items` and `additionalItems` as 2019-09 has
