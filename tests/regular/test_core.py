@@ -9,6 +9,7 @@ and a minimal DFA as small as the number of distinct residual languages.
 
 from __future__ import annotations
 
+import array
 import itertools
 import time
 
@@ -141,6 +142,41 @@ def test_determinize_and_minimize_keep_the_language(ref):
     assert small.num_states == residual_count(small) <= max(1, dfa.num_states)
     # minimal is idempotent and trimmed: every state can still finish
     assert regular.minimal(small).num_states == small.num_states
+
+
+def ref_determinized(ref: RefNFA) -> tuple[list[int], bytes]:
+    """The core's subset construction by the book: subsets of kernel states (those with byte edges,
+    and the final state) numbered as first met, the start's then each subset's row byte by byte;
+    (the n x 256 table, the accepting flags)."""
+    kernel = {s for s, *_ in ref.edges} | {ref.n - 1}
+
+    def subset(states) -> tuple[int, ...]:
+        return tuple(sorted(q for q in ref.closure(states) if q in kernel))
+
+    order = [subset({0})]
+    if not order[0]:
+        return [-1] * 256, b"\x00"  # the empty language: one dead state
+    ids, table = {order[0]: 0}, []
+    for sub in order:  # grows as subsets are met
+        for b in range(256):
+            got = subset({t for s, lo, hi, t in ref.edges if s in sub and lo <= b <= hi})
+            if got and got not in ids:
+                ids[got] = len(order)
+                order.append(got)
+            table.append(ids[got] if got else -1)
+    return table, bytes(ref.n - 1 in sub for sub in order)
+
+
+@FAST
+@given(nfas(max_states=8))
+def test_determinize_numbers_subsets_as_the_book_does(ref):
+    """Not only the language: the very table, states numbered as the reference meets them (rows of
+    several NFA states are made by segments of classes, single states' by their edges: each must ask
+    for closures in class order, or compiled grammars and their masks would change)."""
+    dfa = regular.determinize(ref.core(), 0, ref.n - 1)
+    table, accepting = ref_determinized(ref)
+    assert list(array.array("i", dfa.table256())) == table
+    assert dfa.accepting() == accepting
 
 
 @FAST

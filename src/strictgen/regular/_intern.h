@@ -41,8 +41,8 @@ static inline void interner_free(Interner *t) {
     t->mask = 0;
 }
 
-static inline int interner_rehash(Interner *t) {
-    Py_ssize_t size = t->mask ? 2 * (t->mask + 1) : 1024;
+/* the table at `size` slots (a power of two, room for every id) */
+static inline int interner_resize(Interner *t, Py_ssize_t size) {
     int32_t *slots = (int32_t *)malloc(sizeof(int32_t) * (size_t)size);
     if (!slots) {
         vec_no_memory();
@@ -60,6 +60,18 @@ static inline int interner_rehash(Interner *t) {
     t->slots = slots;
     t->mask = mask;
     return 0;
+}
+
+/* the table doubled (1024 slots from none) */
+static inline int interner_rehash(Interner *t) { return interner_resize(t, t->mask ? 2 * (t->mask + 1) : 1024); }
+
+/* the table as big as `ids` ids make it grow to (at most half full, as intern keeps it), now:
+ * its rehashes on the way skipped */
+static inline int interner_reserve(Interner *t, Py_ssize_t ids) {
+    Py_ssize_t size = t->mask ? t->mask + 1 : 1024;
+    while (2 * (ids + 1) > size)
+        size *= 2;
+    return size > t->mask + 1 ? interner_resize(t, size) : 0;
 }
 
 /* Whether the n ints at a and b are equal (sequences interned are short: a call of memcmp cost

@@ -248,53 +248,64 @@ const int32_t *lazy_compute_row(Lazy *L, int32_t s) {
         if (got != NO_ROW)
             goto calls;
     }
-    /* the edges' targets counting-sorted by class, in the order the edges come (each class's
-     * list the same whatever the sort), over the span of classes the edges read only: counts
-     * from a difference array (a (class, target) pair written for every class of every edge, and
-     * three passes over all k classes, were most of these rows) */
-    Py_ssize_t np_ = 0;
-    int32_t lo = k, hi = 0; /* the classes read: [lo, hi) */
+    /* The classes [lo, hi) the edges read, cut into segments where an edge starts or ends: every
+     * class of a segment enters the same targets, so each segment's list is made once, the edges'
+     * targets counting-sorted by segment in the order the edges come (the list each of its classes
+     * had, when lists were made class by class: for edges over many classes, such as a string
+     * body's, that writing and a compare of each class's list with the one before were most of
+     * these rows). Closures are asked in class order, a segment's only where its list is not the
+     * one before's, as class by class they were: subsets are numbered alike. */
+    int32_t lo = k, hi = 0;
     for (Py_ssize_t i = 0; i < n; i++)
         for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++) {
-            np_ += L->e_chi[j] - L->e_clo[j] + 1;
             lo = L->e_clo[j] < lo ? L->e_clo[j] : lo;
             hi = L->e_chi[j] + 1 > hi ? L->e_chi[j] + 1 : hi;
         }
     memset(row, 0xff, sizeof(int32_t) * (size_t)k);
     if (hi <= lo)
         goto calls; /* no byte edges */
-    if (vec_reserve(scratch, np_ + 2 * (Py_ssize_t)k + 2) < 0)
+    if (vec_reserve(scratch, 3 * (Py_ssize_t)k + 4) < 0)
         return NULL;
-    int32_t *sorted = scratch->data, *count = sorted + np_, *fill = count + k + 1; /* count: [lo, hi] used, the class starts */
-    memset(count + lo, 0, sizeof(int32_t) * ((size_t)(hi - lo) + 1));
-    for (Py_ssize_t i = 0; i < n; i++) /* count[c + 1]: how many edges read class c, as differences */
-        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++) {
-            count[L->e_clo[j] + 1]++;
-            if (L->e_chi[j] + 1 < hi)
-                count[L->e_chi[j] + 2]--;
-        }
-    for (int32_t c = lo + 1; c < hi; c++) /* the counts */
-        count[c + 1] += count[c];
-    for (int32_t c = lo; c < hi; c++) /* the starts */
-        count[c + 1] += count[c], fill[c] = count[c];
+    int32_t *seg = scratch->data; /* by class in [lo, hi]: a segment starts there (1), then its segment */
+    memset(seg + lo, 0, sizeof(int32_t) * ((size_t)(hi - lo) + 1));
     for (Py_ssize_t i = 0; i < n; i++)
         for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++)
-            for (int32_t c = L->e_clo[j], t = L->e_dst[j]; c <= L->e_chi[j]; c++)
-                sorted[fill[c]++] = t;
-    /* `sorted` and `count` live in scratch, which lazy_closure does not touch */
-    for (int32_t c = lo; c < hi; c++) {
-        int32_t a = count[c], b = count[c + 1];
-        if (a == b)
-            continue;
-        if (c > lo && b - a == count[c] - count[c - 1] && !memcmp(sorted + a, sorted + count[c - 1], sizeof(int32_t) * (size_t)(b - a))) {
-            row[c] = row[c - 1];
-        } else {
-            int32_t id = lazy_closure(L, sorted + a, b - a);
-            if (id == -2)
-                return NULL;
-            row[c] = id;
-        }
+            seg[L->e_clo[j]] = 1, seg[L->e_chi[j] + 1] = 1;
+    int32_t nseg = 0;
+    for (int32_t c = lo; c < hi; c++)
+        nseg += seg[c], seg[c] = nseg - 1;
+    Py_ssize_t np_ = 0; /* the lists' total length */
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++)
+            np_ += seg[L->e_chi[j]] - seg[L->e_clo[j]] + 1;
+    if (vec_reserve(scratch, 3 * (Py_ssize_t)k + 4 + np_) < 0)
+        return NULL;
+    seg = scratch->data;
+    int32_t *count = seg + k + 1, *segid = count + k + 2, *sorted = segid + k + 1; /* count: the segments' starts in sorted */
+    memset(count, 0, sizeof(int32_t) * ((size_t)nseg + 2));
+    for (Py_ssize_t i = 0; i < n; i++) /* count[b + 1]: how many edges read segment b, as differences */
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++)
+            count[seg[L->e_clo[j]] + 1]++, count[seg[L->e_chi[j]] + 2]--;
+    for (int32_t b = 1; b < nseg; b++) /* the counts */
+        count[b + 1] += count[b];
+    for (int32_t b = 0; b < nseg; b++) /* the starts; segid: the fill cursors for now */
+        count[b + 1] += count[b], segid[b] = count[b];
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int32_t j = L->e_start[sub[i]]; j < L->e_start[sub[i] + 1]; j++)
+            for (int32_t b = seg[L->e_clo[j]], t = L->e_dst[j]; b <= seg[L->e_chi[j]]; b++)
+                sorted[segid[b]++] = t;
+    /* `seg`, `count`, `segid` and `sorted` live in scratch, which lazy_closure does not touch */
+    for (int32_t b = 0; b < nseg; b++) {
+        int32_t a = count[b], e = count[b + 1];
+        if (a == e)
+            segid[b] = -1;
+        else if (b > 0 && e - a == a - count[b - 1] && !memcmp(sorted + a, sorted + count[b - 1], sizeof(int32_t) * (size_t)(e - a)))
+            segid[b] = segid[b - 1];
+        else if ((segid[b] = lazy_closure(L, sorted + a, e - a)) == -2)
+            return NULL;
     }
+    for (int32_t c = lo; c < hi; c++)
+        row[c] = segid[seg[c]];
 calls: /* (callee, target) pairs of the subset, grouped by callee */
     sub = interned(&L->subsets, s, &n);
     pairs->len = 0;
@@ -336,6 +347,17 @@ calls: /* (callee, target) pairs of the subset, grouped by callee */
     return L->rows.data + L->row_of.data[s];
 }
 
+/* Room for `subsets` subsets in the arrays kept per subset, and their interner's table sized
+ * for them: grown by doubling from empty, their reallocations' copies and the interner's rehashes
+ * were ~4% of determinising the bench's rules (CPU time, interleaved). */
+static int lazy_reserve(Lazy *L, Py_ssize_t subsets) {
+    Vec *per_subset[] = {&L->acc, &L->row_of, &L->call_off, &L->call_len, &L->subsets.start, &L->subsets.len, &L->subsets.hash};
+    for (size_t i = 0; i < sizeof(per_subset) / sizeof(per_subset[0]); i++)
+        if (vec_reserve(per_subset[i], subsets) < 0)
+            return -1;
+    return vec_reserve(&L->subsets.pool, 2 * subsets) < 0 || interner_reserve(&L->subsets, subsets) < 0 ? -1 : 0;
+}
+
 /* Every row: the whole DFA (start 0). */
 DFA *lazy_determinize(Lazy *L, double deadline) {
     if (L->initial < 0) { /* the empty language: one dead start state */
@@ -354,7 +376,7 @@ DFA *lazy_determinize(Lazy *L, double deadline) {
         kernels += L->kernel[q];
     if (L->max_states >= 0 && kernels > L->max_states)
         kernels = L->max_states;
-    if (vec_reserve(&L->rows, (kernels + 1) * (Py_ssize_t)L->k) < 0)
+    if (vec_reserve(&L->rows, (kernels + 1) * (Py_ssize_t)L->k) < 0 || lazy_reserve(L, kernels + 1) < 0)
         return NULL;
     for (int32_t s = 0; s < L->subsets.start.len; s++) {
         if (!(s & 255) && past(deadline))

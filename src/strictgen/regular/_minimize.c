@@ -94,7 +94,7 @@ done:
 void partition_free(Partition *p) {
     free(p->weight), free(p->blk), free(p->elems), free(p->loc), free(p->bfirst), free(p->bend), free(p->bmarked), free(p->touched);
     free(p->istart), free(p->isrc), free(p->ifirst), free(p->iend), free(p->odd);
-    free(p->lcount), free(p->lstart), free(p->cur), free(p->used), free(p->lsrc), free(p->snap);
+    free(p->lcount), free(p->lstart), free(p->used), free(p->lsrc), free(p->snap);
     free(p->rows), free(p->runs);
 }
 
@@ -190,6 +190,10 @@ int partition_init(Partition *p, const DFA *d) {
      * that reads fewer sources per splitter (a run is read at its first class and, but at the row's
      * end, at its end), else every class edge is a run of its own, read once */
     Py_ssize_t total = 0, edges = 0, reads = 0;
+    /* room for 8 runs a state (3.3 on average over the bench's minimisations; 31 of 598 need
+     * more): grown from empty by doubling, the runs were copied about as often as written */
+    if (vec_reserve(&runs, 3 * (8 * (Py_ssize_t)n + k)) < 0)
+        goto done;
     for (int32_t s = 0; s < n; s++) {
         const int32_t *row = d->table + (Py_ssize_t)s * k;
         rows[s] = runs.len;
@@ -220,9 +224,9 @@ int partition_init(Partition *p, const DFA *d) {
         p->iend = (int32_t *)malloc(sizeof(int32_t) * ((size_t)total + 1));
     p->lsrc = (int32_t *)malloc(sizeof(int32_t) * ((p->by_runs ? 2 : 1) * (size_t)total + 1));
     p->odd = (uint8_t *)calloc(N, 1), p->k = k;
-    p->lcount = (int32_t *)calloc((size_t)letters + 1, sizeof(int32_t)), p->lstart = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
-    p->cur = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1)), p->used = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
-    if (!p->isrc || !p->ifirst || (p->by_runs && !p->iend) || !p->odd || !p->lsrc || !p->lcount || !p->lstart || !p->cur || !p->used) {
+    p->lcount = (int32_t *)calloc((size_t)letters + 1, sizeof(int32_t)), p->lstart = (int32_t *)calloc((size_t)letters + 1, sizeof(int32_t));
+    p->used = (int32_t *)malloc(sizeof(int32_t) * ((size_t)letters + 1));
+    if (!p->isrc || !p->ifirst || (p->by_runs && !p->iend) || !p->odd || !p->lsrc || !p->lcount || !p->lstart || !p->used) {
         vec_no_memory();
         goto done;
     }
@@ -244,6 +248,15 @@ int partition_init(Partition *p, const DFA *d) {
             p->isrc[fill[t]] = s, p->ifirst[fill[t]++] = letter;
         }
     }
+    /* each letter's region of lsrc: room for every in-run that starts there or (by runs) ends
+     * there before the row's end, what partition_split reads at that letter from any splitter */
+    for (Py_ssize_t j = 0; j < total; j++) {
+        p->lstart[p->ifirst[j] + 1]++;
+        if (p->by_runs && p->iend[j] < k)
+            p->lstart[p->iend[j] + 1]++;
+    }
+    for (int32_t a = 0; a < letters; a++)
+        p->lstart[a + 1] += p->lstart[a];
     ok = 0;
     p->rows = rows, p->runs = runs.data, rows = NULL, runs = (Vec){0};
 done:
@@ -267,32 +280,25 @@ int partition_split(Partition *p, const int32_t *states, int32_t m, Vec *splits)
     /* the arrays in locals that nothing else writes: through p, every byte store (odd) made the
      * compiler load them again, in the loops that are most of minimising */
     const int32_t *restrict istart = p->istart, *restrict isrc = p->isrc, *restrict ifirst = p->ifirst, *restrict iend = p->iend;
-    int32_t *restrict lcount = p->lcount, *restrict lstart = p->lstart, *restrict cur = p->cur, *restrict used = p->used, *restrict lsrc = p->lsrc;
+    int32_t *restrict lcount = p->lcount, *restrict used = p->used, *restrict lsrc = p->lsrc;
+    const int32_t *restrict lstart = p->lstart;
     int32_t *restrict blk = p->blk, *restrict elems = p->elems, *restrict loc = p->loc, *restrict bfirst = p->bfirst, *restrict bend = p->bend;
     int32_t *restrict bmarked = p->bmarked, *restrict touched = p->touched;
     uint8_t *restrict odd = p->odd;
-    int32_t nused = 0, at = 0, k = p->by_runs ? p->k : 0; /* k 0: every letter split by M_a */
+    int32_t nused = 0, k = p->by_runs ? p->k : 0; /* k 0: every letter split by M_a */
+    /* the sources by letter, each into its letter's fixed region (partition_init's lstart): one
+     * pass (a pass counting them first, to pack the regions, was a third of splitting) */
     for (int32_t i = 0; i < m; i++)
         for (int32_t j = istart[states[i]], end = istart[states[i] + 1]; j < end; j++) {
-            int32_t a = ifirst[j], e;
-            if (lcount[a]++ == 0)
+            int32_t a = ifirst[j], e, src = isrc[j], c = lcount[a]++;
+            if (c == 0)
                 used[nused++] = a;
-            if (k && (e = iend[j]) < k && lcount[e]++ == 0)
-                used[nused++] = e;
-        }
-    if (!nused)
-        return 0;
-    for (int32_t u = 0; u < nused; u++) { /* only the letters a run into S starts or ends at */
-        int32_t a = used[u];
-        lstart[a] = cur[a] = at;
-        at += lcount[a];
-    }
-    for (int32_t i = 0; i < m; i++)
-        for (int32_t j = istart[states[i]], end = istart[states[i] + 1]; j < end; j++) {
-            int32_t e;
-            lsrc[cur[ifirst[j]]++] = isrc[j];
-            if (k && (e = iend[j]) < k)
-                lsrc[cur[e]++] = isrc[j];
+            lsrc[lstart[a] + c] = src;
+            if (k && (e = iend[j]) < k) {
+                if ((c = lcount[e]++) == 0)
+                    used[nused++] = e;
+                lsrc[lstart[e] + c] = src;
+            }
         }
     for (int32_t u = 0; u < nused; u++) {
         int32_t a = used[u], ntouched = 0, a_start = lstart[a], a_end = a_start + lcount[a];

@@ -23,7 +23,8 @@ typedef struct {
     int32_t *blk, *elems, *loc, *bfirst, *bend, *bmarked, *touched;
     int64_t *weight; /* by block: the in-runs of its states (what using it as a splitter costs) */
     int32_t *istart, *isrc, *ifirst, *iend;            /* in-runs by target: (source, [first, end)) */
-    int32_t *lcount, *lstart, *cur, *used, *lsrc, *snap; /* a splitter's run ends by letter */
+    int32_t *lcount, *used, *snap; /* a splitter's sources by letter: how many, the letters met */
+    int32_t *lstart, *lsrc;        /* letter a's sources go to lsrc[lstart[a]..lstart[a + 1]) (room for all) */
     uint8_t *odd;                                        /* by state: seen an odd number of times at a letter */
 } Partition;
 

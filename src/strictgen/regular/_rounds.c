@@ -62,10 +62,12 @@ int partition_first_round(Partition *p, const DFA *d, const Py_ssize_t *rows, co
         goto done;
     }
     memset(slots, 0xff, sizeof(int32_t) * ((size_t)mask + 1));
+    /* room for every state's key at once (their lengths' bound below, summed): grown state by
+     * state, the keys were copied as the vector doubled */
+    if (vec_reserve(&key, (Py_ssize_t)n + rows[n] + 2 * (Py_ssize_t)d->call_start[n]) < 0)
+        goto done;
     for (int32_t s = 0; s < n; s++) { /* the key: block, runs (first, end, block), then (-2 - callee, block) pairs */
         Py_ssize_t a = d->call_start[s], b = d->call_start[s + 1];
-        if (vec_reserve(&key, key.len + 1 + (rows[s + 1] - rows[s]) + 2 * (b - a)) < 0)
-            goto done;
         int32_t *first = key.data + key.len, *at = first, *last = NULL;
         key_at[s] = (int32_t)key.len;
         *at++ = p->blk[s];
