@@ -180,7 +180,9 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     reused: set[int] = set()  # ids of the DFAs built above that came from the cache of rule automata
     built: list[regular.DFA | None] = [build(n, reused=reused) for n in names[: 1 + len(first)]]
     at_start = _called_at_start(built)
-    spent = 0
+    # a rule built first because an earlier compile built it, but not found in the cache (another
+    # grammar numbers its calls otherwise), cost its build: it counts, as it would have in order
+    spent = sum(d.num_states for n, d in zip(names[1:], built[1:]) if UNIQUE_MARK not in n and id(d) not in reused)
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
         if defer and spent >= build_ahead:
             break
