@@ -27,3 +27,17 @@ def test_a_known_rule_that_misses_the_cache_counts_against_the_budget():
     earlier = Grammar({"root": RuleRef("big"), "big": big, **_leaf()}, "root")
     assert _built(earlier, None) == ["root", "big", "leaf"]
     assert _built(later, 10) == fresh  # big is built first and misses: other still waits
+
+
+def test_a_known_rule_found_in_the_cache_counts_where_the_order_reaches_it():
+    """Found in the cache, a rule an earlier compile built is built first, and free; its states
+    count at its place in the order, as in a fresh compile, so the rules built after it are the
+    fresh compile's (it does not leave budget for rules a fresh compile defers)."""
+    big = called_body("m_big", repeat(alt(lit("ab"), lit("c")), 1, 30))  # one object in both grammars (interned)
+    rules = {"root": seq(RuleRef("a_small"), RuleRef("m_big"), RuleRef("z_next")), "m_big": big,
+             "a_small": called_body("a_small", lit("a" * 5)), "z_next": called_body("z_next", repeat(lit("xy"), 1, 20))}
+    automaton._rule_dfas.clear()
+    fresh = _built(Grammar(dict(rules), "root"), 20)
+    assert fresh == ["root", "a_small", "m_big"]  # m_big uses the budget up: z_next waits
+    again = _built(Grammar(dict(rules), "root"), 20)  # m_big is found (a_small too), and built first
+    assert again[0] == "root" and sorted(again) == sorted(fresh)

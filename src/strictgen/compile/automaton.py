@@ -152,7 +152,8 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
 
     The root, the rules that unique arrays name and the rules an earlier compile built (kept:
     free now) are built now; then other rules kept as calls, nearest the root first, until their
-    determinised states pass `build_ahead` (None: all of them). The rest are built the first time
+    determinised states pass `build_ahead` (None: all of them), the kept ones counted where that
+    order reaches them, as a fresh compile counts them. The rest are built the first time
     the machine enters them (lazy_rules.py), so a schema's hundred object rules cost the compile,
     which is on the first token's path, only a share, and rules a document never visits cost
     nothing. What the compile must know of those rules (productive, nullable, left calls) comes
@@ -180,10 +181,17 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     reused: set[int] = set()  # ids of the DFAs built above that came from the cache of rule automata
     built: list[regular.DFA | None] = [build(n, reused=reused) for n in names[: 1 + len(first)]]
     at_start = _called_at_start(built)
-    # a rule built first because an earlier compile built it, but not found in the cache (another
-    # grammar numbers its calls otherwise), cost its build: it counts, as it would have in order
-    spent = sum(d.num_states for n, d in zip(names[1:], built[1:]) if UNIQUE_MARK not in n and id(d) not in reused)
+    # a rule built first because an earlier compile built it counts where the order reaches it, as
+    # in a fresh compile (so those built after it are the fresh compile's), or at once if it was
+    # not found in the cache after all (another grammar numbered its callees otherwise): its
+    # build cost what it always cost
+    known = [(n, d) for n, d in zip(names[1:], built[1:]) if UNIQUE_MARK not in n]
+    spent = sum(d.num_states for _, d in known if id(d) not in reused)
+    place = {n: i for i, n in enumerate(order)}
+    found = sorted((place[n], d.num_states) for n, d in known if id(d) in reused)[::-1]  # the nearest last
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
+        while found and found[-1][0] < place[name]:
+            spent += found.pop()[1]
         if defer and spent >= build_ahead:
             break
         index = len(built)  # a rule the machine's start enters is built now however big (its set-up would build it)
