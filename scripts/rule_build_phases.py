@@ -84,7 +84,7 @@ def exclusive(owner, name: str, label: str) -> None:
 def patch_lowering() -> None:
     """The parts of a rule build (see the docstring); determinising is timed apart already."""
     exclusive(automaton, "_rule_dfa", "lower.walk")
-    exclusive(automaton, "_rule_key", "lower.key")
+    exclusive(automaton, "_rule_bodies", "lower.key")
     exclusive(automaton, "_reach", "lower.key")
     exclusive(automata.NFABuilder, "embedded_dfa", "lower.pieces")
     exclusive(automata.NFABuilder, "regular_dfa", "lower.pieces")

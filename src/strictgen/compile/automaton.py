@@ -152,7 +152,8 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
 
     The root, the rules that unique arrays name and the rules an earlier compile built (kept:
     free now) are built now; then other rules kept as calls, nearest the root first, until their
-    determinised states pass `build_ahead` (None: all of them). The rest are built the first time
+    determinised states pass `build_ahead` (None: all of them), the kept ones counted where that
+    order reaches them, as a fresh compile counts them. The rest are built the first time
     the machine enters them (lazy_rules.py), so a schema's hundred object rules cost the compile,
     which is on the first token's path, only a share, and rules a document never visits cost
     nothing. What the compile must know of those rules (productive, nullable, left calls) comes
@@ -180,8 +181,17 @@ def compile_automaton(grammar: Grammar, build_ahead: int | None = EAGER_STATES) 
     reused: set[int] = set()  # ids of the DFAs built above that came from the cache of rule automata
     built: list[regular.DFA | None] = [build(n, reused=reused) for n in names[: 1 + len(first)]]
     at_start = _called_at_start(built)
-    spent = 0
+    # a rule built first because an earlier compile built it counts where the order reaches it, as
+    # in a fresh compile (so those built after it are the fresh compile's), or at once if it was
+    # not found in the cache after all (another grammar numbered its callees otherwise): its
+    # build cost what it always cost
+    known = [(n, d) for n, d in zip(names[1:], built[1:]) if UNIQUE_MARK not in n]
+    spent = sum(d.num_states for _, d in known if id(d) not in reused)
+    place = {n: i for i, n in enumerate(order)}
+    found = sorted((place[n], d.num_states) for n, d in known if id(d) in reused)[::-1]  # the nearest last
     for name in names[len(built):]:  # then others, in the order the root reaches them, while the budget lasts
+        while found and found[-1][0] < place[name]:
+            spent += found.pop()[1]
         if defer and spent >= build_ahead:
             break
         index = len(built)  # a rule the machine's start enters is built now however big (its set-up would build it)
@@ -227,12 +237,12 @@ def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], 
     returned lowered only (`_Lowered`), for the caller to determinise later or never, and one
     whose program passes AHEAD_PROGRAM_OPS ops is not even lowered (None). The id of an automaton
     found in the cache goes into `reused`, when given."""
-    key, keep = _rule_key(grammar, called, reach) if name != grammar.root else (None, None)
-    got = None if key is None else _rule_dfas.get_kept(key)
-    if got is not None and len(got[1]) == len(keep) and all(a is b for a, b in zip(got[1], keep)):
+    bodies, keep = _rule_bodies(grammar, reach) if name != grammar.root else (None, None)
+    got = None if bodies is None else _cached_rule(bodies, keep, called)
+    if got is not None:
         if reused is not None:
-            reused.add(id(got[0]))
-        return got[0]
+            reused.add(id(got))
+        return got
     if lowered is None:
         builder = NFABuilder(grammar.rules, called, shared, memo)
         start, final = builder.new(), builder.new()
@@ -244,8 +254,8 @@ def _rule_dfa(grammar: Grammar, name: str, called: CallIndex, shared: set[int], 
         if max_nfa is not None and lowered.nfa.num_states > max_nfa:
             return lowered
     dfa = regular.determinize(lowered.nfa, lowered.start, lowered.final, MAX_DFA_STATES, f"grammar too large: more than {MAX_DFA_STATES} DFA states in rule {name!r}")
-    if key is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
-        _rule_dfas.put(key, dfa, keep)
+    if bodies is not None and not called.lazy:  # run-time rules are numbered as met: nothing kept once one is
+        _keep_rule(bodies, keep, reach[1], called, dfa)
     return dfa
 
 
@@ -285,8 +295,12 @@ def _callees_first(names: list[str], calls: dict[str, set[str]], called: CallInd
 # Rules that recur across grammars as the same objects (a schema grammar's whitespace and
 # any-value rules, a format's or an enum's rule: json_schema builds them once per process) keep
 # their determinised automata here, by the identity of the bodies they are built from and the
-# call numbers they use (a DFA's call edges name callees by number).
+# numbers of the rules they call (a DFA's call edges name callees by number); only of those its
+# edges name, so that a shared rule found at another place in another grammar still hits.
 _rule_dfas = DfaCache(256)
+# (inlined rule names, ids of their bodies) -> (those bodies, the names of the rules their
+# automaton calls): what a lookup of `_rule_dfas` needs to form its key (`_cached_rule`).
+_callees_used: BoundedLRU[tuple] = BoundedLRU(256)
 
 
 # The trimmed, minimal DFAs of the rule automata found in the cache above (a schema grammar's
@@ -318,13 +332,36 @@ def minimal_rule(dfa: regular.DFA, productive: bytes, reused: bool = False) -> t
     return minimal, splits
 
 
-def _rule_key(grammar: Grammar, called, reach: tuple[list[str], set[str]]) -> tuple[tuple | None, tuple | None]:
-    """(key, the bodies it stands for) of a rule's automaton, from its `_reach`: its body, the
-    bodies of the rules it inlines (they are part of it) and the numbers of the rules it calls.
+def _rule_bodies(grammar: Grammar, reach: tuple[list[str], set[str]]) -> tuple[tuple, tuple]:
+    """(the key of what a rule's automaton is built from, the bodies it stands for), from its
+    `_reach`: its body and the bodies of the rules it inlines (they are part of it), by identity.
     The bodies are kept with the automaton, so an id in a key is never another object's."""
-    inlined, calls = reach
+    inlined = reach[0]
     keep = tuple(grammar.rules[r] for r in inlined)
-    return (tuple(inlined), tuple(id(b) for b in keep), tuple(sorted((ref, called[ref]) for ref in calls))), keep
+    return (tuple(inlined), tuple(id(b) for b in keep)), keep
+
+
+def _cached_rule(bodies: tuple, keep: tuple, called) -> regular.DFA | None:
+    """The automaton of the rule built from `bodies` (`_rule_bodies`) kept by an earlier build,
+    when the rules it calls have the same numbers in `called` as they had there (its call edges
+    name them by number), or None."""
+    got = _callees_used.peek(bodies)
+    if got is None or len(got[0]) != len(keep) or not all(a is b for a, b in zip(got[0], keep)):
+        return None
+    found = _rule_dfas.get_kept((*bodies, tuple((c, called[c]) for c in got[1])))
+    return None if found is None else found[0]
+
+
+def _keep_rule(bodies: tuple, keep: tuple, calls: set[str], called, dfa: regular.DFA) -> None:
+    """Keep `dfa`, the automaton of the rule built from `bodies`, keyed by the numbers of the
+    rules its call edges name. Only those: a rule it refers to without ever calling it (the
+    unproductive self-reference of `ir.called_body`, which makes a shared body a rule kept as a
+    call) leaves no edge, so its number, which moves with the rule's place in the grammar, does
+    not change the automaton and is not part of the key."""
+    numbers = rule_facts.callees_of(dfa)
+    used = tuple(sorted(c for c in calls if called[c] in numbers))
+    _callees_used.put(bodies, (keep, used))
+    _rule_dfas.put((*bodies, tuple((c, called[c]) for c in used)), dfa, keep)
 
 
 def _reach(grammar: Grammar, name: str, called) -> tuple[list[str], set[str]]:

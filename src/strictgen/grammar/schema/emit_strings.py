@@ -42,7 +42,7 @@ def spelled(expr: Expr) -> Expr:
     return Spelled(expr)
 
 
-SPELLED_CHAR = spelled(ANY_CHAR)  # one object for every grammar (see emitter._called_rule)
+SPELLED_CHAR = spelled(ANY_CHAR)  # one object for every grammar (see ir.called_body)
 
 
 def emit_string(em: SchemaEmitter, atoms: tuple) -> Expr:

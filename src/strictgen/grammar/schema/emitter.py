@@ -17,7 +17,6 @@ import json
 from typing import Any
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
-from strictgen.lru import BoundedLRU
 
 from ..ir import EMPTY, NOTHING, Expr, Grammar, RuleRef, Seq, alt, called_body, lit, literal_trie, seq
 from ..json_escapes import spelled_choice, spelled_string
@@ -232,7 +231,7 @@ class SchemaEmitter:
         a reference cycle without changing its language. For pieces used in many places (any
         string, whitespace), one small automaton replaces a copy per use."""
         if name not in self.rules:
-            self.rules[name] = _called_rule(name, body)
+            self.rules[name] = called_body(name, body)
         return RuleRef(name)
 
     def open_close(self, open_: str, close: str):
@@ -254,20 +253,6 @@ def _layout(style: JsonStyle) -> tuple[Expr, Expr, Expr, Expr | None]:
     # instead of a copy at every position keeps the automata (and compile time) small
     ws = RuleRef("ws")
     return ws, seq(ws, lit(","), ws), seq(ws, lit(":"), ws), called_body("ws", style.ws())
-
-
-_CALLED: BoundedLRU[tuple[Expr, Expr]] = BoundedLRU(256)  # (name, id(body)) -> (body, kept alive; the rule's body)
-
-
-def _called_rule(name: str, body: Expr) -> Expr:
-    """`called_body(name, body)`, the same object for the same body object (a shared piece, such
-    as one spelled character, is then the same rule in every grammar)."""
-    got = _CALLED.get((name, id(body)))
-    if got is not None and got[0] is body:
-        return got[1]
-    rule = called_body(name, body)
-    _CALLED.put((name, id(body)), (body, rule))
-    return rule
 
 
 @functools.lru_cache(maxsize=32)
