@@ -72,26 +72,27 @@ PyObject *content_hash(PyObject *self, PyObject *args) {
     nframes = 1;
     while (nframes) {
         Frame *f = &frames[nframes - 1];
-        PyObject *below = NULL;
+        PyObject *below = NULL, *key = NULL; /* a child to hash first, and its id (for its entry) */
         Kids sub;
         while (!below && f->next < f->k.n) {
             PyObject *part = kid(&f->k, f->next++);
-            if (known_get(hashes, part, &got) < 0)
+            int status = known_lookup(hashes, part, &key, &got);
+            if (status == 0 && !got && children(part, types, &sub) == 0) {
+                below = part;
+                break;
+            }
+            Py_CLEAR(key);
+            if (status < 0 || !got)
                 goto done;
-            if (got)
-                continue;
-            if (children(part, types, &sub) < 0)
-                goto done;
-            below = part;
         }
         if (below) {
-            if (push_frame(&frames, &nframes, &cap, below, &sub) < 0)
+            if (push_frame(&frames, &nframes, &cap, below, &sub, key) < 0)
                 goto done;
             continue;
         }
         Py_hash_t h = node_hash(f->node, types, &f->k, hashes);
         PyObject *value = h == -1 ? NULL : PyLong_FromSsize_t(h);
-        if (!value || known_set(hashes, f->node, value) < 0) {
+        if (!value || known_put(hashes, f->key, f->node, value) < 0) {
             Py_XDECREF(value);
             goto done;
         }
@@ -99,12 +100,12 @@ PyObject *content_hash(PyObject *self, PyObject *args) {
             result = value;
         else
             Py_DECREF(value);
-        release(&f->k);
+        frame_done(f);
         nframes--;
     }
 done:
     while (nframes)
-        release(&frames[--nframes].k);
+        frame_done(&frames[--nframes]);
     free(frames);
     return result;
 }

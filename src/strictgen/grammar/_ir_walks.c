@@ -185,17 +185,25 @@ int composite(PyObject *t, PyObject *const *types) {
 }
 
 int known_get(PyObject *known, PyObject *x, PyObject **out) {
-    PyObject *key = PyLong_FromVoidPtr(x);
-    if (!key)
+    PyObject *key;
+    int status = known_lookup(known, x, &key, out);
+    Py_XDECREF(key);
+    return status;
+}
+
+int known_lookup(PyObject *known, PyObject *x, PyObject **key, PyObject **out) {
+    if (!(*key = PyLong_FromVoidPtr(x)))
         return -1;
-    *out = PyDict_GetItemWithError(known, key);
-    Py_DECREF(key);
+    *out = PyDict_GetItemWithError(known, *key);
     return !*out && PyErr_Occurred() ? -1 : 0;
 }
 
-int known_set(PyObject *known, PyObject *x, PyObject *value) {
-    PyObject *key = PyLong_FromVoidPtr(x);
-    if (!key)
+int known_set(PyObject *known, PyObject *x, PyObject *value) { return known_put(known, NULL, x, value); }
+
+int known_put(PyObject *known, PyObject *key, PyObject *x, PyObject *value) {
+    if (key)
+        return PyDict_SetItem(known, key, value);
+    if (!(key = PyLong_FromVoidPtr(x)))
         return -1;
     int status = PyDict_SetItem(known, key, value);
     Py_DECREF(key);
@@ -206,45 +214,63 @@ Frame *frames_new(PyObject *expr) {
     Frame *frames = malloc(FIRST_FRAMES * sizeof(Frame));
     if (!frames)
         return (Frame *)PyErr_NoMemory();
-    frames[0].node = expr, frames[0].next = 0;
+    frames[0].node = expr, frames[0].next = 0, frames[0].key = NULL;
     return frames;
 }
 
-int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub) {
+int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub, PyObject *key) {
     if (*nframes == *cap) {
         Frame *more = realloc(*frames, 2 * (size_t)*cap * sizeof(Frame));
         if (!more) {
             release(sub);
+            Py_XDECREF(key);
             PyErr_NoMemory();
             return -1;
         }
         *frames = more, *cap *= 2;
     }
     Frame *f = &(*frames)[(*nframes)++];
-    f->node = node, f->k = *sub, f->next = 0;
+    f->node = node, f->k = *sub, f->next = 0, f->key = key;
     return 0;
 }
 
+void frame_done(Frame *f) {
+    release(&f->k);
+    Py_CLEAR(f->key);
+}
+
 /* How the free walk meets a node: SKIP (a leaf, or known free), REFERS (a rule reference, or a
- * node known not free), ENTER (walk its children: `sub` filled), or ERROR with an exception.
+ * node known not free), ENTER (walk its children: `sub` filled, and *key the node's id as an int,
+ * for its entry in `known` when its walk ends), or ERROR with an exception.
  * rules NULL: rule_free's walk (RuleRef and Lazy refer); else call_free's (a Lazy and a RuleRef
  * of `called` are calls, known False as they are met; another RuleRef's child is its rule's body,
  * or none where the rule is undefined). */
 enum { SKIP, REFERS, ENTER, ERROR };
 
-static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub) {
+static int meet_keyed(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub, PyObject **key);
+
+static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub, PyObject **key) {
+    int how = meet_keyed(part, known, types, rules, called, sub, key);
+    if (how != ENTER)
+        Py_CLEAR(*key);
+    return how;
+}
+
+/* meet(), *key set where it was made (released by meet() unless ENTER) */
+static int meet_keyed(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub, PyObject **key) {
     PyObject *pt = (PyObject *)Py_TYPE(part), *got;
     int ref = pt == types[RULEREF];
+    *key = NULL;
     if (!rules && (ref || pt == types[LAZY]))
         return REFERS;
     if (!ref && pt != types[LAZY] && !composite(pt, types))
         return SKIP; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
-    if (known_get(known, part, &got) < 0)
+    if (known_lookup(known, part, key, &got) < 0)
         return ERROR;
     if (got)
         return got == Py_False ? REFERS : SKIP;
     if (pt == types[LAZY])
-        return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+        return known_put(known, *key, part, Py_False) < 0 ? ERROR : REFERS;
     if (ref) {
         PyObject *name = PyObject_GetAttr(part, attr_name);
         if (!name)
@@ -255,7 +281,7 @@ static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObjec
         if (call < 0 || (call == 0 && !body && PyErr_Occurred()))
             return ERROR;
         if (call)
-            return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+            return known_put(known, *key, part, Py_False) < 0 ? ERROR : REFERS;
         sub->held[0] = Py_XNewRef(body), sub->held[1] = NULL, sub->tuple = 0, sub->n = body ? 1 : 0;
         return ENTER;
     }
@@ -284,7 +310,7 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
     PyObject *result = NULL;
     if (!frames)
         return NULL;
-    switch (meet(expr, known, types, rules, called, &frames[0].k)) {
+    switch (meet(expr, known, types, rules, called, &frames[0].k, &frames[0].key)) {
     case ERROR:
         goto done;
     case REFERS:
@@ -299,7 +325,7 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
         break;
     case ENTER: /* _free_of_calls answers a node without children (an empty Seq) without the memo */
         if (rules && frames[0].k.n == 0 && (PyObject *)Py_TYPE(expr) != types[RULEREF]) {
-            release(&frames[0].k);
+            frame_done(&frames[0]);
             result = Py_NewRef(Py_True);
             goto done;
         }
@@ -308,51 +334,52 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
     Py_ssize_t cycle = PY_SSIZE_T_MAX;
     while (nframes) {
         Frame *f = &frames[nframes - 1];
-        PyObject *below = NULL; /* a child to walk into */
+        PyObject *below = NULL, *subkey = NULL; /* a child to walk into, and its id */
         Kids sub;
         while (!below && f->next < f->k.n) {
             PyObject *part = kid(&f->k, f->next++);
-            int how = meet(part, known, types, rules, called, &sub);
+            int how = meet(part, known, types, rules, called, &sub, &subkey);
             if (how == ERROR)
                 goto done;
             if (how == REFERS)
                 goto refers;
             if (how == ENTER) {
                 Py_ssize_t again = sub.n > 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] ? on_path(frames, nframes, kid(&sub, 0)) : -1;
-                if (again >= 0) {
-                    cycle = again < cycle ? again : cycle;
-                    release(&sub);
-                } else if (sub.n > 0)
+                if (sub.n > 0 && again < 0) {
                     below = part;
-                else if (sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] && known_set(known, part, Py_True) < 0) { /* an undefined rule */
-                    release(&sub);
+                    continue;
+                }
+                if (again >= 0)
+                    cycle = again < cycle ? again : cycle;
+                int status = again < 0 && sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] ? known_put(known, subkey, part, Py_True) : 0; /* an undefined rule */
+                release(&sub);
+                Py_CLEAR(subkey);
+                if (status < 0)
                     goto done;
-                } else
-                    release(&sub);
             }
         }
         if (below) {
-            if (push_frame(&frames, &nframes, &cap, below, &sub) < 0)
+            if (push_frame(&frames, &nframes, &cap, below, &sub, subkey) < 0)
                 goto done;
             continue;
         }
-        if (nframes - 1 <= cycle && known_set(known, f->node, Py_True) < 0)
+        if (nframes - 1 <= cycle && known_put(known, f->key, f->node, Py_True) < 0)
             goto done;
         if (nframes - 1 <= cycle)
             cycle = PY_SSIZE_T_MAX;
-        release(&f->k);
+        frame_done(f);
         nframes--;
     }
     result = Py_NewRef(Py_True);
     goto done;
 refers:
     for (Py_ssize_t i = 0; i < nframes; i++)
-        if (known_set(known, frames[i].node, Py_False) < 0)
+        if (known_put(known, frames[i].key, frames[i].node, Py_False) < 0)
             goto done;
     result = Py_NewRef(Py_False);
 done:
     while (nframes)
-        release(&frames[--nframes].k);
+        frame_done(&frames[--nframes]);
     free(frames);
     return result;
 }

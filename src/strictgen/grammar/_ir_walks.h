@@ -37,23 +37,32 @@ void release(Kids *k);
 
 /* known.get(id(x)) as a borrowed value, or NULL when absent (0), or -1 with an exception */
 int known_get(PyObject *known, PyObject *x, PyObject **out);
+/* known_get, and *key = id(x) as an int (a new reference, NULL on error) for a known_put after */
+int known_lookup(PyObject *known, PyObject *x, PyObject **key, PyObject **out);
 /* known[id(x)] = value: 0, or -1 with an exception */
 int known_set(PyObject *known, PyObject *x, PyObject *value);
+/* known_set with id(x) as an int already made (`key`, borrowed), or NULL (made here): a walk
+ * that looked a node up keeps its key for the entry it leaves (an int object less a node) */
+int known_put(PyObject *known, PyObject *key, PyObject *x, PyObject *value);
 
-/* a node on a depth-first walk's path, its children and the next one to walk */
+/* a node on a depth-first walk's path, its children and the next one to walk; `key`: id(node)
+ * as an int where the walk made it (held), else NULL */
 typedef struct {
     PyObject *node;
     Kids k;
     Py_ssize_t next;
+    PyObject *key;
 } Frame;
 
 enum { FIRST_FRAMES = 64 };
 
 /* FIRST_FRAMES frames, the first one `expr`'s (its children not yet filled), or NULL with an exception */
 Frame *frames_new(PyObject *expr);
-/* frames[nframes++] = a frame of `node`, its children `sub` (released on failure), growing the
- * frames; 0, or -1 with an exception */
-int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub);
+/* frames[nframes++] = a frame of `node`, its children `sub` and its `key` (both taken over,
+ * released on failure), growing the frames; 0, or -1 with an exception */
+int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub, PyObject *key);
+/* a frame's children and key released */
+void frame_done(Frame *f);
 
 /* the value walks (_ir_values.c) */
 PyObject *content_hash(PyObject *self, PyObject *args);

@@ -12,6 +12,7 @@
 #define STRICTGEN_GRAMMAR_KNOWN_ANSWERS_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 /* BuildMemo.answers, borrowed from a tuple write() holds */
 typedef struct {
@@ -45,18 +46,34 @@ static int known_get(PyObject *d, PyObject *key, PyObject **out) {
     return *out && *out != Py_None ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
+/* The dict behind `kept` where `kept` is that dict's own `get` (DfaCache.same_lookup gives
+ * BoundedLRU.peek, which is): read directly, without a call a node. NULL otherwise. */
+static PyObject *kept_map(PyObject *kept) {
+    if (!PyCFunction_Check(kept))
+        return NULL;
+    PyObject *self = PyCFunction_GET_SELF(kept);
+    const char *name = ((PyCFunctionObject *)kept)->m_ml->ml_name;
+    return self && PyDict_CheckExact(self) && name && strcmp(name, "get") == 0 ? self : NULL;
+}
+
 /* The DFA an earlier compile kept for this very node (`kept` = _pieces.same_lookup: id -> (dfa,
  * (node,)) or None, the entry this node's where it holds it): 1 with *dfa a new reference, 0 if
  * none, -1 on error */
 static int kept_dfa(PyObject *kept, PyObject *expr, PyObject **dfa) {
-    PyObject *key = PyLong_FromVoidPtr(expr);
-    PyObject *entry = key ? PyObject_CallOneArg(kept, key) : NULL;
+    PyObject *key = PyLong_FromVoidPtr(expr), *map = kept_map(kept), *entry = NULL;
+    if (key && map) {
+        entry = Py_XNewRef(PyDict_GetItemWithError(map, key));
+        if (!entry && !PyErr_Occurred())
+            entry = Py_NewRef(Py_None);
+    } else if (key)
+        entry = PyObject_CallOneArg(kept, key);
     Py_XDECREF(key);
     if (!entry)
         return -1;
     int status = 0;
     if (entry != Py_None) {
-        PyObject *keep = PySequence_GetItem(entry, 1), *first = keep ? PySequence_GetItem(keep, 0) : NULL;
+        PyObject *keep = PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) >= 2 ? Py_NewRef(PyTuple_GET_ITEM(entry, 1)) : PySequence_GetItem(entry, 1);
+        PyObject *first = !keep ? NULL : PyTuple_CheckExact(keep) && PyTuple_GET_SIZE(keep) >= 1 ? Py_NewRef(PyTuple_GET_ITEM(keep, 0)) : PySequence_GetItem(keep, 0);
         if (!first)
             status = -1;
         else if (first == expr)

@@ -103,11 +103,11 @@ class NFABuilder:
         what it raises."""
         if not self.in_c:
             return False
+        memo = self._memo.lowering
         try:
-            ops = write_c(self, self.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)  # no frame between (lowering.write_c)
+            ops = write_c(self, memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)  # no frame between (lowering.write_c)
         except Unlowerable:
             return False
-        memo = self.lowering_memo
         return regular.lower(self.nfa, ops, memo.dfas, len(memo.template_ids), start, end, MAX_NFA_STATES) == 0
 
     def _build_shared(self, expr: Expr, start: int, end: int) -> None:
