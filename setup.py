@@ -32,6 +32,8 @@ MASK_STORE_H = "src/strictgen/compile/_mask_store.h"  # the store of masks, betw
 RULE_SIZES_H = "src/strictgen/grammar/schema/_rule_sizes.h"  # what the rule sizes' two files share
 GRAMMAR_WALKS_H = "src/strictgen/grammar/_walks.h"  # what the grammar's C walks of the IR share (_ir_walks, _program)
 NODE_INDEX_H = "src/strictgen/grammar/_node_index.h"  # the program writer's maps of IR nodes by address
+IR_WALKS_H = "src/strictgen/grammar/_ir_walks.h"  # the node reads the IR walks' two files share
+IR_WALKS_C = ["src/strictgen/grammar/_ir_walks.c", "src/strictgen/grammar/_ir_values.c"]  # the pointer-set walks and the module; the walks of values (ContentKey)
 PROGRAM_WRITER_H = ["src/strictgen/grammar/_program_writer.h", "src/strictgen/grammar/_known_answers.h"]  # the program writer's state and ops; the builder answers it reads from its memo
 RULE_SIZES_C = ["src/strictgen/grammar/schema/_rule_sizes.c", "src/strictgen/grammar/schema/_small_rules.c"]  # the size terms; the proof that no rule becomes a call
 MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_row_state.c", "src/strictgen/compile/_draft_walk.c"]  # the store; the batch copy; the draft walks
@@ -47,7 +49,7 @@ setup(
         Extension("strictgen.tokenizer._vocab", ["src/strictgen/tokenizer/_vocab.c"], depends=[VEC_H, BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.tokenizer._loops", ["src/strictgen/tokenizer/_loops.c"], depends=[BUFFERS_H], extra_compile_args=["-O2"]),
         Extension("strictgen.regular._spelling", ["src/strictgen/regular/_spelling.c"], depends=[VEC_H, INTERN_H, GIL_H, "src/strictgen/regular/_columns.h"], extra_compile_args=["-O2"]),
-        Extension("strictgen.grammar._ir_walks", ["src/strictgen/grammar/_ir_walks.c"], depends=[GRAMMAR_WALKS_H, "src/strictgen/grammar/_pointer_sets.h"], extra_compile_args=["-O2"]),
+        Extension("strictgen.grammar._ir_walks", IR_WALKS_C, depends=[GRAMMAR_WALKS_H, IR_WALKS_H, "src/strictgen/grammar/_pointer_sets.h"], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar._graphs", ["src/strictgen/grammar/_graphs.c"], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar._program", ["src/strictgen/grammar/_program.c"], depends=[GRAMMAR_WALKS_H, NODE_INDEX_H, *PROGRAM_WRITER_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._rule_sizes", RULE_SIZES_C, depends=[RULE_SIZES_H], extra_compile_args=["-O2"]),

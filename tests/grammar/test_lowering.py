@@ -293,6 +293,25 @@ def test_the_c_writer_reads_what_the_memo_settles_and_asks_the_rest():
         assert (mine.keys() if isinstance(mine, dict) else mine) == (theirs.keys() if isinstance(theirs, dict) else theirs)
 
 
+def test_the_c_writer_settles_a_piece_that_reaches_a_call_without_asking():
+    """A composite piece that reaches a call (through a rule it inlines) is built, not embedded:
+    the C writer finds that with the call-freedom walk itself, the first time it meets the piece
+    (the builder is not asked), and leaves the entries the builder's embedded_dfa would leave
+    (`built`, `call_free`); the reference asks the builder and writes the same ops."""
+    rules = {"c": Literal(b"c"), "i": Seq((Literal(b"i"), RuleRef("c")))}
+    calling = Seq((Literal(b"q"), RuleRef("i")))  # reaches c through i, which is inlined
+    expr = Alt((Seq((Literal(b"x"), calling)), Seq((Literal(b"y"), calling))))
+    forget_kept_automata()
+    python = _Counting(rules, {"c": 0}, shared_nodes([expr]), BuildMemo())
+    c = _Counting(rules, {"c": 0}, shared_nodes([expr]), BuildMemo())
+    assert id(calling) in c.shared_ids
+    assert _write(c, expr, False) == _reference(python, expr, False)
+    assert c.asked == 0 and python.asked > 0, (c.asked, python.asked)
+    assert id(calling) in c.memo_answers[2] and c.memo_answers[5][id(calling)] is False  # built; reaches a call
+    for mine, theirs in zip(c.memo_answers, python.memo_answers):
+        assert (mine.items() if isinstance(mine, dict) else mine) == (theirs.items() if isinstance(theirs, dict) else theirs)
+
+
 def test_the_c_writer_embeds_a_pieces_minimal_dfa_once_the_builder_has_made_it():
     """A piece's answer changes when `regular_dfa` stores its minimal DFA (it then takes the place
     of the determinised one): the C writer, which reads the memo live, embeds the new one, as the

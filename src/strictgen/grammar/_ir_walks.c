@@ -17,18 +17,17 @@
  * Python, walked for each piece a rule build embeds (1.5% of the bench's first-pass fill CPU).
  * call_free(expr, known, types, rules, called) -> bool: NFABuilder._free_of_calls, the same walk
  * through the rules a piece inlines (~3% of the bench's rule builds in Python).
- * content_hash and same_value: the hash and the equality of ir_keys.ContentKey. */
+ * content_hash and same_value, the hash and the equality of ir_keys.ContentKey, are walks of
+ * values, not of pointer sets: _ir_values.c. This file also reads the nodes for both (_ir_walks.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "_ir_walks.h"
 #include "_pointer_sets.h"
-#include "_walks.h"
 
-enum { SEQ, ALT, INTERSECT, REPEAT, SPELLED, DIFFERENCE, NTYPES, RULEREF = NTYPES, LAZY, NREFTYPES };
-
-static PyObject *attr_items, *attr_item, *attr_base, *attr_minus, *attr_name, *attr_min, *attr_max;
+PyObject *attr_items, *attr_item, *attr_base, *attr_minus, *attr_name, *attr_min, *attr_max;
 
 /* The slot offsets of the composite types' children (items; item; base and minus), found for
  * the types ir_types() was last given (the same ones every call: ir_keys.WALKED_KINDS). */
@@ -69,17 +68,7 @@ static int kept_whole(PyObject *kept, PyObject *e) {
     return own;
 }
 
-/* A node's children (ir.children): k->n of them (`kid`), held by k (`release`) and by the node;
- * k->n = -1 for a leaf. 0, or -1 with an exception. */
-typedef struct {
-    PyObject *held[2]; /* the items tuple (`tuple` set), or the one or two children */
-    int tuple;
-    Py_ssize_t n;
-} Kids;
-
-static PyObject *kid(const Kids *k, Py_ssize_t i) { return k->tuple ? PyTuple_GET_ITEM(k->held[0], i) : k->held[i]; }
-
-static int children(PyObject *e, PyObject *const *types, Kids *k) {
+int children(PyObject *e, PyObject *const *types, Kids *k) {
     PyObject *t = (PyObject *)Py_TYPE(e);
     k->held[0] = k->held[1] = NULL;
     k->tuple = 0;
@@ -109,7 +98,7 @@ static int children(PyObject *e, PyObject *const *types, Kids *k) {
     return 0;
 }
 
-static void release(Kids *k) {
+void release(Kids *k) {
     Py_XDECREF(k->held[0]);
     Py_XDECREF(k->held[1]);
 }
@@ -143,8 +132,7 @@ static int visit(PyObject *e, PyObject *const *types, PyObject *kept, PyObject *
     return status;
 }
 
-/* The IR types a walk was given: `n` of them (shared()'s six, or those and RuleRef and Lazy) */
-static PyObject *const *ir_types(PyObject *types_obj, Py_ssize_t n, const char *who) {
+PyObject *const *ir_types(PyObject *types_obj, Py_ssize_t n, const char *who) {
     if (PyTuple_GET_SIZE(types_obj) != n) {
         PyErr_Format(PyExc_ValueError, "%s: %zd IR types", who, n);
         return NULL;
@@ -189,86 +177,100 @@ done:
     return out;
 }
 
-static int composite(PyObject *t, PyObject *const *types) {
+int composite(PyObject *t, PyObject *const *types) {
     for (int i = 0; i < NTYPES; i++)
         if (t == types[i])
             return 1;
     return 0;
 }
 
-/* known.get(id(x)) as a borrowed Py_True / Py_False, or NULL when absent (0), or -1 with an exception */
-static int known_get(PyObject *known, PyObject *x, PyObject **out) {
-    PyObject *key = PyLong_FromVoidPtr(x);
-    if (!key)
+int known_get(PyObject *known, PyObject *x, PyObject **out) {
+    PyObject *key;
+    int status = known_lookup(known, x, &key, out);
+    Py_XDECREF(key);
+    return status;
+}
+
+int known_lookup(PyObject *known, PyObject *x, PyObject **key, PyObject **out) {
+    if (!(*key = PyLong_FromVoidPtr(x)))
         return -1;
-    *out = PyDict_GetItemWithError(known, key);
-    Py_DECREF(key);
+    *out = PyDict_GetItemWithError(known, *key);
     return !*out && PyErr_Occurred() ? -1 : 0;
 }
 
-static int known_set(PyObject *known, PyObject *x, PyObject *value) {
-    PyObject *key = PyLong_FromVoidPtr(x);
-    if (!key)
+int known_set(PyObject *known, PyObject *x, PyObject *value) { return known_put(known, NULL, x, value); }
+
+int known_put(PyObject *known, PyObject *key, PyObject *x, PyObject *value) {
+    if (key)
+        return PyDict_SetItem(known, key, value);
+    if (!(key = PyLong_FromVoidPtr(x)))
         return -1;
     int status = PyDict_SetItem(known, key, value);
     Py_DECREF(key);
     return status;
 }
 
-typedef struct {
-    PyObject *node;
-    Kids k;
-    Py_ssize_t next;
-} Frame;
-
-enum { FIRST_FRAMES = 64 };
-
-/* FIRST_FRAMES frames, the first one `expr`'s (its children not yet filled), or NULL with an exception */
-static Frame *frames_new(PyObject *expr) {
+Frame *frames_new(PyObject *expr) {
     Frame *frames = malloc(FIRST_FRAMES * sizeof(Frame));
     if (!frames)
         return (Frame *)PyErr_NoMemory();
-    frames[0].node = expr, frames[0].next = 0;
+    frames[0].node = expr, frames[0].next = 0, frames[0].key = NULL;
     return frames;
 }
 
-/* frames[nframes++] = a frame of `node`, its children `sub` (released on failure), growing the
- * frames; 0, or -1 with an exception */
-static int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub) {
+int push_frame(Frame **frames, Py_ssize_t *nframes, Py_ssize_t *cap, PyObject *node, Kids *sub, PyObject *key) {
     if (*nframes == *cap) {
         Frame *more = realloc(*frames, 2 * (size_t)*cap * sizeof(Frame));
         if (!more) {
             release(sub);
+            Py_XDECREF(key);
             PyErr_NoMemory();
             return -1;
         }
         *frames = more, *cap *= 2;
     }
     Frame *f = &(*frames)[(*nframes)++];
-    f->node = node, f->k = *sub, f->next = 0;
+    f->node = node, f->k = *sub, f->next = 0, f->key = key;
     return 0;
 }
 
+void frame_done(Frame *f) {
+    release(&f->k);
+    Py_CLEAR(f->key);
+}
+
 /* How the free walk meets a node: SKIP (a leaf, or known free), REFERS (a rule reference, or a
- * node known not free), ENTER (walk its children: `sub` filled), or ERROR with an exception.
+ * node known not free), ENTER (walk its children: `sub` filled, and *key the node's id as an int,
+ * for its entry in `known` when its walk ends), or ERROR with an exception.
  * rules NULL: rule_free's walk (RuleRef and Lazy refer); else call_free's (a Lazy and a RuleRef
  * of `called` are calls, known False as they are met; another RuleRef's child is its rule's body,
  * or none where the rule is undefined). */
 enum { SKIP, REFERS, ENTER, ERROR };
 
-static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub) {
+static int meet_keyed(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub, PyObject **key);
+
+static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub, PyObject **key) {
+    int how = meet_keyed(part, known, types, rules, called, sub, key);
+    if (how != ENTER)
+        Py_CLEAR(*key);
+    return how;
+}
+
+/* meet(), *key set where it was made (released by meet() unless ENTER) */
+static int meet_keyed(PyObject *part, PyObject *known, PyObject *const *types, PyObject *rules, PyObject *called, Kids *sub, PyObject **key) {
     PyObject *pt = (PyObject *)Py_TYPE(part), *got;
     int ref = pt == types[RULEREF];
+    *key = NULL;
     if (!rules && (ref || pt == types[LAZY]))
         return REFERS;
     if (!ref && pt != types[LAZY] && !composite(pt, types))
         return SKIP; /* a leaf: walked past whether known (True: only a leaf asked itself is) or not */
-    if (known_get(known, part, &got) < 0)
+    if (known_lookup(known, part, key, &got) < 0)
         return ERROR;
     if (got)
         return got == Py_False ? REFERS : SKIP;
     if (pt == types[LAZY])
-        return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+        return known_put(known, *key, part, Py_False) < 0 ? ERROR : REFERS;
     if (ref) {
         PyObject *name = PyObject_GetAttr(part, attr_name);
         if (!name)
@@ -279,7 +281,7 @@ static int meet(PyObject *part, PyObject *known, PyObject *const *types, PyObjec
         if (call < 0 || (call == 0 && !body && PyErr_Occurred()))
             return ERROR;
         if (call)
-            return known_set(known, part, Py_False) < 0 ? ERROR : REFERS;
+            return known_put(known, *key, part, Py_False) < 0 ? ERROR : REFERS;
         sub->held[0] = Py_XNewRef(body), sub->held[1] = NULL, sub->tuple = 0, sub->n = body ? 1 : 0;
         return ENTER;
     }
@@ -308,7 +310,7 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
     PyObject *result = NULL;
     if (!frames)
         return NULL;
-    switch (meet(expr, known, types, rules, called, &frames[0].k)) {
+    switch (meet(expr, known, types, rules, called, &frames[0].k, &frames[0].key)) {
     case ERROR:
         goto done;
     case REFERS:
@@ -323,7 +325,7 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
         break;
     case ENTER: /* _free_of_calls answers a node without children (an empty Seq) without the memo */
         if (rules && frames[0].k.n == 0 && (PyObject *)Py_TYPE(expr) != types[RULEREF]) {
-            release(&frames[0].k);
+            frame_done(&frames[0]);
             result = Py_NewRef(Py_True);
             goto done;
         }
@@ -332,51 +334,52 @@ static PyObject *walk_free(PyObject *expr, PyObject *known, PyObject *const *typ
     Py_ssize_t cycle = PY_SSIZE_T_MAX;
     while (nframes) {
         Frame *f = &frames[nframes - 1];
-        PyObject *below = NULL; /* a child to walk into */
+        PyObject *below = NULL, *subkey = NULL; /* a child to walk into, and its id */
         Kids sub;
         while (!below && f->next < f->k.n) {
             PyObject *part = kid(&f->k, f->next++);
-            int how = meet(part, known, types, rules, called, &sub);
+            int how = meet(part, known, types, rules, called, &sub, &subkey);
             if (how == ERROR)
                 goto done;
             if (how == REFERS)
                 goto refers;
             if (how == ENTER) {
                 Py_ssize_t again = sub.n > 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] ? on_path(frames, nframes, kid(&sub, 0)) : -1;
-                if (again >= 0) {
-                    cycle = again < cycle ? again : cycle;
-                    release(&sub);
-                } else if (sub.n > 0)
+                if (sub.n > 0 && again < 0) {
                     below = part;
-                else if (sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] && known_set(known, part, Py_True) < 0) { /* an undefined rule */
-                    release(&sub);
+                    continue;
+                }
+                if (again >= 0)
+                    cycle = again < cycle ? again : cycle;
+                int status = again < 0 && sub.n == 0 && Py_TYPE(part) == (PyTypeObject *)types[RULEREF] ? known_put(known, subkey, part, Py_True) : 0; /* an undefined rule */
+                release(&sub);
+                Py_CLEAR(subkey);
+                if (status < 0)
                     goto done;
-                } else
-                    release(&sub);
             }
         }
         if (below) {
-            if (push_frame(&frames, &nframes, &cap, below, &sub) < 0)
+            if (push_frame(&frames, &nframes, &cap, below, &sub, subkey) < 0)
                 goto done;
             continue;
         }
-        if (nframes - 1 <= cycle && known_set(known, f->node, Py_True) < 0)
+        if (nframes - 1 <= cycle && known_put(known, f->key, f->node, Py_True) < 0)
             goto done;
         if (nframes - 1 <= cycle)
             cycle = PY_SSIZE_T_MAX;
-        release(&f->k);
+        frame_done(f);
         nframes--;
     }
     result = Py_NewRef(Py_True);
     goto done;
 refers:
     for (Py_ssize_t i = 0; i < nframes; i++)
-        if (known_set(known, frames[i].node, Py_False) < 0)
+        if (known_put(known, frames[i].key, frames[i].node, Py_False) < 0)
             goto done;
     result = Py_NewRef(Py_False);
 done:
     while (nframes)
-        release(&frames[--nframes].k);
+        frame_done(&frames[--nframes]);
     free(frames);
     return result;
 }
@@ -400,183 +403,6 @@ static PyObject *call_free(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *const *types = ir_types(types_obj, NREFTYPES, "call_free");
     return types ? walk_free(expr, known, types, rules, called) : NULL;
-}
-
-/* One node's content hash, Python's hash((own, tuple(the children's hashes))) where own is (t,)
- * for a composite node but Repeat, (t, min, max) for a Repeat and (t, x) for a leaf (ir_keys._own):
- * the very value ContentKeys.hash_of gives. -1 with an exception. */
-static Py_hash_t node_hash(PyObject *x, PyObject *const *types, const Kids *k, PyObject *hashes) {
-    PyObject *t = (PyObject *)Py_TYPE(x), *own = NULL, *kids = NULL, *pair = NULL;
-    Py_hash_t h = -1;
-    if (t == types[REPEAT]) {
-        PyObject *lo = PyObject_GetAttr(x, attr_min), *hi = lo ? PyObject_GetAttr(x, attr_max) : NULL;
-        if (hi)
-            own = PyTuple_Pack(3, t, lo, hi);
-        Py_XDECREF(lo);
-        Py_XDECREF(hi);
-    } else
-        own = k->n >= 0 || composite(t, types) ? PyTuple_Pack(1, t) : PyTuple_Pack(2, t, x);
-    if (!own)
-        return -1;
-    if (!(kids = PyTuple_New(k->n > 0 ? k->n : 0)))
-        goto done;
-    for (Py_ssize_t i = 0; i < k->n; i++) {
-        PyObject *key = PyLong_FromVoidPtr(kid(k, i)), *got;
-        if (!key)
-            goto done;
-        got = PyDict_GetItemWithError(hashes, key);
-        Py_DECREF(key);
-        if (!got) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_RuntimeError, "content_hash: a child hashed before its parent");
-            goto done;
-        }
-        PyTuple_SET_ITEM(kids, i, Py_NewRef(got));
-    }
-    if ((pair = PyTuple_Pack(2, own, kids)))
-        h = PyObject_Hash(pair);
-done:
-    Py_XDECREF(own);
-    Py_XDECREF(kids);
-    Py_XDECREF(pair);
-    return h;
-}
-
-/* content_hash(expr, hashes, types) -> int: ContentKeys.hash_of (ir_keys.py) in C, each node
- * hashed once (`hashes`: id -> hash, filled for every node below expr), children before their
- * parent, walked with its own stack. In Python ~1.5 us a node: a date-time format's spelled string
- * (~15,000 nodes) cost ~23 ms to key. types: shared()'s six. */
-static PyObject *content_hash(PyObject *self, PyObject *args) {
-    PyObject *expr, *hashes, *types_obj, *got;
-    if (!PyArg_ParseTuple(args, "OO!O!", &expr, &PyDict_Type, &hashes, &PyTuple_Type, &types_obj))
-        return NULL;
-    PyObject *const *types = ir_types(types_obj, NTYPES, "content_hash");
-    if (!types || known_get(hashes, expr, &got) < 0)
-        return NULL;
-    if (got)
-        return Py_NewRef(got);
-    Frame *frames = frames_new(expr);
-    Py_ssize_t nframes = 0, cap = FIRST_FRAMES;
-    PyObject *result = NULL;
-    if (!frames)
-        return NULL;
-    if (children(expr, types, &frames[0].k) < 0)
-        goto done;
-    nframes = 1;
-    while (nframes) {
-        Frame *f = &frames[nframes - 1];
-        PyObject *below = NULL;
-        Kids sub;
-        while (!below && f->next < f->k.n) {
-            PyObject *part = kid(&f->k, f->next++);
-            if (known_get(hashes, part, &got) < 0)
-                goto done;
-            if (got)
-                continue;
-            if (children(part, types, &sub) < 0)
-                goto done;
-            below = part;
-        }
-        if (below) {
-            if (push_frame(&frames, &nframes, &cap, below, &sub) < 0)
-                goto done;
-            continue;
-        }
-        Py_hash_t h = node_hash(f->node, types, &f->k, hashes);
-        PyObject *value = h == -1 ? NULL : PyLong_FromSsize_t(h);
-        if (!value || known_set(hashes, f->node, value) < 0) {
-            Py_XDECREF(value);
-            goto done;
-        }
-        if (nframes == 1)
-            result = value;
-        else
-            Py_DECREF(value);
-        release(&f->k);
-        nframes--;
-    }
-done:
-    while (nframes)
-        release(&frames[--nframes].k);
-    free(frames);
-    return result;
-}
-
-/* Do x and y differ in what they are besides their children (ir_keys._own: the type; a Repeat's
- * bounds; a leaf's whole value)? 1 they differ, 0 not, -1 with an exception */
-static int own_differs(PyObject *x, PyObject *y, PyObject *const *types) {
-    PyObject *t = (PyObject *)Py_TYPE(x);
-    if (t != (PyObject *)Py_TYPE(y))
-        return 1;
-    if (t != types[REPEAT])
-        return composite(t, types) ? 0 : !PyObject_RichCompareBool(x, y, Py_EQ) ? 1 : PyErr_Occurred() ? -1 : 0;
-    PyObject *const bounds[2] = {attr_min, attr_max};
-    for (int i = 0; i < 2; i++) {
-        PyObject *a = PyObject_GetAttr(x, bounds[i]), *b = a ? PyObject_GetAttr(y, bounds[i]) : NULL;
-        int same = b ? PyObject_RichCompareBool(a, b, Py_EQ) : -1;
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-        if (same <= 0)
-            return same < 0 ? -1 : 1;
-    }
-    return 0;
-}
-
-/* same_value(a, b, types) -> bool: ir_keys.same_value in C (the equality of the content keys of
- * the shared automata caches: ~1 us a pair of nodes in Python, the biggest Python cost of their
- * lookups). The pairs of nodes met are compared once each (a DAG compared in linear time), from
- * a stack of pairs; an identical pair is equal. types: shared()'s six. */
-static PyObject *same_value(PyObject *self, PyObject *args) {
-    PyObject *a, *b, *types_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "OOO!", &a, &b, &PyTuple_Type, &types_obj))
-        return NULL;
-    PyObject *const *types = ir_types(types_obj, NTYPES, "same_value");
-    if (!types)
-        return NULL;
-    PtrSet seen = {0};
-    Stack work = {0};
-    if (ptrset_init_wide(&seen, 64, 2) < 0 || push(&work, a) < 0 || push(&work, b) < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int same = 1;
-    while (same == 1 && work.len) {
-        PyObject *y = work.data[--work.len], *x = work.data[--work.len];
-        const uintptr_t pair[2] = {(uintptr_t)x, (uintptr_t)y};
-        int added = x == y ? 0 : ptrset_add_key(&seen, pair, 2);
-        if (added <= 0) {
-            if (added < 0)
-                same = -1, PyErr_NoMemory();
-            continue;
-        }
-        int differs = own_differs(x, y, types);
-        if (differs)
-            same = differs < 0 ? -1 : 0;
-        Kids kx, ky;
-        if (same < 1)
-            continue;
-        if (children(x, types, &kx) < 0) {
-            same = -1;
-            continue;
-        }
-        if (children(y, types, &ky) < 0) {
-            release(&kx);
-            same = -1;
-            continue;
-        }
-        if (kx.n != ky.n)
-            same = 0;
-        for (Py_ssize_t i = 0; same == 1 && i < kx.n; i++) /* held by x and y, which the caller holds */
-            if (push(&work, kid(&kx, i)) < 0 || push(&work, kid(&ky, i)) < 0)
-                same = -1, PyErr_NoMemory();
-        release(&kx);
-        release(&ky);
-    }
-    if (same >= 0)
-        result = Py_NewRef(same ? Py_True : Py_False);
-done:
-    free(seen.keys), free(work.data);
-    return result;
 }
 
 static PyMethodDef methods[] = {

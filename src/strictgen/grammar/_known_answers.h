@@ -12,6 +12,7 @@
 #define STRICTGEN_GRAMMAR_KNOWN_ANSWERS_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 /* BuildMemo.answers, borrowed from a tuple write() holds */
 typedef struct {
@@ -45,18 +46,34 @@ static int known_get(PyObject *d, PyObject *key, PyObject **out) {
     return *out && *out != Py_None ? 1 : PyErr_Occurred() ? -1 : 0;
 }
 
+/* The dict behind `kept` where `kept` is that dict's own `get` (DfaCache.same_lookup gives
+ * BoundedLRU.peek, which is): read directly, without a call a node. NULL otherwise. */
+static PyObject *kept_map(PyObject *kept) {
+    if (!PyCFunction_Check(kept))
+        return NULL;
+    PyObject *self = PyCFunction_GET_SELF(kept);
+    const char *name = ((PyCFunctionObject *)kept)->m_ml->ml_name;
+    return self && PyDict_CheckExact(self) && name && strcmp(name, "get") == 0 ? self : NULL;
+}
+
 /* The DFA an earlier compile kept for this very node (`kept` = _pieces.same_lookup: id -> (dfa,
  * (node,)) or None, the entry this node's where it holds it): 1 with *dfa a new reference, 0 if
  * none, -1 on error */
 static int kept_dfa(PyObject *kept, PyObject *expr, PyObject **dfa) {
-    PyObject *key = PyLong_FromVoidPtr(expr);
-    PyObject *entry = key ? PyObject_CallOneArg(kept, key) : NULL;
+    PyObject *key = PyLong_FromVoidPtr(expr), *map = kept_map(kept), *entry = NULL;
+    if (key && map) {
+        entry = Py_XNewRef(PyDict_GetItemWithError(map, key));
+        if (!entry && !PyErr_Occurred())
+            entry = Py_NewRef(Py_None);
+    } else if (key)
+        entry = PyObject_CallOneArg(kept, key);
     Py_XDECREF(key);
     if (!entry)
         return -1;
     int status = 0;
     if (entry != Py_None) {
-        PyObject *keep = PySequence_GetItem(entry, 1), *first = keep ? PySequence_GetItem(keep, 0) : NULL;
+        PyObject *keep = PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) >= 2 ? Py_NewRef(PyTuple_GET_ITEM(entry, 1)) : PySequence_GetItem(entry, 1);
+        PyObject *first = !keep ? NULL : PyTuple_CheckExact(keep) && PyTuple_GET_SIZE(keep) >= 1 ? Py_NewRef(PyTuple_GET_ITEM(keep, 0)) : PySequence_GetItem(keep, 0);
         if (!first)
             status = -1;
         else if (first == expr)
@@ -68,11 +85,39 @@ static int kept_dfa(PyObject *kept, PyObject *expr, PyObject **dfa) {
     return status;
 }
 
+/* NFABuilder._calls_nothing's walk (_ir_walks.call_free) and the IR types it takes
+ * (ir_keys.REFERENCE_KINDS), given once by setup() (known_setup) */
+static PyObject *call_free_walk, *reference_kinds;
+
+static int known_setup(PyObject *walk, PyObject *kinds) {
+    if (!PyCallable_Check(walk) || !PyTuple_Check(kinds)) {
+        PyErr_SetString(PyExc_TypeError, "setup: the call-freedom walk and its IR types");
+        return -1;
+    }
+    Py_XSETREF(call_free_walk, Py_NewRef(walk));
+    Py_XSETREF(reference_kinds, Py_NewRef(kinds));
+    return 0;
+}
+
+/* NFABuilder._calls_nothing(expr) with `called` not empty: the memo's answer, else the walk's
+ * (which leaves its answers in the memo, as the builder's call does). A new reference to Py_True
+ * or Py_False, or NULL with an exception. */
+static PyObject *calls_nothing(const Known *k, PyObject *key, PyObject *expr, PyObject *rules, PyObject *called) {
+    PyObject *got = PyDict_GetItemWithError(k->call_free, key);
+    if (got || PyErr_Occurred())
+        return Py_XNewRef(got);
+    PyObject *args[5] = {expr, k->call_free, reference_kinds, rules, called};
+    return PyObject_Vectorcall(call_free_walk, args, 5, NULL);
+}
+
 /* NFABuilder.embedded_dfa(expr) where the memo settles it, with its side effects (a kept piece
- * recorded in `embedded`, a piece that calls a rule in `built`): 1 with *out a new reference (a
- * DFA or None), 0 where the builder must be asked, -1 on error. `composite`: expr is a
- * lowering.COMPOSITE; `calls`: the builder's `called` is not empty; `kept`: _pieces.same_lookup. */
-static int known_embedded(const Known *k, PyObject *expr, int composite, int calls, PyObject *kept, PyObject **out) {
+ * recorded in `embedded`, a piece that calls a rule in `built`, the call-freedom walk's answers
+ * in `call_free`): 1 with *out a new reference (a DFA or None), 0 where the builder must be asked
+ * (a piece to determinise), -1 on error. `composite`: expr is a lowering.COMPOSITE; `rules`,
+ * `called`: the builder's; `kept`: _pieces.same_lookup. A piece found to reach a call is settled
+ * here, not asked: ~3 in 4 of the builder's answers that the memo did not hold on the bench (a
+ * Python call and walk each, from C). */
+static int known_embedded(const Known *k, PyObject *expr, int composite, PyObject *rules, PyObject *called, PyObject *kept, PyObject **out) {
     PyObject *key = PyLong_FromVoidPtr(expr), *got = NULL;
     if (!key)
         return -1;
@@ -97,13 +142,15 @@ static int known_embedded(const Known *k, PyObject *expr, int composite, int cal
             Py_DECREF(got); /* held by `embedded` */
         }
     }
-    if (status == 0 && calls) { /* known to reach a call: built, not embedded */
-        PyObject *free = PyDict_GetItemWithError(k->call_free, key);
-        if (free == Py_False) {
+    if (status == 0 && PyDict_GET_SIZE(called) > 0) { /* reaches a call: built, not embedded */
+        PyObject *free = calls_nothing(k, key, expr, rules, called);
+        if (!free)
+            status = -1;
+        else if (free == Py_False) {
             status = PySet_Add(k->built, key) < 0 ? -1 : 1;
             got = Py_None;
-        } else if (!free && PyErr_Occurred())
-            status = -1;
+        }
+        Py_XDECREF(free);
     }
     Py_DECREF(key);
     if (status == 1)

@@ -1,4 +1,4 @@
-/* Sets of object addresses and a stack of objects for the walks of the IR in C (_ir_walks.c): sets
+/* Sets of object addresses and a stack of objects for the walks of the IR in C (_ir_walks.c, _ir_values.c): sets
  * of pointers (the nodes met) and of pointer pairs (the pairs of nodes compared), and a stack, none
  * of them holding references (the walks' nodes are held by the IR they walk). */
 #ifndef STRICTGEN_GRAMMAR_POINTER_SETS_H

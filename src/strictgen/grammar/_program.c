@@ -11,8 +11,10 @@
  *   settles an answer, it is read there instead (_known_answers.h), templated always. It raises what Program raises (Unlowerable,
  *   ProgramTooLong, GrammarTooLargeError, what the builder raises) and RecursionError where the
  *   IR nests deeper than the interpreter's recursion limit allows.
- * setup(types, errors): the IR types (Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy,
- *   Intersect, Difference, Spelled) and (Unlowerable, ProgramTooLong, GrammarTooLargeError), once.
+ * setup(types, errors, call_free, reference_kinds): the IR types (Literal, ByteSet, CharSet, Seq,
+ *   Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong,
+ *   GrammarTooLargeError), and the call-freedom walk NFABuilder._calls_nothing makes
+ *   (_ir_walks.call_free, ir_keys.REFERENCE_KINDS), once.
  *
  * Ops: regular/_lower.c lists them. Segments (a template written whole, copied into the next
  * rule's program) are bytes of native int32s, as Program keeps them. */
@@ -106,7 +108,7 @@ static int composite(PyObject *expr) {
  * builder's memo where it settles the answer (_known_answers.h), else asked */
 static int embed_piece(Writer *w, PyObject *expr, int *done) {
     PyObject *dfa = NULL;
-    int known = known_embedded(&w->known, expr, composite(expr), PyDict_GET_SIZE(w->called) > 0, w->kept, &dfa);
+    int known = known_embedded(&w->known, expr, composite(expr), w->rules, w->called, w->kept, &dfa);
     if (known < 0 || (!known && !(dfa = PyObject_CallMethodOneArg(w->builder, s_embedded_dfa, expr))))
         return -1;
     *done = dfa != Py_None;
@@ -493,8 +495,8 @@ done:
 }
 
 static PyObject *setup(PyObject *self, PyObject *args) {
-    PyObject *t, *e;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &t, &PyTuple_Type, &e))
+    PyObject *t, *e, *walk, *kinds;
+    if (!PyArg_ParseTuple(args, "O!O!OO!", &PyTuple_Type, &t, &PyTuple_Type, &e, &walk, &PyTuple_Type, &kinds) || known_setup(walk, kinds) < 0)
         return NULL;
     if (PyTuple_GET_SIZE(t) != NTYPES || PyTuple_GET_SIZE(e) != NERRORS) {
         PyErr_Format(PyExc_ValueError, "setup: %d IR types and %d errors", NTYPES, NERRORS);
@@ -519,7 +521,7 @@ static PyObject *setup(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"write", write_program, METH_VARARGS, "write(builder, memo, expr, shared, max_ops) -> bytes: the int32 ops lowering.Program writes."},
-    {"setup", setup, METH_VARARGS, "setup(types, errors): the IR types and the errors write() raises, once."},
+    {"setup", setup, METH_VARARGS, "setup(types, errors, call_free, reference_kinds): the IR types, the errors write() raises and the call-freedom walk, once."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -74,10 +74,16 @@ static int as_cell(PyObject *x, int32_t *out) {
     return 0;
 }
 
-/* d.setdefault(key, len(d)) as an int32; -1 with an exception */
+/* d.setdefault(key, len(d)) as an int32; -1 with an exception. Read first: most keys are
+ * numbered already (a shared node met again), and the number's int object is made only for a new one. */
 static int numbered(PyObject *d, PyObject *key, int32_t *out) {
+    PyObject *got = PyDict_GetItemWithError(d, key);
+    if (got)
+        return as_cell(got, out);
+    if (PyErr_Occurred())
+        return -1;
     PyObject *n = PyLong_FromSsize_t(PyDict_GET_SIZE(d));
-    PyObject *got = n ? PyDict_SetDefault(d, key, n) : NULL;
+    got = n ? PyDict_SetDefault(d, key, n) : NULL;
     Py_XDECREF(n);
     return got ? as_cell(got, out) : -1;
 }

@@ -22,7 +22,7 @@ static inline size_t pointer_hash(uintptr_t p) {
 
 /* The offset of the slot that holds attribute `name` of instances of `type` (exactly that type),
  * or -1 where the type keeps it otherwise (then read by name). */
-static Py_ssize_t ir_slot_offset(PyObject *type, PyObject *name) {
+static inline Py_ssize_t ir_slot_offset(PyObject *type, PyObject *name) {
     PyObject *d = PyObject_GetAttr(type, name);
     Py_ssize_t at = -1;
     if (!d)

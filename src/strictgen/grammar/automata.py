@@ -21,7 +21,7 @@ from . import _ir_walks
 from .dfa_cache import DfaCache
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
 from .build_memo import BuildMemo
-from .ir_keys import WALKED_KINDS
+from .ir_keys import REFERENCE_KINDS, WALKED_KINDS
 from .json_spelling import spell
 from .lowering import COMPOSITE, MAX_COPIES, LoweringMemo, Unlowerable, charset_ops, write_c
 
@@ -29,7 +29,6 @@ MAX_NFA_STATES = 400_000
 MAX_DFA_STATES = 200_000
 MAX_SEARCH_STATES = 200_000  # product states an emptiness or membership question may visit
 _COMPOSITE_KINDS = WALKED_KINDS  # the node types _ir_walks.c walks into, in its order
-_REFERENCE_KINDS = (*_COMPOSITE_KINDS, RuleRef, Lazy)  # and those that refer to rules
 
 
 def shared_nodes(rules) -> set[int]:
@@ -104,11 +103,11 @@ class NFABuilder:
         what it raises."""
         if not self.in_c:
             return False
+        memo = self._memo.lowering
         try:
-            ops = write_c(self, self.lowering_memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)  # no frame between (lowering.write_c)
+            ops = write_c(self, memo, expr, shared, MAX_COPIES if max_ops is None else max_ops)  # no frame between (lowering.write_c)
         except Unlowerable:
             return False
-        memo = self.lowering_memo
         return regular.lower(self.nfa, ops, memo.dfas, len(memo.template_ids), start, end, MAX_NFA_STATES) == 0
 
     def _build_shared(self, expr: Expr, start: int, end: int) -> None:
@@ -262,7 +261,7 @@ class NFABuilder:
             return True
         memo = self._memo.call_free
         got = memo.get(id(expr))
-        return _ir_walks.call_free(expr, memo, _REFERENCE_KINDS, self.rules, self.called) if got is None else got
+        return _ir_walks.call_free(expr, memo, REFERENCE_KINDS, self.rules, self.called) if got is None else got
 
     def _rule_free(self, expr: Expr) -> bool:
         """Does `expr` refer to no rule and call nothing at run time, so that its language is its
@@ -463,7 +462,7 @@ def _refers_to_no_rule(expr: Expr, known: dict[int, bool]) -> bool:
     after another as they are embedded, are not walked again. In C (`_ir_walks.c`, a walk with
     its own stack, so no Python frames are added to the builder's recursion that asks it): in
     Python it was ~1 µs a node, 1.5% of the bench's first-pass fill CPU."""
-    return _ir_walks.rule_free(expr, known, _REFERENCE_KINDS)
+    return _ir_walks.rule_free(expr, known, REFERENCE_KINDS)
 
 
 # Rule-free pieces recur across compiles as the same objects: the front end's cached pieces

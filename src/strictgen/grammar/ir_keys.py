@@ -9,9 +9,10 @@ the same way, once per pair of nodes (a 64-bit hash alone could collide)."""
 from __future__ import annotations
 
 from . import _ir_walks
-from .ir import Alt, Difference, Expr, Intersect, Repeat, Seq, Spelled, children
+from .ir import Alt, Difference, Expr, Intersect, Lazy, Repeat, RuleRef, Seq, Spelled, children
 
 WALKED_KINDS = (Seq, Alt, Intersect, Repeat, Spelled, Difference)  # the composite node types _ir_walks.c walks into, in its order
+REFERENCE_KINDS = (*WALKED_KINDS, RuleRef, Lazy)  # and those that refer to rules (_ir_walks.rule_free, call_free)
 
 
 def _own(x: Expr) -> tuple:

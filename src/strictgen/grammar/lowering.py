@@ -20,8 +20,9 @@ from strictgen import regular
 from strictgen.errors import GrammarTooLargeError
 from strictgen.regular.utf8 import utf8_sequences
 
-from . import _program
+from . import _ir_walks, _program
 from .ir import Alt, ByteSet, CharSet, Difference, Expr, Intersect, Lazy, Literal, Repeat, RuleRef, Seq, Spelled
+from .ir_keys import REFERENCE_KINDS
 
 if TYPE_CHECKING:
     from .automata import NFABuilder
@@ -238,7 +239,8 @@ class Program:
             self.memo.segments[key] = self.ops[head:].tobytes()
 
 
-_program.setup((Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong, GrammarTooLargeError))
+_program.setup((Literal, ByteSet, CharSet, Seq, Alt, Repeat, RuleRef, Lazy, Intersect, Difference, Spelled), (Unlowerable, ProgramTooLong, GrammarTooLargeError),
+               _ir_walks.call_free, REFERENCE_KINDS)  # the walk of NFABuilder._calls_nothing, which the writer makes itself
 
 
 # The C writer, `write_c(builder, builder.lowering_memo, expr, shared, max_ops)`: the ops (native
