@@ -18,7 +18,7 @@ from ..json_value import CANONICAL_NUMBER, DIGIT, NONZERO, json_integer
 from ..multiple_of import Multiples, integer_multiples, number_multiples, residue_filter, unbounded_product
 from ..numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
 from .ir import NumberConstraints, keyword_pointer
-from .kept_pieces import KeptPiece, build_kept, fresh_copy
+from .kept_pieces import kept
 
 if TYPE_CHECKING:
     from .emitter import SchemaEmitter
@@ -40,7 +40,7 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
 # the ranges' digit trees were most of emit_number, in every compile and at every use); `where`
 # is no part of the key (the dataclass compares without it) and no part of the language.
 PLAIN_RANGES_KEPT = 512
-_plain_ranges: BoundedLRU[KeptPiece] = BoundedLRU(PLAIN_RANGES_KEPT)
+_plain_ranges: BoundedLRU[tuple] = BoundedLRU(PLAIN_RANGES_KEPT)  # schema.kept_pieces' entries
 
 
 def emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
@@ -48,13 +48,7 @@ def emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
     through `fresh_name` and `merge_rules`; spellings follow `em.canonical_numbers`)."""
     if n.mults or n.not_mults:
         return _emit_number(em, n)
-    key = (n, em.canonical_numbers)
-    piece = _plain_ranges.get(key)
-    if piece is None:
-        expr, piece = build_kept(lambda: _emit_number(em, n))
-        _plain_ranges.put(key, piece)
-        return expr
-    return fresh_copy(piece)
+    return kept(_plain_ranges, (n, em.canonical_numbers), lambda: _emit_number(em, n))
 
 
 def _emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:

@@ -30,7 +30,7 @@ from .emit_objects import KEY_SETS_AHEAD, emit_object
 from .emit_strings import emit_string
 from .ir import FALSE, TRUE, Conjunct, Formula
 from .key_sets import key_set_object
-from .kept_pieces import KeptPiece, build_kept, fresh_copy
+from .kept_pieces import kept, kept_entry_size
 from .normalized import NormalizedSchema
 from .rule_sizes import call_big_rules
 from .values import Reporter, to_fraction
@@ -46,7 +46,7 @@ SHORT_ENUM = 32  # string enums with more characters in all are one called rule
 # text tells 1, 1.0 and true apart, which equal tuples would not.
 ENUMS_KEPT = 512  # enums ...
 ENUMS_CHARS = 1 << 20  # ... of at most this many characters of JSON text among them all
-ENUM_PARTS: BoundedLRU[tuple[KeptPiece, int]] = BoundedLRU(ENUMS_KEPT, ENUMS_CHARS, lambda got: got[1])
+ENUM_PARTS: BoundedLRU[tuple] = BoundedLRU(ENUMS_KEPT, ENUMS_CHARS, kept_entry_size)  # schema.kept_pieces' entries
 _SCALARS = frozenset((str, bool, int, float))
 _BRACKETS = {c: lit(c) for c in "[]{}"}
 
@@ -148,13 +148,10 @@ class SchemaEmitter:
             name = "enum_" + hashlib.sha1(text.encode()).hexdigest()[:16]
             if name in self.rules:  # the same enum met again (o69207 has one twelve times): its rule
                 return RuleRef(name)
-        if not scalars:
-            body = alt(*self._enum_parts(values))
-        elif (got := ENUM_PARTS.get((text, self.canonical_numbers))) is not None:
-            body = fresh_copy(got[0])
+        if scalars:
+            body = kept(ENUM_PARTS, (text, self.canonical_numbers), lambda: alt(*self._enum_parts(values)), len(text))
         else:
-            body, piece = build_kept(lambda: alt(*self._enum_parts(values)))
-            ENUM_PARTS.put((text, self.canonical_numbers), (piece, len(text)))
+            body = alt(*self._enum_parts(values))
         return body if name is None else self.called(name, body)
 
     def _enum_parts(self, values) -> list[Expr]:

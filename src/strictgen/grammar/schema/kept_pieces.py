@@ -6,22 +6,49 @@ a process; but where its nodes are the same objects at each use, the grammar cha
 drops an alternative whose children are the very objects of an earlier one (a fresh build's
 are new objects, so the copy stayed), and the automaton compiler builds ahead a rule body met in
 an earlier compile (compile.automaton's kept rules). So a kept piece is handed out as a copy of
-the nodes a build makes anew (found once, by building the piece twice: the nodes the two builds
-do not share), around the nodes every build shares (the process's constants and the caches
-beneath, which a fresh build would share too). Leaves below the top are handed out as they are:
-every key takes them by value."""
+the nodes a build makes anew, around the nodes every build shares (the process's constants and
+the caches beneath, which a fresh build would share too). Those are found by the second use,
+which builds the piece again (the nodes the two builds do not share): the first two uses cost
+what they cost without a cache, the later ones a copy. Leaves below the top are handed out as
+they are: every key takes them by value."""
 
 from __future__ import annotations
 
 from copy import copy as shallow_copy
-from typing import Callable
+from typing import Callable, Hashable
+
+from strictgen.lru import BoundedLRU
 
 from ..ir import Alt, Difference, Expr, Intersect, Repeat, Seq, Spelled, children
 from ..ir_keys import WALKED_KINDS
 
-__all__ = ["KeptPiece", "build_kept", "fresh_copy"]
+__all__ = ["kept", "kept_entry_size"]
 
-KeptPiece = tuple[Expr, frozenset]  # (the first build, the ids of its nodes each build makes anew)
+
+def kept(cache: BoundedLRU[tuple], key: Hashable, build: Callable[[], Expr], size: int = 0) -> Expr:
+    """The piece `build` writes for `key`, kept in `cache` (entries (first build, the ids of its
+    nodes each build makes anew or None until known, `size`): give the cache
+    `kept_entry_size` where it bounds sizes). `build` must be a pure function of `key`."""
+    got = cache.get(key)
+    if got is None:
+        expr = build()
+        cache.put(key, (expr, None, size))
+        return expr
+    template, fresh, _ = got
+    if fresh is None:  # the second use: a build of its own, which tells the nodes every build makes anew
+        expr = build()
+        again = _composites(expr)
+        fresh = {i for i in _composites(template) if i not in again}
+        if template is not expr:  # the top, a leaf too (a rule's whole body: see above)
+            fresh.add(id(template))
+        cache.put(key, (template, frozenset(fresh), size))
+        return expr
+    return _fresh_copy(template, fresh)
+
+
+def kept_entry_size(entry: tuple) -> int:
+    """The size a `kept` entry was given."""
+    return entry[2]
 
 
 def _composites(expr: Expr) -> set[int]:
@@ -36,22 +63,9 @@ def _composites(expr: Expr) -> set[int]:
     return seen
 
 
-def build_kept(build: Callable[[], Expr]) -> tuple[Expr, KeptPiece]:
-    """(the piece `build` writes, what to keep of it). `build` must be a pure function: it is
-    called twice, and the nodes of the first build that the second does not reuse are the ones
-    every use gets anew (`fresh_copy`)."""
-    first, second = build(), build()
-    again = _composites(second)
-    fresh = {i for i in _composites(first) if i not in again}
-    if first is not second:  # the top, a leaf too (a rule's whole body: see above)
-        fresh.add(id(first))
-    return first, (first, frozenset(fresh))
-
-
-def fresh_copy(piece: KeptPiece) -> Expr:
-    """The piece with each node a build makes anew copied (the DAG's own sharing kept), the
-    others as they are: the expression a fresh build writes, up to leaves."""
-    template, fresh = piece
+def _fresh_copy(template: Expr, fresh: frozenset) -> Expr:
+    """`template` with each node of `fresh` copied (the DAG's own sharing kept), the others as
+    they are: the expression a fresh build writes, up to leaves."""
     copies: dict[int, Expr] = {}
 
     def copy(x: Expr) -> Expr:
