@@ -35,7 +35,7 @@ NODE_INDEX_H = "src/strictgen/grammar/_node_index.h"  # the program writer's map
 IR_WALKS_H = "src/strictgen/grammar/_ir_walks.h"  # the node reads the IR walks' two files share
 IR_WALKS_C = ["src/strictgen/grammar/_ir_walks.c", "src/strictgen/grammar/_ir_values.c"]  # the pointer-set walks and the module; the walks of values (ContentKey)
 PROGRAM_WRITER_H = ["src/strictgen/grammar/_program_writer.h", "src/strictgen/grammar/_known_answers.h"]  # the program writer's state and ops; the builder answers it reads from its memo
-RULE_SIZES_C = ["src/strictgen/grammar/schema/_rule_sizes.c", "src/strictgen/grammar/schema/_small_rules.c"]  # the size terms; the proof that no rule becomes a call
+RULE_SIZES_C = ["src/strictgen/grammar/schema/_rule_sizes.c", "src/strictgen/grammar/schema/_rule_graph.c", "src/strictgen/grammar/schema/_small_rules.c"]  # the size terms; the IR graph they weigh; the proof that no rule becomes a call
 MASK_STORE_C = ["src/strictgen/compile/_mask_store.c", "src/strictgen/compile/_row_state.c", "src/strictgen/compile/_draft_walk.c"]  # the store; the batch copy; the draft walks
 
 setup(

@@ -105,3 +105,28 @@ def test_multiple_of_with_an_excluded_value_and_a_not_multiple():
     accepts = language_of(em, emit_number(em, n))
     assert [k / 2 for k in range(0, 11) if accepts(repr(k / 2))] == [0.5, 1.0, 2.5, 3.5, 4.0, 5.0]
     assert accepts("0.50") and accepts("1") and not accepts("2") and not accepts("2.0") and not accepts("0")
+
+
+def test_a_plain_range_is_kept_for_the_process_as_a_new_body_each_time():
+    """emit_number keeps a range without multipleOf per (constraints, spelling style): the same
+    language at another pointer or in another compile, but a new top object each time (a body
+    met in an earlier compile would be built ahead by the automaton compiler); the pointers
+    (`where`) are no part of it."""
+    em = emitter({})
+    a = NumberConstraints(int_only=True, lo=Fraction(3), where=(("minimum", "/a/minimum"),))
+    b = NumberConstraints(int_only=True, lo=Fraction(3), where=(("minimum", "/b/minimum"),))
+    first, second = emit_number(em, a), emit_number(em, b)
+    assert first == second and first is not second
+    assert emit_number(emitter({}, style=JsonStyle(numbers="canonical")), a) != first  # the style is part of the key
+    accepts = language_of(em, second)
+    assert accepts("3") and accepts("4.0") and not accepts("2")
+
+
+def test_multiples_are_not_kept():
+    """A multipleOf range names rules of its grammar (fresh_name): emitted anew each time."""
+    em = emitter({})
+    n = NumberConstraints(int_only=True, mults=(Fraction(7),), lo=Fraction(0), hi=Fraction(10**9))
+    emit_number(em, n)
+    before = em.fresh_name("probe")
+    emit_number(em, n)
+    assert em.fresh_name("probe") != f"probe{int(before[5:]) + 1}"  # names were taken in between

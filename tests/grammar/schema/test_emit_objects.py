@@ -183,4 +183,28 @@ def test_a_named_member_is_what_seq_writes(style, name):
     style = JsonStyle() if style is None else JsonStyle("compact") if style == "compact" else JsonStyle(max_indent=style)
     em = emitter({"type": "object"}, style=style)
     key, value = spelled_string(name), RuleRef("s1")
-    assert _member(em, key, value) == seq(key, em.colon, value)
+    assert _member(em, name, value) == seq(key, em.colon, value)
+    assert _member(em, name, value) == seq(key, em.colon, value)  # (the key and colon kept, met again)
+    assert _member(em, name, seq(value, value)) == seq(key, em.colon, value, value)  # not a reference: seq joins it
+
+
+@pytest.mark.parametrize("names", [("a",), ("b", "a", "é\""), ()])
+def test_other_keys_are_every_key_but_the_names_and_kept(names):
+    """emit_objects.other_keys: any quoted key outside `names`, every spelling; one object per
+    name tuple for the process (it is a piece inside a member, never a rule's whole body)."""
+    from strictgen.grammar.ir import difference, literal_trie
+    from strictgen.grammar.json_value import json_string
+    from strictgen.grammar.schema.emit_objects import other_keys
+    from strictgen.grammar.schema.emit_strings import spelled
+    from strictgen.grammar.schema.strings import ANY_STRING
+
+    got = other_keys(names)
+    assert got == json_string(spelled(difference(ANY_STRING, literal_trie(names))))
+    assert other_keys(tuple(names)) is got
+    em = emitter({"type": "object"})
+    accepts = language_of(em, got)
+    for k in names:  # no spelling of a name: raw, escaped, every character as \uXXXX
+        escaped = '"' + "".join(f"\\u{ord(c):04x}" for c in k) + '"'
+        assert not accepts(json.dumps(k)) and not accepts(json.dumps(k, ensure_ascii=False)) and not accepts(escaped)
+    for k in ("c", "aa", ""):
+        assert accepts(json.dumps(k)) == (k not in names)

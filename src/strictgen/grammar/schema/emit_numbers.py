@@ -11,12 +11,14 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError
+from strictgen.lru import BoundedLRU
 
 from ..ir import NOTHING, Expr, alt, difference, intersect, lit, opt, repeat, seq
 from ..json_value import CANONICAL_NUMBER, DIGIT, NONZERO, json_integer
 from ..multiple_of import Multiples, integer_multiples, number_multiples, residue_filter, unbounded_product
 from ..numbers import ZERO_FRACTION, integer_range, number_range, number_spellings
 from .ir import NumberConstraints, keyword_pointer
+from .kept_pieces import kept
 
 if TYPE_CHECKING:
     from .emitter import SchemaEmitter
@@ -32,9 +34,24 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
 
 
+# A range without multipleOf (most numeric subschemas: `integer`, `minimum: 0`, ...) is a pure
+# function of its constraints and the spelling style: no rules, no names, nothing refused. It is
+# kept for the process (schema.kept_pieces: each use gets the expression a build would write;
+# the ranges' digit trees were most of emit_number, in every compile and at every use); `where`
+# is no part of the key (the dataclass compares without it) and no part of the language.
+PLAIN_RANGES_KEPT = 512
+_plain_ranges: BoundedLRU[tuple] = BoundedLRU(PLAIN_RANGES_KEPT)  # schema.kept_pieces' entries
+
+
 def emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
     """A numeric subschema's language of JSON number texts (rules it needs go to `em`'s grammar
     through `fresh_name` and `merge_rules`; spellings follow `em.canonical_numbers`)."""
+    if n.mults or n.not_mults:
+        return _emit_number(em, n)
+    return kept(_plain_ranges, (n, em.canonical_numbers), lambda: _emit_number(em, n))
+
+
+def _emit_number(em: SchemaEmitter, n: NumberConstraints) -> Expr:
     if n.is_empty():
         return NOTHING
     mult = _multiple(n)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from strictgen.errors import CompileTimeoutError, GrammarTooLargeError, StrictgenError
+from strictgen.lru import BoundedLRU
 
 from ..automata import regular_dfa
 from ..ir import NOTHING, Expr, Literal, RuleRef, Seq, difference, intersect, literal_trie, seq
@@ -31,7 +32,7 @@ from .unique import infinite_everywhere
 if TYPE_CHECKING:
     from .emitter import SchemaEmitter
 
-__all__ = ["DISTINCT_MARK", "KEY_SETS_AHEAD", "MAX_EXISTS", "emit_object"]
+__all__ = ["DISTINCT_MARK", "KEY_SETS_AHEAD", "MAX_EXISTS", "emit_object", "other_keys"]
 
 DISTINCT_MARK = "~distinct"  # in the name of an object's rule whose member names the matcher keeps distinct
 
@@ -72,14 +73,13 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
             if k in o.required:
                 return NOTHING
             continue
-        key = spelled_string(k)
-        variants = [(_member(em, key, em.ref(vf)), 0)]
+        variants = [(_member(em, k, em.ref(vf)), 0)]
         if exists:
             applicable = [j for j, e in enumerate(exists) if normalized.rule_applies(e, k)]
             for mask in submasks(sum(1 << j for j in applicable), nonempty=True):
                 f = normalized.and_(vf, *(exists[j].schema for j in applicable if mask >> j & 1))
                 if not em.is_empty(f):
-                    variants.append((_member(em, key, em.ref(f)), mask))
+                    variants.append((_member(em, k, em.ref(f)), mask))
         slots.append((variants, k in o.required, k))
     extras = _additional(em, o, names, exists)
     open_, close_more, close_first = em.open_close("{", "}")
@@ -185,16 +185,31 @@ def emit_object(em: SchemaEmitter, o: ObjectConstraints) -> Expr:
     return _named(em, distinct, seq(open_, em.ws, counting_language((0, 0, True, 0, sat0), trans, closing, progress)))
 
 
-def _member(em: SchemaEmitter, key: Expr, value: Expr) -> Expr:
-    """`seq(key, em.colon, value)` for a spelled key (json_escapes.spelled_string) and a rule
-    reference: the key's items are seq's output already (flat, no empty or adjacent literals),
-    and with a colon that begins and ends with a rule (the flexible style's whitespace) nothing
-    joins at the seams, so seq's output is the three item tuples end to end, made at once (seq
-    walks every character's spelling of the key twice: every named member of every object)."""
+# A named member's key and colon, per name and colon object (one per style): every object of a
+# schema spells its keys again in every compile, and the same names recur across its objects.
+MEMBER_HEADS_KEPT = 4096  # names ...
+MEMBER_HEADS_CHARS = 1 << 18  # ... of at most this many characters among them all
+# (name, id(colon)) -> (colon, key, items or None, len(name)); the colon held, so its id stays its own
+_member_heads: BoundedLRU[tuple] = BoundedLRU(MEMBER_HEADS_KEPT, MEMBER_HEADS_CHARS, lambda got: got[3])
+
+
+def _member(em: SchemaEmitter, name: str, value: Expr) -> Expr:
+    """`seq(spelled_string(name), em.colon, value)`. For a rule reference, with a colon that
+    begins and ends with a rule (the flexible style's whitespace), nothing joins at the seams
+    (the spelled key's items are seq's output already: flat, no empty or adjacent literals), so
+    seq's output is the key's and the colon's items, kept per name, and the reference: made at
+    once (seq walks every character's spelling of the key twice)."""
     colon = em.colon
-    if type(key) is Seq and type(value) is RuleRef and type(colon) is Seq and type(colon.items[0]) is not Literal and type(colon.items[-1]) is not Literal:
-        return Seq(key.items + colon.items + (value,))
-    return seq(key, colon, value)
+    # peek: no lock nor aging on the hit path (every named member); a name evicted while hot is spelled again
+    got = _member_heads.peek((name, id(colon)))
+    if got is None or got[0] is not colon:
+        key = spelled_string(name)
+        joins = type(key) is not Seq or type(colon) is not Seq or type(colon.items[0]) is Literal or type(colon.items[-1]) is Literal
+        got = (colon, key, None if joins else key.items + colon.items, len(name))
+        _member_heads.put((name, id(colon)), got)
+    if got[2] is not None and type(value) is RuleRef:
+        return Seq(got[2] + (value,))
+    return seq(got[1], colon, value)
 
 
 def _members_in_order(em: SchemaEmitter, slots: list, extras: list, close_first: Expr, close_more: Expr) -> Expr:
@@ -309,6 +324,23 @@ def _refuse_undoable_exists(em: SchemaEmitter, o: ObjectConstraints, exists: lis
             )
 
 
+OTHER_KEYS_KEPT = 256  # name tuples ...
+OTHER_KEYS_NAMES = 1 << 16  # ... of at most this many names among them all
+_other_keys: BoundedLRU[tuple[Expr, int]] = BoundedLRU(OTHER_KEYS_KEPT, OTHER_KEYS_NAMES, lambda got: got[1])
+
+
+def other_keys(names: tuple[str, ...]) -> Expr:
+    """Any quoted key but `names`, in every spelling: the keys of an object's additional members
+    where no pattern divides them (most objects with properties). A function of the names alone,
+    kept for the process (the names' trie and its difference were a third of `_additional`, in
+    every compile)."""
+    got = _other_keys.peek(names)
+    if got is None:
+        got = (json_string(spelled(difference(ANY_STRING, literal_trie(names)))), len(names))
+        _other_keys.put(names, got)
+    return got[0]
+
+
 def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exists: list) -> list[tuple[Expr, int]]:
     """Members whose key is none of the listed names, as (member, satisfied exists mask) variants."""
     normalized = em.normalized
@@ -317,6 +349,8 @@ def _additional(em: SchemaEmitter, o: ObjectConstraints, names: list[str], exist
     for vf, keys in key_regions(em.normalized, o):
         if keys is None and not names:
             key_expr = json_string()
+        elif keys is None:
+            key_expr = other_keys(tuple(names))
         else:
             named = literal_trie(names) if named is None else named
             key_expr = json_string(spelled(difference(keys if keys is not None else ANY_STRING, named)))

@@ -29,6 +29,7 @@ from .emit_objects import KEY_SETS_AHEAD, emit_object
 from .emit_strings import emit_string
 from .ir import FALSE, TRUE, Conjunct, Formula
 from .key_sets import key_set_object
+from .kept_pieces import kept, kept_entry_size
 from .normalized import NormalizedSchema
 from .rule_sizes import call_big_rules
 from .values import Reporter, to_fraction
@@ -37,6 +38,16 @@ __all__ = ["MAX_RULES", "SHORT_ENUM", "SchemaEmitter"]
 
 MAX_RULES = 20_000
 SHORT_ENUM = 32  # string enums with more characters in all are one called rule
+
+# An enum of JSON scalars is a function of its values' JSON text and the number spelling style:
+# kept for the process (schema.kept_pieces: each use gets the expression a build would write,
+# a body of its own included; spelling the values was most of `enum`, in every compile). The
+# text tells 1, 1.0 and true apart, which equal tuples would not.
+ENUMS_KEPT = 512  # enums ...
+ENUMS_CHARS = 1 << 20  # ... of at most this many characters of JSON text among them all
+ENUM_PARTS: BoundedLRU[tuple] = BoundedLRU(ENUMS_KEPT, ENUMS_CHARS, kept_entry_size)  # schema.kept_pieces' entries
+_SCALARS = frozenset((str, bool, int, float))
+_BRACKETS = {c: lit(c) for c in "[]{}"}
 
 
 class SchemaEmitter:
@@ -128,23 +139,32 @@ class SchemaEmitter:
     def enum(self, values) -> Expr:
         """Any of `values`. Every spelling of many strings is a big automaton: past SHORT_ENUM
         characters of strings it is one called rule, not a copy at each use."""
-        # strings and true/false/null share prefixes in a trie (an enum of 50,000 strings stays
-        # linear to compile), each string character then in every spelling
-        strings = [v for v in values if isinstance(v, str)]
+        long = sum(len(v) for v in values if isinstance(v, str)) > SHORT_ENUM
+        scalars = all(v is None or type(v) in _SCALARS for v in values)
+        text = json.dumps(list(values), sort_keys=True, allow_nan=True) if long or scalars else None
         name = None
-        if sum(len(v) for v in strings) > SHORT_ENUM:
-            key = json.dumps(list(values), sort_keys=True, allow_nan=True)
-            name = "enum_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+        if long:
+            name = "enum_" + hashlib.sha1(text.encode()).hexdigest()[:16]
             if name in self.rules:  # the same enum met again (o69207 has one twelve times): its rule
                 return RuleRef(name)
+        if scalars:
+            body = kept(ENUM_PARTS, (text, self.canonical_numbers), lambda: alt(*self._enum_parts(values)), len(text))
+        else:
+            body = alt(*self._enum_parts(values))
+        return body if name is None else self.called(name, body)
+
+    def _enum_parts(self, values) -> list[Expr]:
+        """The alternatives of enum `values`: the strings and true/false/null share prefixes in a
+        trie (an enum of 50,000 strings stays linear to compile), each string character then in
+        every spelling."""
+        strings = [v for v in values if isinstance(v, str)]
         words = [v for v in values if v is None or isinstance(v, bool)]
         parts = [self.value(v) for v in values if not (v is None or isinstance(v, (str, bool)))]
         if strings:
             parts.append(spelled_choice(strings))
         if words:
             parts.append(literal_trie(json.dumps(v) for v in words))
-        body = alt(*parts)
-        return body if name is None else self.called(name, body)
+        return parts
 
     def value(self, v: Any) -> Expr:
         if v is None:
@@ -235,8 +255,11 @@ class SchemaEmitter:
         return RuleRef(name)
 
     def open_close(self, open_: str, close: str):
-        """(opening bracket, closing after items, closing of an empty container)."""
-        return lit(open_), seq(self.ws, lit(close)), lit(close)
+        """(opening bracket, closing after items, closing of an empty container). The brackets
+        are one leaf each for the process (leaves are never walked as shared pieces); the
+        closing after items is a new node each time, as it was."""
+        close_ = _BRACKETS[close]
+        return _BRACKETS[open_], seq(self.ws, close_), close_
 
 
 # The pieces every schema grammar of a style has are the same objects in every compile, so that

@@ -60,11 +60,11 @@ def call_big_rules(grammar: Grammar) -> None:
     order, called = post_order_and_cycles(graph)
     sizes: dict[str, int] = {}
 
-    def rule_size(r: str) -> int:
-        return 1 if r in called else sizes.get(r, 1)
-
     def inlined(fixed: int, weights: dict[str, int]) -> int:  # a rule's size at the rule sizes now
-        return fixed + sum(w * rule_size(r) for r, w in weights.items())
+        # a rule's size: 1 if called, else planned (1 until then); written out here and below
+        # (a function call per weight was most of the planning's time)
+        size_of = sizes.get
+        return fixed + sum([w * (1 if r in called else size_of(r, 1)) for r, w in weights.items()])
 
     def make_called(r: str) -> None:
         called.add(r)
@@ -83,8 +83,9 @@ def call_big_rules(grammar: Grammar) -> None:
             if size <= BIG_RULE:
                 break
             shares = ref_copies(n) if shares is None else shares  # (n's body is still the one planned)
+            size_of = sizes.get
             best = max(
-                ((rule_size(r) * k, r) for r, k in shares.items() if r not in called and rule_size(r) > 32),
+                ((share * k, r) for r, k in shares.items() if r not in called and (share := size_of(r, 1)) > 32),
                 default=None,
             )
             if best is None:
