@@ -60,12 +60,11 @@ class PushdownMachine:
     def __init__(self, automaton: CompiledAutomaton, merge_frames: bool = True):
         self.automaton = automaton
         self.merge_frames = merge_frames  # False: every frame its own (the reference the tests compare merging with)
-        parts = []
-        for rule in automaton.rules:
-            deadline.check()
-            parts.append(_rule_part(rule.dfa))
+        deadline.check()
         keep = bytes(not merge_frames or keeps_identity(rule.name) for rule in automaton.rules)
-        core = _machine.Machine(parts, keep)  # each rule's arrays copied once, checked and numbered in C
+        # each rule's DFA numbers its table from the rule's first frame (`compact(base)`), which the
+        # C machine holds and checks in place: no copy (copying was most of this set-up)
+        core = _machine.Machine([rule.dfa for rule in automaton.rules], keep)
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
         self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
@@ -96,7 +95,7 @@ class PushdownMachine:
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            core.add_rule(index, _rule_part(rule.dfa), not self.merge_frames or keeps_identity(rule.name))
+            core.add_rule(index, rule.dfa, not self.merge_frames or keeps_identity(rule.name))
             self.added[index] = rule
 
     def all_rules(self) -> list[RuleDFA] | None:
@@ -184,13 +183,6 @@ class PushdownMachine:
         the grammar's lock and the compile's limits; a failure is kept and raised again to the
         walk that enters it): what builds rules ahead of the fills (runtime/prefetch.py) calls."""
         self._add_lazy_rule(index)
-
-
-def _rule_part(dfa) -> tuple:
-    """A rule's arrays as the C machine takes them (`RulePart` in _machine.h), its DFA's own:
-    (table by byte class, classmap, accepting, call_start, callee, return), numbered locally."""
-    table, classmap = dfa.compact()
-    return (table, classmap, dfa.accepting(), *dfa.call_arrays())
 
 
 def _steps_per_byte(rule, nullable: set[int]) -> int | None:
