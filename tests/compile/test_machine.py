@@ -356,3 +356,35 @@ def test_a_sub_state_holds_exactly_the_stacks_kept():
         machine.sub_state(state, [True])
     with pytest.raises(ValueError, match="state out of range"):
         machine.sub_state(10**6, [])
+
+
+def _steps_reference(rule, nullable):
+    """machine._steps_per_byte from the rule's call lists: 1 without a call of a nullable rule, None
+    when one may return where another such call starts, else 2."""
+    skips = [(s, ret) for s, calls in enumerate(rule.calls) for callee, ret in calls if callee in nullable]
+    if not skips:
+        return 1
+    return None if {ret for _, ret in skips} & {s for s, _ in skips} else 2
+
+
+def test_steps_per_byte_against_the_call_lists():
+    """The refinement steps a frame takes per byte (`_steps_per_byte`, read off the call arrays in
+    numpy) against the rules' call lists, over grammars that give each answer."""
+    from strictgen.compile.automaton import nullable_rules
+    from strictgen.compile.machine import _steps_per_byte
+
+    ws = alt(lit(""), seq(lit(" "), RuleRef("ws")))  # nullable, and kept as a call (it recurses)
+    bodies = {
+        "apart": seq(lit("["), RuleRef("ws"), opt(RuleRef("v")), RuleRef("ws"), lit("]")),
+        "in a row": seq(lit("["), RuleRef("ws"), RuleRef("ws"), opt(RuleRef("v")), lit("]")),
+        "none": seq(lit("["), opt(RuleRef("v")), lit("]")),
+    }
+    seen = set()
+    for name, body in bodies.items():
+        rules = compile_automaton(Grammar({"root": RuleRef("v"), "v": alt(lit("x"), body), "ws": ws})).rules
+        nullable = nullable_rules(rules)
+        for rule in rules:
+            want = _steps_reference(rule, nullable)
+            assert _steps_per_byte(rule, nullable) == want, (name, rule.name)
+            seen.add(want)
+    assert seen == {1, 2, None}
