@@ -177,7 +177,7 @@ def test_walks_read_rows_in_place_while_another_thread_adds_rows(qwen):
 
 
 def rule_arrays(table=(-1,), classmap=None, accepting=(0,), start=(0, 0), callee=(), ret=()):
-    """One rule's arrays as the C machine takes them (see machine._rule_part), one frame by default."""
+    """One rule's arrays as the C machine takes them (the tuple it copies), one frame by default."""
     i32 = lambda v: np.array(v, dtype=np.int32)  # noqa: E731
     classmap = np.zeros(256, dtype=np.uint8) if classmap is None else classmap
     return (i32(table), classmap, np.array(accepting, dtype=np.uint8), i32(start), i32(callee), i32(ret))
@@ -224,6 +224,65 @@ def test_bad_arrays_and_states_are_refused():
         core.add_rule(3, rule_arrays(table=(5,)))
     core.add_rule(3, rule_arrays(table=(0,)))
     assert core.num_frames == 2
+
+
+def _copied_arrays(dfa) -> tuple:
+    """A rule's arrays as a tuple numbered locally: what the machine copies (a DFA's table it holds)."""
+    return (*dfa.compact(), dfa.accepting(), *dfa.call_arrays())
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_tables_held_from_dfas_step_as_tables_copied(name):
+    """Rules given as DFAs (their tables numbered from each rule's base by `compact(base)` and held
+    in place, what PushdownMachine gives) and as tuples of local arrays (copied) make the same
+    machine: every state's row is the same, state by state, from the start (the first 300: a
+    recursive grammar's states never end)."""
+    rules = compile_automaton(GRAMMARS[name]).rules
+    held = _machine.Machine([r.dfa for r in rules])
+    copied = _machine.Machine([_copied_arrays(r.dfa) for r in rules])
+    work, seen = [held.start_state()], set()
+    assert work[0] == copied.start_state()
+    while work and len(seen) < 300:
+        state = work.pop(0)
+        if state in seen:
+            continue
+        seen.add(state)
+        row = held.row(state)
+        assert row == copied.row(state)
+        work += [int(t) for t in np.frombuffer(row, dtype=np.int32) if t != DEAD]
+    assert len(seen) > 2
+
+
+class _Shifted:
+    """A DFA whose compact(base) numbers its table from another base (or hands back an array)."""
+
+    def __init__(self, dfa, shift=0, as_array=False):
+        self.dfa, self.shift, self.as_array = dfa, shift, as_array
+
+    def compact(self, base):
+        table, classmap = self.dfa.compact(base + self.shift)
+        return (np.frombuffer(table, dtype=np.int32) if self.as_array else table), classmap
+
+    def accepting(self):
+        return self.dfa.accepting()
+
+    def call_arrays(self):
+        return self.dfa.call_arrays()
+
+
+def test_a_held_table_numbered_from_another_base_is_refused():
+    rules = compile_automaton(GRAMMARS["lists"]).rules
+    assert len(rules) > 1
+    for shift in (rules[1].num_states, -(10**6)):  # the second rule's table numbered from past its frames, or far before
+        with pytest.raises(ValueError, match="inconsistent"):
+            _machine.Machine([rules[0].dfa, _Shifted(rules[1].dfa, shift), *(r.dfa for r in rules[2:])])
+    with pytest.raises(ValueError, match="inconsistent"):  # a held table must be bytes (immutable)
+        _machine.Machine([rules[0].dfa, _Shifted(rules[1].dfa, as_array=True), *(r.dfa for r in rules[2:])])
+    core = _machine.Machine([rule_arrays()])
+    with pytest.raises(ValueError, match="inconsistent"):  # a rule added at run time: numbered from num_frames
+        core.add_rule(1, _Shifted(rules[1].dfa, rules[1].num_states))
+    core.add_rule(1, rules[1].dfa)
+    assert core.num_frames == 1 + rules[1].dfa.num_states
 
 
 # ---- what the token masks ask the C machine, against the same questions asked of its rows ----
@@ -297,3 +356,35 @@ def test_a_sub_state_holds_exactly_the_stacks_kept():
         machine.sub_state(state, [True])
     with pytest.raises(ValueError, match="state out of range"):
         machine.sub_state(10**6, [])
+
+
+def _steps_reference(rule, nullable):
+    """machine._steps_per_byte from the rule's call lists: 1 without a call of a nullable rule, None
+    when one may return where another such call starts, else 2."""
+    skips = [(s, ret) for s, calls in enumerate(rule.calls) for callee, ret in calls if callee in nullable]
+    if not skips:
+        return 1
+    return None if {ret for _, ret in skips} & {s for s, _ in skips} else 2
+
+
+def test_steps_per_byte_against_the_call_lists():
+    """The refinement steps a frame takes per byte (`_steps_per_byte`, read off the call arrays in
+    numpy) against the rules' call lists, over grammars that give each answer."""
+    from strictgen.compile.automaton import nullable_rules
+    from strictgen.compile.machine import _steps_per_byte
+
+    ws = alt(lit(""), seq(lit(" "), RuleRef("ws")))  # nullable, and kept as a call (it recurses)
+    bodies = {
+        "apart": seq(lit("["), RuleRef("ws"), opt(RuleRef("v")), RuleRef("ws"), lit("]")),
+        "in a row": seq(lit("["), RuleRef("ws"), RuleRef("ws"), opt(RuleRef("v")), lit("]")),
+        "none": seq(lit("["), opt(RuleRef("v")), lit("]")),
+    }
+    seen = set()
+    for name, body in bodies.items():
+        rules = compile_automaton(Grammar({"root": RuleRef("v"), "v": alt(lit("x"), body), "ws": ws})).rules
+        nullable = nullable_rules(rules)
+        for rule in rules:
+            want = _steps_reference(rule, nullable)
+            assert _steps_per_byte(rule, nullable) == want, (name, rule.name)
+            seen.add(want)
+    assert seen == {1, 2, None}

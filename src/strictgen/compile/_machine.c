@@ -17,9 +17,37 @@ static void part_release(Py_buffer *views, int got) {
         PyBuffer_Release(&views[--got]);
 }
 
+/* The arrays of `dfa` (a regular.DFA: its compact(base), accepting() and call_arrays()) as a rule's
+ * tuple (see PART_SPEC), its table numbered from `base`, the frame the rule will start at: a table
+ * the machine holds and reads in place (RulePart.held) instead of copying it. New reference. */
+static PyObject *dfa_arrays(PyObject *dfa, Py_ssize_t base) {
+    PyObject *compact = PyObject_CallMethod(dfa, "compact", "n", base);
+    PyObject *accepting = compact ? PyObject_CallMethod(dfa, "accepting", NULL) : NULL;
+    PyObject *calls = accepting ? PyObject_CallMethod(dfa, "call_arrays", NULL) : NULL, *out = NULL;
+    if (calls && PyTuple_Check(compact) && PyTuple_GET_SIZE(compact) == 2 && PyTuple_Check(calls) && PyTuple_GET_SIZE(calls) == 3)
+        out = PyTuple_Pack(PART_ARRAYS, PyTuple_GET_ITEM(compact, 0), PyTuple_GET_ITEM(compact, 1), accepting, PyTuple_GET_ITEM(calls, 0),
+                           PyTuple_GET_ITEM(calls, 1), PyTuple_GET_ITEM(calls, 2));
+    else if (calls)
+        PyErr_SetString(PyExc_TypeError, "a rule's DFA: compact(base) -> (table, classmap), call_arrays() -> (call_start, callee, return)");
+    Py_XDECREF(compact);
+    Py_XDECREF(accepting);
+    Py_XDECREF(calls);
+    return out;
+}
+
+/* A rule given to the machine as a tuple of arrays (copied), or as its DFA (its table held). */
+static PyObject *rule_arrays(PyObject *rule, Py_ssize_t base, int *held) {
+    *held = !PyTuple_Check(rule);
+    if (*held)
+        return dfa_arrays(rule, base);
+    Py_INCREF(rule);
+    return rule;
+}
+
 /* Hold the buffers of `obj`, a rule's arrays (see PART_SPEC), in views (released by the caller
- * with part_release on success) and point `p` at them; -1 with an error set when they do not fit. */
-static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
+ * with part_release on success) and point `p` at them; -1 with an error set when they do not fit.
+ * `held`: the table, a bytes object numbered from the rule's base, is to be held (RulePart.held). */
+static int part_get(PyObject *obj, RulePart *p, Py_buffer *views, int held) {
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != PART_ARRAYS) {
         PyErr_SetString(PyExc_TypeError, "a rule's arrays: (table, classmap, accepting, call_start, callee, return)");
         return -1;
@@ -47,7 +75,8 @@ static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
     p->call_start = (const int32_t *)views[3].buf;
     p->callee = (const int32_t *)views[4].buf, p->ret = (const int32_t *)views[5].buf, p->num_calls = views[4].len / 4;
     p->keep = 0;
-    if (views[1].len != 256 || views[3].len / 4 != p->n + 1 || views[5].len != views[4].len) {
+    p->held = held ? PyTuple_GET_ITEM(obj, 0) : NULL;
+    if ((held && !PyBytes_CheckExact(p->held)) || views[1].len != 256 || views[3].len / 4 != p->n + 1 || views[5].len != views[4].len) {
         part_release(views, PART_ARRAYS);
         PyErr_SetString(PyExc_ValueError, "inconsistent rule arrays");
         return -1;
@@ -55,16 +84,24 @@ static int part_get(PyObject *obj, RulePart *p, Py_buffer *views) {
     return 0;
 }
 
-/* Append rule `rule` from its arrays `obj` (see part_get); `keep`: its frames are never merged
- * with others of equal future (_futures.c), since a run-time tracker reads their rule. */
-static int append_part(Machine *m, int32_t rule, PyObject *obj, int keep) {
+/* Append rule `rule` from `obj`, its arrays or its DFA (see rule_arrays); `keep`: its frames are
+ * never merged with others of equal future (_futures.c), since a run-time tracker reads their rule. */
+static int append_arrays(Machine *m, int32_t rule, PyObject *arrays, int held, int keep) {
     RulePart part;
     Py_buffer views[PART_ARRAYS];
-    if (part_get(obj, &part, views) < 0)
+    if (part_get(arrays, &part, views, held) < 0)
         return -1;
     part.keep = keep;
     int status = machine_append_rule(m, rule, &part);
     part_release(views, PART_ARRAYS);
+    return status;
+}
+
+static int append_part(Machine *m, int32_t rule, PyObject *obj, int keep) {
+    int held;
+    PyObject *arrays = rule_arrays(obj, m->num_frames, &held);
+    int status = arrays ? append_arrays(m, rule, arrays, held, keep) : -1;
+    Py_XDECREF(arrays);
     return status;
 }
 
@@ -73,9 +110,10 @@ static void Machine_dealloc(Machine *m) {
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
-/* Machine(rules, keep=b""): one tuple of arrays per rule built at compile time (see part_get), the
- * root first; each copied once into the machine's arrays (see machine_append_rule). keep[r] nonzero:
- * rule r's frames keep their identity (see append_part); rules past its end may be merged. */
+/* Machine(rules, keep=b""): per rule built at compile time, the root first, a tuple of arrays (see
+ * part_get), copied once into the machine's arrays (see machine_append_rule), or its DFA, whose
+ * table is held (see rule_arrays). keep[r] nonzero: rule r's frames keep their identity (see
+ * append_part); rules past its end may be merged. */
 static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     PyObject *rules;
     Py_buffer keep = {NULL};
@@ -93,14 +131,26 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     int status = count > 0 && count < INT32_MAX ? 0 : -1;
     if (status < 0)
         PyErr_SetString(PyExc_ValueError, "a machine has at least one rule");
-    /* the sizes first: every static rule's start frame is known before any call to it is copied */
+    /* the sizes first: every static rule's start frame is known before any call to it is copied
+     * (and before a DFA numbers its table from it) */
+    PyObject *arrays = status == 0 ? PyList_New(count) : NULL;
+    uint8_t *held = arrays ? (uint8_t *)malloc((size_t)count) : NULL;
+    if (status == 0 && !held)
+        status = -1, PyErr_NoMemory();
     if (status == 0)
         status = machine_reserve(m, 0, 0, count);
     for (Py_ssize_t r = 0; status == 0 && r < count; r++) {
         RulePart part;
         Py_buffer views[PART_ARRAYS];
-        if ((status = part_get(PySequence_Fast_GET_ITEM(rules, r), &part, views)) < 0)
+        int is_held;
+        PyObject *got = rule_arrays(PySequence_Fast_GET_ITEM(rules, r), frames, &is_held);
+        if (!got || (status = part_get(got, &part, views, is_held)) < 0) {
+            Py_XDECREF(got);
+            status = -1;
             break;
+        }
+        PyList_SET_ITEM(arrays, r, got);
+        held[r] = (uint8_t)is_held;
         m->base[r] = (int32_t)(frames < INT32_MAX ? frames : -1);
         frames += part.n, calls += part.num_calls;
         part_release(views, PART_ARRAYS);
@@ -109,7 +159,9 @@ static int Machine_init(Machine *m, PyObject *args, PyObject *kwds) {
     if (status == 0)
         status = machine_reserve(m, frames, calls, count);
     for (Py_ssize_t r = 0; status == 0 && r < count; r++)
-        status = append_part(m, (int32_t)r, PySequence_Fast_GET_ITEM(rules, r), r < keep.len && ((const uint8_t *)keep.buf)[r]);
+        status = append_arrays(m, (int32_t)r, PyList_GET_ITEM(arrays, r), held[r], r < keep.len && ((const uint8_t *)keep.buf)[r]);
+    Py_XDECREF(arrays);
+    free(held);
     Py_DECREF(rules);
     PyBuffer_Release(&keep);
     if (status < 0 || machine_begin(m) < 0)

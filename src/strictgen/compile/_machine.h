@@ -68,6 +68,7 @@ typedef struct {
     /* the grammar, read-only after construction */
     const int32_t **frame_row;
     int32_t **rule_table, *rule_of, *base, *call_start, *call_callee, *call_ret;
+    PyObject **rule_owner; /* per rule: the bytes object its table lies in (held, not copied), or NULL (rule_table's own block) */
     uint8_t *flags, *classmaps;
     /* per rule, CLASS_EDGE_WORDS words: bit b set where byte b starts a run of one class of its
      * classmap (b == 0, or its class is not byte b - 1's), found when a row first needs them (all
@@ -224,6 +225,9 @@ typedef struct {
     const uint8_t *classmap, *accepting;
     Py_ssize_t n, table_len, num_calls;
     int keep; /* its frames keep their identity (a run-time tracker reads their rule): never merged */
+    /* NULL: `table` is numbered locally and copied. Else the bytes object `table` lies in, numbered
+     * from the base the rule gets (regular.DFA.compact(base)): held by the machine, only checked */
+    PyObject *held;
 } RulePart;
 
 /* Room for this many items in the grammar's arrays (see add_rule: they double). */

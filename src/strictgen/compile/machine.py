@@ -60,12 +60,11 @@ class PushdownMachine:
     def __init__(self, automaton: CompiledAutomaton, merge_frames: bool = True):
         self.automaton = automaton
         self.merge_frames = merge_frames  # False: every frame its own (the reference the tests compare merging with)
-        parts = []
-        for rule in automaton.rules:
-            deadline.check()
-            parts.append(_rule_part(rule.dfa))
+        deadline.check()
         keep = bytes(not merge_frames or keeps_identity(rule.name) for rule in automaton.rules)
-        core = _machine.Machine(parts, keep)  # each rule's arrays copied once, checked and numbered in C
+        # each rule's DFA numbers its table from the rule's first frame (`compact(base)`), which the
+        # C machine holds and checks in place: no copy (copying was most of this set-up)
+        core = _machine.Machine([rule.dfa for rule in automaton.rules], keep)
         self.added: dict[int, RuleDFA] = {}  # the rules built at run time, by index
         self._failed: dict[int, StrictgenError] = {}  # the rules whose build failed, with the error
         # a grammar with deferred rules or families: built when the machine first needs them (lazy_rules.py)
@@ -96,7 +95,7 @@ class PushdownMachine:
             except StrictgenError as exc:
                 self._failed[index] = exc
                 raise
-            core.add_rule(index, _rule_part(rule.dfa), not self.merge_frames or keeps_identity(rule.name))
+            core.add_rule(index, rule.dfa, not self.merge_frames or keeps_identity(rule.name))
             self.added[index] = rule
 
     def all_rules(self) -> list[RuleDFA] | None:
@@ -186,25 +185,23 @@ class PushdownMachine:
         self._add_lazy_rule(index)
 
 
-def _rule_part(dfa) -> tuple:
-    """A rule's arrays as the C machine takes them (`RulePart` in _machine.h), its DFA's own:
-    (table by byte class, classmap, accepting, call_start, callee, return), numbered locally."""
-    table, classmap = dfa.compact()
-    return (table, classmap, dfa.accepting(), *dfa.call_arrays())
-
-
 def _steps_per_byte(rule, nullable: set[int]) -> int | None:
     """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
     follow each other without a byte between; None otherwise (the rule keeps exact states)."""
-    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
-    # in numpy: the rules that get here are the few with long counters, whose call edges run to
-    # thousands (as Python lists they cost ~140 us a rule, most of the horizon keys' set-up)
-    skips = np.flatnonzero(np.isin(callee, np.fromiter(nullable, dtype=np.int32, count=len(nullable))))
-    if not len(skips):
+    arrays = rule.dfa.call_arrays()
+    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in arrays)
+    # the rules that get here are the few with long counters, whose call edges run to thousands
+    # (as Python lists they cost ~140 us a rule); the callees they may skip, a set read off the
+    # call array in C, are few (none for half of them: done), so each is compared in numpy
+    # instead of np.isin (~115 us a rule with it, the bench's 11 rules)
+    skipping = set(memoryview(arrays[1]).cast("i")) & nullable
+    if not skipping:
         return 1
-    may_skip = np.searchsorted(start, skips, side="right") - 1  # states with a call that may read nothing
-    return None if np.isin(ret[skips], may_skip).any() else 2
+    skips = np.flatnonzero(np.logical_or.reduce([callee == c for c in skipping]))
+    may_skip = np.zeros(rule.num_states, dtype=bool)  # states with a call that may read nothing
+    may_skip[np.searchsorted(start, skips, side="right") - 1] = True
+    return None if may_skip[ret[skips]].any() else 2
 
 
 class HorizonKeys:
