@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from strictgen.errors import GrammarTooLargeError, SchemaError
+from strictgen.lru import BoundedLRU
 
 from ..ir import EMPTY, NOTHING, Expr, Grammar, RuleRef, Seq, alt, called_body, lit, literal_trie, seq
 from ..json_escapes import spelled_choice, spelled_string

@@ -66,25 +66,26 @@ def _composites(expr: Expr) -> set[int]:
 def _fresh_copy(template: Expr, fresh: frozenset) -> Expr:
     """`template` with each node of `fresh` copied (the DAG's own sharing kept), the others as
     they are: the expression a fresh build writes, up to leaves."""
-    copies: dict[int, Expr] = {}
+    return _copy_fresh(template, fresh, {})
 
-    def copy(x: Expr) -> Expr:
-        if id(x) not in fresh:
-            return x
-        got = copies.get(id(x))
-        if got is None:
-            kind = type(x)
-            if kind is Seq or kind is Alt or kind is Intersect:
-                got = kind(tuple(copy(c) for c in x.items))
-            elif kind is Repeat:
-                got = Repeat(copy(x.item), x.min, x.max)
-            elif kind is Spelled:
-                got = Spelled(copy(x.item))
-            elif kind is Difference:
-                got = Difference(copy(x.base), copy(x.minus))
-            else:  # a leaf at the top
-                got = shallow_copy(x)
-            copies[id(x)] = got
-        return got
 
-    return copy(template)
+def _copy_fresh(x: Expr, fresh: frozenset, copies: dict[int, Expr]) -> Expr:
+    """_fresh_copy's walk. A module function, not a closure calling itself: such a closure is a
+    reference cycle, which only the cyclic collector frees (tests/compile/test_compiler_hooks.py)."""
+    if id(x) not in fresh:
+        return x
+    got = copies.get(id(x))
+    if got is None:
+        kind = type(x)
+        if kind is Seq or kind is Alt or kind is Intersect:
+            got = kind(tuple(_copy_fresh(c, fresh, copies) for c in x.items))
+        elif kind is Repeat:
+            got = Repeat(_copy_fresh(x.item, fresh, copies), x.min, x.max)
+        elif kind is Spelled:
+            got = Spelled(_copy_fresh(x.item, fresh, copies))
+        elif kind is Difference:
+            got = Difference(_copy_fresh(x.base, fresh, copies), _copy_fresh(x.minus, fresh, copies))
+        else:  # a leaf at the top
+            got = shallow_copy(x)
+        copies[id(x)] = got
+    return got
