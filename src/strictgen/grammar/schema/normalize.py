@@ -86,6 +86,10 @@ _REFERENCE_KEYS = frozenset(("$ref", "$dynamicRef", "$recursiveRef", "$id", "$an
 _DYNAMIC_KEYS = frozenset(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"))
 _MISSING = object()
 
+# the keys that give a subschema a dialect or base URI of its own (Normalizer.sub: vocabularies.dialect_spec
+# reads `$schema`, refs.entered `$id` and `id`)
+_ENTERING_KEYS = frozenset(("$schema", "$id", "id"))
+
 # the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
 _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
 
@@ -542,12 +546,15 @@ class Normalizer:
     def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
         """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
         info = f.src
-        ptr = self.source.pointers.get(id(schema)) if isinstance(schema, dict) else None  # (src's pointer)
+        ptr = self.pointers.get(id(schema)) if isinstance(schema, dict) else None  # (src's pointer)
         if ptr is None:  # a boolean schema, or an object the index did not reach: written from the path
             ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
-        spec = self.source.vocabularies.dialect_spec(schema, info.spec)
-        resolver = entered(info.resolver, schema, spec)
-        return self.src(schema, resolver, spec, ptr, self.source.scope.enter(info.scope, resolver))
+        if _ENTERING_KEYS.isdisjoint(schema):  # (most subschemas) f's dialect and base URI hold in it
+            spec, resolver = info.spec, info.resolver
+        else:
+            spec = self.vocabularies.dialect_spec(schema, info.spec)
+            resolver = entered(info.resolver, schema, spec)
+        return self.src(schema, resolver, spec, ptr, self.scope.enter(info.scope, resolver) if self.scope.active else ())
 
