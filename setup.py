@@ -9,7 +9,8 @@ strictgen.regular._regular the regular-language core (subset construction, produ
 emptiness) beneath grammar/ and compile/, strictgen.grammar.schema._rule_sizes the size terms of a
 schema grammar's rules (which rules stay calls), strictgen.grammar.schema._length_classes the states of a
 pattern's minimal DFA under a length bound (counted without building it), strictgen.compile._unique_classes the
-token facts uniqueItems reads (one pass over a vocabulary's bytes). An extension of several files keeps its algorithms apart
+token facts uniqueItems reads (one pass over a vocabulary's bytes), strictgen.grammar.schema._json_spans
+where each object of a schema sits in its JSON text (a subschema's content key is a slice of it). An extension of several files keeps its algorithms apart
 from its Python bindings, with a header between them.
 """
 
@@ -54,5 +55,6 @@ setup(
         Extension("strictgen.grammar._program", ["src/strictgen/grammar/_program.c"], depends=[GRAMMAR_WALKS_H, NODE_INDEX_H, *PROGRAM_WRITER_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._rule_sizes", RULE_SIZES_C, depends=[RULE_SIZES_H], extra_compile_args=["-O2"]),
         Extension("strictgen.grammar.schema._length_classes", ["src/strictgen/grammar/schema/_length_classes.c"], extra_compile_args=["-O2"]),
+        Extension("strictgen.grammar.schema._json_spans", ["src/strictgen/grammar/schema/_json_spans.c"], extra_compile_args=["-O2"]),
     ]
 )

@@ -313,7 +313,7 @@ def _any_of(norm: Normalizer, subs: list[Formula]) -> list[Conjunct]:
             if c is not None:
                 return [c]
     out = union(dnfs)
-    if len(subs) > 1:
+    if len(subs) > 1 and norm.uses_unevaluated:  # (what branches evaluate is read by unevaluated* only)
         sigs = {eval_signature(c) for d in dnfs for c in d}
         if len(sigs) > 1:
             if norm.tables.exact and len(subs) <= 5:

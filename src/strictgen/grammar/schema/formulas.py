@@ -142,7 +142,12 @@ class FormulaAlgebra:
         normalised, as when a question is asked from inside its own normalisation.)"""
         if f is FALSE:
             return True
-        if f in self.tables.active:
+        tables = self.tables
+        if not tables.exact:  # dnf's memo first: no formula being normalised is in it then (all
+            got = tables.conjuncts.get((f, False))  # of them began without `exact`, and enter
+            if got is not None:  # the memo when they end)
+                return not got
+        if f in tables.active:
             return False
         try:
             return not self.dnf(f)

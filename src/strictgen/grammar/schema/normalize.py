@@ -55,6 +55,7 @@ from strictgen import deadline
 from strictgen.errors import GrammarTooLargeError, SchemaError, StrictgenError
 
 from . import applicators
+from ._json_spans import member_spans, object_spans
 from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, UNRESOLVED_2020, legacy_items_2020_validator, unresolved_dialect
 from .documents import SchemaDocuments, dialect_of
 from .formulas import MAX_FORMULAS, FormulaAlgebra
@@ -79,6 +80,10 @@ _NO_CONTENT = frozenset(
 # the keys whose resolution reads a resolver's dynamic scope (SchemaSource.plain_pointer, _local_dialect)
 _DYNAMIC_KEYS = frozenset(("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"))
 _MISSING = object()
+
+# the keys that give a subschema a dialect or base URI of its own (Normalizer.sub: vocabularies.dialect_spec
+# reads `$schema`, refs.entered `$id` and `id`)
+_ENTERING_KEYS = frozenset(("$schema", "$id", "id"))
 
 # the keys that can make a document hold an inner resource (SchemaSource._has_inner_resources)
 _RESOURCE_KEYS = frozenset(("$anchor", "$dynamicAnchor", "$recursiveAnchor", "$id", "id"))
@@ -105,36 +110,18 @@ def _content_writer() -> Callable[[Any], str]:
 _CONTENT_TEXT = _content_writer()
 
 
-def _content_of_text(text: str, schema: dict) -> str | None:
-    """SchemaSource.content's text of `schema` cut from `text`, its own compact JSON text
-    (`_CONTENT_TEXT(schema)`, which schema_cache_text writes too): the text itself when no
-    member is an annotation of _NO_CONTENT, else the text without those members. Their spans are
-    found from the front, encoding only the members up to the last of them (a schema's title and
-    description come first, its big `$defs` mostly after them); None when that would encode more
-    than a fraction of the text (then `content` encodes the kept members, as before). `text`
-    must be the schema's own (the caller's word: schema_cache_text of this very value); where
-    members are cut, each one's text is checked where it must begin (None if it is not there).
-    (The root's text was encoded a second time: ~2% of the front end on the bench's schemas.)"""
-    keys = list(schema)
-    dropped = [i for i, k in enumerate(keys) if k in _NO_CONTENT]
-    if not dropped:
-        return text
-    budget, pos, kept = 256 + len(text) // 8, 1, []
-    for i in range(dropped[-1] + 1):
-        k = keys[i]
-        try:
-            member = _CONTENT_TEXT({k: schema[k]})[1:-1]
-        except (TypeError, ValueError, RecursionError):
-            return None
-        budget -= len(member)
-        if budget < 0 or not text.startswith(member, pos):
-            return None
-        if k not in _NO_CONTENT:
-            kept.append(member)
-        pos += len(member) + 1  # (and the comma after it, or the closing brace)
-    if dropped[-1] < len(keys) - 1:
-        kept.append(text[pos:-1])
-    return "{" + ",".join(kept) + "}"
+def _content_cut(text: str, span: tuple[int, int], schema: dict) -> str | None:
+    """SchemaSource.content's text of `schema`, whose own compact JSON text is text[start:end]
+    (`span`, from _json_spans.object_spans): that text when no member is an annotation of
+    _NO_CONTENT, else the texts of its other members (member_spans); None where the text
+    disagrees with the schema (content then encodes it)."""
+    start, end = span
+    if _NO_CONTENT.isdisjoint(schema):
+        return text[start:end]
+    members = member_spans(schema, text, start)
+    if members is None:
+        return None
+    return "{" + ",".join(text[a:b] for (a, b), k in zip(members, schema) if k not in _NO_CONTENT) + "}"
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))  # values SchemaSource.is_valid memoises (hashable; the type keeps 1 and True apart)
@@ -153,8 +140,8 @@ class SchemaSource:
     def __init__(self, root: Any, formats: str = "assert", documents: Any = None, root_text: str | None = None):
         """`documents`: the other documents `root` may refer to (SchemaDocuments.of takes a mapping
         of URI -> schema or a referencing.Registry); nothing else is ever fetched. `root_text`:
-        the root's JSON text as schema_cache_text writes it, when the caller has it (the root's
-        `content` is then cut from it, not encoded again)."""
+        the root's JSON text as schema_cache_text writes it, when the caller has it (the `content`
+        of the root and of every subschema in it is then cut from it, not encoded again)."""
         if formats not in FORMAT_MODES:
             raise StrictgenError(f"formats must be one of {FORMAT_MODES}, not {formats!r}")
         self.formats = formats
@@ -171,11 +158,9 @@ class SchemaSource:
         self.documents.check_bounds()
         self._dicts: list[dict] = []
         self.vocabularies = Vocabularies(self.documents, self.pointers, formats)  # custom dialects
-        if root_text is not None and type(root) is dict:
-            got = _content_of_text(root_text, root)
-            if got is not None:
-                self._contents[id(root)] = got
-                self._keep.append(root)
+        # where each object of the root sits in its text (content() cuts a subschema's key from it)
+        self._root_text = root_text
+        self._spans = object_spans(root, root_text) if root_text is not None and type(root) is dict else None
         self._index(root, "")
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
@@ -342,14 +327,21 @@ class SchemaSource:
 
     def content(self, schema: dict) -> str:
         """Subschemas with the same content (and base URI and dynamic scope) share one formula,
-        hence one grammar rule: generated schemas repeat inline definitions a lot."""
+        hence one grammar rule: generated schemas repeat inline definitions a lot. An object of
+        the root document has its text cut from the root's (`_spans`, from `root_text`): encoding
+        each subschema again wrote every object once per enclosing subschema (~6% of the front
+        end, ~8% on the bench's slowest schemas)."""
         got = self._contents.get(id(schema))
         if got is None:
-            try:
-                kept = schema if _NO_CONTENT.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NO_CONTENT}
-                got = _CONTENT_TEXT(kept)
-            except (TypeError, ValueError, RecursionError):
-                got = f"id:{id(schema)}"
+            span = self._spans.get(id(schema)) if self._spans is not None else None
+            if span is not None:
+                got = _content_cut(self._root_text, span, schema)
+            if got is None:
+                try:
+                    kept = schema if _NO_CONTENT.isdisjoint(schema) else {k: v for k, v in schema.items() if k not in _NO_CONTENT}
+                    got = _CONTENT_TEXT(kept)
+                except (TypeError, ValueError, RecursionError):
+                    got = f"id:{id(schema)}"
             self._contents[id(schema)] = got
             self._keep.append(schema)
         return got
@@ -563,12 +555,15 @@ class Normalizer:
     def sub(self, f: Formula, schema: Any, *path: Any) -> Formula:
         """The formula of a subschema of the src formula `f` (reached by `path` from it)."""
         info = f.src
-        ptr = self.source.pointers.get(id(schema)) if isinstance(schema, dict) else None  # (src's pointer)
+        ptr = self.pointers.get(id(schema)) if isinstance(schema, dict) else None  # (src's pointer)
         if ptr is None:  # a boolean schema, or an object the index did not reach: written from the path
             ptr = info.pointer + "".join("/" + escape_pointer(p) for p in path)
         if not isinstance(schema, dict):
             return self.src(schema, info.resolver, info.spec, ptr)
-        spec = self.source.vocabularies.dialect_spec(schema, info.spec)
-        resolver = entered(info.resolver, schema, spec)
-        return self.src(schema, resolver, spec, ptr, self.source.scope.enter(info.scope, resolver))
+        if _ENTERING_KEYS.isdisjoint(schema):  # (most subschemas) f's dialect and base URI hold in it
+            spec, resolver = info.spec, info.resolver
+        else:
+            spec = self.vocabularies.dialect_spec(schema, info.spec)
+            resolver = entered(info.resolver, schema, spec)
+        return self.src(schema, resolver, spec, ptr, self.scope.enter(info.scope, resolver) if self.scope.active else ())
 
