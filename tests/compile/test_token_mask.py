@@ -121,6 +121,21 @@ def test_horizon_keys_share_masks_only_where_no_token_can_tell(vocab):
         near = [keys[prefix, c] for c in (400 - depth + 1, 398, 399, 400)]  # a token can see the end
         assert len(set(near)) == len(near) and not set(near) & set(far)
     assert keys['{"a": "', 100] != keys['{"a": "x", "b": "', 100]  # what follows the string differs
+    assert masker._shared is not None and len(masker._shared) >= 2  # the merging keys' masks, made on first use
+    assert masker.num_cached() == len(masker.store) + len(masker._shared)
+
+
+def test_a_masker_whose_keys_merge_nothing_makes_no_shared_map(qwen):
+    """The map of masks by horizon key is made when a key first merges states (`_shared_masks`),
+    not by every masker: a grammar without such keys serves its masks from the store alone."""
+    grammar = sg.GrammarCompiler(qwen, cache_size=1).compile_regex("abc[0-9]+")
+    masker = grammar.masker
+    m = sg.GrammarMatcher(grammar)
+    for ch in "abc12":
+        assert np.array_equal(masker.mask(m.state), _packed_reference(grammar, qwen, m.state))
+        assert m.accept_string(ch)
+    assert masker._shared is None
+    assert masker.num_cached() == len(masker.store) >= 5
 
 
 def test_horizon_classes_of_a_counter():

@@ -58,8 +58,6 @@ class TokenMasker:
         # by state, in C (batch and draft fills read it without the GIL); masks are all one size,
         # so the bound on entries bounds bytes
         self.store = _mask_store.MaskStore(self.words, max_cached)
-        # by horizon key (a frozenset, when a rule merges states): few, and read by Python only
-        self._shared: BoundedLRU[np.ndarray] = BoundedLRU(max_cached)
         self._horizon = HorizonKeys(machine, max(trie.depth, longest) + 1)  # the most bytes a token reads
         # text tokens never allowed (special_tokens.py: those holding a stand-in's first byte)
         self.blocked = None
@@ -106,7 +104,8 @@ class TokenMasker:
         # states that no token can tell apart (a long counted string, a token further on) share one
         if key is None:
             key = self._horizon.key(state)
-        got = self._shared.peek(key) if key != state else None
+        shared = self._shared if key != state else None
+        got = shared.peek(key) if shared is not None else None
         if got is None and self.stored is not None:
             got = self.stored.find(state)  # a mask another process computed (disk_masks.py)
             if got is not None:
@@ -116,8 +115,23 @@ class TokenMasker:
             self._horizon.sync()  # a rule this walk built is paid for here, not by the next mask
         self.store.put(state, got)
         if key != state:  # nothing more when no horizon key merges states
-            self._shared.put(key, got)
+            if shared is None:
+                shared = self._shared_masks()
+            shared.put(key, got)
         return got
+
+    def _shared_masks(self) -> BoundedLRU[np.ndarray]:
+        """The masks by horizon key, made when a key first merges states: most grammars never
+        do, and a BoundedLRU made in every `__init__` was ~18% of the masker's set-up. Two threads
+        that race here may each make one; the loser's single entry is only computed again."""
+        shared = self._shared
+        if shared is None:
+            shared = self._shared = BoundedLRU(self.max_cached)
+        return shared
+
+    # by horizon key (a frozenset, when a rule merges states): few, and read by Python only
+    # (made on first use, `_shared_masks`)
+    _shared: BoundedLRU[np.ndarray] | None = None
 
     def deferred_rules(self) -> list[int]:
         """The rules the compile deferred that are not built yet, nearest the root first (the
@@ -381,7 +395,7 @@ class TokenMasker:
 
     def num_cached(self) -> int:
         """How many masks (and shared keys) are cached: how much a store of them would hold."""
-        return len(self.store) + len(self._shared)
+        return len(self.store) + (len(self._shared) if self._shared is not None else 0)
 
     # the masks a disk cache holds for this grammar (disk_masks.StoredMasks), asked on a miss
     # before computing; set by StoredMasks.attach after a restart's load
