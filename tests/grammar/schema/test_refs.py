@@ -113,3 +113,43 @@ def test_recursive_ref_with_recursive_anchor_is_refused():
     with pytest.raises(SchemaError) as e:
         norm.dnf(rule.schema)
     assert e.value.keyword == "$recursiveRef" and e.value.pointer == "/properties/a/$recursiveRef"
+
+
+_BASES = ["http://example.com/schema.json", "https://a.b:8080", "https://a.b/x/y?q#f", "http://a.b#f", "http://a.b?",
+          "HTTP://a.b/", "http://[::1]/", "http://u@a.b/", "urn:x:y", "", "http://a.b\t/x", " http://a.b/",
+          "file:///x", "http://a.b;p/x", "http://a..b/"]
+_REFERENCES = ["/properties/repo", "/a/b/c.json", "/a//b", "/./a", "/a/..", "/a/../b", "/", "/a/", "#/x", "a/b",
+               "/a~b/c_d-e", "/a?x", "/a;p", "/.a/..b", "/a/.", "//x/y", "/é", "/a b", ""]
+
+
+@pytest.mark.parametrize("base", _BASES)
+def test_joined_uri_is_urljoin(base):
+    """refs.joined_uri's fast case (absolute-path `$id` under a plain http(s) authority) answers
+    as urllib's urljoin does, and every other pair is urllib's answer."""
+    from urllib.parse import urljoin
+
+    from strictgen.grammar.schema.refs import joined_uri
+
+    assert [joined_uri(base, r) for r in _REFERENCES] == [urljoin(base, r) for r in _REFERENCES]
+
+
+@pytest.mark.parametrize("schema_id", ["/properties/a", "#/properties/a", "sub.json", "#", "", 5, None])
+def test_entered_is_referencings_in_subresource(schema_id):
+    """refs.entered gives the base URI referencing's Resolver.in_subresource gives (draft 6 and
+    2020-12 ids; a non-string id leaves the resolver as it is)."""
+    import referencing
+    import referencing.jsonschema as rj
+
+    from strictgen.grammar.schema.refs import base_uri, entered
+
+    for spec in (rj.DRAFT6, rj.DRAFT202012, rj.DRAFT4):
+        key = "id" if spec is rj.DRAFT4 else "$id"
+        schema = {key: schema_id, "type": "string"} if schema_id is not None else {"$id": None, "type": "string"}
+        resolver = referencing.Registry().resolver(base_uri="http://example.com/root.json")
+        try:
+            expected = resolver.in_subresource(spec.create_resource(schema))
+        except (TypeError, ValueError, AttributeError):
+            expected = resolver
+        got = entered(resolver, schema, spec)
+        assert base_uri(got) == base_uri(expected)
+        assert (got is resolver) == (expected is resolver)
