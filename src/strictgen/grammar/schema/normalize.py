@@ -211,8 +211,8 @@ class SchemaSource:
             raise invalid("$id must be a string (a URI reference)", "$id", "")
         uri = resource.id() or ""
         inner = not _RESOURCE_KEYS.isdisjoint(keys) and self._has_inner_resources(root)
-        crawl = inner and not self._crawl_unasked(root, keys, spec)
-        bad = None if crawl else malformed_subschema(root)  # what the crawl would have refused
+        crawl = inner and not self._crawl_unasked(root, keys, spec)  # (which found no malformed shape)
+        bad = None if inner else malformed_subschema(root)  # what the crawl would have refused
         if bad is not None:
             raise self._shape_error(bad, "")
         try:
