@@ -60,7 +60,7 @@ from .dialects import ALL_KEYWORDS, DIALECT_KEYWORDS, UNRESOLVED_2020, legacy_it
 from .documents import SchemaDocuments, dialect_of
 from .formulas import MAX_FORMULAS, FormulaAlgebra
 from .ir import FALSE, TRUE, Conjunct, Formula, SrcInfo
-from .limits import malformed_subschema
+from .limits import SCHEMA_MAP, SUBSCHEMA_SHAPES, malformed_subschema, shape_holds
 from .normalized import NormalizedSchema
 from .refs import DynamicScope, base_uri, entered
 from .strings import StringLanguages
@@ -166,7 +166,7 @@ class SchemaSource:
         # where each object of the root sits in its text (content() cuts a subschema's key from it)
         self._root_text = root_text
         self._spans = object_spans(root, root_text) if root_text is not None and type(root) is dict else None
-        self._index(root, "")
+        self._root_suspect = self._index(root, "")  # (a subschema keyword of a wrong shape may be there)
         for uri, contents, _ in self.documents.items:
             self._index(contents, uri + "#")
         keys = set().union(*self._dicts)  # every key of every object: one C pass, then set look-ups
@@ -184,7 +184,7 @@ class SchemaSource:
         elif local is None:
             self._set_up_references(root, keys)
         else:  # nothing to resolve but plain pointers: the registry waits for the judge or a reference plain_pointer cannot answer (resolver_of)
-            bad = malformed_subschema(root)  # what referencing would have refused
+            bad = self._malformed_root()  # what referencing would have refused
             if bad is not None:
                 raise self._shape_error(bad, "")
             self.spec = local
@@ -212,7 +212,7 @@ class SchemaSource:
         uri = resource.id() or ""
         inner = not _RESOURCE_KEYS.isdisjoint(keys) and self._has_inner_resources(root)
         crawl = inner and not self._crawl_unasked(root, keys, spec)  # (which found no malformed shape)
-        bad = None if inner else malformed_subschema(root)  # what the crawl would have refused
+        bad = None if inner else self._malformed_root()  # what the crawl would have refused
         if bad is not None:
             raise self._shape_error(bad, "")
         try:
@@ -243,7 +243,7 @@ class SchemaSource:
             uri = d.get("$id")
             if uri is not None and (type(uri) is not str or not uri.isascii() or "[" in uri or "]" in uri):
                 return False
-        return malformed_subschema(root) is None
+        return self._malformed_root() is None
 
     def plain_pointer(self, resolver: Any, target_ref: str) -> Any:
         """The schema `target_ref` points to when it is a plain JSON pointer ("#/a/b": no `~`
@@ -332,24 +332,39 @@ class SchemaSource:
                 return True  # one); a draft 4/6 id is a string (a property named id holds a dict)
         return False
 
-    def _index(self, root: Any, prefix: str) -> None:
+    def _index(self, root: Any, prefix: str) -> bool:
         """JSON pointers of every object of a document (for error messages): "/a/b" in the root
-        document, "URI#/a/b" in another one."""
-        work = [(root, prefix)]
+        document, "URI#/a/b" in another one. Returns whether a subschema keyword may have the wrong
+        shape (limits.shape_holds; False is certain, True asks malformed_subschema, whose own walk
+        was ~2% of a front end). Roles: 1 a schema, 2 an object or array of schemas, 0 other."""
+        shapes = SUBSCHEMA_SHAPES
+        suspect = False
+        work = [(root, prefix, 1)]
         while work:
-            node, ptr = work.pop()
+            node, ptr, role = work.pop()
             if isinstance(node, dict):
                 if id(node) in self.pointers:
+                    suspect = suspect or role != 0  # (the same object in two places: a Python-made schema)
                     continue
                 self.pointers[id(node)] = ptr
                 self._dicts.append(node)
                 for k, v in node.items():
+                    inner = 0 if role != 1 or k not in shapes else (2 if shapes[k] == SCHEMA_MAP or type(v) is list else 1)
+                    if inner and not shape_holds(shapes[k], v):
+                        suspect = True
                     if isinstance(v, (dict, list)):  # (most keys are their own pointer token: nothing to escape)
-                        work.append((v, f"{ptr}/{k}" if type(k) is str and "~" not in k and "/" not in k else f"{ptr}/{escape_pointer(k)}"))
+                        inner = inner if role != 2 else 1
+                        work.append((v, f"{ptr}/{k}" if type(k) is str and "~" not in k and "/" not in k else f"{ptr}/{escape_pointer(k)}", inner))
             elif isinstance(node, list):
+                inner = 1 if role == 2 else 0
                 for i, v in enumerate(node):
                     if isinstance(v, (dict, list)):
-                        work.append((v, f"{ptr}/{i}"))
+                        work.append((v, f"{ptr}/{i}", inner))
+        return suspect
+
+    def _malformed_root(self) -> tuple[str, str, str] | None:
+        """malformed_subschema of the root document, walked only where _index saw a suspect shape."""
+        return malformed_subschema(self.root) if self._root_suspect else None
 
     def content(self, schema: dict) -> str:
         """Subschemas with the same content (and base URI and dynamic scope) share one formula,
