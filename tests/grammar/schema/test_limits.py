@@ -98,3 +98,21 @@ def test_malformed_subschema_passes_well_formed_schemas(schema):
 )
 def test_malformed_subschema_names_keyword_pointer_and_shape(schema, expected):
     assert malformed_subschema(schema) == expected
+    # the normaliser's index of the document (SchemaSource._index) sees each of them on its walk
+    # and refuses the schema as malformed_subschema names it (no $id: referencing never imported;
+    # a $ref: the registry made without a crawl)
+    from strictgen.errors import SchemaError
+    from strictgen.grammar.schema.normalize import SchemaSource
+
+    keyword, pointer, shape = expected
+    for root in (schema, {**schema, "$ref": "#/$defs/none", "$defs": {**schema.get("$defs", {}), "none": {}}}):
+        with pytest.raises(SchemaError) as got:
+            SchemaSource(root)
+        assert (got.value.keyword, got.value.pointer, str(got.value).split(" (keyword")[0]) == (keyword, pointer.lstrip("#"), f"{keyword} must be {shape}")
+
+
+@pytest.mark.parametrize("schema", WELL_FORMED)
+def test_the_normalisers_index_passes_well_formed_schemas(schema):
+    from strictgen.grammar.schema.normalize import SchemaSource
+
+    SchemaSource(schema)  # (no SchemaError: no shape suspected, or malformed_subschema clears it)

@@ -113,3 +113,91 @@ def test_recursive_ref_with_recursive_anchor_is_refused():
     with pytest.raises(SchemaError) as e:
         norm.dnf(rule.schema)
     assert e.value.keyword == "$recursiveRef" and e.value.pointer == "/properties/a/$recursiveRef"
+
+
+_BASES = ["http://example.com/schema.json", "https://a.b:8080", "https://a.b/x/y?q#f", "http://a.b#f", "http://a.b?",
+          "HTTP://a.b/", "http://[::1]/", "http://u@a.b/", "urn:x:y", "", "http://a.b\t/x", " http://a.b/",
+          "file:///x", "http://a.b;p/x", "http://a..b/"]
+_REFERENCES = ["/properties/repo", "/a/b/c.json", "/a//b", "/./a", "/a/..", "/a/../b", "/", "/a/", "#/x", "a/b",
+               "/a~b/c_d-e", "/a?x", "/a;p", "/.a/..b", "/a/.", "//x/y", "/é", "/a b", ""]
+
+
+@pytest.mark.parametrize("base", _BASES)
+def test_joined_uri_is_urljoin(base):
+    """refs.joined_uri's fast case (absolute-path `$id` under a plain http(s) authority) answers
+    as urllib's urljoin does, and every other pair is urllib's answer."""
+    from urllib.parse import urljoin
+
+    from strictgen.grammar.schema.refs import joined_uri
+
+    assert [joined_uri(base, r) for r in _REFERENCES] == [urljoin(base, r) for r in _REFERENCES]
+
+
+@pytest.mark.parametrize("schema_id", ["/properties/a", "#/properties/a", "sub.json", "#", "", 5, None])
+def test_entered_is_referencings_in_subresource(schema_id):
+    """refs.entered gives the base URI referencing's Resolver.in_subresource gives (draft 6 and
+    2020-12 ids; a non-string id leaves the resolver as it is)."""
+    import referencing
+    import referencing.jsonschema as rj
+
+    from strictgen.grammar.schema.refs import base_uri, entered
+
+    for spec in (rj.DRAFT6, rj.DRAFT202012, rj.DRAFT4):
+        key = "id" if spec is rj.DRAFT4 else "$id"
+        schema = {key: schema_id, "type": "string"} if schema_id is not None else {"$id": None, "type": "string"}
+        resolver = referencing.Registry().resolver(base_uri="http://example.com/root.json")
+        try:
+            expected = resolver.in_subresource(spec.create_resource(schema))
+        except (TypeError, ValueError, AttributeError):
+            expected = resolver
+        got = entered(resolver, schema, spec)
+        assert base_uri(got) == base_uri(expected)
+        assert (got is resolver) == (expected is resolver)
+
+
+_D6 = "http://json-schema.org/draft-06/schema#"
+_INNER_IDS = [
+    {"$schema": _D6, "$id": "http://example.com/s.json", "type": "object", "properties": {
+        "a": {"$id": "/properties/a", "type": "string", "enum": ["x", "y", 3]},
+        "b": {"$id": "/properties/b", "type": "array", "items": {"$id": "/properties/b/items", "type": "integer", "maximum": 3}},
+        "c": {"$id": "#/properties/c", "type": "boolean"}, "id": {"$id": "sub/c.json", "type": "null"}}},
+    {"$id": "http://example.com/s.json", "anyOf": [{"$id": "a.json", "const": 1}, {"$id": "/b", "type": "string"}]},
+    {"$schema": _D6, "$id": "urn:x:y", "properties": {"a": {"$id": "/a", "minimum": 2}}},
+    {"$schema": _D6, "properties": {"a": {"$id": "/a", "type": "string"}, "b": {"$id": "/a", "type": "string"}}},
+    # refused alike: a malformed shape below an inner $id; what the crawl itself refuses (kept crawling)
+    {"$schema": _D6, "properties": {"a": {"$id": "/a", "items": 5}}},
+    {"$schema": _D6, "properties": {"a": {"$id": 5, "type": "string"}}},
+    {"$schema": _D6, "properties": {"a": {"$id": "http://[::1/a", "type": "string"}}},
+    {"$schema": _D6, "properties": {"a": {"$id": "/a", "dependencies": ["b"]}}},
+    {"$schema": _D6, "properties": {"a": {"$id": "/a", "$schema": "http://example.com/unknown", "type": "string"}}},
+]
+
+
+def _front_outcome(schema):
+    from strictgen.grammar.schema.entry import json_schema_grammar
+
+    try:
+        return repr(json_schema_grammar(schema))
+    except SchemaError as e:
+        return f"{e.keyword} {e.pointer} {e}"
+
+
+@pytest.mark.parametrize("schema", _INNER_IDS)
+def test_a_crawl_nothing_asks_for_is_skipped_with_the_same_outcome(schema, monkeypatch):
+    """A document with inner `$id`s and nothing to look up is not crawled (SchemaSource._crawl_unasked),
+    and compiles (grammar, refusal) exactly as with the crawl."""
+    from strictgen.grammar.schema.normalize import SchemaSource
+
+    skipped = _front_outcome(schema)
+    monkeypatch.setattr(SchemaSource, "_crawl_unasked", lambda self, root, keys, spec: False)
+    assert _front_outcome(schema) == skipped
+
+
+def test_the_crawl_is_skipped_only_where_nothing_looks_up():
+    from strictgen.grammar.schema.normalize import SchemaSource
+
+    plain = SchemaSource(_INNER_IDS[0])
+    with pytest.raises(LookupError):  # (an inner resource: only the crawl would have found it)
+        plain.registry.contents("http://example.com/properties/a")
+    referring = SchemaSource({**_INNER_IDS[0], "not": {"$ref": "#/properties/b"}})
+    assert referring.registry.contents("http://example.com/properties/a")["type"] == "string"

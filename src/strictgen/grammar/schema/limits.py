@@ -14,7 +14,9 @@ from strictgen.errors import GrammarTooLargeError
 MAX_SCHEMA_DEPTH = 128  # nested JSON objects/arrays in one schema document
 MAX_SCHEMA_NODES = 1_000_000  # JSON values in one schema document
 
-__all__ = ["MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "check_schema_bounds", "json_pointer", "malformed_subschema"]
+__all__ = [
+    "MAX_SCHEMA_DEPTH", "MAX_SCHEMA_NODES", "SUBSCHEMA_SHAPES", "check_schema_bounds", "json_pointer", "malformed_subschema", "shape_holds",
+]
 
 
 def json_pointer(path) -> str:
@@ -84,14 +86,36 @@ def _within_bounds(schema: Any, max_depth: int, max_nodes: int) -> bool:
     return True
 
 
-# keywords whose values hold subschemas, by shape (draft 4 to 2020-12)
-_ONE_SCHEMA = frozenset(
-    """additionalItems additionalProperties unevaluatedItems unevaluatedProperties contains
-    propertyNames not if then else contentSchema""".split()
-)
-_SCHEMA_MAP = frozenset("properties patternProperties $defs definitions dependentSchemas".split())
-_SCHEMA_LIST = frozenset("allOf anyOf oneOf prefixItems".split())
-_SUBSCHEMA_KEYWORDS = _ONE_SCHEMA | _SCHEMA_MAP | _SCHEMA_LIST | {"items"}
+# keywords whose values hold subschemas, by shape (draft 4 to 2020-12): a schema, an object whose
+# values are schemas, an array of schemas, or (`items`) a schema or an array of schemas
+ONE_SCHEMA, SCHEMA_MAP, SCHEMA_LIST, SCHEMA_OR_LIST = "one", "map", "list", "items"
+SUBSCHEMA_SHAPES: dict[str, str] = {
+    **dict.fromkeys(
+        """additionalItems additionalProperties unevaluatedItems unevaluatedProperties contains
+        propertyNames not if then else contentSchema""".split(),
+        ONE_SCHEMA,
+    ),
+    **dict.fromkeys("properties patternProperties $defs definitions dependentSchemas".split(), SCHEMA_MAP),
+    **dict.fromkeys("allOf anyOf oneOf prefixItems".split(), SCHEMA_LIST),
+    "items": SCHEMA_OR_LIST,
+}
+_MUST = {
+    ONE_SCHEMA: "a schema (an object or a boolean)",
+    SCHEMA_MAP: "an object whose values are schemas",
+    SCHEMA_LIST: "an array of schemas",
+}
+
+
+def shape_holds(shape: str, value: Any) -> bool:
+    """Has `value` the shape (SUBSCHEMA_SHAPES) of its keyword? (malformed_subschema's test of one
+    keyword; SchemaSource._index asks it of every subschema keyword as it indexes the document)"""
+    if shape == ONE_SCHEMA:
+        return isinstance(value, (dict, bool))
+    if shape == SCHEMA_MAP:
+        return isinstance(value, dict) and all(isinstance(v, (dict, bool)) for v in value.values())
+    if shape == SCHEMA_LIST or isinstance(value, list):
+        return isinstance(value, list) and all(isinstance(v, (dict, bool)) for v in value)
+    return isinstance(value, (dict, bool))  # (items, one schema)
 
 
 def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
@@ -99,9 +123,6 @@ def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
     what it must be), or None. Libraries that walk a schema (referencing, jsonschema) fail on
     these with their internal error text ('list' object has no attribute 'values'); this names
     the keyword instead. `items` may be a schema or, in the legacy form, an array of schemas."""
-
-    def is_schema(v: Any) -> bool:
-        return isinstance(v, (dict, bool))
 
     def bad(link: Any, kw: str, must: str) -> tuple[str, str, str]:  # the pointer is written only here
         return kw, f"#{json_pointer(_path(link))}/{kw}", must
@@ -112,23 +133,16 @@ def malformed_subschema(schema: Any) -> tuple[str, str, str] | None:
         if not isinstance(node, dict):
             continue
         for kw, value in node.items():
-            if kw not in _SUBSCHEMA_KEYWORDS:
+            shape = SUBSCHEMA_SHAPES.get(kw)
+            if shape is None:
                 continue
-            if kw in _ONE_SCHEMA or kw == "items":
-                if kw == "items" and isinstance(value, list):
-                    if not all(is_schema(v) for v in value):
-                        return bad(link, kw, "a schema or an array of schemas")
-                    stack.extend((v, ((link, kw), i)) for i, v in enumerate(value))
-                elif not is_schema(value):
-                    return bad(link, kw, "a schema (an object or a boolean)")
-                else:
-                    stack.append((value, (link, kw)))
-            elif kw in _SCHEMA_MAP:
-                if not isinstance(value, dict) or not all(is_schema(v) for v in value.values()):
-                    return bad(link, kw, "an object whose values are schemas")
+            if not shape_holds(shape, value):
+                listed = shape == SCHEMA_OR_LIST and isinstance(value, list)
+                return bad(link, kw, "a schema or an array of schemas" if listed else _MUST.get(shape, _MUST[ONE_SCHEMA]))
+            if shape == SCHEMA_MAP:
                 stack.extend((v, ((link, kw), k)) for k, v in value.items())
-            elif kw in _SCHEMA_LIST:
-                if not isinstance(value, list) or not all(is_schema(v) for v in value):
-                    return bad(link, kw, "an array of schemas")
+            elif isinstance(value, list):
                 stack.extend((v, ((link, kw), i)) for i, v in enumerate(value))
+            else:
+                stack.append((value, (link, kw)))
     return None
