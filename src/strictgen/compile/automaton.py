@@ -298,8 +298,10 @@ def _callees_first(names: list[str], calls: dict[str, set[str]], called: CallInd
 # numbers of the rules they call (a DFA's call edges name callees by number); only of those its
 # edges name, so that a shared rule found at another place in another grammar still hits.
 _rule_dfas = DfaCache(256)
-# (inlined rule names, ids of their bodies) -> (those bodies, the names of the rules their
-# automaton calls): what a lookup of `_rule_dfas` needs to form its key (`_cached_rule`).
+# (inlined rule names, ids of their bodies) -> the names of the rules their automaton calls: what
+# a lookup of `_rule_dfas` needs to form its key (`_cached_rule`). Names only, no bodies: held IR
+# is heap that every full collection walks (the bodies are held once, by `_rule_dfas`' entry, and
+# a reused id finds an entry whose bodies are not these, which `_cached_rule` turns away).
 _callees_used: BoundedLRU[tuple] = BoundedLRU(256)
 
 
@@ -345,11 +347,13 @@ def _cached_rule(bodies: tuple, keep: tuple, called) -> regular.DFA | None:
     """The automaton of the rule built from `bodies` (`_rule_bodies`) kept by an earlier build,
     when the rules it calls have the same numbers in `called` as they had there (its call edges
     name them by number), or None."""
-    got = _callees_used.peek(bodies)
-    if got is None or len(got[0]) != len(keep) or not all(a is b for a, b in zip(got[0], keep)):
+    used = _callees_used.peek(bodies)
+    if used is None or any(c not in called for c in used):
         return None
-    found = _rule_dfas.get_kept((*bodies, tuple((c, called[c]) for c in got[1])))
-    return None if found is None else found[0]
+    found = _rule_dfas.get_kept((*bodies, tuple((c, called[c]) for c in used)))
+    if found is None or len(found[1]) != len(keep) or not all(a is b for a, b in zip(found[1], keep)):
+        return None
+    return found[0]
 
 
 def _keep_rule(bodies: tuple, keep: tuple, calls: set[str], called, dfa: regular.DFA) -> None:
@@ -360,7 +364,7 @@ def _keep_rule(bodies: tuple, keep: tuple, calls: set[str], called, dfa: regular
     not change the automaton and is not part of the key."""
     numbers = rule_facts.callees_of(dfa)
     used = tuple(sorted(c for c in calls if called[c] in numbers))
-    _callees_used.put(bodies, (keep, used))
+    _callees_used.put(bodies, used)
     _rule_dfas.put((*bodies, tuple((c, called[c]) for c in used)), dfa, keep)
 
 

@@ -28,6 +28,7 @@ from . import _machine
 from .automaton import CompiledAutomaton, RuleDFA, apart_within, horizon_classes, nullable_rules
 from .guards import collector_paused, user_errors
 from .lazy_rules import ResolvingCore
+from .rule_facts import callees_of
 
 DEAD = 0
 EMPTY_STACK = 0
@@ -189,15 +190,14 @@ def _steps_per_byte(rule, nullable: set[int]) -> int | None:
     """At most how many refinement steps (bytes, calls) a frame of `rule` takes per byte of input:
     1 when every callee reads a byte; 2 when calls of rules that may read nothing (whitespace) never
     follow each other without a byte between; None otherwise (the rule keeps exact states)."""
-    arrays = rule.dfa.call_arrays()
-    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in arrays)
     # the rules that get here are the few with long counters, whose call edges run to thousands
-    # (as Python lists they cost ~140 us a rule); the callees they may skip, a set read off the
-    # call array in C, are few (none for half of them: done), so each is compared in numpy
-    # instead of np.isin (~115 us a rule with it, the bench's 11 rules)
-    skipping = set(memoryview(arrays[1]).cast("i")) & nullable
+    # (as Python lists they cost ~140 us a rule); the callees they may skip (rule_facts.callees_of)
+    # are few (none for half of them: done), so each is compared in numpy instead of np.isin
+    # (~115 us a rule with it, the bench's 11 rules)
+    skipping = callees_of(rule.dfa) & nullable
     if not skipping:
         return 1
+    start, callee, ret = (np.frombuffer(a, dtype=np.int32) for a in rule.dfa.call_arrays())
     skips = np.flatnonzero(np.logical_or.reduce([callee == c for c in skipping]))
     may_skip = np.zeros(rule.num_states, dtype=bool)  # states with a call that may read nothing
     may_skip[np.searchsorted(start, skips, side="right") - 1] = True
