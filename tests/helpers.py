@@ -1,9 +1,12 @@
-"""Helpers shared by tests: masks as id sets, token splits of a document, canonical encodings."""
+"""Helpers shared by tests: masks as id sets, token splits of a document, canonical encodings,
+the output of code run in a fresh interpreter."""
 
 from __future__ import annotations
 
 import functools
 import random
+import subprocess
+import sys
 
 import numpy as np
 
@@ -133,3 +136,12 @@ def mutated(text: str, alphabet: str, rng: random.Random, edits: int = 1) -> str
         else:
             chars[min(at, len(chars) - 1)] = rng.choice(alphabet)
     return "".join(chars)
+
+
+def fresh_interpreter_words(code: str, timeout: float = 120) -> list[str]:
+    """The words `code` prints when run in a fresh interpreter (what a first import or a first
+    compile in a new process does, which this long-running test process did long ago); the run
+    must succeed."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()

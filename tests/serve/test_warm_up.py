@@ -31,8 +31,7 @@ def test_fresh_start_imports_what_a_compile_needs():
     """In a fresh interpreter, the start (a Server over the embedded model) has imported the pieces
     a first schema compile would otherwise import inside the user's request (without the warm-up
     none of these three is imported by the start)."""
-    import subprocess
-    import sys
+    from tests.helpers import fresh_interpreter_words
 
     code = (
         "import sys\n"
@@ -41,6 +40,4 @@ def test_fresh_start_imports_what_a_compile_needs():
         "print(' '.join(m for m in ('referencing', 'jsonschema', 'strictgen.grammar.string_formats') if m in sys.modules))\n"
         "s.pool.close()\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["referencing", "jsonschema", "strictgen.grammar.string_formats"]
+    assert fresh_interpreter_words(code, timeout=300) == ["referencing", "jsonschema", "strictgen.grammar.string_formats"]

@@ -6,9 +6,6 @@ it long ago."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from strictgen.errors import SchemaError
@@ -16,6 +13,7 @@ from strictgen.grammar.json_schema import json_schema_grammar
 from strictgen.grammar.schema.normalize import SchemaSource
 from strictgen.compile.automaton import compile_automaton
 from strictgen.compile.machine import DEAD, PushdownMachine
+from tests.helpers import fresh_interpreter_words
 
 
 def _imports_after(schema: str) -> list[str]:
@@ -25,9 +23,7 @@ def _imports_after(schema: str) -> list[str]:
         f"json_schema_grammar({schema})\n"
         "print(' '.join(m for m in ('referencing', 'jsonschema') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout.split()
+    return fresh_interpreter_words(code)
 
 
 def test_first_compile_without_references_imports_no_referencing():
